@@ -1,0 +1,8 @@
+"""ektelo_pgm: differentially private query answering and synthetic data with implicit query
+operators and graphical-model reconstruction."""
+from .domain import Domain
+from .dataset import Dataset
+from .measurement import Measurement
+from .estimate import Estimate, VectorEstimate
+
+__version__ = "0.1.0"

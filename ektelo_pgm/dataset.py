@@ -1,0 +1,157 @@
+"""Integer-coded records over a Domain."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .domain import Domain
+
+# Largest dense array (in MB) that ``marginal`` and ``datavector`` will allocate.
+MAX_DENSE_MB = 2048.0
+
+
+def _mb(cells: int) -> float:
+    return cells * 8 / 2**20
+
+
+def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what: str) -> int:
+    """Number of cells over ``attrs``; raise MemoryError naming the size in MB above ``limit_mb``."""
+    attrs = domain.check(attrs)
+    cells = domain.size(attrs)
+    if _mb(cells) > limit_mb:
+        raise MemoryError(
+            f"{what} over {list(attrs)} has {cells:,} cells ({_mb(cells):,.1f} MB as float64), "
+            f"above the limit of {limit_mb:,.1f} MB"
+        )
+    return cells
+
+
+def _validate_records(values: np.ndarray, domain: Domain, source: str) -> np.ndarray:
+    """Return ``values`` as int64 codes, raising ValueError naming the column and row of a bad code."""
+    if values.ndim != 2:
+        raise ValueError(f"{source}: records must be a 2-D array (rows, attributes), got {values.ndim} dimensions")
+    if values.shape[1] != len(domain):
+        raise ValueError(f"{source}: {values.shape[1]} columns but the domain has {len(domain)} attributes {list(domain.attrs)}")
+    if values.shape[0] == 0:
+        raise ValueError(f"{source}: the table is empty (no records)")
+    if values.dtype == object or values.dtype.kind in "fUSb":
+        for j, attr in enumerate(domain.attrs):
+            column = values[:, j]
+            try:
+                numeric = column.astype(np.float64)
+            except (TypeError, ValueError):
+                row = next(i for i, v in enumerate(column) if not _is_number(v))
+                raise ValueError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code") from None
+            bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code")
+        values = values.astype(np.float64).astype(np.int64)
+    elif values.dtype.kind not in "iu":
+        raise ValueError(f"{source}: records of dtype {values.dtype} are not integer codes")
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    for j, (attr, size) in enumerate(zip(domain.attrs, domain.shape)):
+        bad = (values[:, j] < 0) | (values[:, j] >= size)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{source}: column {attr!r} row {row} holds {values[row, j]}, outside its domain 0..{size - 1}"
+            )
+    return values
+
+
+def _show(value) -> str:
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class Dataset:
+    """A Domain plus an (N, d) array of integer codes, columns in domain order."""
+
+    def __init__(self, records, domain: Domain):
+        if not isinstance(domain, Domain):
+            raise TypeError(f"Dataset: domain must be a Domain, got {type(domain).__name__}")
+        self.domain = domain
+        self.records = _validate_records(np.asarray(records), domain, "Dataset")
+
+    @classmethod
+    def load(cls, csv_path, domain_json_path) -> "Dataset":
+        """Read an integer-coded CSV with a header row and a ``{name: size}`` JSON domain file.
+
+        Columns are taken in the domain file's order; extra CSV columns are ignored.
+        """
+        with open(domain_json_path, encoding="utf-8") as f:
+            domain = Domain.fromdict(json.load(f))
+        with open(csv_path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), None)
+        if not header:
+            raise ValueError(f"{csv_path}: no header row")
+        header = [h.strip() for h in header]
+        missing = [a for a in domain.attrs if a not in header]
+        if missing:
+            raise ValueError(f"{csv_path}: columns {missing} of the domain file are missing from the CSV header")
+        columns = [header.index(a) for a in domain.attrs]
+        try:
+            values = np.loadtxt(csv_path, delimiter=",", skiprows=1, usecols=columns, dtype=np.int64, ndmin=2)
+        except ValueError:
+            # Re-read as text so that the error names the offending column and row.
+            with open(csv_path, newline="", encoding="utf-8") as f:
+                rows = list(csv.reader(f))[1:]
+            values = np.array([[row[c].strip() if c < len(row) else "" for c in columns] for row in rows], dtype=object)
+        return cls(_validate_records(values, domain, str(csv_path)), domain)
+
+    @classmethod
+    def from_dataframe(cls, df, domain: Domain) -> "Dataset":
+        """Dataset from a DataFrame of integer codes holding (at least) the domain's columns."""
+        missing = [a for a in domain.attrs if a not in df.columns]
+        if missing:
+            raise ValueError(f"DataFrame: columns {missing} of the domain are missing")
+        return cls(_validate_records(df[list(domain.attrs)].to_numpy(), domain, "DataFrame"), domain)
+
+    def to_dataframe(self):
+        """The records as a pandas DataFrame of integer codes."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records, columns=list(self.domain.attrs))
+
+    def save(self, csv_path) -> None:
+        """Write the records as an integer-coded CSV with a header row."""
+        header = ",".join(self.domain.attrs)
+        np.savetxt(csv_path, self.records, fmt="%d", delimiter=",", header=header, comments="")
+
+    def project(self, attrs) -> "Dataset":
+        """The records restricted to ``attrs`` (in the order given)."""
+        attrs = self.domain.check(attrs)
+        return Dataset(self.records[:, list(self.domain.axes(attrs))], self.domain.project(attrs))
+
+    def marginal(self, attrs, limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+        """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
+        attrs = self.domain.check(attrs)
+        cells = check_dense_size(self.domain, attrs, limit_mb, "marginal")
+        shape = self.domain.project(attrs).shape
+        if not attrs:
+            return np.array(float(len(self)))
+        codes = self.records[:, list(self.domain.axes(attrs))]
+        flat = np.ravel_multi_index(codes.T, shape)
+        return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
+
+    def datavector(self, limit_mb: float = 256.0) -> np.ndarray:
+        """Counts over the full domain, raveled in C order (small domains only)."""
+        return self.marginal(self.domain.attrs, limit_mb=limit_mb).ravel()
+
+    def __len__(self) -> int:
+        return self.records.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Dataset({len(self)} records, {self.domain})"

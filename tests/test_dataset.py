@@ -1,0 +1,99 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ektelo_pgm.dataset import Dataset
+from ektelo_pgm.domain import Domain
+
+
+def brute_marginal(records, domain, attrs):
+    out = np.zeros(domain.project(attrs).shape)
+    for row in records:
+        out[tuple(row[domain.attrs.index(a)] for a in attrs)] += 1
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    n=st.integers(1, 50),
+    data=st.data(),
+)
+def test_marginal_matches_brute_force(shape, n, data):
+    domain = Domain([f"a{i}" for i in range(len(shape))], shape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    records = np.stack([rng.integers(0, s, n) for s in shape], axis=1)
+    attrs = data.draw(st.permutations(domain.attrs))[: data.draw(st.integers(0, len(shape)))]
+    ds = Dataset(records, domain)
+    np.testing.assert_array_equal(ds.marginal(attrs), brute_marginal(records, domain, attrs))
+    assert ds.marginal(attrs).dtype == np.float64
+
+
+def test_datavector_and_project():
+    domain = Domain(["a", "b"], [2, 3])
+    ds = Dataset([[0, 2], [1, 0], [1, 0]], domain)
+    np.testing.assert_array_equal(ds.datavector(), [0, 0, 1, 2, 0, 0])
+    sub = ds.project(["b"])
+    assert sub.domain == Domain(["b"], [3]) and len(sub) == 3
+    np.testing.assert_array_equal(sub.marginal(["b"]), [2, 0, 1])
+
+
+def test_load_shared_adult(data_dir):
+    ds = Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
+    sizes = json.loads((data_dir / "adult-domain.json").read_text())
+    assert len(ds) == 48842 and ds.domain == Domain.fromdict(sizes)
+    raw = pd.read_csv(data_dir / "adult.csv")
+    np.testing.assert_array_equal(ds.records, raw[list(ds.domain.attrs)].to_numpy())
+    assert ds.marginal(["sex", "income>50K"]).sum() == 48842
+
+
+def test_from_dataframe_and_round_trip(tmp_path):
+    domain = Domain(["x", "y"], [3, 2])
+    df = pd.DataFrame({"y": [1, 0, 1], "x": [2, 2, 0], "extra": ["u", "v", "w"]})
+    ds = Dataset.from_dataframe(df, domain)
+    np.testing.assert_array_equal(ds.records, [[2, 1], [2, 0], [0, 1]])
+    ds.save(tmp_path / "t.csv")
+    (tmp_path / "t.json").write_text(json.dumps({"x": 3, "y": 2}))
+    again = Dataset.load(tmp_path / "t.csv", tmp_path / "t.json")
+    np.testing.assert_array_equal(again.records, ds.records)
+    pd.testing.assert_frame_equal(again.to_dataframe(), ds.to_dataframe())
+
+
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        ([[0, 5]], "column 'y' row 0 holds 5, outside its domain 0..1"),
+        ([[0, 1], [-1, 0]], "column 'x' row 1 holds -1"),
+        ([[0.5, 1]], "column 'x' row 0 holds 0.5, not an integer code"),
+        ([["a", 1]], "column 'x' row 0 holds 'a'"),
+        (np.zeros((0, 2), dtype=int), "empty"),
+        ([[0, 1, 2]], "3 columns but the domain has 2"),
+    ],
+)
+def test_bad_records(records, message):
+    with pytest.raises(ValueError, match=message):
+        Dataset(records, Domain(["x", "y"], [3, 2]))
+
+
+def test_bad_csv_names_column_and_row(tmp_path):
+    (tmp_path / "d.json").write_text(json.dumps({"x": 3, "y": 2}))
+    (tmp_path / "bad.csv").write_text("x,y\n0,1\n1,zz\n")
+    with pytest.raises(ValueError, match="column 'y' row 1 holds 'zz'"):
+        Dataset.load(tmp_path / "bad.csv", tmp_path / "d.json")
+    (tmp_path / "range.csv").write_text("y,x\n0,1\n1,3\n")
+    with pytest.raises(ValueError, match="column 'x' row 1 holds 3, outside its domain 0..2"):
+        Dataset.load(tmp_path / "range.csv", tmp_path / "d.json")
+    (tmp_path / "missing.csv").write_text("x\n0\n")
+    with pytest.raises(ValueError, match="columns \\['y'\\]"):
+        Dataset.load(tmp_path / "missing.csv", tmp_path / "d.json")
+    with pytest.raises(ValueError, match="columns \\['y'\\]"):
+        Dataset.from_dataframe(pd.DataFrame({"x": [0]}), Domain(["x", "y"], [3, 2]))
+
+
+def test_marginal_refuses_huge_before_allocating(data_dir):
+    ds = Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
+    with pytest.raises(MemoryError, match="MB"):
+        ds.datavector()
