@@ -1,0 +1,441 @@
+"""Raw tables (CSV or pandas DataFrame) to integer-coded Datasets and back.
+
+A :class:`TableEncoder` learns, column by column, how to turn a raw table of
+strings and numbers into the integer codes ``0..size-1`` of a
+:class:`~ektelo_pgm.domain.Domain`, and how to turn codes (for instance of
+synthetic records) back into values of the original kind:
+
+* a *categorical* column gets one code per distinct value, in sorted order
+  (numbers before strings);
+* a *numeric* column is cut into at most ``bins`` bins, of equal width
+  (``binning="uniform"``) or holding about equal numbers of records
+  (``binning="quantile"``); bins with identical edges are merged, so a column
+  may get fewer bins than asked;
+* a value that is missing (NaN, None, or one of the ``missing`` markers such
+  as ``"?"``) gets its own code, the last one of its column; a column
+  without missing values at fit time has no such code.
+
+Strings are stripped of surrounding whitespace before anything else (UCI
+Adult writes ``" State-gov"``).  pandas is needed here and only here:
+``pip install ektelo_pgm[pandas]``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .dataset import Dataset
+from .domain import Domain
+
+BINNINGS = ("uniform", "quantile")
+WITHIN_BIN = ("midpoint", "uniform")
+_FORMAT = "ektelo_pgm.TableEncoder"
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as err:  # pragma: no cover - exercised by monkeypatching sys.modules
+        raise ImportError(
+            "ektelo_pgm.encoding needs pandas, an optional dependency; "
+            "install it with `pip install ektelo_pgm[pandas]`"
+        ) from err
+    return pandas
+
+
+def read_table(path, names: Sequence[str] | None = None, **read_csv_kwargs):
+    """Read a raw CSV file into a DataFrame.
+
+    Spaces after each delimiter are skipped.  With ``names`` the file is taken
+    to have no header line (as UCI Adult) and the columns get these names;
+    without, the first line is the header.  Other keywords go to
+    ``pandas.read_csv``.
+    """
+    pd = _pandas()
+    options = {"skipinitialspace": True}
+    if names is not None:
+        options.update(header=None, names=list(names))
+    options.update(read_csv_kwargs)
+    return pd.read_csv(path, **options)
+
+
+def _as_frame(table):
+    """The DataFrame of ``table`` (a DataFrame, or the path of a CSV file with a header)."""
+    pd = _pandas()
+    if isinstance(table, (str, os.PathLike)):
+        table = read_table(table)
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame or a CSV path, got {type(table).__name__}")
+    if table.shape[1] == 0:
+        raise ValueError("the table has no columns")
+    if table.shape[0] == 0:
+        raise ValueError("the table has no rows")
+    names = [str(c) for c in table.columns]
+    if len(set(names)) != len(names):
+        dup = sorted({c for c in names if names.count(c) > 1})
+        raise ValueError(f"the table repeats the column names {dup}")
+    return table.set_axis(names, axis=1)
+
+
+def _python(value):
+    """A JSON-friendly python scalar (whole floats become ints)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _clean(series, missing: frozenset):
+    """Strip strings and turn missing markers into NaN (an object Series)."""
+    pd = _pandas()
+    values = series.astype(object).map(lambda v: v.strip() if isinstance(v, str) else v)
+    markers = values.map(lambda v: isinstance(v, str) and v in missing)
+    return values.mask(markers.astype(bool) | pd.isna(values))
+
+
+def _numbers(name: str, values):
+    """``values`` (cleaned) as float64, raising on the first one that is not a number."""
+    pd = _pandas()
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(f"column {name!r}: value {values.iloc[row]!r} in row {row} is not a number")
+    return numbers.to_numpy()
+
+
+def _first_row(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A column coded by category: code ``i`` is ``categories[i]``; when
+    ``missing`` the last code, ``len(categories)``, stands for a missing value."""
+
+    name: str
+    categories: tuple
+    missing: bool
+
+    kind = "categorical"
+
+    @property
+    def size(self) -> int:
+        """Number of codes of the column."""
+        return len(self.categories) + int(self.missing)
+
+    @classmethod
+    def fit(cls, name: str, values) -> "CategoricalColumn":
+        """Learn the categories of a cleaned column (numbers first, then strings, each sorted)."""
+        present = {_python(v) for v in values.dropna().unique()}
+        cats = sorted(present, key=lambda v: (isinstance(v, str), v))
+        return cls(name, tuple(cats), bool(values.isna().any()))
+
+    def encode(self, values, clip: bool = False) -> np.ndarray:
+        """Codes of a cleaned column; raises on a value not seen at fit time
+        (``clip`` concerns numeric columns only)."""
+        pd = _pandas()
+        codes = pd.Index(list(self.categories), dtype=object).get_indexer(values.to_numpy(dtype=object))
+        absent = values.isna().to_numpy()
+        if absent.any():
+            if not self.missing:
+                row = _first_row(absent)
+                raise ValueError(f"column {self.name!r}: missing value in row {row}, "
+                                 "but the column had no missing values when the encoder was fitted")
+            codes[absent] = len(self.categories)
+        if (codes < 0).any():
+            row = _first_row(codes < 0)
+            raise ValueError(f"column {self.name!r}: value {values.iloc[row]!r} in row {row} "
+                             f"was not seen when the encoder was fitted (known: {list(self.categories)[:20]})")
+        return codes.astype(np.int64)
+
+    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
+        """The category of each code (NaN for the missing code)."""
+        pd = _pandas()
+        lookup = np.array(list(self.categories) + [np.nan], dtype=object)
+        return pd.Series(lookup[codes], name=self.name, dtype=object).infer_objects()
+
+    def labels(self) -> list[str]:
+        """A readable label per code."""
+        return [str(c) for c in self.categories] + (["<missing>"] if self.missing else [])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
+                "missing": self.missing}
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A column coded by bin.  Code ``i`` is the bin ``[edges[i], edges[i+1])``.
+
+    For a column of whole numbers (``integer``) the edges are whole numbers
+    and the last edge is one more than the largest value, so every bin holds
+    the whole numbers ``edges[i] .. edges[i+1]-1``; otherwise the last bin is
+    closed, ``[edges[-2], edges[-1]]``.  When ``missing`` the last code,
+    ``len(edges) - 1``, stands for a missing value.
+    """
+
+    name: str
+    edges: tuple
+    integer: bool
+    missing: bool
+
+    kind = "numeric"
+
+    @property
+    def bins(self) -> int:
+        """Number of bins (codes other than the missing one)."""
+        return len(self.edges) - 1
+
+    @property
+    def size(self) -> int:
+        """Number of codes of the column."""
+        return self.bins + int(self.missing)
+
+    @classmethod
+    def fit(cls, name: str, values, bins: int, binning: str) -> "NumericColumn":
+        """Learn at most ``bins`` bin edges of a cleaned numeric column."""
+        numbers = _numbers(name, values)
+        present = numbers[~np.isnan(numbers)]
+        if present.size == 0:
+            raise ValueError(f"column {name!r} is numeric but has no values that are not missing")
+        if not np.isfinite(present).all():
+            row = _first_row(np.isinf(numbers))
+            raise ValueError(f"column {name!r}: value {numbers[row]!r} in row {row} is infinite")
+        integer = bool(np.all(present == np.round(present)))
+        lo, hi = float(present.min()), float(present.max())
+        top = hi + 1 if integer else hi
+        if binning == "uniform":
+            edges = np.linspace(lo, top, bins + 1)
+        else:
+            edges = np.quantile(present, np.linspace(0, 1, bins + 1))
+            edges[0], edges[-1] = lo, top
+        if integer:
+            edges = np.ceil(edges)
+        edges = np.unique(edges)
+        if edges.size == 1:  # a constant float column: one closed bin [lo, lo]
+            edges = np.array([lo, lo])
+        return cls(name, tuple(_python(e) for e in edges), integer, bool(np.isnan(numbers).any()))
+
+    def encode(self, values, clip: bool = False) -> np.ndarray:
+        """Codes of a cleaned column.  A value outside the fitted range raises,
+        or with ``clip`` goes to the first or last bin."""
+        numbers = _numbers(self.name, values)
+        edges = np.asarray(self.edges, dtype=float)
+        absent = np.isnan(numbers)
+        if absent.any() and not self.missing:
+            row = _first_row(absent)
+            raise ValueError(f"column {self.name!r}: missing value in row {row}, "
+                             "but the column had no missing values when the encoder was fitted")
+        high = numbers >= edges[-1] if self.integer else numbers > edges[-1]
+        outside = ~absent & ((numbers < edges[0]) | high)
+        if outside.any() and not clip:
+            row = _first_row(outside)
+            top = f"{self.edges[-1]!r})" if self.integer else f"{self.edges[-1]!r}]"
+            raise ValueError(f"column {self.name!r}: value {_python(numbers[row])!r} in row {row} is outside "
+                             f"the fitted range [{self.edges[0]!r}, {top}")
+        codes = np.searchsorted(edges, np.where(absent, edges[0], numbers), side="right") - 1
+        codes = np.clip(codes, 0, self.bins - 1)
+        codes[absent] = self.bins
+        return codes.astype(np.int64)
+
+    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
+        """A value inside the bin of each code (NaN for the missing code).
+
+        ``within_bin="midpoint"`` gives the middle of the bin (for whole
+        numbers: the lower middle whole number of the bin); ``"uniform"``
+        draws uniformly inside the bin with ``rng`` (for whole numbers:
+        uniformly among the bin's whole numbers).
+        """
+        pd = _pandas()
+        edges = np.asarray(self.edges, dtype=float)
+        absent = codes == self.bins
+        bin_of = np.where(absent, 0, codes)
+        lo, hi = edges[bin_of], edges[bin_of + 1]
+        if self.integer:
+            if within_bin == "midpoint":
+                values = np.floor((lo + hi - 1) / 2)
+            else:
+                values = lo + np.floor(rng.random(codes.shape) * (hi - lo))
+            values[absent] = np.nan
+            return pd.Series(values, name=self.name).astype("Int64")
+        values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        values[absent] = np.nan
+        return pd.Series(values, name=self.name, dtype=float)
+
+    def labels(self) -> list[str]:
+        """A readable label per code, e.g. ``"[17, 20)"``."""
+        e = [f"{x:g}" for x in self.edges]
+        out = [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)]
+        if not self.integer:
+            out[-1] = out[-1][:-1] + "]"
+        return out + (["<missing>"] if self.missing else [])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "edges": list(self.edges),
+                "integer": self.integer, "missing": self.missing}
+
+
+def _column_from_dict(spec: dict):
+    if spec.get("kind") == "categorical":
+        return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]))
+    if spec.get("kind") == "numeric":
+        return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]))
+    raise ValueError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
+
+
+class TableEncoder:
+    """Encode a raw table as an integer-coded :class:`Dataset` and decode it back.
+
+    Parameters
+    ----------
+    bins : most bins per numeric column.
+    categorical, numeric : column names whose kind is fixed by the user.
+        Any other column is numeric when all its non-missing values parse as
+        numbers and it has more than ``bins`` distinct values (so binning
+        loses something); otherwise it is categorical, one code per value.
+    binning : ``"uniform"`` (equal-width bins between the smallest and largest
+        value) or ``"quantile"`` (edges at the quantiles of the fitted values).
+    missing : strings that mean "missing" in addition to NaN and None; every
+        column with a missing value at fit time gets one extra code, its last.
+    clip : put numbers outside the fitted range into the first or last bin
+        instead of raising (e.g. to encode a test set with a training encoder).
+
+    Values unseen at fit time (a new category, a number outside the fitted
+    range unless ``clip``, a missing value in a column that had none) make
+    ``transform`` raise, naming the column, the value and the row (0-based
+    position).
+    """
+
+    def __init__(self, bins: int = 32, categorical: Iterable[str] | None = None,
+                 numeric: Iterable[str] | None = None, binning: str = "uniform",
+                 missing: Iterable[str] = ("?", ""), clip: bool = False):
+        if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+            raise ValueError(f"bins must be a positive integer, got {bins!r}")
+        if binning not in BINNINGS:
+            raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
+        self.bins = int(bins)
+        self.categorical = tuple(categorical or ())
+        self.numeric = tuple(numeric or ())
+        both = sorted(set(self.categorical) & set(self.numeric))
+        if both:
+            raise ValueError(f"columns {both} are declared both categorical and numeric")
+        self.binning = binning
+        self.missing = tuple(missing)
+        self.clip = bool(clip)
+        self.columns: dict | None = None
+
+    # fitting -----------------------------------------------------------------
+    def fit(self, table) -> "TableEncoder":
+        """Learn every column's kind and codes from ``table`` (DataFrame or CSV path)."""
+        frame = _as_frame(table)
+        unknown = sorted(set(self.categorical + self.numeric) - set(frame.columns))
+        if unknown:
+            raise KeyError(f"columns {unknown} were declared but are not in the table {list(frame.columns)}")
+        markers = frozenset(self.missing)
+        columns = {}
+        for name in frame.columns:
+            values = _clean(frame[name], markers)
+            if self._is_numeric(name, values):
+                columns[name] = NumericColumn.fit(name, values, self.bins, self.binning)
+            else:
+                columns[name] = CategoricalColumn.fit(name, values)
+        self.columns = columns
+        return self
+
+    def _is_numeric(self, name: str, values) -> bool:
+        if name in self.numeric or name in self.categorical:
+            return name in self.numeric
+        pd = _pandas()
+        numbers = pd.to_numeric(values, errors="coerce")
+        parses = bool((numbers.notna() == values.notna()).all())
+        return parses and numbers.nunique() > self.bins
+
+    def _fitted(self) -> dict:
+        if self.columns is None:
+            raise RuntimeError("this TableEncoder is not fitted yet; call fit(table) first")
+        return self.columns
+
+    @property
+    def domain(self) -> Domain:
+        """The domain of the encoded data: one attribute per column, in table order."""
+        columns = self._fitted()
+        return Domain(list(columns), [c.size for c in columns.values()])
+
+    # encoding ----------------------------------------------------------------
+    def transform(self, table) -> Dataset:
+        """The integer-coded Dataset of ``table``; extra columns are ignored."""
+        columns = self._fitted()
+        frame = _as_frame(table)
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise KeyError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
+        markers = frozenset(self.missing)
+        records = np.column_stack([col.encode(_clean(frame[name], markers), self.clip) for name, col in columns.items()])
+        return Dataset(records, self.domain)
+
+    def fit_transform(self, table) -> Dataset:
+        """``fit(table)`` then ``transform(table)`` (the table is read once)."""
+        frame = _as_frame(table)
+        return self.fit(frame).transform(frame)
+
+    def inverse_transform(self, dataset: Dataset, within_bin: str = "midpoint", rng=None):
+        """Decode a Dataset (e.g. synthetic records) into a DataFrame of original values.
+
+        The dataset may hold any subset of the encoder's columns, with their
+        sizes.  Categorical codes become their categories; a numeric code
+        becomes the bin midpoint (``within_bin="midpoint"``, deterministic)
+        or a uniform draw inside its bin (``within_bin="uniform"``, using
+        ``rng``); see :meth:`NumericColumn.decode`.  Missing codes become NaN.
+        """
+        pd = _pandas()
+        columns = self._fitted()
+        if within_bin not in WITHIN_BIN:
+            raise ValueError(f"within_bin must be one of {WITHIN_BIN}, got {within_bin!r}")
+        rng = np.random.default_rng(rng)
+        for attr, size in zip(dataset.domain.attrs, dataset.domain.shape):
+            if attr not in columns:
+                raise KeyError(f"attribute {attr!r} is not a column of the encoder {list(columns)}")
+            if size != columns[attr].size:
+                raise ValueError(f"attribute {attr!r} has size {size} in the dataset "
+                                 f"but {columns[attr].size} in the encoder")
+        decoded = {attr: columns[attr].decode(np.asarray(dataset.records[:, i], dtype=np.int64), within_bin, rng)
+                   for i, attr in enumerate(dataset.domain.attrs)}
+        return pd.DataFrame(decoded)
+
+    # persistence -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The fitted encoder as plain JSON-compatible data."""
+        return {"format": _FORMAT, "version": 1, "bins": self.bins, "binning": self.binning,
+                "categorical": list(self.categorical), "numeric": list(self.numeric),
+                "missing": list(self.missing), "clip": self.clip, "columns": [c.to_dict() for c in self._fitted().values()]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TableEncoder":
+        """The encoder saved by :meth:`to_dict`."""
+        if data.get("format") != _FORMAT or data.get("version") != 1:
+            raise ValueError(f"not a saved TableEncoder (format {data.get('format')!r}, version {data.get('version')!r})")
+        encoder = cls(data["bins"], data["categorical"], data["numeric"], data["binning"], data["missing"],
+                      data["clip"])
+        encoder.columns = {spec["name"]: _column_from_dict(spec) for spec in data["columns"]}
+        return encoder
+
+    def save(self, path) -> None:
+        """Write the fitted encoder to a JSON file."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=1)
+
+    @classmethod
+    def load(cls, path) -> "TableEncoder":
+        """Read an encoder written by :meth:`save`."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+    def __repr__(self) -> str:
+        state = "unfitted" if self.columns is None else f"{len(self.columns)} columns, {self.domain!r}"
+        return f"TableEncoder(bins={self.bins}, binning={self.binning!r}; {state})"
