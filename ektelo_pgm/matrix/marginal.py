@@ -1,0 +1,101 @@
+"""Marginal queries on the full data vector of a domain.
+
+The data vector of a domain is raveled in C order over ``domain.attrs``; a
+marginal over ``attrs`` is raveled in C order over ``attrs`` in the order given
+(McKenna et al. 2019, sec. 2: the marginal mu_C of a clique C).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from .core import VStack, ZeroOne, _check_p, _is_scalar, check_size, scaled
+
+
+class Marginal(ZeroOne):
+    """Maps the full data vector (counts) of ``domain`` to the marginal counts over ``attrs``.
+
+    Rows follow ``attrs`` in the order given (attributes not in domain order give the
+    correspondingly transposed marginal); ``attrs=()`` gives the total.  Multiplication
+    sums the data tensor over the other axes; the transpose broadcasts back.
+    """
+
+    def __init__(self, domain, attrs):
+        attrs = domain.check(attrs)
+        self.domain = domain
+        self.attrs = attrs
+        keep = set(attrs)
+        self._drop = tuple(i for i, a in enumerate(domain.attrs) if a not in keep)
+        canonical = domain.canonical(attrs)
+        self._to_given = tuple(canonical.index(a) for a in attrs)
+        self._to_canonical = tuple(attrs.index(a) for a in canonical)
+        self._given_shape = tuple(domain[a] for a in attrs)
+        self._canonical_expanded = tuple(1 if a not in keep else n for a, n in zip(domain.attrs, domain.shape))
+        super().__init__((domain.size(attrs), domain.size()))
+
+    def _matmat(self, X):
+        k = X.shape[1]
+        T = X.reshape(self.domain.shape + (k,)).sum(axis=self._drop)
+        T = T.transpose(self._to_given + (len(self.attrs),))
+        return T.reshape(self.shape[0], k)
+
+    def _rmatmat(self, Y):
+        k = Y.shape[1]
+        T = Y.reshape(self._given_shape + (k,)).transpose(self._to_canonical + (len(self.attrs),))
+        T = T.reshape(self._canonical_expanded + (k,))
+        return np.broadcast_to(T, self.domain.shape + (k,)).reshape(self.shape[1], k)
+
+    def _column_map(self):
+        return np.rint(self.rmatvec(np.arange(self.shape[0], dtype=np.float64))).astype(np.int64)
+
+    def sparse(self):
+        n = self.shape[1]
+        check_size(n, f"sparse() of {self!r}", itemsize=16)
+        return sp.csr_matrix((np.ones(n), (self._column_map(), np.arange(n))), shape=self.shape)
+
+    def column_norms(self, p):
+        _check_p(p)
+        return np.ones(self.shape[1])
+
+    def __repr__(self):
+        return f"Marginal({list(self.attrs)})"
+
+
+class Marginals(VStack):
+    """Weighted marginals stacked: ``VStack([w * Marginal(domain, attrs), ...])``.
+
+    ``weights`` maps attribute tuples (or single names) to real weights, or is a
+    sequence of attribute tuples (all weighted 1).  Every column has exactly one 1 per
+    marginal, so the L1 sensitivity is ``sum |w|`` and the L2 one ``sqrt(sum w^2)``.
+    """
+
+    def __init__(self, domain, weights):
+        if not isinstance(weights, Mapping):
+            weights = [(attrs, 1.0) for attrs in weights]
+        else:
+            weights = list(weights.items())
+        if not weights:
+            raise ValueError("Marginals: needs at least one attribute set")
+        blocks, self.weights = [], []
+        for attrs, w in weights:
+            if not _is_scalar(w) or not np.isfinite(float(w)):
+                raise ValueError(f"Marginals: weight {w!r} of {attrs!r} is not a finite real number")
+            M = Marginal(domain, attrs)
+            self.weights.append((M.attrs, float(w)))
+            blocks.append(M if float(w) == 1.0 else scaled(M, w))
+        self.domain = domain
+        super().__init__(blocks)
+
+    def column_norms(self, p):
+        p = _check_p(p)
+        return np.full(self.shape[1], self.sensitivity(p))
+
+    def sensitivity(self, p=1):
+        p = _check_p(p)
+        w = np.array([w for _, w in self.weights])
+        return float(np.abs(w).sum()) if p == 1 else float(np.sqrt(np.square(w).sum()))
+
+    def __repr__(self):
+        return f"Marginals({self.weights})"
