@@ -4,5 +4,6 @@ from .domain import Domain
 from .dataset import Dataset
 from .measurement import Measurement
 from .estimate import Estimate, VectorEstimate
+from .encoding import TableEncoder
 
 __version__ = "0.1.0"
