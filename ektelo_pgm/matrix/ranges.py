@@ -80,8 +80,9 @@ class Suffix(ZeroOne):
 class AllRange(ZeroOne):
     """All n(n+1)/2 intervals [i, j], 0 <= i <= j < n, rows ordered by (i, j).
 
-    Multiplies in O(n^2) = O(rows) time through prefix sums; the transpose uses the
-    difference-array trick (+y at i, -y at j+1, then a cumulative sum)."""
+    Multiplies in O(rows) = O(n^2) time (one vectorised slice per left end) through
+    prefix sums; the transpose uses the difference-array trick (+y at i, -y at j+1,
+    then a cumulative sum), also O(rows).  Rows are never materialised."""
 
     def __init__(self, n: int):
         n = int(n)
@@ -98,16 +99,27 @@ class AllRange(ZeroOne):
         return lo, hi
 
     def _matmat(self, X):
-        P = np.zeros((self.n + 1, X.shape[1]))
+        # one vectorised block per left end i: rows (i, i..n-1) are P[i+1:] - P[i]
+        n = self.n
+        P = np.zeros((n + 1, X.shape[1]))
         np.cumsum(X, axis=0, out=P[1:])
-        lo, hi = self.intervals()
-        return P[hi + 1] - P[lo]
+        out = np.empty((self.shape[0], X.shape[1]))
+        start = 0
+        for i in range(n):
+            out[start:start + n - i] = P[i + 1:] - P[i]
+            start += n - i
+        return out
 
     def _rmatmat(self, Y):
-        lo, hi = self.intervals()
-        D = np.zeros((self.n + 1, Y.shape[1]))
-        np.add.at(D, lo, Y)
-        np.subtract.at(D, hi + 1, Y)
+        # difference array: interval (i, j) adds its answer at i and removes it at j + 1
+        n = self.n
+        D = np.zeros((n + 1, Y.shape[1]))
+        start = 0
+        for i in range(n):
+            block = Y[start:start + n - i]
+            D[i] += block.sum(axis=0)
+            D[i + 1:] -= block
+            start += n - i
         return np.cumsum(D[:-1], axis=0)
 
     def sparse(self):
