@@ -84,6 +84,8 @@ def _cases():
         "Kronecker": (Kronecker([Dense(A), Prefix(3), Sparse(S)]),
                       np.kron(np.kron(A, np.tril(np.ones((3, 3)))), S.toarray())),
         "Marginal": (Marginal(d, ["c", "a"]), np.stack([brute_marginal(d, ["c", "a"], e) for e in eye], axis=1)),
+        "MarginalCyclic": (Marginal(d, ["c", "a", "b"]),
+                           np.stack([brute_marginal(d, ["c", "a", "b"], e) for e in eye], axis=1)),
         "MarginalTotal": (Marginal(d, []), np.ones((1, 24))),
         "Marginals": (Marginals(d, {("b",): 2.0, ("c", "b"): -0.5}),
                       np.vstack([2.0 * np.stack([brute_marginal(d, ["b"], e) for e in eye], axis=1),
@@ -91,6 +93,8 @@ def _cases():
         "MarginalQuery": (Kronecker([Prefix(4), Identity(2)]) @ Marginal(d, ["c", "a"]),
                           np.kron(np.tril(np.ones((4, 4))), np.eye(2))
                           @ np.stack([brute_marginal(d, ["c", "a"], e) for e in eye], axis=1)),
+        "ProductColumnMap": (Dense(np.arange(16.0).reshape(4, 4) - 7) @ Kronecker([Identity(2), Total(3), Identity(2)]),
+                             (np.arange(16.0).reshape(4, 4) - 7) @ np.kron(np.kron(np.eye(2), np.ones((1, 3))), np.eye(2))),
         "Custom": (Custom(A), A),
         "CustomTranspose": (Custom(A).T, A.T),
         "Adapter": (as_matrix(aslinearoperator(A)), A),
@@ -144,6 +148,8 @@ def check_against(op, D, rng):
     np.testing.assert_allclose((op - 2 * op).dense(), -D, atol=1e-9)
     np.testing.assert_allclose((-op) @ x, -(D @ x), atol=1e-9)
     np.testing.assert_allclose((op.T @ op) @ x, D.T @ (D @ x), atol=1e-9)
+    np.testing.assert_allclose(op.H @ y, D.T @ y, atol=1e-9)  # scipy's adjoint protocol
+    np.testing.assert_allclose(op(x), D @ x, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -315,7 +321,9 @@ def _divisors(k):
 @st.composite
 def operators(draw, m, n, depth):
     """An (operator, dense reference) pair of shape (m, n), built recursively."""
-    kinds = ["dense", "sparse", "ones", "custom"]
+    kinds = ["dense", "sparse", "ones", "custom", "ranges"]
+    if n % m == 0:
+        kinds.append("marginal")
     if m == n:
         kinds += ["identity", "prefix", "suffix"]
     if m == n * (n + 1) // 2:
@@ -335,6 +343,15 @@ def operators(draw, m, n, depth):
     if kind == "sparse":
         A = rng.normal(size=(m, n)) * (rng.random((m, n)) < 0.5)
         return Sparse(sp.csr_matrix(A)), A
+    if kind == "ranges":
+        a, b = np.sort(rng.integers(0, n, size=(2, m)), axis=0)
+        return RangeQueries((n,), a[:, None], b[:, None]), brute_ranges((n,), a[:, None], b[:, None])
+    if kind == "marginal":
+        # the marginal on one attribute of size m, first or second in the domain
+        sizes = draw(st.sampled_from([(m, n // m), (n // m, m)]))
+        d = Domain(["u", "v"], sizes)
+        attr = "u" if sizes[0] == m else "v"
+        return Marginal(d, [attr]), np.stack([brute_marginal(d, [attr], e) for e in np.eye(n)], axis=1)
     if kind == "ones":
         return Ones(m, n), np.ones((m, n))
     if kind == "identity":
@@ -372,7 +389,7 @@ def operators(draw, m, n, depth):
     return HStack([A, B]), np.hstack([D, E])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), m=st.integers(1, 6), n=st.integers(1, 6))
 def test_random_compositions_against_dense(data, m, n):
     op, D = data.draw(operators(m, n, depth=2))
