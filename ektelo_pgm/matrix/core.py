@@ -4,8 +4,9 @@ Every operator is a ``scipy.sparse.linalg.LinearOperator`` of dtype float64, so
 ``scipy.sparse.linalg.lsmr`` accepts it as is.  The algebra is closed: products,
 transposes, sums, stacks, Kronecker products, scalar weights, grams and absolute
 values of operators are operators again, and keep the structure that makes them
-cheap to multiply (the lazy-algebra design of Zhang et al., "Ektelo", SIGMOD
-2018, sec. 5).
+cheap to multiply (the lazy implicit-matrix algebra of Zhang et al., "Ektelo",
+SIGMOD 2018).  Kronecker products of per-attribute factors are the factored
+query matrices of McKenna et al. 2019, Suppl. B.1.
 """
 from __future__ import annotations
 
@@ -240,8 +241,8 @@ class Matrix(LinearOperator):
         return out
 
     def sensitivity(self, p: int = 1) -> float:
-        """Max column p-norm (p in {1, 2}): the L1/L2 sensitivity of ``x -> A x`` when one
-        record changes one cell of ``x`` by one (Dwork and Roth 2014, Def. 3.1)."""
+        """Max column p-norm (p in {1, 2}): the L1/L2 sensitivity of ``x -> A x`` on count
+        vectors when one record is added or removed (McKenna et al. 2019, sec. 2)."""
         p = _check_p(p)
         norms = self.column_norms(p)
         return float(norms.max()) if norms.size else 0.0

@@ -2,7 +2,8 @@
 
 The data vector of a domain is raveled in C order over ``domain.attrs``; a
 marginal over ``attrs`` is raveled in C order over ``attrs`` in the order given
-(McKenna et al. 2019, sec. 2: the marginal mu_C of a clique C).
+(the marginal mu_C = M_C p of McKenna et al. 2019, sec. 2; as a factored query
+it is I on the attributes of C and a row of ones elsewhere, Suppl. B.1).
 """
 from __future__ import annotations
 

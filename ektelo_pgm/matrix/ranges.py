@@ -1,8 +1,8 @@
 """Range queries: prefixes, suffixes, all intervals and multi-dimensional boxes.
 
-All are 0/1 matrices applied through prefix sums (Zhang et al., "Ektelo", SIGMOD
-2018, sec. 5; McKenna et al. 2019, sec. 5.1 uses Prefix on numeric attributes),
-so none is materialised to multiply.
+All are 0/1 matrices applied through prefix sums, so none is materialised to
+multiply.  Prefix is the range query of the workloads of McKenna et al. 2019,
+sec. 5.1 (and the CDF factor P of Suppl. B.1, Table 2).
 """
 from __future__ import annotations
 
