@@ -1,0 +1,306 @@
+"""Least-squares reconstruction: over the full data vector (LSMR or CHOLMOD normal equations),
+per measured clique (local least squares) and with non-negativity.
+
+All minimise the noise-weighted squared error of McKenna et al. 2019, sec. 3 (L2 loss):
+``sum over measurements of ||(Q_full x - y) / std||^2`` where ``x`` is the full data vector of
+counts (C order over ``domain.attrs``) and ``Q_full`` the measurement's query composed with the
+marginal on its attributes.  This is the ordinary least-squares estimator HDMM uses
+(McKenna et al. 2019, sec. 4, "HDMM").
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear
+from scipy.sparse.linalg import LinearOperator, lsmr
+
+from ..dataset import Dataset, check_dense_size
+from ..domain import Domain
+from ..estimate import Estimate, VectorEstimate
+from ..matrix import Marginal, Sparse, VStack
+from ..measurement import Measurement
+
+try:  # optional accelerator: the "sparse" extra (scikit-sparse)
+    from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
+except ImportError:
+    cholesky = None
+
+#: Default largest full data vector (MB as float64) a full-vector operator will build.
+MAX_DOMAIN_MB = 512.0
+
+#: Default largest number of nonzeros of the stacked query and of its normal matrix for which
+#: ``method="auto"`` takes the CHOLMOD path.
+CHOLMOD_MAX_NNZ = 10_000_000
+
+# A CHOLMOD factor whose smallest LDL' pivot is below this fraction of the largest is treated as
+# singular (rank-deficient normal matrix) and the solve falls back to LSMR.
+_PIVOT_RTOL = 1e-10
+
+
+def check_measurements(domain: Domain, measurements) -> list[Measurement]:
+    """``measurements`` as a list, each checked against ``domain``; raise if there are none."""
+    measurements = list(measurements)
+    if not measurements:
+        raise ValueError("there are no measurements to reconstruct from")
+    for m in measurements:
+        if not isinstance(m, Measurement):
+            raise TypeError(f"expected Measurement objects, got a {type(m).__name__}")
+        m.check(domain)
+    return measurements
+
+
+def check_total(total) -> float | None:
+    """``total`` as a float (a positive, finite record count) or None."""
+    if total is None:
+        return None
+    total = float(total)
+    if not np.isfinite(total) or total <= 0:
+        raise ValueError(f"total must be a positive finite number of records, got {total!r}")
+    return total
+
+
+def weighted_local_query(m: Measurement, domain: Domain):
+    """The local query of ``m`` with each row scaled by its weight 1/std (an implicit matrix)."""
+    Q = m.query_for(domain)
+    if np.ndim(m.std) == 0:
+        return Q * (1.0 / m.std)
+    return Sparse(sp.diags(m.weights)) @ Q
+
+
+def weighted_system(domain: Domain, measurements):
+    """``(A, b)`` with ``||A x - b||^2 = sum ||(Q_full x - y)/std||^2``: the weighted full
+    queries stacked (an implicit matrix over the data vector of ``domain``) and answers."""
+    A = VStack([weighted_local_query(m, domain) @ Marginal(domain, m.attrs) for m in measurements])
+    b = np.concatenate([m.weights * m.y for m in measurements])
+    return A, b
+
+
+def _centre(v: np.ndarray) -> np.ndarray:
+    """Projection onto the sum-zero subspace: ``v - mean(v)``."""
+    return v - v.mean()
+
+
+def _lsmr(A, b, total, atol, btol, maxiter) -> np.ndarray:
+    """Minimum-norm least-squares solution by LSMR from x0 = 0 (Fong and Saunders 2011).
+
+    With a known ``total`` the constraint ``sum(x) = total`` is exact: ``x = total/n + z`` with
+    ``z`` ranging over the sum-zero subspace (z = P z, P = I - 11'/n), so LSMR solves for ``z``
+    on the operator ``A P``; the result is the minimum-norm minimiser among those summing to
+    ``total``.
+    """
+    n = A.shape[1]
+    if total is None:
+        op, rhs, offset = A, b, 0.0
+    else:
+        offset = total / n
+        op = LinearOperator(A.shape, matvec=lambda v: A @ _centre(v), rmatvec=lambda u: _centre(A.T @ u),
+                            dtype=np.float64)
+        rhs = b - A @ np.full(n, offset)
+    if maxiter is None:  # exact arithmetic needs min(m, n); rounding on ill-conditioned problems more
+        maxiter = 10 * min(A.shape)
+    result = lsmr(op, rhs, atol=atol, btol=btol, conlim=0.0, maxiter=maxiter)
+    if result[1] == 7:
+        warnings.warn(f"LSMR stopped at maxiter={result[2]} before reaching atol={atol:g}, btol={btol:g}",
+                      RuntimeWarning, stacklevel=3)
+    return result[0] + offset
+
+
+def _normal_equations(domain: Domain, measurements, max_nnz: int | None):
+    """``(N, rhs) = (A'A, A'b)`` as a CSC matrix and vector, or None when ``max_nnz`` is given and
+    the stacked query or a bound on its normal matrix has more nonzeros (checked from the local
+    queries before anything of full-vector size is built)."""
+    n = domain.size()
+    local = []
+    nnz_rows = nnz_normal = 0
+    for m in measurements:
+        try:
+            L = weighted_local_query(m, domain).sparse().tocsr()
+        except MemoryError:
+            if max_nnz is not None:
+                return None
+            raise
+        spread = n // L.shape[1]  # full-domain cells per marginal cell
+        nnz_rows += L.nnz * spread
+        # a row with r nonzeros adds at most (r * spread)^2 entries to A'A
+        nnz_normal += int(np.square(np.diff(L.indptr).astype(np.float64)).sum()) * spread**2
+        local.append(L)
+    if max_nnz is not None and max(nnz_rows, nnz_normal) > max_nnz:
+        return None
+    A = sp.vstack([L @ Marginal(domain, m.attrs).sparse() for L, m in zip(local, measurements)], format="csr")
+    b = np.concatenate([m.weights * m.y for m in measurements])
+    return (A.T @ A).tocsc(), A.T @ b
+
+
+def _cholmod(N, rhs, total) -> np.ndarray | None:
+    """Solve the normal equations by a CHOLMOD Cholesky factorisation; with a known ``total`` the
+    KKT system of ``sum(x) = total`` is solved with the same factor (two solves).  None when the
+    normal matrix is singular (the caller then falls back to LSMR)."""
+    try:
+        factor = cholesky(N)
+    except CholmodNotPositiveDefiniteError:
+        return None
+    pivots = factor.D()
+    if pivots.min() <= _PIVOT_RTOL * pivots.max():
+        return None
+    x = factor(rhs)
+    if total is not None:
+        u = factor(np.ones(N.shape[0]))
+        x = x - (x.sum() - total) / u.sum() * u
+    return x
+
+
+class LeastSquares:
+    """Ordinary (noise-weighted) least squares over the full data vector, in counts.
+
+    Minimises ``sum ||(Q_full x - y)/std||^2`` (McKenna et al. 2019, sec. 4, the HDMM estimator).
+    ``method``:
+
+    - ``"lsmr"``: scipy's LSMR on the implicit stacked operator, stopping when the
+      ``atol``/``btol`` tests pass (or at ``maxiter``, default ten times the smaller dimension
+      of the stacked query, with a warning).  From x0 = 0 it returns the
+      minimum-norm minimiser, so underdetermined systems (e.g. marginals only) get the
+      minimum-norm solution, as numpy's ``lstsq`` does.
+    - ``"cholmod"``: Cholesky factorisation of the sparse normal matrix ``A'A`` with scikit-sparse's
+      CHOLMOD.  A singular normal matrix (rank-deficient measurements) falls back to LSMR with a
+      ``RuntimeWarning``, so the result is again the minimum-norm solution.
+    - ``"auto"``: CHOLMOD when scikit-sparse is installed and the stacked query and a bound on its
+      normal matrix have at most ``cholmod_max_nnz`` nonzeros and the normal matrix is
+      non-singular; LSMR otherwise (silently).
+
+    A known ``total`` is imposed exactly (``sum(x) = total``) in both paths.  The domain size is
+    checked first: above ``max_domain_mb`` of float64 the call refuses with a ``MemoryError``.
+    After each call ``solver_`` says which path ran (``"lsmr"`` or ``"cholmod"``).
+    """
+
+    def __init__(self, atol: float = 1e-10, btol: float = 1e-10, maxiter: int | None = None,
+                 method: str = "auto", max_domain_mb: float = MAX_DOMAIN_MB,
+                 cholmod_max_nnz: int = CHOLMOD_MAX_NNZ):
+        if method not in ("auto", "lsmr", "cholmod"):
+            raise ValueError(f"method must be 'auto', 'lsmr' or 'cholmod', got {method!r}")
+        if method == "cholmod" and cholesky is None:
+            raise ImportError("method='cholmod' needs scikit-sparse: install libsuitesparse-dev, then "
+                              "pip install scikit-sparse==0.4.16 (the 'sparse' extra)")
+        self.atol, self.btol, self.maxiter = float(atol), float(btol), maxiter
+        self.method = method
+        self.max_domain_mb = float(max_domain_mb)
+        self.cholmod_max_nnz = int(cholmod_max_nnz)
+        self.solver_ = None
+
+    def reconstruct(self, domain: Domain, measurements, total=None) -> VectorEstimate:
+        """The least-squares data vector (counts) as a ``VectorEstimate``."""
+        check_dense_size(domain, domain.attrs, self.max_domain_mb, f"{type(self).__name__}: the full data vector")
+        measurements = check_measurements(domain, measurements)
+        x = self._solve(domain, measurements, check_total(total))
+        return VectorEstimate(domain, x, limit_mb=self.max_domain_mb)
+
+    def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
+        if self.method == "cholmod" or (self.method == "auto" and cholesky is not None):
+            system = _normal_equations(domain, measurements, None if self.method == "cholmod" else self.cholmod_max_nnz)
+            if system is not None:
+                x = _cholmod(*system, total)
+                if x is not None:
+                    self.solver_ = "cholmod"
+                    return x
+                if self.method == "cholmod":
+                    warnings.warn("the normal matrix is singular (rank-deficient measurements): "
+                                  "falling back to LSMR's minimum-norm solution", RuntimeWarning, stacklevel=3)
+        self.solver_ = "lsmr"
+        A, b = weighted_system(domain, measurements)
+        return _lsmr(A, b, total, self.atol, self.btol, self.maxiter)
+
+
+class LocalEstimate(Estimate):
+    """Independent marginal estimates (counts), one per measured clique (local least squares).
+
+    ``project(attrs)`` sums out the smallest measured clique that contains ``attrs``; cliques are
+    estimated separately, so they need not agree with one another nor be non-negative.
+    """
+
+    def __init__(self, domain: Domain, marginals: dict):
+        self.domain = domain
+        self.marginals = {domain.canonical(c): np.asarray(v, dtype=np.float64) for c, v in marginals.items()}
+        for clique, values in self.marginals.items():
+            if values.shape != domain.project(clique).shape:
+                raise ValueError(f"marginal on {list(clique)} has shape {values.shape}, "
+                                 f"expected {domain.project(clique).shape}")
+
+    @property
+    def total(self) -> float:
+        """The total of the smallest measured clique (``project(())``)."""
+        return float(self.project(()))
+
+    def project(self, attrs) -> np.ndarray:
+        attrs = self.domain.check(attrs)
+        covering = [c for c in self.marginals if set(attrs) <= set(c)]
+        if not covering:
+            raise ValueError(f"local least squares estimated only the measured cliques "
+                             f"{[list(c) for c in self.marginals]}; none contains {list(attrs)}")
+        clique = min(covering, key=self.domain.size)
+        values = self.marginals[clique]
+        kept = [a for a in clique if a in attrs]
+        summed = values.sum(axis=tuple(i for i, a in enumerate(clique) if a not in attrs))
+        return np.transpose(summed, [kept.index(a) for a in attrs])
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """Not available: the per-clique estimates are not one distribution over the domain."""
+        raise ValueError("local least squares estimates each measured clique separately; the "
+                         "estimates may disagree and be negative, so they define no distribution to "
+                         "sample records from (use LeastSquares, MultiplicativeWeights or PGM)")
+
+
+class LocalLeastSquares(LeastSquares):
+    """Least squares per measured clique: the HDMM+LLS baseline of McKenna et al. 2019, sec. 5.1.
+
+    Measurements are grouped by their attribute set (in any order); each group's marginal is the
+    least-squares solution (same options as ``LeastSquares``) of that group's measurements alone,
+    independently of every other group, super-cliques included.  A known ``total`` is imposed on
+    every clique.  ``max_domain_mb`` bounds each clique's marginal, checked for all before solving.
+    """
+
+    def reconstruct(self, domain: Domain, measurements, total=None) -> LocalEstimate:
+        measurements = check_measurements(domain, measurements)
+        total = check_total(total)
+        groups: dict[tuple, list] = {}
+        for m in measurements:
+            groups.setdefault(domain.canonical(m.attrs), []).append(m)
+        for clique in groups:
+            check_dense_size(domain, clique, self.max_domain_mb, "LocalLeastSquares: the clique marginal")
+        marginals = {}
+        for clique, group in groups.items():
+            sub = domain.project(clique)
+            marginals[clique] = self._solve(sub, group, total).reshape(sub.shape)
+        return LocalEstimate(domain, marginals)
+
+
+class NonNegativeLeastSquares(LeastSquares):
+    """Non-negative least squares over the full data vector, in counts: ``LeastSquares``'
+    objective subject to ``x >= 0``, solved by scipy's trust-region-reflective ``lsq_linear`` on the
+    implicit operator (inner LSMR), stopping at relative cost change or scaled gradient below
+    ``tol`` (or after ``maxiter`` outer iterations, with a warning).
+
+    A known ``total`` is appended as one heavily weighted row ``sum(x) = total`` whose weight is
+    ``total_weight`` times the largest measurement weight, so it holds up to a relative error of
+    about ``1 / total_weight**2`` of the measurement residuals' pull.
+    """
+
+    def __init__(self, tol: float = 1e-10, maxiter: int | None = None, total_weight: float = 1e3,
+                 max_domain_mb: float = MAX_DOMAIN_MB):
+        super().__init__(maxiter=maxiter, method="lsmr", max_domain_mb=max_domain_mb)
+        self.tol = float(tol)
+        self.total_weight = float(total_weight)
+
+    def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
+        A, b = weighted_system(domain, measurements)
+        if total is not None:
+            w = self.total_weight * max(float(np.max(m.weights)) for m in measurements)
+            A = VStack([A, w * Marginal(domain, ())])
+            b = np.append(b, w * total)
+        result = lsq_linear(A, b, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=self.tol,
+                            max_iter=self.maxiter)
+        if result.status == 0:
+            warnings.warn(f"lsq_linear stopped after {result.nit} iterations before reaching tol={self.tol:g}",
+                          RuntimeWarning, stacklevel=3)
+        self.solver_ = "lsq_linear"
+        return np.clip(result.x, 0.0, None)
