@@ -1,0 +1,209 @@
+"""Junction trees from measured cliques (McKenna et al. 2019, sec. 3.2: "we can enlarge cliques as
+needed until [the junction-tree] property is satisfied").
+
+Greedy elimination on the interaction graph (every pair of attributes sharing a clique, plus every
+attribute of the domain, measured or not), maximal elimination cliques, and a maximum spanning tree
+on separator size.  The model size is checked before anything is allocated.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Iterable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..domain import Domain
+
+DEFAULT_MAX_MB = 1024.0
+
+
+class ModelTooLargeError(MemoryError):
+    """The junction tree of a set of cliques needs more memory than allowed."""
+
+
+def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.ndarray:
+    """For each cell of the table over ``big`` (C order), the raveled index of its cell over ``small``.
+
+    ``small`` must be a subset of ``big``; it is raveled in C order in the order given.  int32.
+    """
+    big, small = domain.check(big), domain.check(small)
+    extra = [a for a in small if a not in big]
+    if extra:
+        raise ValueError(f"index_map: attributes {extra} are not in the clique {list(big)}")
+    index = np.zeros([domain[a] for a in big], dtype=np.int64)
+    stride = 1
+    for a in reversed(small):
+        shape = [domain[b] if b == a else 1 for b in big]
+        index += (np.arange(domain[a], dtype=np.int64) * stride).reshape(shape)
+        stride *= domain[a]
+    return index.ravel().astype(np.int32)
+
+
+def _cells(domain: Domain, attrs: Iterable[str]) -> int:
+    return domain.size(tuple(attrs))
+
+
+def elimination_order(domain: Domain, graph: dict, method: str) -> list[str]:
+    """Greedy elimination order of the interaction ``graph`` ({attr: set of neighbours}).
+
+    ``method="min_fill"``: fewest fill-in edges first; ``"min_size"``: smallest new clique (cells)
+    first.  Ties go to the smaller clique (cells), then to the earlier attribute of the domain.
+    """
+    if method not in ("min_fill", "min_size"):
+        raise ValueError(f"elimination method must be 'min_fill' or 'min_size', got {method!r}")
+    graph = {a: set(n) for a, n in graph.items()}
+    position = {a: i for i, a in enumerate(domain.attrs)}
+
+    def score(v):
+        nbrs = graph[v]
+        size = domain[v] * _cells(domain, nbrs)
+        if method == "min_size":
+            return (size, position[v])
+        fill = sum(1 for a in nbrs for b in nbrs if position[a] < position[b] and b not in graph[a])
+        return (fill, size, position[v])
+
+    current = {v: score(v) for v in graph}
+    heap = [(s, v) for v, s in current.items()]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        s, v = heapq.heappop(heap)
+        if v not in graph or current[v] != s:
+            continue
+        nbrs = graph.pop(v)
+        del current[v]
+        order.append(v)
+        touched = set(nbrs)
+        for a in nbrs:
+            graph[a].discard(v)
+            graph[a] |= nbrs - {a}
+        if method == "min_fill":
+            for a in nbrs:
+                touched |= graph[a]
+        for u in touched:
+            current[u] = score(u)
+            heapq.heappush(heap, (current[u], u))
+    return order
+
+
+def _eliminate(domain: Domain, graph: dict, order: list[str]) -> list[tuple[str, ...]]:
+    """Maximal cliques (domain order) of the triangulation induced by ``order``."""
+    graph = {a: set(n) for a, n in graph.items()}
+    created = []
+    for v in order:
+        nbrs = graph.pop(v)
+        for a in nbrs:
+            graph[a].discard(v)
+            graph[a] |= nbrs - {a}
+        created.append((v, frozenset(nbrs | {v})))
+    # an elimination clique can only be inside the clique of an earlier-eliminated neighbour
+    containers: dict[str, list[frozenset]] = {v: [] for v in order}
+    maximal = []
+    for v, clique in created:
+        if not any(clique <= other for other in containers[v]):
+            maximal.append(clique)
+        for a in clique - {v}:
+            containers[a].append(clique)
+    return [domain.canonical(c) for c in maximal]
+
+
+class JunctionTree:
+    """A junction tree over every attribute of ``domain`` covering each of ``cliques``.
+
+    Attributes: ``cliques`` (maximal cliques, attributes in domain order), ``parent`` (index of
+    each clique's parent, -1 for the root), ``order`` (message schedule: children before
+    parents, root last), ``separator(k)`` (attributes shared with the parent), ``cells``.
+    Raises :class:`ModelTooLargeError` before allocating when the cliques need more than
+    ``max_mb`` megabytes as float64.
+    """
+
+    def __init__(self, domain: Domain, cliques: Iterable[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
+        self.domain = domain
+        measured = sorted({domain.canonical(cl) for cl in cliques}, key=lambda c: [domain.attrs.index(a) for a in c])
+        graph = {a: set() for a in domain.attrs}
+        for cl in measured:
+            for a in cl:
+                graph[a] |= set(cl) - {a}
+        best = None
+        for method in ("min_fill", "min_size"):
+            order = elimination_order(domain, graph, method)
+            maximal = _eliminate(domain, graph, order)
+            cells = sum(_cells(domain, c) for c in maximal)
+            if best is None or cells < best[0]:
+                best = (cells, order, maximal)
+        self.cells, self.elimination, self.cliques = best
+        self.mb = self.cells * 8 / 2**20
+        if self.mb > max_mb:
+            biggest = sorted(self.cliques, key=lambda c: -_cells(domain, c))[:3]
+            detail = ", ".join(f"{list(c)} ({_cells(domain, c) * 8 / 2**20:,.1f} MB)" for c in biggest)
+            raise ModelTooLargeError(
+                f"the junction tree of these cliques needs {self.mb:,.1f} MB as float64, above the limit of "
+                f"{max_mb:,.1f} MB; largest cliques: {detail}"
+            )
+        self._tree()
+
+    def _tree(self) -> None:
+        k = len(self.cliques)
+        holders: dict[str, list[int]] = {}
+        for i, c in enumerate(self.cliques):
+            for a in c:
+                holders.setdefault(a, []).append(i)
+        graph = nx.Graph()
+        graph.add_nodes_from(range(k))
+        for members in holders.values():
+            for x in range(len(members)):
+                for y in range(x + 1, len(members)):
+                    i, j = members[x], members[y]
+                    if not graph.has_edge(i, j):
+                        graph.add_edge(i, j, weight=len(set(self.cliques[i]) & set(self.cliques[j])))
+        tree = nx.maximum_spanning_tree(graph, algorithm="kruskal")
+        components = [min(c) for c in nx.connected_components(tree)]
+        for a, b in zip(components, components[1:]):
+            tree.add_edge(a, b)  # independent parts joined by an empty separator
+        root = max(range(k), key=lambda i: (_cells(self.domain, self.cliques[i]), -i))
+        self.parent = np.full(k, -1, dtype=np.int64)
+        preorder = list(nx.dfs_preorder_nodes(tree, root))
+        for child, par in nx.dfs_predecessors(tree, root).items():
+            self.parent[child] = par
+        self.root = root
+        self.order = np.array(preorder[::-1], dtype=np.int64)
+
+    def separator(self, k: int) -> tuple[str, ...]:
+        """Attributes shared by clique ``k`` and its parent (empty for the root)."""
+        if self.parent[k] < 0:
+            return ()
+        other = set(self.cliques[self.parent[k]])
+        return tuple(a for a in self.cliques[k] if a in other)
+
+    def host(self, attrs: Iterable[str]) -> int | None:
+        """Index of the smallest clique containing ``attrs`` (None when no clique does)."""
+        attrs = set(attrs)
+        fits = [i for i, c in enumerate(self.cliques) if attrs <= set(c)]
+        return min(fits, key=lambda i: (_cells(self.domain, self.cliques[i]), i)) if fits else None
+
+    def layout(self) -> dict:
+        """Flat-buffer description of the tree for :func:`ektelo_pgm.kernels.calibrate`."""
+        k = len(self.cliques)
+        sizes = [_cells(self.domain, c) for c in self.cliques]
+        clique_off = np.zeros(k + 1, dtype=np.int64)
+        clique_off[1:] = np.cumsum(sizes)
+        sep_sizes = [_cells(self.domain, self.separator(c)) if self.parent[c] >= 0 else 0 for c in range(k)]
+        sep_off = np.zeros(k + 1, dtype=np.int64)
+        sep_off[1:] = np.cumsum(sep_sizes)
+        up_map = np.zeros(clique_off[-1], dtype=np.int32)
+        down_parts, down_off, at = [], np.zeros(k, dtype=np.int64), 0
+        for c in range(k):
+            if self.parent[c] < 0:
+                continue
+            sep = self.separator(c)
+            up_map[clique_off[c]:clique_off[c + 1]] = index_map(self.domain, self.cliques[c], sep)
+            down_parts.append(index_map(self.domain, self.cliques[self.parent[c]], sep))
+            down_off[c] = at
+            at += down_parts[-1].size
+        down_map = np.concatenate(down_parts) if down_parts else np.zeros(0, dtype=np.int32)
+        return dict(clique_off=clique_off, order=self.order, parent=self.parent, sep_off=sep_off,
+                    up_map=up_map, down_map=down_map, down_off=down_off)
+
+    def __repr__(self) -> str:
+        return f"JunctionTree({len(self.cliques)} cliques, {self.cells:,} cells, {self.mb:,.1f} MB)"

@@ -1,0 +1,91 @@
+"""The numba kernels agree with their numpy twins."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference,
+                                identity_loss, identity_loss_reference, project, project_reference)
+from ektelo_pgm.kernels.tree import exp_nonpositive
+
+
+def _onto(rng, n, m):
+    """A random int32 map from n cells onto all of m cells (n >= m)."""
+    return rng.permutation(np.arange(n) % m).astype(np.int32)
+
+
+def _random_tree(rng, k):
+    sizes = rng.integers(1, 30, size=k)
+    parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, k)], dtype=np.int64)
+    clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    seps = [0] + [int(rng.integers(1, min(sizes[c], sizes[parent[c]]) + 1)) for c in range(1, k)]
+    sep_off = np.concatenate([[0], np.cumsum(seps)]).astype(np.int64)
+    up_map = np.zeros(clique_off[-1], dtype=np.int32)
+    down, down_off, at = [], np.zeros(k, dtype=np.int64), 0
+    for c in range(1, k):
+        up_map[clique_off[c]:clique_off[c + 1]] = _onto(rng, sizes[c], seps[c])
+        down.append(_onto(rng, sizes[parent[c]], seps[c]))
+        down_off[c] = at
+        at += sizes[parent[c]]
+    down_map = np.concatenate(down) if down else np.zeros(0, dtype=np.int32)
+    order = np.arange(k - 1, -1, -1, dtype=np.int64)
+    return clique_off, order, parent, sep_off, up_map, down_map, down_off
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), k=st.integers(1, 12), scale=st.sampled_from([0.1, 3.0, 400.0]))
+def test_calibrate_matches_reference(seed, k, scale):
+    rng = np.random.default_rng(seed)
+    tree = _random_tree(rng, k)
+    theta = rng.normal(size=tree[0][-1]) * scale
+    fast = calibrate(theta, *tree, 123.0)
+    slow = calibrate_reference(theta, *tree, 123.0)
+    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-9, atol=1e-9 * scale)
+    np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
+    assert abs(fast[2] - slow[2]) <= 1e-9 * max(1.0, abs(slow[2]))
+    for c in range(k):  # every clique's marginal sums to the total
+        assert abs(fast[1][tree[0][c]:tree[0][c + 1]].sum() - 123.0) < 1e-8
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31), k=st.integers(1, 6), p=st.integers(1, 8))
+def test_assemble_and_project_match_reference(seed, k, p):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, size=k)
+    clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    host = rng.integers(0, k, size=p).astype(np.int64)
+    small = [int(rng.integers(1, sizes[h] + 1)) for h in host]
+    p_off = np.concatenate([[0], np.cumsum(small)]).astype(np.int64)
+    maps = np.concatenate([_onto(rng, sizes[h], m) for h, m in zip(host, small)])
+    map_off = np.concatenate([[0], np.cumsum(sizes[host])]).astype(np.int64)
+    theta = rng.normal(size=p_off[-1])
+    mu = rng.random(clique_off[-1])
+    args = (p_off, host, map_off, maps, clique_off)
+    np.testing.assert_allclose(assemble(theta, *args), assemble_reference(theta, *args), rtol=1e-12)
+    np.testing.assert_allclose(project(mu, *args), project_reference(mu, *args), rtol=1e-12)
+    # project is the adjoint of assemble
+    assert np.isclose(assemble(theta, *args) @ mu, theta @ project(mu, *args))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 200), m=st.integers(1, 50), l1=st.booleans())
+def test_identity_loss_matches_reference(seed, n, m, l1):
+    rng = np.random.default_rng(seed)
+    mu = rng.normal(size=m)
+    index = rng.integers(0, m, size=n).astype(np.int64)
+    y, w = rng.normal(size=n), rng.random(n) + 0.1
+    v1, g1 = identity_loss(mu, index, y, w, l1)
+    v2, g2 = identity_loss_reference(mu, index, y, w, l1)
+    assert np.isclose(v1, v2)
+    np.testing.assert_allclose(g1, g2, atol=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 500))
+def test_exp_nonpositive_matches_numpy(seed, n):
+    rng = np.random.default_rng(seed)
+    x = -rng.exponential(50.0, size=n)
+    x[rng.random(n) < 0.1] = -np.inf
+    y = x.copy()
+    exp_nonpositive(y, n, np.empty(n, dtype=np.int64))
+    expected = np.where(x < -708, 0.0, np.exp(x))
+    np.testing.assert_allclose(y, expected, rtol=5e-14, atol=0)
