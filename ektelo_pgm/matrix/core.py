@@ -534,10 +534,15 @@ class Weighted(Matrix):
         self.weight = float(weight)
         super().__init__(self.base.shape)
 
+    # the weight multiplies whichever side is smaller (fewer large temporaries)
     def _matmat(self, X):
+        if self.shape[1] <= self.shape[0]:
+            return self.base._matmat(self.weight * X)
         return self.weight * self.base._matmat(X)
 
     def _rmatmat(self, Y):
+        if self.shape[0] <= self.shape[1]:
+            return self.base._rmatmat(self.weight * Y)
         return self.weight * self.base._rmatmat(Y)
 
     def _transpose(self):
@@ -589,10 +594,16 @@ class Sum(Matrix):
         super().__init__(flat[0].shape)
 
     def _matmat(self, X):
-        return reduce(np.add, (t._matmat(X) for t in self.terms))
+        out = np.zeros((self.shape[0], X.shape[1]))
+        for t in self.terms:
+            out += t._matmat(X)
+        return out
 
     def _rmatmat(self, Y):
-        return reduce(np.add, (t._rmatmat(Y) for t in self.terms))
+        out = np.zeros((self.shape[1], Y.shape[1]))
+        for t in self.terms:
+            out += t._rmatmat(Y)
+        return out
 
     def _transpose(self):
         return Sum([t.T for t in self.terms])
@@ -693,7 +704,10 @@ class VStack(Matrix):
 
     def _rmatmat(self, Y):
         o = self._offsets
-        return reduce(np.add, (b._rmatmat(Y[o[i]:o[i + 1]]) for i, b in enumerate(self.blocks)))
+        out = np.zeros((self.shape[1], Y.shape[1]))
+        for i, b in enumerate(self.blocks):
+            out += b._rmatmat(Y[o[i]:o[i + 1]])
+        return out
 
     def _transpose(self):
         return HStack([b.T for b in self.blocks])
@@ -736,7 +750,10 @@ class HStack(Matrix):
 
     def _matmat(self, X):
         o = self._offsets
-        return reduce(np.add, (b._matmat(X[o[i]:o[i + 1]]) for i, b in enumerate(self.blocks)))
+        out = np.zeros((self.shape[0], X.shape[1]))
+        for i, b in enumerate(self.blocks):
+            out += b._matmat(X[o[i]:o[i + 1]])
+        return out
 
     def _rmatmat(self, Y):
         return np.concatenate([b._rmatmat(Y) for b in self.blocks], axis=0)
