@@ -286,6 +286,13 @@ def test_as_matrix_and_errors():
     np.testing.assert_allclose((P @ sp.csr_matrix(np.eye(3))).dense(), np.tril(np.ones((3, 3))))
     np.testing.assert_allclose((sp.csr_matrix(np.eye(3)) @ P).dense(), np.tril(np.ones((3, 3))))
     np.testing.assert_allclose(P @ np.array([1, 2, 3]), [1.0, 3.0, 6.0])  # integer input works
+    assert P.matvec(np.array([1, 2, 3])).dtype == np.float64 and P.rmatmat(np.eye(3, dtype=int)).dtype == np.float64
+    with pytest.raises(TypeError, match="complex"):
+        P @ np.ones(3, dtype=complex)
+    with pytest.raises(ValueError, match="3 x 3 Prefix needs 3 rows, got an array of shape"):
+        P @ np.ones(4)
+    with pytest.raises(ValueError, match="A.T @ Y of a 3 x 3 Prefix"):
+        np.ones((2, 4)) @ P
 
 
 def test_lsmr_and_lsqr_accept_operators():

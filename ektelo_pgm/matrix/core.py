@@ -39,6 +39,15 @@ def _is_scalar(c) -> bool:
     return isinstance(c, numbers.Real)
 
 
+def _real(x) -> np.ndarray:
+    """``x`` as a float64 ndarray (operators are real; sparse inputs go through ``A @ S``)."""
+    if sp.issparse(x) or isinstance(x, LinearOperator):
+        raise TypeError("apply an operator to dense arrays; write `A @ B` for a lazy product")
+    if np.iscomplexobj(x):
+        raise TypeError("operators are real float64; got a complex array")
+    return np.asarray(x, dtype=np.float64)
+
+
 def _check_p(p) -> int:
     if p not in (1, 2):
         raise ValueError(f"sensitivity norm p must be 1 or 2, got {p!r}")
@@ -81,6 +90,25 @@ class Matrix(LinearOperator):
         super().__init__(np.float64, (m, n))
 
     # ---- application (scipy protocol) --------------------------------------------------------
+    def _input(self, x, rows: int, side: str) -> np.ndarray:
+        x = _real(x)
+        if x.ndim not in (1, 2) or x.shape[0] != rows:
+            raise ValueError(f"dimension mismatch: {side} of a {self.shape[0]} x {self.shape[1]} "
+                             f"{type(self).__name__} needs {rows} rows, got an array of shape {x.shape}")
+        return x
+
+    def matvec(self, x):
+        return super().matvec(self._input(x, self.shape[1], "A @ x"))
+
+    def rmatvec(self, y):
+        return super().rmatvec(self._input(y, self.shape[0], "A.T @ y"))
+
+    def matmat(self, X):
+        return super().matmat(self._input(X, self.shape[1], "A @ X"))
+
+    def rmatmat(self, Y):
+        return super().rmatmat(self._input(Y, self.shape[0], "A.T @ Y"))
+
     def _matvec(self, x):
         if type(self)._matmat is Matrix._matmat:
             raise TypeError(f"{type(self).__name__} defines neither _matvec nor _matmat")
@@ -119,7 +147,7 @@ class Matrix(LinearOperator):
             return product(self, as_matrix(other))
         if _is_scalar(other):
             raise TypeError("`@` needs a vector, a matrix or an operator; scale by a number with `*`")
-        x = np.asarray(other, dtype=np.float64)
+        x = _real(other)
         if x.ndim == 1:
             return self.matvec(x)
         if x.ndim == 2:
@@ -131,7 +159,7 @@ class Matrix(LinearOperator):
             return product(as_matrix(other), self)
         if _is_scalar(other):
             raise TypeError("`@` needs a vector, a matrix or an operator; scale by a number with `*`")
-        x = np.asarray(other, dtype=np.float64)
+        x = _real(other)
         if x.ndim == 1:
             return self.rmatvec(x)
         if x.ndim == 2:
