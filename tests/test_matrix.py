@@ -87,6 +87,8 @@ def _cases():
         "MarginalCyclic": (Marginal(d, ["c", "a", "b"]),
                            np.stack([brute_marginal(d, ["c", "a", "b"], e) for e in eye], axis=1)),
         "MarginalTotal": (Marginal(d, []), np.ones((1, 24))),
+        "MarginalAll": (Marginal(d, ["a", "b", "c"]), np.eye(24)),
+        "KroneckerIdentities": (Kronecker([Identity(2), Identity(3)]), np.eye(6)),
         "Marginals": (Marginals(d, {("b",): 2.0, ("c", "b"): -0.5}),
                       np.vstack([2.0 * np.stack([brute_marginal(d, ["b"], e) for e in eye], axis=1),
                                  -0.5 * np.stack([brute_marginal(d, ["c", "b"], e) for e in eye], axis=1)])),
@@ -119,6 +121,7 @@ def check_against(op, D, rng):
     x, y = rng.normal(size=n), rng.normal(size=m)
     X, Y = rng.normal(size=(n, 3)), rng.normal(size=(m, 2))
     np.testing.assert_allclose(op @ x, D @ x, atol=1e-9)
+    assert not np.shares_memory(op @ x, x) and not np.shares_memory(op.T @ y, y)  # fresh outputs
     np.testing.assert_allclose(op @ X, D @ X, atol=1e-9)
     np.testing.assert_allclose(op.matvec(x), D @ x, atol=1e-9)
     np.testing.assert_allclose(op.rmatvec(y), D.T @ y, atol=1e-9)

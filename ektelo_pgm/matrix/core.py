@@ -817,10 +817,11 @@ def _kron_apply(factors, X, transpose: bool) -> np.ndarray:
     T = X.reshape(tuple(n for _, n in ops) + (k,))
     # shrinking factors first keeps the intermediate tensors small
     order = sorted(range(len(factors)), key=lambda i: ops[i][0] / max(ops[i][1], 1))
+    order = [i for i in order if not isinstance(factors[i], Identity)]
+    if not order:
+        return X.copy()
     for i in order:
         f = factors[i]
-        if isinstance(f, Identity):
-            continue
         moved = np.moveaxis(T, i, 0)
         rest = moved.shape[1:]
         flat = moved.reshape(moved.shape[0], -1)

@@ -39,14 +39,14 @@ class Marginal(ZeroOne):
     def _matmat(self, X):
         k = X.shape[1]
         T = X.reshape(self.domain.shape + (k,)).sum(axis=self._drop)
-        T = T.transpose(self._to_given + (len(self.attrs),))
-        return T.reshape(self.shape[0], k)
+        return np.ascontiguousarray(T.transpose(self._to_given + (len(self.attrs),))).reshape(self.shape[0], k)
 
     def _rmatmat(self, Y):
         k = Y.shape[1]
         T = Y.reshape(self._given_shape + (k,)).transpose(self._to_canonical + (len(self.attrs),))
-        T = T.reshape(self._canonical_expanded + (k,))
-        return np.broadcast_to(T, self.domain.shape + (k,)).reshape(self.shape[1], k)
+        out = np.empty(self.domain.shape + (k,))
+        out[...] = T.reshape(self._canonical_expanded + (k,))
+        return out.reshape(self.shape[1], k)
 
     def _column_map(self):
         return np.rint(self.rmatvec(np.arange(self.shape[0], dtype=np.float64))).astype(np.int64)
