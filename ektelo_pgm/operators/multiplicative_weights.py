@@ -1,0 +1,192 @@
+"""Multiplicative-weights reconstruction: MWEM's update rule (Hardt, Ligett and McSherry 2012,
+Figure 1 and sec. 2.3.2) applied to all measurements at once, which is entropic mirror descent on
+the L2 loss over the scaled probability simplex (McKenna et al. 2019, supplement E.2), with the
+factored representation over disjoint attribute groups of Hardt et al. 2012, sec. 4.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.linalg import lsmr
+from scipy.special import logsumexp
+
+from ..dataset import Dataset, check_dense_size
+from ..domain import Domain
+from ..estimate import Estimate, VectorEstimate
+from .least_squares import MAX_DOMAIN_MB, check_measurements, check_total, weighted_local_query, weighted_system
+
+
+def estimate_total(domain: Domain, measurements) -> float:
+    """The number of records estimated from the measurements (McKenna et al. 2019, suppl. E.1).
+
+    Every measurement whose (weighted) local query ``A = Q/std`` has the all-ones row in its row
+    space gives the unbiased estimate ``a' (y/std)`` with ``A' a = 1`` (``a`` of minimum norm, found
+    by LSMR) and variance ``||a||^2``; these are combined by inverse-variance weighting.  Raises a
+    ValueError asking for the total when no measurement qualifies or the estimate is not positive.
+    """
+    estimates, variances = [], []
+    for m in check_measurements(domain, measurements):
+        A = weighted_local_query(m, domain)
+        ones = np.ones(A.shape[1])
+        a = lsmr(A.T, ones, atol=1e-12, btol=1e-12, conlim=0.0, maxiter=10 * max(A.shape))[0]
+        if np.linalg.norm(A.T @ a - ones) <= 1e-6 * np.sqrt(ones.size):
+            estimates.append(float(a @ (m.weights * m.y)))
+            variances.append(float(a @ a))
+    if not estimates:
+        raise ValueError("the total number of records is unknown and no measurement determines it "
+                         "(none has the all-ones row in its query's row space); pass total=")
+    precision = 1.0 / np.array(variances)
+    total = float(precision @ np.array(estimates) / precision.sum())
+    if total <= 0:
+        raise ValueError(f"the total estimated from the measurements is {total:.4g}, not positive; pass total=")
+    return total
+
+
+def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
+    """Connected components of the attribute co-occurrence graph of ``cliques`` (attributes that
+    appear in no clique are singletons), each in domain order, ordered by first attribute."""
+    parent = {a: a for a in domain.attrs}
+
+    def root(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for clique in cliques:
+        clique = domain.check(clique)
+        for a in clique[1:]:
+            parent[root(a)] = root(clique[0])
+    groups: dict[str, list] = {}
+    for a in domain.attrs:
+        groups.setdefault(root(a), []).append(a)
+    return [tuple(g) for g in groups.values()]
+
+
+class FactoredEstimate(Estimate):
+    """``total`` times a product of independent distributions over disjoint attribute groups
+    (Hardt et al. 2012, sec. 4); never materialises the full data vector.
+
+    ``factors`` is a list of ``(attrs, probabilities)`` with the probabilities shaped by the
+    attributes' sizes in the order given; the groups must partition the domain.
+    """
+
+    def __init__(self, domain: Domain, total: float, factors):
+        self.domain = domain
+        self._total = check_total(total)
+        self.factors = []
+        seen = []
+        for attrs, probs in factors:
+            attrs = domain.check(attrs)
+            probs = np.asarray(probs, dtype=np.float64)
+            if probs.shape != domain.project(attrs).shape:
+                raise ValueError(f"factor on {list(attrs)} has shape {probs.shape}, expected {domain.project(attrs).shape}")
+            if np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
+                raise ValueError(f"factor on {list(attrs)} is not a probability distribution")
+            seen.extend(attrs)
+            self.factors.append((attrs, probs))
+        if sorted(seen) != sorted(domain.attrs):
+            raise ValueError(f"factor groups {[list(a) for a, _ in self.factors]} do not partition the "
+                             f"domain {list(domain.attrs)}")
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    def project(self, attrs) -> np.ndarray:
+        attrs = self.domain.check(attrs)
+        result, order = np.array(self._total), []
+        for group, probs in self.factors:
+            kept = [a for a in group if a in attrs]
+            if kept:
+                marginal = probs.sum(axis=tuple(i for i, a in enumerate(group) if a not in attrs))
+                result = np.multiply.outer(result, marginal)
+                order.extend(kept)
+        return np.transpose(result, [order.index(a) for a in attrs])
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total), each group's values drawn independently."""
+        rng = np.random.default_rng(rng)
+        n = int(round(self._total)) if n is None else int(n)
+        records = np.empty((n, len(self.domain)), dtype=np.int64)
+        for group, probs in self.factors:
+            cells = rng.choice(probs.size, size=n, p=probs.ravel())
+            records[:, list(self.domain.axes(group))] = np.stack(np.unravel_index(cells, probs.shape), axis=1)
+        return Dataset(records, self.domain)
+
+
+class MultiplicativeWeights:
+    """Multiplicative-weights reconstruction of the data distribution, in counts summing to the
+    total.
+
+    Each of ``iters`` iterations applies MWEM's update for all measurements at once (Hardt et al.
+    2012, Figure 1 step 3, with the "all measurements, multiple times" enhancement of sec. 2.3.2):
+    ``p <- total * normalise(p * exp(-stepsize * Q'W^2 (Q p - y)))`` with ``W = 1/std``, which is
+    entropic mirror descent on ``sum ||(Q p - y)/std||^2`` over ``{p >= 0, sum p = total}``
+    (McKenna et al. 2019, suppl. E.2).  The default ``stepsize`` is ``1 / (total * s^2)`` with ``s``
+    the largest column norm of the weighted stacked query: the largest step for which the loss
+    provably decreases (MWEM's ``1/(2n)`` for one unit query is half of it).  From a positive
+    start with consistent measurements the iterates converge to the entropic (I-)projection of the
+    start onto the measurements' constraint set.
+
+    With ``factored=True`` the attributes are split into the connected components of the measured
+    cliques' co-occurrence graph and each component is an independent factor (Hardt et al. 2012,
+    sec. 4), each with its own default stepsize; with an explicit ``stepsize`` the factored and
+    full iterates are identical.  The result is a ``FactoredEstimate`` when there are several
+    groups and a ``VectorEstimate`` otherwise.  Each factor's size (the full domain when not
+    factored) is checked first against ``max_domain_mb``.
+
+    The total is the one given, else ``estimate_total``.  ``warm_start`` (an Estimate on the same
+    domain, e.g. the previous round's) gives the starting distribution (its group marginals when
+    factored); the default start is uniform.  Measurements on no attributes only inform the total.
+    """
+
+    def __init__(self, iters: int = 1000, stepsize: float | None = None, factored: bool = True,
+                 max_domain_mb: float = MAX_DOMAIN_MB):
+        if int(iters) < 0:
+            raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+        if stepsize is not None and not (np.isfinite(stepsize) and stepsize > 0):
+            raise ValueError(f"stepsize must be positive and finite, got {stepsize!r}")
+        self.iters = int(iters)
+        self.stepsize = None if stepsize is None else float(stepsize)
+        self.factored = bool(factored)
+        self.max_domain_mb = float(max_domain_mb)
+
+    def reconstruct(self, domain: Domain, measurements, total=None, warm_start: Estimate | None = None) -> Estimate:
+        """The multiplicative-weights estimate (counts) from ``measurements``."""
+        measurements = check_measurements(domain, measurements)
+        updating = [m for m in measurements if m.attrs]
+        groups = attribute_groups(domain, [m.attrs for m in updating]) if self.factored else [domain.attrs]
+        for group in groups:
+            what = "MultiplicativeWeights: the factor" if self.factored else "MultiplicativeWeights: the full data vector"
+            check_dense_size(domain, group, self.max_domain_mb, what)
+        if warm_start is not None and warm_start.domain != domain:
+            raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
+        total = check_total(total) if total is not None else estimate_total(domain, measurements)
+        factors = []
+        for group in groups:
+            sub = domain.project(group)
+            start = np.ones(sub.shape) if warm_start is None else np.clip(warm_start.project(group), 0.0, None)
+            if start.sum() <= 0:
+                raise ValueError(f"warm_start has no positive mass on {list(group)}")
+            local = [m for m in updating if set(m.attrs) <= set(group)]
+            probs = self._iterate(sub, local, total, start.ravel() / start.sum())
+            factors.append((group, probs.reshape(sub.shape)))
+        if len(factors) == 1:
+            return VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_domain_mb)
+        return FactoredEstimate(domain, total, factors)
+
+    def _iterate(self, domain: Domain, measurements, total: float, start: np.ndarray) -> np.ndarray:
+        """``iters`` MW updates from the distribution ``start`` over ``domain``; probabilities."""
+        if not measurements or self.iters == 0:
+            return start
+        A, b = weighted_system(domain, measurements)
+        stepsize = self.stepsize
+        if stepsize is None:
+            stepsize = 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
+        with np.errstate(divide="ignore"):
+            logp = np.log(start)
+        for _ in range(self.iters):
+            counts = total * np.exp(logp)
+            logp = logp - stepsize * (A.T @ (A @ counts - b))
+            logp -= logsumexp(logp)
+        return np.exp(logp)
