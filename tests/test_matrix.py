@@ -261,6 +261,26 @@ def test_custom_matrix_gets_everything():
     assert C.sensitivity(1) == pytest.approx(np.abs(A).sum(0).max())
 
 
+def test_subclass_without_application_is_refused_clearly():
+    class Forward(Matrix):
+        def __init__(self):
+            super().__init__((2, 3))
+
+        def _matvec(self, x):
+            return x[:2]
+
+    class Nothing(Matrix):
+        shape = (2, 2)
+
+    np.testing.assert_allclose(Forward() @ np.arange(3.0), [0.0, 1.0])
+    with pytest.raises(TypeError, match="Forward defines neither _rmatvec nor _rmatmat"):
+        Forward().T @ np.ones(2)
+    with pytest.raises(TypeError, match="Nothing defines neither _matvec nor _matmat"):
+        Nothing() @ np.ones(2)
+    with pytest.raises(ValueError, match="shape must be a pair"):
+        Identity("n")
+
+
 def test_refuses_huge_materialisation(monkeypatch):
     with pytest.raises(MemoryError, match="MB"):
         Prefix(100_000).dense()

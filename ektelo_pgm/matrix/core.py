@@ -70,8 +70,8 @@ def _sparse_column_norms(S, p: int) -> np.ndarray:
 class Matrix(LinearOperator):
     """An implicit real matrix: a ``LinearOperator`` (float64) with a closed algebra.
 
-    A custom query matrix only needs ``shape`` (e.g. by calling
-    ``super().__init__((m, n))``), ``_matvec`` and ``_rmatvec``; everything else
+    A custom query matrix only needs ``shape`` (by calling ``super().__init__((m, n))``,
+    or as a class attribute), ``_matvec`` and ``_rmatvec``; everything else
     (transpose, products, ``dense``, ``sensitivity``, ...) then works through
     documented fallbacks that apply the matrix to blocks of identity columns.
     Structured subclasses override ``_matmat``/``_rmatmat`` (2-D inputs) and the
@@ -80,7 +80,9 @@ class Matrix(LinearOperator):
 
     dtype = np.dtype(np.float64)
 
-    def __init__(self, shape):
+    def __init__(self, shape=None):
+        if shape is None:  # a subclass may give its shape as a class attribute
+            shape = getattr(type(self), "shape", None)
         try:
             m, n = (int(s) for s in shape)
         except (TypeError, ValueError):
