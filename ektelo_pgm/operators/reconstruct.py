@@ -1,0 +1,2 @@
+from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
+from .multiplicative_weights import MultiplicativeWeights
