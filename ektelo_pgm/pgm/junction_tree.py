@@ -182,12 +182,17 @@ class JunctionTree:
         fits = [i for i, c in enumerate(self.cliques) if attrs <= set(c)]
         return min(fits, key=lambda i: (_cells(self.domain, self.cliques[i]), i)) if fits else None
 
+    def layout_offsets(self) -> np.ndarray:
+        """Where each clique starts in a flat buffer of all cliques (C order within a clique)."""
+        if not hasattr(self, "_offsets"):
+            sizes = [_cells(self.domain, c) for c in self.cliques]
+            self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return self._offsets
+
     def layout(self) -> dict:
         """Flat-buffer description of the tree for :func:`ektelo_pgm.kernels.calibrate`."""
         k = len(self.cliques)
-        sizes = [_cells(self.domain, c) for c in self.cliques]
-        clique_off = np.zeros(k + 1, dtype=np.int64)
-        clique_off[1:] = np.cumsum(sizes)
+        clique_off = self.layout_offsets()
         sep_sizes = [_cells(self.domain, self.separator(c)) if self.parent[c] >= 0 else 0 for c in range(k)]
         sep_off = np.zeros(k + 1, dtype=np.int64)
         sep_off[1:] = np.cumsum(sep_sizes)

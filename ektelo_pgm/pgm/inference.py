@@ -1,0 +1,252 @@
+"""Inference in a junction-tree graphical model (McKenna et al. 2019, sec. 3.3 and supplement B).
+
+* :class:`MarginalOracle`: the MARGINAL-ORACLE of sec. 3.2 -- calibrated log-space belief
+  propagation on a junction tree, from the log-potentials of the parameter cliques to their
+  marginals in counts.
+* :func:`eliminate`: variable elimination over (possibly negative) tables, used for out-of-model
+  marginals and for factored queries (supplement B, Algorithm 3).
+* :func:`sample_records` / :func:`round_records`: synthetic records along the junction tree.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+
+from ..domain import Domain
+from ..kernels import assemble, calibrate, project
+from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map
+
+
+class MarginalOracle:
+    """Calibrated belief propagation for a fixed set of parameter cliques (sec. 3.2, MARGINAL-ORACLE).
+
+    The parameter cliques (attributes in domain order, duplicates removed) each hold a
+    log-potential table; they are hosted by the smallest maximal clique of the junction tree
+    containing them.  All tables live in flat float64 buffers (``p_off`` delimits the parameter
+    cliques, ``tree.layout()`` the maximal cliques) so that one numba call does the whole pass.
+    """
+
+    def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
+        self.domain = domain
+        self.cliques = list(dict.fromkeys(domain.canonical(cl) for cl in cliques))
+        self.tree = JunctionTree(domain, self.cliques, max_mb)
+        self.layout = self.tree.layout()
+        hosts = [self.tree.host(cl) for cl in self.cliques]
+        self.host = np.array(hosts, dtype=np.int64)
+        sizes = [domain.size(cl) for cl in self.cliques]
+        self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        big = [domain.size(self.tree.cliques[h]) for h in hosts]
+        self.map_off = np.concatenate([[0], np.cumsum(big)]).astype(np.int64)
+        # when every parameter clique is a maximal clique of its own, the buffers coincide
+        self.identity = sorted(hosts) == list(range(len(self.tree.cliques))) and all(
+            cl == self.tree.cliques[h] for cl, h in zip(self.cliques, hosts)) and hosts == sorted(hosts)
+        if self.identity:
+            self.maps = np.zeros(0, dtype=np.int32)
+        else:
+            self.maps = np.concatenate([index_map(domain, self.tree.cliques[h], cl)
+                                        for cl, h in zip(self.cliques, hosts)]) if hosts else np.zeros(0, np.int32)
+        self.index = {cl: i for i, cl in enumerate(self.cliques)}
+
+    @property
+    def size(self) -> int:
+        """Number of cells of the parameter cliques."""
+        return int(self.p_off[-1])
+
+    def block(self, flat: np.ndarray, clique) -> np.ndarray:
+        """The table of parameter clique ``clique`` (domain order) inside a flat parameter buffer."""
+        i = self.index[tuple(clique)]
+        return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
+
+    def potentials(self, theta: np.ndarray) -> np.ndarray:
+        """Flat log-potentials of the maximal cliques from those of the parameter cliques."""
+        if self.identity:
+            return np.ascontiguousarray(theta, dtype=np.float64)
+        return assemble(theta, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"])
+
+    def project(self, marginals: np.ndarray) -> np.ndarray:
+        """Flat marginals of the parameter cliques from those of the maximal cliques."""
+        if self.identity:
+            return marginals
+        return project(marginals, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"])
+
+    def calibrate(self, theta: np.ndarray, total: float):
+        """Run belief propagation on log-potentials ``theta`` (flat, parameter cliques).
+
+        Returns ``(mu, log_beliefs, marginals, log_z)``: the parameter cliques' marginals in counts
+        (scaled to ``total``), the maximal cliques' normalised log-probabilities and marginals in
+        counts, and the log partition function.
+        """
+        lay = self.layout
+        log_b, marginals, log_z = calibrate(self.potentials(theta), lay["clique_off"], lay["order"], lay["parent"],
+                                            lay["sep_off"], lay["up_map"], lay["down_map"], lay["down_off"],
+                                            float(total))
+        return self.project(marginals), log_b, marginals, log_z
+
+
+def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, float]:
+    """Variable elimination: sum the product of ``factors`` over every variable not in ``keep``.
+
+    ``factors`` are ``(variables, array)`` pairs in linear space (entries may be negative, as in
+    supplement B); ``sizes`` maps each variable to its size.  Variables go greedily, the one
+    whose product table is smallest first (ties by name).  Each intermediate table is rescaled
+    by its largest magnitude to avoid underflow.  Returns ``(table over keep, log_scale)``: the
+    true result is ``table * exp(log_scale)``.
+    """
+    keep = list(keep)
+    factors = [(tuple(v), np.asarray(a, dtype=np.float64)) for v, a in factors]
+    pending = sorted({v for vs, _ in factors for v in vs} - set(keep), key=str)
+    log_scale = 0.0
+
+    def contract(group, out):
+        labels = {v: i for i, v in enumerate(dict.fromkeys([v for vs, _ in group for v in vs] + list(out)))}
+        args = []
+        for vs, a in group:
+            args += [a, [labels[v] for v in vs]]
+        return np.einsum(*args, [labels[v] for v in out], optimize=len(group) > 2)
+
+    while pending:
+        def cost(v):
+            joined = {u for vs, _ in factors if v in vs for u in vs}
+            return (int(np.prod([sizes[u] for u in joined], dtype=float)), str(v))
+        v = min(pending, key=cost)
+        pending.remove(v)
+        group = [f for f in factors if v in f[0]]
+        factors = [f for f in factors if v not in f[0]]
+        out = tuple(dict.fromkeys(u for vs, _ in group for u in vs if u != v))
+        table = contract(group, out)
+        top = np.abs(table).max() if table.size else 0.0
+        if top > 0:
+            table = table / top
+            log_scale += float(np.log(top))
+        factors.append((out, table))
+    result = contract(factors, keep) if factors else np.ones([sizes[v] for v in keep])
+    return result, log_scale
+
+
+def steiner_cliques(tree: JunctionTree, attrs: Sequence[str]) -> list[int]:
+    """A minimal connected set of junction-tree cliques covering ``attrs`` (leaves pruned away)."""
+    need = set(attrs)
+    k = len(tree.cliques)
+    neighbours = [set() for _ in range(k)]
+    for c, p in enumerate(tree.parent):
+        if p >= 0:
+            neighbours[c].add(int(p))
+            neighbours[int(p)].add(c)
+    alive = set(range(k))
+    queue = deque(c for c in range(k) if len(neighbours[c]) <= 1)
+    while queue and len(alive) > 1:
+        c = queue.popleft()
+        if c not in alive or len(neighbours[c]) != 1:
+            continue
+        (nb,) = neighbours[c]
+        if need & set(tree.cliques[c]) <= set(tree.cliques[nb]):
+            alive.discard(c)
+            neighbours[nb].discard(c)
+            neighbours[c].clear()
+            if len(neighbours[nb]) <= 1:
+                queue.append(nb)
+    return sorted(alive)
+
+
+def clique_tables(tree: JunctionTree, log_beliefs: np.ndarray, chosen: Sequence[int]) -> list:
+    """Linear-space factors whose product is the joint distribution of the chosen (connected) cliques.
+
+    The topmost chosen clique contributes its marginal, every other one its conditional given
+    the separator with its parent (junction-tree factorisation), all in probabilities.
+    """
+    offsets = tree.layout_offsets()
+    chosen_set = set(chosen)
+    factors = []
+    for c in chosen:
+        attrs = tree.cliques[c]
+        table = log_beliefs[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
+        if tree.parent[c] >= 0 and tree.parent[c] in chosen_set:
+            sep = tree.separator(c)
+            drop = tuple(i for i, a in enumerate(attrs) if a not in sep)
+            top = table.max(axis=drop, keepdims=True)
+            table = table - (top + np.log(np.exp(table - top).sum(axis=drop, keepdims=True)))
+        factors.append((attrs, np.exp(table)))
+    return factors
+
+
+def _largest_remainder(target: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Round each row of ``target`` (rows summing to ``totals``) to integers summing to ``totals``."""
+    base = np.floor(target)
+    deficit = np.clip(totals - base.sum(axis=1), 0, target.shape[1]).astype(np.int64)
+    order = np.argsort(-(target - base), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(target.shape[1])[None, :], axis=1)
+    return (base + (rank < deficit[:, None])).astype(np.int64)
+
+
+def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
+    """(separator attrs, rest attrs, probabilities table [separator cell, rest cell]) of clique c."""
+    offsets = tree.layout_offsets()
+    attrs = tree.cliques[c]
+    sep = tree.separator(c)
+    rest = tuple(a for a in attrs if a not in sep)
+    table = log_beliefs[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
+    table = np.transpose(table, [attrs.index(a) for a in sep + rest]).reshape(
+        tree.domain.size(sep), tree.domain.size(rest))
+    table = np.exp(table - table.max(axis=1, keepdims=True))
+    return sep, rest, table / table.sum(axis=1, keepdims=True)
+
+
+def _sep_index(domain: Domain, records: dict, sep, n: int) -> np.ndarray:
+    index = np.zeros(n, dtype=np.int64)
+    for a in sep:
+        index = index * domain[a] + records[a]
+    return index
+
+
+def _write(domain: Domain, records: dict, attrs, cells: np.ndarray) -> None:
+    for a, column in zip(attrs, np.unravel_index(cells, [domain[x] for x in attrs])):
+        records[a] = column.astype(np.int64)
+
+
+def sample_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` i.i.d. records (columns in domain order) drawn exactly from the model.
+
+    Ancestral sampling along the junction tree: the root clique from its marginal, then every
+    clique's new attributes from their conditional given the separator with its parent.
+    """
+    domain = tree.domain
+    records: dict[str, np.ndarray] = {}
+    for c in tree.order[::-1]:
+        sep, rest, cond = _conditional(tree, log_beliefs, c)
+        rows = _sep_index(domain, records, sep, n)
+        cdf = np.cumsum(cond, axis=1)
+        cdf /= cdf[:, -1:]
+        shifted = (cdf + np.arange(cdf.shape[0])[:, None]).ravel()
+        cells = np.searchsorted(shifted, rng.random(n) + rows, side="right") - rows * cdf.shape[1]
+        _write(domain, records, rest, np.minimum(cells, cdf.shape[1] - 1))
+    return np.stack([records[a] for a in domain.attrs], axis=1)
+
+
+def round_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` records whose clique counts are roundings of the model's expected counts.
+
+    Along the junction tree (root first): the root clique's counts are the largest-remainder
+    rounding of ``n * p(root)``; then, for every clique and every value ``s`` of its separator
+    with its parent, the ``count(s)`` records holding ``s`` (an integer, already fixed) get the
+    clique's new attributes in counts equal to the largest-remainder rounding of
+    ``count(s) * p(rest | s)``.  So the total is exactly ``n``, each conditional table is rounded
+    to within one record per cell, and only the assignment of values to records within one
+    separator value is random (``rng``), never the counts.
+    """
+    domain = tree.domain
+    records: dict[str, np.ndarray] = {}
+    for c in tree.order[::-1]:
+        sep, rest, cond = _conditional(tree, log_beliefs, c)
+        rows = _sep_index(domain, records, sep, n)
+        counts = np.bincount(rows, minlength=cond.shape[0])
+        table = _largest_remainder(counts[:, None] * cond, counts)
+        cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
+        order = rng.permutation(n)
+        order = order[np.argsort(rows[order], kind="stable")]
+        values = np.empty(n, dtype=np.int64)
+        values[order] = cells
+        _write(domain, records, rest, values)
+    return np.stack([records[a] for a in domain.attrs], axis=1)

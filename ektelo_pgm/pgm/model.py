@@ -1,0 +1,183 @@
+"""The graphical model returned by Private-PGM (McKenna et al. 2019, Definition 3 and sec. 3.3)."""
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..domain import Domain
+from ..estimate import Estimate
+from .clique_vector import CliqueVector
+from .factor import Factor
+from .inference import (MarginalOracle, clique_tables, eliminate, round_records, sample_records,
+                        steiner_cliques)
+from .junction_tree import DEFAULT_MAX_MB
+
+
+class GraphicalModel(Estimate):
+    """``p(x) = exp(sum_C theta_C(x_C)) / Z`` over ``domain``, scaled to ``total`` records.
+
+    ``cliques`` are the parameter cliques (any attribute order; duplicates merge); ``potentials``
+    (a CliqueVector of log-potentials, each on one of ``cliques``, missing ones are zero).
+    Marginals are in counts.  In-model marginals come from the calibrated junction tree,
+    out-of-model ones by variable elimination over the smallest connected part of the tree
+    covering the attributes (sec. 3.3); factored queries by supplement B, Algorithm 3.
+    ``max_mb`` bounds the junction tree's size (see :class:`JunctionTree`).
+    """
+
+    def __init__(self, domain: Domain, cliques, potentials: CliqueVector | None = None, total: float = 1.0,
+                 max_mb: float = DEFAULT_MAX_MB):
+        potentials = CliqueVector() if potentials is None else potentials
+        cliques = [tuple(cl) for cl in cliques] + [tuple(cl) for cl in potentials]
+        oracle = MarginalOracle(domain, cliques, max_mb)
+        theta = np.zeros(oracle.size)
+        for cl, factor in potentials.items():
+            canon = domain.canonical(cl)
+            oracle.block(theta, canon)[...] += factor.transpose(canon).values
+        self._setup(oracle, theta, total)
+
+    @classmethod
+    def from_flat(cls, oracle: MarginalOracle, theta: np.ndarray, total: float, calibrated=None) -> "GraphicalModel":
+        """Model from a flat parameter buffer laid out by ``oracle`` (used by the estimators)."""
+        model = cls.__new__(cls)
+        model._setup(oracle, theta, total, calibrated)
+        return model
+
+    def _setup(self, oracle, theta, total, calibrated=None):
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        if not np.all(np.isfinite(theta)):
+            bad = next(cl for cl in oracle.cliques if not np.all(np.isfinite(oracle.block(theta, cl))))
+            raise ValueError(f"GraphicalModel: log-potential on clique {list(bad)} is not finite")
+        total = float(total)
+        if not np.isfinite(total) or total <= 0:
+            raise ValueError(f"GraphicalModel: total must be a positive number of records, got {total}")
+        self.domain = oracle.domain
+        self.oracle = oracle
+        self.tree = oracle.tree
+        self.theta = theta
+        self._total = total
+        self.mu, self.log_beliefs, self._marginals, self.log_z = (
+            oracle.calibrate(theta, total) if calibrated is None else calibrated)
+        self.loss = None
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    @property
+    def cliques(self) -> list[tuple[str, ...]]:
+        """The parameter cliques (domain order)."""
+        return list(self.oracle.cliques)
+
+    @property
+    def potentials(self) -> CliqueVector:
+        """Log-potentials theta_C of the parameter cliques."""
+        return CliqueVector({cl: Factor(self.domain.project(cl), self.oracle.block(self.theta, cl).copy())
+                             for cl in self.oracle.cliques})
+
+    @property
+    def marginals(self) -> CliqueVector:
+        """Marginals (counts) of the maximal cliques of the junction tree."""
+        off = self.tree.layout_offsets()
+        return CliqueVector({cl: Factor(self.domain.project(cl), self._marginals[off[k]:off[k + 1]].copy())
+                             for k, cl in enumerate(self.tree.cliques)})
+
+    def project(self, attrs) -> np.ndarray:
+        """Estimated counts over ``attrs`` shaped by their sizes in the order asked."""
+        attrs = self.domain.check(attrs)
+        host = self.tree.host(attrs)
+        if host is not None:
+            off = self.tree.layout_offsets()
+            table = Factor(self.domain.project(self.tree.cliques[host]), self._marginals[off[host]:off[host + 1]])
+            return table.project(attrs).values.copy()
+        return self._eliminate({}, attrs)
+
+    def _eliminate(self, queries: Mapping[str, np.ndarray], keep) -> np.ndarray:
+        """Counts of the factored query (one table per attribute in ``queries``) times the model,
+        summed over every other attribute except ``keep`` (supplement B, Algorithm 3)."""
+        covered = list(keep) + [a for a in queries if a not in keep]
+        chosen = steiner_cliques(self.tree, covered)
+        factors = clique_tables(self.tree, self.log_beliefs, chosen)
+        sizes = dict(self.domain.config)
+        out = list(keep)
+        for a, q in queries.items():
+            z = ("query", a)
+            sizes[z] = q.shape[0]
+            factors.append(((z, a), q))
+            out[out.index(a)] = z
+        table, log_scale = eliminate(factors, sizes, out)
+        return table * (np.exp(log_scale) * self._total)
+
+    def answer(self, query, attrs) -> np.ndarray:
+        """Answers (counts) of ``query`` over the marginal on ``attrs``.
+
+        A :class:`ektelo_pgm.matrix.Kronecker` query with one factor per attribute is answered
+        without materialising the marginal (supplement B); any other query is applied to
+        ``project(attrs)``.
+        """
+        from ..matrix import Identity, Kronecker
+
+        attrs = self.domain.check(attrs)
+        if isinstance(query, Kronecker) and len(query.factors) == len(attrs) and all(
+                f.shape[1] == self.domain[a] for f, a in zip(query.factors, attrs)):
+            queries = {a: f.dense() for f, a in zip(query.factors, attrs) if not isinstance(f, Identity)}
+            return self._eliminate(queries, attrs).ravel()
+        return super().answer(query, attrs)
+
+    def answer_factored(self, queries: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Answers (counts) of the factored query ``kron(Q_a for a in queries)`` (supplement B).
+
+        ``queries`` maps attributes to ``r_a x n_a`` tables (arrays or matrices with ``dense()``,
+        e.g. the building blocks of Table 2); every other attribute is summed out (``Q = 1``).
+        Returns an array shaped ``(r_a for a in queries)``.
+        """
+        attrs = self.domain.check(list(queries))
+        tables = {}
+        for a in attrs:
+            q = queries[a]
+            q = np.asarray(q.dense() if hasattr(q, "dense") else q, dtype=np.float64)
+            if q.ndim != 2 or q.shape[1] != self.domain[a]:
+                raise ValueError(f"factored query on {a!r} must have {self.domain[a]} columns, got shape {q.shape}")
+            tables[a] = q
+        return self._eliminate(tables, attrs)
+
+    def synthetic_data(self, n: int | None = None, rng=None, method: str = "sample") -> Dataset:
+        """``n`` records (default: the rounded total) from the model (sec. 3.3).
+
+        ``method="sample"`` draws i.i.d. records exactly; ``"round"`` keeps the counts of every
+        junction-tree conditional at roundings of their expectations (see ``round_records``).
+        """
+        rng = np.random.default_rng(rng)
+        n = int(round(self._total)) if n is None else int(n)
+        if n < 1:
+            raise ValueError(f"synthetic_data: need at least one record, got n={n}")
+        if method == "sample":
+            records = sample_records(self.tree, self.log_beliefs, n, rng)
+        elif method == "round":
+            records = round_records(self.tree, self.log_beliefs, n, rng)
+        else:
+            raise ValueError(f"synthetic_data: method must be 'sample' or 'round', got {method!r}")
+        return Dataset(records, self.domain)
+
+    def save(self, path) -> None:
+        """Write domain, cliques, log-potentials and total to an ``.npz`` file (no pickled code)."""
+        np.savez(path, attrs=json.dumps(list(self.domain.attrs)), shape=np.array(self.domain.shape),
+                 cliques=json.dumps([list(c) for c in self.oracle.cliques]), theta=self.theta,
+                 total=self._total)
+
+    @classmethod
+    def load(cls, path, max_mb: float = DEFAULT_MAX_MB) -> "GraphicalModel":
+        """Read a model written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as data:
+            domain = Domain(json.loads(str(data["attrs"])), [int(s) for s in data["shape"]])
+            cliques = [tuple(c) for c in json.loads(str(data["cliques"]))]
+            theta, total = data["theta"], float(data["total"])
+        oracle = MarginalOracle(domain, cliques, max_mb)
+        if theta.size != oracle.size:
+            raise ValueError(f"{path}: {theta.size} parameters but the cliques need {oracle.size}")
+        return cls.from_flat(oracle, theta, total)
+
+    def __repr__(self) -> str:
+        return f"GraphicalModel({len(self.oracle.cliques)} cliques, total={self._total:g}, {self.tree})"

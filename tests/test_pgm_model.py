@@ -1,0 +1,152 @@
+"""GraphicalModel (oracle, out-of-model marginals, factored queries, sampling) against brute force."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ektelo_pgm.domain import Domain
+from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
+from ektelo_pgm.pgm.clique_vector import CliqueVector
+from ektelo_pgm.pgm.factor import Factor
+from ektelo_pgm.pgm.model import GraphicalModel
+
+
+def _random_model(rng, d, m, total=100.0, max_size=4):
+    domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, max_size + 1, size=d).tolist())
+    cliques = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 3) + 1), replace=False))
+               for _ in range(m)]
+    cliques += cliques[:1] + [tuple(reversed(c)) for c in cliques[:1]]  # duplicate, permuted
+    pots = CliqueVector({cl: Factor(domain.project(cl), rng.normal(scale=2.0, size=domain.project(cl).shape))
+                         for cl in dict.fromkeys(cliques)})
+    return domain, cliques, pots, GraphicalModel(domain, cliques, pots, total=total)
+
+
+def _joint(domain, pots, total):
+    log_p = sum((f.expand(domain) for f in pots.values()), Factor.zeros(domain)).values
+    p = np.exp(log_p - log_p.max())
+    return p / p.sum() * total, log_p
+
+
+def _marginal(domain, p, attrs):
+    drop = tuple(i for i, a in enumerate(domain.attrs) if a not in attrs)
+    kept = [a for a in domain.attrs if a in attrs]
+    return np.transpose(p.sum(axis=drop), [kept.index(a) for a in attrs])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(1, 7), m=st.integers(1, 6))
+def test_marginals_match_brute_force(seed, d, m):
+    rng = np.random.default_rng(seed)
+    domain, cliques, pots, model = _random_model(rng, d, m)
+    p, log_p = _joint(domain, pots, 100.0)
+    top = log_p.max()
+    assert np.isclose(model.log_z, top + np.log(np.exp(log_p - top).sum()))
+    for cl, table in model.marginals.items():  # calibrated clique marginals
+        np.testing.assert_allclose(table.values, _marginal(domain, p, cl), atol=1e-9)
+    for _ in range(4):  # any attribute set, in model or not, in any order
+        attrs = tuple(rng.choice(domain.attrs, size=rng.integers(1, d + 1), replace=False))
+        np.testing.assert_allclose(model.project(attrs), _marginal(domain, p, attrs), atol=1e-9)
+    assert model.total == 100.0
+
+
+def test_unmeasured_attributes_and_single_covering_clique():
+    rng = np.random.default_rng(3)
+    domain = Domain(list("abcd"), [3, 2, 4, 2])
+    pots = CliqueVector({("a", "b", "c", "d"): Factor(domain, rng.normal(size=domain.shape))})
+    model = GraphicalModel(domain, [("b", "d"), ("d", "a", "c", "b")], pots, total=7.0)
+    p, _ = _joint(domain, pots, 7.0)
+    np.testing.assert_allclose(model.project(("d", "a")), _marginal(domain, p, ("d", "a")), atol=1e-12)
+    lonely = GraphicalModel(domain, [("a",)], total=12.0)  # b, c, d never measured: uniform
+    np.testing.assert_allclose(lonely.project(("c", "b")), np.full((4, 2), 12.0 / 8))
+
+
+def test_large_domain_out_of_model_marginals():
+    rng = np.random.default_rng(5)
+    domain = Domain([f"x{i}" for i in range(8)], [4, 4, 4, 4, 5, 5, 4, 5])  # 128,000 cells
+    cliques = [("x0", "x1"), ("x1", "x2", "x3"), ("x3", "x4"), ("x4", "x5", "x0"), ("x6", "x7"), ("x2", "x6")]
+    pots = CliqueVector({cl: Factor(domain.project(cl), rng.normal(size=domain.project(cl).shape)) for cl in cliques})
+    model = GraphicalModel(domain, cliques, pots, total=1000.0)
+    p, _ = _joint(domain, pots, 1000.0)
+    for attrs in [("x7", "x5"), ("x0", "x7", "x3"), domain.attrs]:
+        np.testing.assert_allclose(model.project(attrs), _marginal(domain, p, attrs), atol=1e-9)
+
+
+def test_factored_queries_match_dense_products():
+    rng = np.random.default_rng(7)
+    domain, cliques, pots, model = _random_model(rng, 5, 4, max_size=5)
+    p, _ = _joint(domain, pots, 100.0)
+    a, b, c = domain.attrs[0], domain.attrs[2], domain.attrs[4]
+    n = domain.config
+    blocks = {  # building blocks of supplement B, Table 2
+        a: np.tril(np.ones((n[a], n[a]))),                      # P: CDF
+        b: np.arange(n[b], dtype=float)[None, :] ** np.arange(1, 3)[:, None],  # E_k: moments
+        c: (np.arange(n[c]) % 2 == 0).astype(float)[None, :],   # e_S: disjunctive evidence
+    }
+    answers = model.answer_factored(blocks)
+    expected = np.einsum(_marginal(domain, p, (a, b, c)), [0, 1, 2], blocks[a], [3, 0], blocks[b], [4, 1],
+                         blocks[c], [5, 2], [3, 4, 5])
+    np.testing.assert_allclose(answers, expected, atol=1e-9)
+    query = Kronecker([Prefix(n[c]), Identity(n[a]), Ones(1, n[b])])
+    np.testing.assert_allclose(model.answer(query, (c, a, b)), query @ _marginal(domain, p, (c, a, b)).ravel(),
+                               atol=1e-9)
+    with pytest.raises(ValueError, match="columns"):
+        model.answer_factored({a: np.ones((1, n[a] + 1))})
+
+
+def test_sampling_matches_marginals_statistically():
+    rng = np.random.default_rng(11)
+    domain, cliques, pots, model = _random_model(rng, 6, 5)
+    n = 40_000
+    data = model.synthetic_data(n, rng=1)
+    assert len(data) == n and data.domain == domain
+    for cl in list(model.marginals)[:3] + [domain.attrs[:2]]:
+        expected = model.project(cl) / model.total
+        observed = data.marginal(cl) / n
+        # each cell within 5 standard errors
+        assert np.all(np.abs(observed - expected) <= 5 * np.sqrt(expected * (1 - expected) / n) + 1e-12)
+    again = model.synthetic_data(n, rng=1)
+    np.testing.assert_array_equal(data.records, again.records)
+
+
+def test_rounding_preserves_counts():
+    rng = np.random.default_rng(13)
+    domain, cliques, pots, model = _random_model(rng, 6, 5, total=537.0)
+    data = model.synthetic_data(rng=2, method="round")
+    assert len(data) == 537
+    tree = model.tree
+    root = tree.root
+    expected = model.project(tree.cliques[root])
+    assert np.all(np.abs(data.marginal(tree.cliques[root]) - expected) < 1)  # largest remainder
+    for c in range(len(tree.cliques)):  # every clique within one record per cell of each conditional
+        counts = data.marginal(tree.cliques[c])
+        sep = tree.separator(c)
+        if tree.parent[c] < 0 or not sep:
+            continue
+        given = data.marginal(sep)
+        cond = model.project(tree.cliques[c]) / np.maximum(Factor(domain.project(tree.cliques[c]),
+                                                                  model.project(tree.cliques[c])).project(sep).expand(
+            domain.project(tree.cliques[c])).values, 1e-300)
+        target = Factor(domain.project(sep), given).expand(domain.project(tree.cliques[c])).values * cond
+        assert np.all(np.abs(counts - target) < 1 + 1e-9)
+    with pytest.raises(ValueError, match="method"):
+        model.synthetic_data(5, method="bogus")
+
+
+def test_save_load_roundtrip(tmp_path):
+    rng = np.random.default_rng(17)
+    domain, cliques, pots, model = _random_model(rng, 5, 4)
+    model.save(tmp_path / "m.npz")
+    back = GraphicalModel.load(tmp_path / "m.npz")
+    assert back.domain == domain and back.cliques == model.cliques and back.total == model.total
+    np.testing.assert_allclose(back.project(domain.attrs[:3]), model.project(domain.attrs[:3]))
+
+
+def test_bad_inputs():
+    domain = Domain(["a", "b"], [2, 2])
+    bad = CliqueVector({("a",): Factor(domain.project(["a"]), [0.0, np.nan])})
+    with pytest.raises(ValueError, match=r"clique \['a'\] is not finite"):
+        GraphicalModel(domain, [("a",)], bad)
+    with pytest.raises(ValueError, match="total"):
+        GraphicalModel(domain, [("a",)], total=-1.0)
+    with pytest.raises(KeyError, match="'z'"):
+        GraphicalModel(domain, [("a",)]).project(("z",))
