@@ -1,0 +1,288 @@
+"""Estimating a graphical model from noisy measurements (McKenna et al. 2019, sec. 3.2).
+
+Both proximal algorithms of sec. 3.2 work on the flat buffer of the parameter cliques' marginals
+(counts) and log-potentials: :func:`mirror_descent` (Algorithm 1, Armijo line search) and
+:func:`dual_averaging` (Algorithm 2, step from the Lipschitz constant of the loss gradient).
+Losses: L2 and L1 of the residuals weighted by 1/std (supplement C.1, C.2), or any convex
+callable of the marginals.  :func:`estimate_total` implements supplement E.1.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, lsmr
+
+from ..domain import Domain
+from ..kernels import identity_loss
+from .clique_vector import CliqueVector
+from .factor import Factor
+from .inference import MarginalOracle
+from .junction_tree import DEFAULT_MAX_MB, index_map
+from .model import GraphicalModel
+
+
+def _weighted_transpose(query, w: np.ndarray) -> LinearOperator:
+    """(diag(w) Q)^T as a scipy operator."""
+    n = query.shape[1]
+    return LinearOperator((n, w.size), matvec=lambda u: query.T @ (w * np.ravel(u)),
+                          rmatvec=lambda x: w * (query @ np.ravel(x)), dtype=np.float64)
+
+
+def total_from(measurement, domain: Domain) -> tuple[float, float] | None:
+    """Unbiased estimate of the number of records from one measurement and its variance.
+
+    Supplement E.1 after the reweighting of C.2: with ``W = diag(1/std)``, find the minimum-norm
+    ``u`` with ``(W Q)^T u = 1``; the estimate is ``(W u) . y`` with variance ``|u|^2``.  Returns
+    None when the all-ones row is not in the row space of the query.
+    """
+    w = np.asarray(measurement.weights, dtype=np.float64)
+    if measurement.query is None:
+        return float(measurement.y.sum()), float(np.sum(1.0 / w**2))
+    n = domain.size(measurement.attrs)
+    op = _weighted_transpose(measurement.query, w)
+    u = lsmr(op, np.ones(n), atol=1e-14, btol=1e-14, maxiter=max(100, 4 * n))[0]
+    if np.linalg.norm(op @ u - 1.0) > 1e-6 * np.sqrt(n):
+        return None
+    return float((w * u) @ measurement.y), float(u @ u)
+
+
+def estimate_total(domain: Domain, measurements: Sequence) -> float | None:
+    """Inverse-variance weighted number of records over every measurement that supports one
+    (McKenna et al. 2019, supplement E.1); None when none does.  At least 1."""
+    estimates = [e for m in measurements if (e := total_from(m, domain)) is not None]
+    if not estimates:
+        return None
+    values, variances = np.array(estimates).T
+    return max(1.0, float(np.sum(values / variances) / np.sum(1.0 / variances)))
+
+
+def _power_iteration(query, w: np.ndarray, iters: int = 100) -> float:
+    """Largest eigenvalue of Q^T W^2 Q by power iteration on the implicit operators."""
+    x = np.random.default_rng(0).random(query.shape[1]) + 0.5
+    value = 0.0
+    for _ in range(iters):
+        y = query.T @ (w**2 * (query @ x))
+        norm = float(np.linalg.norm(y))
+        if norm == 0:
+            return 0.0
+        done = abs(norm / np.linalg.norm(x) - value) <= 1e-6 * value
+        value = norm / float(np.linalg.norm(x))
+        x = y / norm
+        if done:
+            break
+    return value
+
+
+class Objective:
+    """Loss of the parameter cliques' marginals (flat buffer laid out by ``oracle``, counts).
+
+    ``loss="l2"``: ``sum_i 0.5 |W_i (Q_i mu_i - y_i)|^2``; ``"l1"``: ``sum_i |W_i (Q_i mu_i - y_i)|_1``
+    (supplement C.1-C.2, ``W_i = diag(1/std_i)``); a callable ``f(marginals: CliqueVector) ->
+    (value, gradient CliqueVector)`` receives the parameter cliques' marginals (counts, attributes
+    in domain order) and may return gradients on any of them in any attribute order.
+    Calling the objective on a flat marginal buffer returns ``(value, flat gradient)``.
+    """
+
+    def __init__(self, oracle: MarginalOracle, measurements: Sequence, loss="l2"):
+        if not (callable(loss) or loss in ("l1", "l2")):
+            raise ValueError(f"loss must be 'l1', 'l2' or a callable, got {loss!r}")
+        self.oracle = oracle
+        self.loss = loss
+        domain = oracle.domain
+        index, ys, ws, self.general = [], [], [], []
+        for m in measurements:
+            j = oracle.index[domain.canonical(m.attrs)]
+            cells = oracle.p_off[j] + index_map(domain, m.attrs, domain.canonical(m.attrs)).astype(np.int64)
+            w = np.asarray(m.weights, dtype=np.float64)
+            if m.query is None:
+                index.append(cells), ys.append(m.y), ws.append(w)
+            else:
+                self.general.append((j, cells, m.query, m.y, w))
+        self.index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
+        self.y = np.concatenate(ys) if ys else np.zeros(0)
+        self.w = np.ascontiguousarray(np.concatenate(ws) if ws else np.zeros(0))
+
+    def __call__(self, mu: np.ndarray) -> tuple[float, np.ndarray]:
+        if callable(self.loss):
+            return self._custom(mu)
+        l1 = self.loss == "l1"
+        value, grad = identity_loss(mu, self.index, self.y, self.w, l1)
+        for _, cells, query, y, w in self.general:
+            r = w * (query @ mu[cells] - y)
+            if l1:
+                value += float(np.abs(r).sum())
+                grad[cells] += query.T @ (w * np.sign(r))
+            else:
+                value += 0.5 * float(r @ r)
+                grad[cells] += query.T @ (w * r)
+        return float(value), grad
+
+    def _custom(self, mu):
+        domain, oracle = self.oracle.domain, self.oracle
+        marginals = CliqueVector({cl: Factor(domain.project(cl), oracle.block(mu, cl).copy()) for cl in oracle.cliques})
+        value, gradient = self.loss(marginals)
+        grad = np.zeros_like(mu)
+        for cl, factor in gradient.items():
+            canon = domain.canonical(cl)
+            if canon not in oracle.index:
+                raise ValueError(f"custom loss returned a gradient on clique {list(cl)}, which is not a model clique")
+            oracle.block(grad, canon)[...] += factor.transpose(canon).values
+        return float(value), grad
+
+    def first_step(self, total: float) -> float:
+        """Initial mirror-descent step: ``1 / (total * K)`` for L2 (``K`` from :meth:`lipschitz`),
+        ``1 / max weight`` for L1 (log-potentials then move by about 1), ``1 / total`` otherwise."""
+        if self.loss == "l2" and self.lipschitz() > 0:
+            return 1.0 / (total * self.lipschitz())
+        weights = [self.w] + [w for *_, w in self.general]
+        if self.loss == "l1" and max(w.size for w in weights) > 0:
+            return 1.0 / max(float(w.max()) for w in weights if w.size)
+        return 1.0 / total
+
+    def lipschitz(self) -> float:
+        """Largest eigenvalue of the (block-diagonal) Q^T W^2 Q over the parameter cliques (counts).
+
+        Identity measurements give their diagonal exactly; each other measurement adds the top
+        eigenvalue of its own Q^T W^2 Q (power iteration), an upper bound on the block's.
+        """
+        per_clique = np.zeros(len(self.oracle.cliques))
+        if self.index.size:
+            diag = np.bincount(self.index, self.w**2, minlength=self.oracle.size)
+            per_clique = np.maximum.reduceat(diag, self.oracle.p_off[:-1]) if diag.size else per_clique
+        for j, _, query, _, w in self.general:
+            per_clique[j] += _power_iteration(query, w)
+        return float(per_clique.max()) if per_clique.size else 0.0
+
+
+def _finish(oracle, theta, total, calibrated, value):
+    model = GraphicalModel.from_flat(oracle, theta, total, calibrated)
+    model.loss = value
+    return model
+
+
+def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
+                   iters: int = 1000, tol: float = 0.0, step: float | None = None,
+                   callback: Callable | None = None) -> GraphicalModel:
+    """Algorithm 1 (entropic mirror descent over the marginal polytope) with Armijo line search.
+
+    ``theta <- theta - alpha * grad L(mu)``, ``mu = MARGINAL-ORACLE(theta)`` (counts).  Each
+    iteration first doubles ``alpha`` then halves it (at most 25 times) until the loss drops by at
+    least 1e-4 times the decrease predicted by the gradient (Armijo) and by more than 1e-9 of
+    itself.  The first ``alpha`` is ``step`` or :meth:`Objective.first_step`.  When no step
+    qualifies, a smooth (L2) loss has converged and the iterations stop; for non-smooth losses
+    (L1, callables) a subgradient step of ``first alpha / sqrt(iteration)`` is taken instead.
+    Stops after ``iters`` iterations or when the relative loss change is at most ``tol``.
+    Returns the model of the best iterate; ``callback(iteration, loss)`` runs after every one.
+    """
+    calibrated = oracle.calibrate(theta, total)
+    value, grad = objective(calibrated[0])
+    if step is None:
+        step = objective.first_step(total)
+    alpha = float(step)
+    smooth = objective.loss == "l2"
+    best = (value, theta, calibrated)
+    for t in range(1, iters + 1):
+        mu = calibrated[0]
+        alpha *= 2.0
+        for _ in range(25):
+            candidate = theta - alpha * grad
+            trial = oracle.calibrate(candidate, total)
+            new_value, new_grad = objective(trial[0])
+            if value - new_value >= 1e-4 * float(grad @ (mu - trial[0])) and value - new_value > 1e-9 * value:
+                break
+            alpha *= 0.5
+        else:
+            if smooth:
+                break  # no step decreases a smooth loss: converged
+            alpha = step / np.sqrt(t)  # a kink: take a diminishing subgradient step instead
+            candidate = theta - alpha * grad
+            trial = oracle.calibrate(candidate, total)
+            new_value, new_grad = objective(trial[0])
+        previous = value
+        theta, calibrated, value, grad = candidate, trial, new_value, new_grad
+        if value < best[0]:
+            best = (value, theta, calibrated)
+        if callback is not None:
+            callback(t, value)
+        if abs(previous - value) <= tol * max(abs(previous), np.finfo(float).tiny):
+            break
+    value, theta, calibrated = best
+    return _finish(oracle, theta, total, calibrated, value)
+
+
+def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
+                   iters: int = 1000, tol: float = 0.0, lipschitz: float | None = None,
+                   callback: Callable | None = None) -> GraphicalModel:
+    """Algorithm 2 (Nesterov's accelerated dual averaging over the marginal polytope).
+
+    ``K`` is ``lipschitz`` or, for the L2 loss, ``total`` times the top eigenvalue of the
+    measurements' Q^T W^2 Q (the loss is in counts; the polytope in probabilities).  The
+    prox-centre is the model of the initial ``theta`` (warm start).  ``callback(iteration, loss)``
+    sees the loss of the averaged marginals ``mu``; the returned model is the one whose
+    parameters were computed last (its marginals are ``nu``), with ``model.loss`` its own loss.
+    """
+    if lipschitz is None:
+        if objective.loss != "l2":
+            raise ValueError("accelerated dual averaging needs a smooth loss: use loss='l2' or pass lipschitz=")
+        lipschitz = total * objective.lipschitz()
+    if not lipschitz > 0:
+        raise ValueError(f"accelerated dual averaging needs a positive Lipschitz constant, got {lipschitz}")
+    theta0 = theta
+    calibrated = oracle.calibrate(theta0, total)
+    mu = nu = calibrated[0]
+    gbar = np.zeros_like(mu)
+    value = objective(mu)[0]
+    for t in range(1, iters + 1):
+        c = 2.0 / (t + 1)
+        gbar = (1 - c) * gbar + c * objective((1 - c) * mu + c * nu)[1]
+        theta = theta0 - t * (t + 1) / (4.0 * lipschitz) * gbar
+        calibrated = oracle.calibrate(theta, total)
+        nu = calibrated[0]
+        mu = (1 - c) * mu + c * nu
+        previous, value = value, objective(mu)[0]
+        if callback is not None:
+            callback(t, value)
+        if abs(previous - value) <= tol * max(abs(previous), np.finfo(float).tiny):
+            break
+    return _finish(oracle, theta, total, calibrated, objective(calibrated[0])[0])
+
+
+def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "mirror",
+             loss="l2", iters: int = 1000, tol: float = 0.0, warm_start: GraphicalModel | None = None,
+             callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
+             step: float | None = None, lipschitz: float | None = None) -> GraphicalModel:
+    """Private-PGM estimation (McKenna et al. 2019, sec. 3.2): the graphical model over the
+    measured cliques (plus ``cliques`` and the warm start's) minimising ``loss``.
+
+    ``total`` (records) defaults to the estimate of supplement E.1, then to the warm start's.
+    ``warm_start`` starts from a previous model's log-potentials.
+    """
+    if method not in ("mirror", "accelerated"):
+        raise ValueError(f"method must be 'mirror' or 'accelerated', got {method!r}")
+    measurements = list(measurements)
+    for m in measurements:
+        m.check(domain)
+    if warm_start is not None and warm_start.domain != domain:
+        raise ValueError(f"warm start is over {warm_start.domain}, not {domain}")
+    all_cliques = [m.attrs for m in measurements] + [tuple(c) for c in cliques]
+    if warm_start is not None:
+        all_cliques += warm_start.cliques
+    if not all_cliques:
+        raise ValueError("nothing to estimate: no measurements and no cliques")
+    if total is None:
+        total = estimate_total(domain, measurements)
+        if total is None and warm_start is not None:
+            total = warm_start.total
+        if total is None:
+            raise ValueError("the total is unknown: no measurement's query has the all-ones row in its row "
+                             "space; pass total=")
+    oracle = MarginalOracle(domain, all_cliques, max_mb)
+    theta = np.zeros(oracle.size)
+    if warm_start is not None:
+        for cl in warm_start.cliques:
+            oracle.block(theta, cl)[...] += warm_start.oracle.block(warm_start.theta, cl)
+    objective = Objective(oracle, measurements, loss)
+    if method == "mirror":
+        return mirror_descent(oracle, objective, total, theta, iters, tol, step, callback)
+    return dual_averaging(oracle, objective, total, theta, iters, tol, lipschitz, callback)

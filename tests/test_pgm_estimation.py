@@ -1,0 +1,128 @@
+"""Private-PGM estimation: noiseless recovery, losses, unknown totals, warm starts, the operator."""
+import numpy as np
+import pytest
+
+from ektelo_pgm.domain import Domain
+from ektelo_pgm.matrix import Dense, Prefix
+from ektelo_pgm.measurement import Measurement
+from ektelo_pgm.operators.reconstruct import PGM
+from ektelo_pgm.pgm.clique_vector import CliqueVector
+from ektelo_pgm.pgm.estimation import Objective, _power_iteration, estimate_total, total_from
+from ektelo_pgm.pgm.factor import Factor
+from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
+from ektelo_pgm.pgm.model import GraphicalModel
+
+DOM = Domain(list("abcdef"), [2, 3, 4, 2, 3, 2])
+CLIQUES = [("a", "b"), ("c", "b"), ("c", "d", "a"), ("e",)]  # f is never measured
+
+
+def _truth(seed=0, total=1000.0):
+    rng = np.random.default_rng(seed)
+    pots = CliqueVector({cl: Factor(DOM.project(cl), rng.normal(size=DOM.project(cl).shape)) for cl in CLIQUES})
+    return GraphicalModel(DOM, CLIQUES, pots, total=total)
+
+
+def _measurements(truth):
+    ms = [Measurement(cl, truth.project(cl).ravel(), 1.0 + 0.25 * i) for i, cl in enumerate(CLIQUES)]
+    ms.append(Measurement(("b", "a"), truth.project(("b", "a")).ravel(), 2.0))  # duplicate, permuted
+    ms.append(Measurement(("d",), truth.project(("d",)).ravel(), np.linspace(1, 2, 2)))  # per-answer std
+    prefix = Prefix(4)
+    ms.append(Measurement(("c",), prefix @ truth.project(("c",)), 0.5, query=prefix))
+    return ms
+
+
+def _error(model, truth):
+    return max(np.abs(model.project(cl) - truth.project(cl)).max() for cl in CLIQUES + [("a", "e", "f")])
+
+
+@pytest.mark.parametrize("method,loss,known,iters,tolerance", [
+    ("mirror", "l2", True, 1500, 0.01), ("mirror", "l2", False, 1500, 0.01),
+    ("accelerated", "l2", True, 5000, 0.5), ("accelerated", "l2", False, 5000, 0.5),
+    ("mirror", "l1", True, 1500, 0.5), ("mirror", "l1", False, 1500, 0.5)])
+def test_recovers_noiseless_marginals(method, loss, known, iters, tolerance):
+    truth = _truth()
+    seen = []
+    model = PGM(iters=iters, method=method, loss=loss, callback=lambda t, v: seen.append(v)).reconstruct(
+        DOM, _measurements(truth), total=1000.0 if known else None)
+    assert np.isclose(model.total, 1000.0)
+    assert _error(model, truth) < tolerance  # counts, out of 1000 records
+    assert seen and model.loss <= seen[0] + 1e-12
+    if method == "mirror" and loss == "l2":
+        assert all(b <= a for a, b in zip(seen, seen[1:]))  # the line search is monotone
+
+
+def test_total_estimation_inverse_variance():
+    truth = _truth(total=500.0)
+    cells = truth.project(("c",))
+    prefix = Prefix(4)
+    assert total_from(Measurement(("c",), prefix @ cells, 2.0, query=prefix), DOM) == pytest.approx((500.0, 4.0))
+    assert total_from(Measurement(("c",), cells[:1], 1.0, query=Dense(np.eye(4)[:1])), DOM) is None
+    noisy = [Measurement(("a",), [100.0, 300.0], 1.0), Measurement(("b",), [200.0, 100.0, 300.0], 2.0)]
+    var_a, var_b = 2.0, 12.0
+    expected = (400.0 / var_a + 600.0 / var_b) / (1 / var_a + 1 / var_b)
+    assert estimate_total(DOM, noisy) == pytest.approx(expected)
+    assert estimate_total(DOM, noisy[:0]) is None
+    with pytest.raises(ValueError, match="total is unknown"):
+        PGM(iters=5).reconstruct(DOM, [Measurement(("c",), cells[:1], 1.0, query=Dense(np.eye(4)[:1]))])
+
+
+def test_objective_gradient_and_lipschitz():
+    truth = _truth()
+    ms = _measurements(truth)
+    oracle = MarginalOracle(DOM, [m.attrs for m in ms])
+    rng = np.random.default_rng(1)
+    mu = rng.random(oracle.size) * 50
+    for loss in ("l2", "l1"):
+        objective = Objective(oracle, ms, loss)
+        value, grad = objective(mu)
+        step = rng.normal(size=mu.size) * 1e-6
+        assert np.isclose(objective(mu + step)[0] - value, grad @ step, rtol=1e-4, atol=1e-9)
+    q = Dense(rng.normal(size=(5, 4)))
+    w = rng.random(5) + 0.5
+    dense = q.dense()
+    assert np.isclose(_power_iteration(q, w), np.linalg.eigvalsh(dense.T @ np.diag(w**2) @ dense).max(), rtol=1e-4)
+    # blocks: (a,b) 1 + 1/4, (c,d,a) 1/1.5^2, (e) 1/1.75^2, (d) 1, (c) top eigenvalue of P^T P / 0.5^2
+    prefix = Prefix(4).dense()
+    expected = max(1.25, np.linalg.eigvalsh(prefix.T @ prefix).max() / 0.25)
+    assert np.isclose(Objective(oracle, ms, "l2").lipschitz(), expected, rtol=1e-4)
+
+
+def test_custom_loss_and_extra_cliques():
+    truth = _truth()
+    target = truth.project(("c", "d", "a"))
+
+    def loss(marginals):
+        diff = marginals[("a", "c", "d")].values - np.transpose(target, (2, 0, 1))
+        return 0.5 * float(np.sum(diff**2)), CliqueVector({("a", "c", "d"): Factor(DOM.project(("a", "c", "d")), diff)})
+
+    model = PGM(iters=500, loss=loss).reconstruct(DOM, [], total=1000.0, cliques=[("d", "c", "a")])
+    assert np.abs(model.project(("c", "d", "a")) - target).max() < 1e-3
+    with pytest.raises(ValueError, match="not a model clique"):
+        PGM(iters=2, loss=lambda m: (0.0, CliqueVector({("a", "b"): Factor.zeros(DOM.project(("a", "b")))}))).reconstruct(
+            DOM, [], total=10.0, cliques=[("a",)])
+
+
+def test_warm_start_continues_from_previous_model():
+    truth = _truth()
+    ms = _measurements(truth)
+    first = PGM(iters=300).reconstruct(DOM, ms[:2], total=1000.0)
+    cold = PGM(iters=3).reconstruct(DOM, ms, total=1000.0)
+    warm = PGM(iters=3, warm_start=first).reconstruct(DOM, ms, total=1000.0)
+    assert set(first.cliques) <= set(warm.cliques)
+    assert warm.loss < cold.loss
+    with pytest.raises(ValueError, match="warm start"):
+        PGM(warm_start=first).reconstruct(Domain(["z"], [2]), [Measurement(("z",), [1.0, 2.0], 1.0)])
+
+
+def test_operator_validation_and_size_refusal():
+    with pytest.raises(ValueError, match="method"):
+        PGM(method="newton")
+    with pytest.raises(ValueError, match="loss"):
+        PGM(loss="huber")
+    big = Domain([f"x{i}" for i in range(4)], [100] * 4)
+    ms = [Measurement(("x0", "x1", "x2"), np.zeros(10**6), 1.0), Measurement(("x2", "x3", "x0"), np.zeros(10**6), 1.0)]
+    with pytest.raises(ModelTooLargeError, match="MB"):
+        PGM(max_model_mb=10).reconstruct(big, ms, total=1.0)
+    with pytest.raises(ValueError, match="answers"):
+        PGM().reconstruct(DOM, [Measurement(("a",), [1.0, 2.0, 3.0], 1.0)])
