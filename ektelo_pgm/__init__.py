@@ -5,5 +5,7 @@ from .dataset import Dataset
 from .measurement import Measurement
 from .estimate import Estimate, VectorEstimate
 from .encoding import TableEncoder
+from .privacy import Budget, BudgetExceededError
+from .workload import Workload
 
 __version__ = "0.1.0"
