@@ -42,7 +42,7 @@ class BudgetExceededError(RuntimeError):
         self.remaining = remaining
 
 
-def exact(x, name: str = "amount") -> Fraction:
+def to_fraction(x, name: str = "amount") -> Fraction:
     """``x`` as an exact Fraction (floats via their shortest repr); must be finite and >= 0."""
     if isinstance(x, Fraction):
         value = x
@@ -60,7 +60,7 @@ def exact(x, name: str = "amount") -> Fraction:
 
 
 def _positive(x, name: str) -> Fraction:
-    value = exact(x, name)
+    value = to_fraction(x, name)
     if value == 0:
         raise ValueError(f"{name} must be positive, got 0")
     return value
@@ -86,7 +86,7 @@ def _largest(guess: float, fits) -> float:
 def zcdp_to_approx(rho: float, delta: float) -> float:
     """Epsilon of the (epsilon, delta)-DP guarantee implied by rho-zCDP:
     ``rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016, Prop. 1.3)."""
-    rho = float(exact(rho, "rho"))
+    rho = float(to_fraction(rho, "rho"))
     delta = _check_delta(delta)
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
@@ -239,7 +239,7 @@ class Budget:
         if remaining == 0:
             raise BudgetExceededError(f"no {self.unit} remains to share", Fraction(0), remaining)
         target = remaining * f
-        return _largest(float(target), lambda share: exact(share) <= target)
+        return _largest(float(target), lambda share: to_fraction(share) <= target)
 
     def __repr__(self) -> str:
         return (f"Budget({self.notion}, {self.unit}={self.total:.6g}, spent={self.spent:.6g}, "
