@@ -185,6 +185,8 @@ def range_marginals(domain: Domain, numeric, triples: int = 15, rng=None) -> Wor
     numeric = set(domain.check(numeric))
     d = len(domain)
     available = math.comb(d, 3)
+    if available == 0:
+        raise ValueError(f"range marginals need at least 3 attributes; the domain has {d}: {list(domain.attrs)}")
     if isinstance(triples, bool) or not isinstance(triples, (int, np.integer)) or not 1 <= triples <= available:
         raise ValueError(f"triples must be an integer between 1 and {available} (the number of attribute "
                          f"triples of a {d}-attribute domain), got {triples!r}")

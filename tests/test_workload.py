@@ -120,6 +120,8 @@ def test_range_marginals_structure_and_seed():
     assert again.cliques == range_marginals(d, numeric, triples=4, rng=7).cliques
     with pytest.raises(ValueError, match="between 1 and 10"):
         range_marginals(d, numeric, triples=11, rng=0)
+    with pytest.raises(ValueError, match="at least 3 attributes; the domain has 2"):
+        range_marginals(d.project(["sex", "age"]), ["age"], rng=0)
     with pytest.raises(KeyError, match="'salary'"):
         range_marginals(d, ["salary"], rng=0)
 
