@@ -3,8 +3,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference,
-                                identity_loss, identity_loss_reference, project, project_reference)
+from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, identity_loss,
+                                identity_loss_reference, predicted_decrease, predicted_decrease_reference, project,
+                                project_reference, step, step_reference)
 from ektelo_pgm.kernels.tree import exp_nonpositive
 
 
@@ -37,8 +38,11 @@ def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
     tree = _random_tree(rng, k)
     theta = rng.normal(size=tree[0][-1]) * scale
-    fast = calibrate(theta, *tree, 123.0)
-    slow = calibrate_reference(theta, *tree, 123.0)
+    n = theta.size
+    fast = (np.empty(n), np.empty(n))
+    fast = (*fast, calibrate(theta, *tree, 123.0, *fast))
+    slow = (np.empty(n), np.empty(n))
+    slow = (*slow, calibrate_reference(theta, *tree, 123.0, *slow))
     np.testing.assert_allclose(fast[0], slow[0], rtol=1e-9, atol=1e-9 * scale)
     np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
     assert abs(fast[2] - slow[2]) <= 1e-9 * max(1.0, abs(slow[2]))
@@ -60,10 +64,14 @@ def test_assemble_and_project_match_reference(seed, k, p):
     theta = rng.normal(size=p_off[-1])
     mu = rng.random(clique_off[-1])
     args = (p_off, host, map_off, maps, clique_off)
-    np.testing.assert_allclose(assemble(theta, *args), assemble_reference(theta, *args), rtol=1e-12)
-    np.testing.assert_allclose(project(mu, *args), project_reference(mu, *args), rtol=1e-12)
-    # project is the adjoint of assemble
-    assert np.isclose(assemble(theta, *args) @ mu, theta @ project(mu, *args))
+    outs = [np.full(clique_off[-1], np.nan) for _ in range(2)] + [np.full(p_off[-1], np.nan) for _ in range(2)]
+    assemble(theta, *args, outs[0])
+    assemble_reference(theta, *args, outs[1])
+    project(mu, *args, outs[2])
+    project_reference(mu, *args, outs[3])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12)
+    np.testing.assert_allclose(outs[2], outs[3], rtol=1e-12)
+    assert np.isclose(outs[0] @ mu, theta @ outs[2])  # project is the adjoint of assemble
 
 
 @settings(max_examples=30, deadline=None)
@@ -73,10 +81,14 @@ def test_identity_loss_matches_reference(seed, n, m, l1):
     mu = rng.normal(size=m)
     index = rng.integers(0, m, size=n).astype(np.int64)
     y, w = rng.normal(size=n), rng.random(n) + 0.1
-    v1, g1 = identity_loss(mu, index, y, w, l1)
-    v2, g2 = identity_loss_reference(mu, index, y, w, l1)
-    assert np.isclose(v1, v2)
+    g1, g2 = np.full(m, np.nan), np.full(m, np.nan)
+    assert np.isclose(identity_loss(mu, index, y, w, l1, g1), identity_loss_reference(mu, index, y, w, l1, g2))
     np.testing.assert_allclose(g1, g2, atol=1e-12)
+    a, b = np.full(m, np.nan), np.full(m, np.nan)
+    step(mu, 0.3, g1, a)
+    step_reference(mu, 0.3, g1, b)
+    np.testing.assert_allclose(a, b)
+    assert np.isclose(predicted_decrease(g1, mu, a), predicted_decrease_reference(g1, mu, a))
 
 
 @settings(max_examples=20, deadline=None)

@@ -14,14 +14,14 @@ from numba import njit
 
 
 @njit(cache=True)
-def assemble(theta_p, p_off, host, map_off, maps, clique_off):
+def assemble(theta_p, p_off, host, map_off, maps, clique_off, out):
     """Log-potential of every clique: the sum of the small potentials it hosts (broadcast).
 
     ``theta_p`` holds the potentials of the parameter cliques (``p_off``); parameter clique ``j``
     is hosted by clique ``host[j]`` and ``maps[map_off[j]:map_off[j+1]]`` sends each host cell
-    to a cell of ``j``.  Returns the flat clique log-potentials.
+    to a cell of ``j``.  Writes the flat clique log-potentials into ``out``.
     """
-    out = np.zeros(clique_off[-1])
+    out[:] = 0.0
     for j in range(host.shape[0]):
         start = clique_off[host[j]]
         n = clique_off[host[j] + 1] - start
@@ -29,22 +29,21 @@ def assemble(theta_p, p_off, host, map_off, maps, clique_off):
         src = p_off[j]
         for i in range(n):
             out[start + i] += theta_p[src + maps[base + i]]
-    return out
 
 
-def assemble_reference(theta_p, p_off, host, map_off, maps, clique_off):
+def assemble_reference(theta_p, p_off, host, map_off, maps, clique_off, out):
     """numpy twin of :func:`assemble`."""
-    out = np.zeros(clique_off[-1])
+    out[:] = 0.0
     for j in range(len(host)):
         start, stop = clique_off[host[j]], clique_off[host[j] + 1]
         out[start:stop] += theta_p[p_off[j] + maps[map_off[j]:map_off[j + 1]]]
-    return out
 
 
 @njit(cache=True)
-def project(mu, p_off, host, map_off, maps, clique_off):
-    """Marginals of the parameter cliques summed out of their host cliques (adjoint of assemble)."""
-    out = np.zeros(p_off[-1])
+def project(mu, p_off, host, map_off, maps, clique_off, out):
+    """Marginals of the parameter cliques summed out of their host cliques (adjoint of assemble),
+    written into ``out``."""
+    out[:] = 0.0
     for j in range(host.shape[0]):
         start = clique_off[host[j]]
         n = clique_off[host[j] + 1] - start
@@ -52,17 +51,15 @@ def project(mu, p_off, host, map_off, maps, clique_off):
         dst = p_off[j]
         for i in range(n):
             out[dst + maps[base + i]] += mu[start + i]
-    return out
 
 
-def project_reference(mu, p_off, host, map_off, maps, clique_off):
+def project_reference(mu, p_off, host, map_off, maps, clique_off, out):
     """numpy twin of :func:`project`."""
-    out = np.zeros(p_off[-1])
+    out[:] = 0.0
     for j in range(len(host)):
         start, stop = clique_off[host[j]], clique_off[host[j] + 1]
         size = p_off[j + 1] - p_off[j]
         out[p_off[j]:p_off[j + 1]] += np.bincount(maps[map_off[j]:map_off[j + 1]], mu[start:stop], minlength=size)
-    return out
 
 
 LOG2E = 1.4426950408889634
@@ -141,18 +138,20 @@ def _scatter_logsumexp(values, start, n, index, ibase, shift, out, o0, peak, acc
 
 
 @njit(cache=True, fastmath=True)
-def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total):
+def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total, belief, marginals):
     """Calibrated log-space belief propagation on a junction tree (two passes, Shafer-Shenoy).
 
     ``order`` lists the cliques children-first (root last); ``parent[k]`` is the parent of clique
     ``k`` (-1 for the root); the separator between ``k`` and its parent has ``sep_off[k+1] -
     sep_off[k]`` cells; ``up_map`` sends each cell of every clique to its separator with its
     parent; ``down_map[down_off[k]:]`` sends each cell of ``parent[k]`` to that same separator.
-    Returns ``(log_beliefs, marginals, log_z)``: the normalised log-probability of every clique
-    cell, the clique marginals in counts (scaled to ``total``), and the log partition function.
+    Writes into ``belief`` the normalised log-probability of every clique cell and into
+    ``marginals`` the clique marginals in counts (scaled to ``total``); returns the log partition
+    function.  ``belief`` and ``marginals`` are preallocated like ``theta`` (no allocation of
+    large buffers per call).
     """
     k = order.shape[0]
-    belief = theta.copy()
+    belief[:] = theta
     up = np.empty(sep_off[-1])
     down = np.empty(sep_off[-1])
     widest_sep = 1
@@ -191,7 +190,6 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
         s0 = sep_off[c]
         for i in range(clique_off[c + 1] - start):
             belief[start + i] += down[s0 + up_map[start + i]]
-    marginals = np.empty_like(belief)
     log_z = 0.0
     for c in range(k):
         start, stop = clique_off[c], clique_off[c + 1]
@@ -212,7 +210,7 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
         for i in range(n):
             marginals[start + i] = tmp[i] * scale
             belief[start + i] -= lz
-    return belief, marginals, log_z
+    return log_z
 
 
 def _logsumexp_by(values, index, size):
@@ -221,7 +219,8 @@ def _logsumexp_by(values, index, size):
     return peak + np.log(np.bincount(index, np.exp(values - peak[index]), minlength=size))
 
 
-def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total):
+def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total, belief,
+                        marginals):
     """numpy twin of :func:`calibrate` (messages recomputed from scratch, no division trick)."""
     k = len(order)
     cells = [slice(clique_off[c], clique_off[c + 1]) for c in range(k)]
@@ -250,7 +249,7 @@ def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_
         if parent[p] >= 0:
             inner += down[p][up_map[cells[p]]]
         down[c] = _logsumexp_by(inner, down_index(c), sizes[c])
-    belief = theta.copy()
+    belief[:] = theta
     log_z = 0.0
     for c in range(k):
         b = belief[cells[c]]
@@ -263,4 +262,5 @@ def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_
         b -= lz
         if parent[c] < 0:
             log_z = lz
-    return belief, total * np.exp(belief), log_z
+    marginals[:] = total * np.exp(belief)
+    return log_z

@@ -14,11 +14,11 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, lsmr
 
 from ..domain import Domain
-from ..kernels import identity_loss
+from ..kernels import identity_loss, predicted_decrease, step as step_kernel
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
-from .junction_tree import DEFAULT_MAX_MB, index_map
+from .junction_tree import DEFAULT_MAX_MB, canonical, cells, index_map
 from .model import GraphicalModel
 
 
@@ -39,7 +39,7 @@ def total_from(measurement, domain: Domain) -> tuple[float, float] | None:
     w = np.asarray(measurement.weights, dtype=np.float64)
     if measurement.query is None:
         return float(measurement.y.sum()), float(np.sum(1.0 / w**2))
-    n = domain.size(measurement.attrs)
+    n = cells(domain, measurement.attrs)
     op = _weighted_transpose(measurement.query, w)
     u = lsmr(op, np.ones(n), atol=1e-14, btol=1e-14, maxiter=max(100, 4 * n))[0]
     if np.linalg.norm(op @ u - 1.0) > 1e-6 * np.sqrt(n):
@@ -92,39 +92,41 @@ class Objective:
         domain = oracle.domain
         index, ys, ws, self.general = [], [], [], []
         for m in measurements:
-            j = oracle.index[domain.canonical(m.attrs)]
-            cells = oracle.p_off[j] + index_map(domain, m.attrs, domain.canonical(m.attrs)).astype(np.int64)
+            j = oracle.index[canonical(domain, m.attrs)]
+            where = oracle.p_off[j] + index_map(domain, m.attrs, canonical(domain, m.attrs)).astype(np.int64)
             w = np.asarray(m.weights, dtype=np.float64)
             if m.query is None:
-                index.append(cells), ys.append(m.y), ws.append(w)
+                index.append(where), ys.append(m.y), ws.append(w)
             else:
-                self.general.append((j, cells, m.query, m.y, w))
+                self.general.append((j, where, m.query, m.y, w))
         self.index = np.concatenate(index) if index else np.zeros(0, dtype=np.int64)
         self.y = np.concatenate(ys) if ys else np.zeros(0)
         self.w = np.ascontiguousarray(np.concatenate(ws) if ws else np.zeros(0))
 
-    def __call__(self, mu: np.ndarray) -> tuple[float, np.ndarray]:
+    def __call__(self, mu: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """``(loss, gradient)`` at the flat marginals ``mu``; ``grad`` receives the gradient if given."""
+        grad = np.empty_like(mu) if grad is None else grad
         if callable(self.loss):
-            return self._custom(mu)
+            return self._custom(mu, grad)
         l1 = self.loss == "l1"
-        value, grad = identity_loss(mu, self.index, self.y, self.w, l1)
-        for _, cells, query, y, w in self.general:
-            r = w * (query @ mu[cells] - y)
+        value = identity_loss(mu, self.index, self.y, self.w, l1, grad)
+        for _, where, query, y, w in self.general:
+            r = w * (query @ mu[where] - y)
             if l1:
                 value += float(np.abs(r).sum())
-                grad[cells] += query.T @ (w * np.sign(r))
+                grad[where] += query.T @ (w * np.sign(r))
             else:
                 value += 0.5 * float(r @ r)
-                grad[cells] += query.T @ (w * r)
+                grad[where] += query.T @ (w * r)
         return float(value), grad
 
-    def _custom(self, mu):
+    def _custom(self, mu, grad):
         domain, oracle = self.oracle.domain, self.oracle
         marginals = CliqueVector({cl: Factor(domain.project(cl), oracle.block(mu, cl).copy()) for cl in oracle.cliques})
         value, gradient = self.loss(marginals)
-        grad = np.zeros_like(mu)
+        grad[:] = 0.0
         for cl, factor in gradient.items():
-            canon = domain.canonical(cl)
+            canon = canonical(domain, cl)
             if canon not in oracle.index:
                 raise ValueError(f"custom loss returned a gradient on clique {list(cl)}, which is not a model clique")
             oracle.block(grad, canon)[...] += factor.transpose(canon).values
@@ -175,40 +177,52 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
     Stops after ``iters`` iterations or when the relative loss change is at most ``tol``.
     Returns the model of the best iterate; ``callback(iteration, loss)`` runs after every one.
     """
-    calibrated = oracle.calibrate(theta, total)
-    value, grad = objective(calibrated[0])
+    # two slots (current, trial) of preallocated buffers: no large allocation per iteration
+    thetas = [np.array(theta, dtype=np.float64), np.empty(len(theta))]
+    slots = [oracle.buffers(), oracle.buffers()]
+    grads = [np.empty(oracle.size), np.empty(oracle.size)]
+    cur = 0
+    calibrated = oracle.calibrate(thetas[cur], total, slots[cur])
+    value = objective(calibrated[0], grads[cur])[0]
     if step is None:
         step = objective.first_step(total)
     alpha = float(step)
     smooth = objective.loss == "l2"
-    best = (value, theta, calibrated)
+    best_value, best_theta = value, thetas[cur].copy()
+    streak = 4  # iterations in a row whose first trial step was accepted
     for t in range(1, iters + 1):
-        mu = calibrated[0]
-        alpha *= 2.0
-        for _ in range(25):
-            candidate = theta - alpha * grad
-            trial = oracle.calibrate(candidate, total)
-            new_value, new_grad = objective(trial[0])
-            if value - new_value >= 1e-4 * float(grad @ (mu - trial[0])) and value - new_value > 1e-9 * value:
+        nxt = 1 - cur
+        if streak >= 4:
+            alpha *= 2.0
+            streak = 0
+        for trial_number in range(25):
+            step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
+            trial = oracle.calibrate(thetas[nxt], total, slots[nxt])
+            new_value = objective(trial[0], grads[nxt])[0]
+            decrease = value - new_value
+            if decrease >= 1e-4 * predicted_decrease(grads[cur], calibrated[0], trial[0]) and decrease > 1e-9 * value:
+                streak = streak + 1 if trial_number == 0 else 0
                 break
             alpha *= 0.5
         else:
             if smooth:
                 break  # no step decreases a smooth loss: converged
             alpha = step / np.sqrt(t)  # a kink: take a diminishing subgradient step instead
-            candidate = theta - alpha * grad
-            trial = oracle.calibrate(candidate, total)
-            new_value, new_grad = objective(trial[0])
+            step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
+            trial = oracle.calibrate(thetas[nxt], total, slots[nxt])
+            new_value = objective(trial[0], grads[nxt])[0]
         previous = value
-        theta, calibrated, value, grad = candidate, trial, new_value, new_grad
-        if value < best[0]:
-            best = (value, theta, calibrated)
+        cur, calibrated, value = nxt, trial, new_value
+        if value < best_value:
+            best_value = value
+            np.copyto(best_theta, thetas[cur])
         if callback is not None:
             callback(t, value)
         if abs(previous - value) <= tol * max(abs(previous), np.finfo(float).tiny):
             break
-    value, theta, calibrated = best
-    return _finish(oracle, theta, total, calibrated, value)
+    if best_value < value:  # a non-smooth loss went up since its best iterate
+        return _finish(oracle, best_theta, total, oracle.calibrate(best_theta, total), best_value)
+    return _finish(oracle, thetas[cur], total, calibrated, value)
 
 
 def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,

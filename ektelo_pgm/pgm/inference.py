@@ -16,7 +16,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..kernels import assemble, calibrate, project
-from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map
+from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_map
 
 
 class MarginalOracle:
@@ -30,14 +30,14 @@ class MarginalOracle:
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
         self.domain = domain
-        self.cliques = list(dict.fromkeys(domain.canonical(cl) for cl in cliques))
+        self.cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
         self.tree = JunctionTree(domain, self.cliques, max_mb)
         self.layout = self.tree.layout()
         hosts = [self.tree.host(cl) for cl in self.cliques]
         self.host = np.array(hosts, dtype=np.int64)
-        sizes = [domain.size(cl) for cl in self.cliques]
+        sizes = [cells(domain, cl) for cl in self.cliques]
         self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        big = [domain.size(self.tree.cliques[h]) for h in hosts]
+        big = [cells(domain, self.tree.cliques[h]) for h in hosts]
         self.map_off = np.concatenate([[0], np.cumsum(big)]).astype(np.int64)
         # when every parameter clique is a maximal clique of its own, the buffers coincide
         self.identity = sorted(hosts) == list(range(len(self.tree.cliques))) and all(
@@ -59,30 +59,41 @@ class MarginalOracle:
         i = self.index[tuple(clique)]
         return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
 
+    def buffers(self) -> tuple:
+        """Fresh output buffers for :meth:`calibrate`: (log-beliefs, clique marginals, parameter marginals)."""
+        n = int(self.layout["clique_off"][-1])
+        return np.empty(n), np.empty(n), None if self.identity else np.empty(self.size)
+
     def potentials(self, theta: np.ndarray) -> np.ndarray:
         """Flat log-potentials of the maximal cliques from those of the parameter cliques."""
         if self.identity:
             return np.ascontiguousarray(theta, dtype=np.float64)
-        return assemble(theta, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"])
+        if not hasattr(self, "_assembled"):
+            self._assembled = np.empty(int(self.layout["clique_off"][-1]))
+        assemble(theta, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"], self._assembled)
+        return self._assembled
 
-    def project(self, marginals: np.ndarray) -> np.ndarray:
+    def project(self, marginals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Flat marginals of the parameter cliques from those of the maximal cliques."""
         if self.identity:
             return marginals
-        return project(marginals, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"])
+        out = np.empty(self.size) if out is None else out
+        project(marginals, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"], out)
+        return out
 
-    def calibrate(self, theta: np.ndarray, total: float):
+    def calibrate(self, theta: np.ndarray, total: float, out: tuple | None = None):
         """Run belief propagation on log-potentials ``theta`` (flat, parameter cliques).
 
         Returns ``(mu, log_beliefs, marginals, log_z)``: the parameter cliques' marginals in counts
         (scaled to ``total``), the maximal cliques' normalised log-probabilities and marginals in
-        counts, and the log partition function.
+        counts, and the log partition function.  ``out`` (from :meth:`buffers`) receives the
+        arrays instead of fresh ones.
         """
         lay = self.layout
-        log_b, marginals, log_z = calibrate(self.potentials(theta), lay["clique_off"], lay["order"], lay["parent"],
-                                            lay["sep_off"], lay["up_map"], lay["down_map"], lay["down_off"],
-                                            float(total))
-        return self.project(marginals), log_b, marginals, log_z
+        log_b, marginals, mu = self.buffers() if out is None else out
+        log_z = calibrate(self.potentials(theta), lay["clique_off"], lay["order"], lay["parent"], lay["sep_off"],
+                          lay["up_map"], lay["down_map"], lay["down_off"], float(total), log_b, marginals)
+        return self.project(marginals, mu), log_b, marginals, log_z
 
 
 def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, float]:
@@ -189,7 +200,7 @@ def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
     rest = tuple(a for a in attrs if a not in sep)
     table = log_beliefs[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
     table = np.transpose(table, [attrs.index(a) for a in sep + rest]).reshape(
-        tree.domain.size(sep), tree.domain.size(rest))
+        cells(tree.domain, sep), cells(tree.domain, rest))
     table = np.exp(table - table.max(axis=1, keepdims=True))
     return sep, rest, table / table.sum(axis=1, keepdims=True)
 

@@ -8,6 +8,8 @@ on separator size.  The model size is checked before anything is allocated.
 from __future__ import annotations
 
 import heapq
+import math
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import networkx as nx
@@ -40,8 +42,26 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
     return index.ravel().astype(np.int32)
 
 
-def _cells(domain: Domain, attrs: Iterable[str]) -> int:
-    return domain.size(tuple(attrs))
+@lru_cache(maxsize=64)
+def _positions(domain: Domain) -> dict:
+    return {a: i for i, a in enumerate(domain.attrs)}
+
+
+def canonical(domain: Domain, attrs: Iterable[str]) -> tuple[str, ...]:
+    """``attrs`` sorted into domain order (same as ``domain.canonical``, fast for wide domains)."""
+    attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
+    position = _positions(domain)
+    if len(set(attrs)) != len(attrs) or any(a not in position for a in attrs):
+        domain.check(attrs)  # raises the domain's error naming the attributes
+    return tuple(sorted(attrs, key=position.__getitem__))
+
+
+def cells(domain: Domain, attrs: Iterable[str]) -> int:
+    """Number of cells of the table over ``attrs`` (python int)."""
+    return math.prod(domain.config[a] for a in attrs)
+
+
+_cells = cells
 
 
 def elimination_order(domain: Domain, graph: dict, method: str) -> list[str]:
@@ -105,7 +125,7 @@ def _eliminate(domain: Domain, graph: dict, order: list[str]) -> list[tuple[str,
             maximal.append(clique)
         for a in clique - {v}:
             containers[a].append(clique)
-    return [domain.canonical(c) for c in maximal]
+    return [canonical(domain, c) for c in maximal]
 
 
 class JunctionTree:
@@ -120,7 +140,8 @@ class JunctionTree:
 
     def __init__(self, domain: Domain, cliques: Iterable[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
         self.domain = domain
-        measured = sorted({domain.canonical(cl) for cl in cliques}, key=lambda c: [domain.attrs.index(a) for a in c])
+        position = _positions(domain)
+        measured = sorted({canonical(domain, cl) for cl in cliques}, key=lambda c: [position[a] for a in c])
         graph = {a: set() for a in domain.attrs}
         for cl in measured:
             for a in cl:
@@ -178,8 +199,15 @@ class JunctionTree:
 
     def host(self, attrs: Iterable[str]) -> int | None:
         """Index of the smallest clique containing ``attrs`` (None when no clique does)."""
+        if not hasattr(self, "_holders"):
+            self._sets = [set(c) for c in self.cliques]
+            self._holders = {}
+            for i, c in enumerate(self.cliques):
+                for a in c:
+                    self._holders.setdefault(a, []).append(i)
         attrs = set(attrs)
-        fits = [i for i, c in enumerate(self.cliques) if attrs <= set(c)]
+        candidates = self._holders.get(next(iter(attrs)), []) if attrs else range(len(self.cliques))
+        fits = [i for i in candidates if attrs <= self._sets[i]]
         return min(fits, key=lambda i: (_cells(self.domain, self.cliques[i]), i)) if fits else None
 
     def layout_offsets(self) -> np.ndarray:

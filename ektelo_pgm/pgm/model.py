@@ -13,7 +13,7 @@ from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import (MarginalOracle, clique_tables, eliminate, round_records, sample_records,
                         steiner_cliques)
-from .junction_tree import DEFAULT_MAX_MB
+from .junction_tree import DEFAULT_MAX_MB, canonical
 
 
 class GraphicalModel(Estimate):
@@ -34,7 +34,7 @@ class GraphicalModel(Estimate):
         oracle = MarginalOracle(domain, cliques, max_mb)
         theta = np.zeros(oracle.size)
         for cl, factor in potentials.items():
-            canon = domain.canonical(cl)
+            canon = canonical(domain, cl)
             oracle.block(theta, canon)[...] += factor.transpose(canon).values
         self._setup(oracle, theta, total)
 
