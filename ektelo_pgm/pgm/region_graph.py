@@ -149,8 +149,11 @@ def _maximal(domain: Domain, cliques: list[tuple[str, ...]]) -> list[frozenset]:
     """Distinct cliques contained in no other, plus every attribute no clique mentions."""
     sets = sorted({frozenset(c) for c in cliques if c}, key=len, reverse=True)
     maximal: list[frozenset] = []
+    holders: dict[str, set[int]] = {a: set() for a in domain.attrs}
     for s in sets:
-        if not any(s <= m for m in maximal):
+        if not set.intersection(*(holders[a] for a in s)):
+            for a in s:
+                holders[a].add(len(maximal))
             maximal.append(s)
     covered = set().union(*maximal) if maximal else set()
     return maximal + [frozenset([a]) for a in domain.attrs if a not in covered]

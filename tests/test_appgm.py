@@ -1,0 +1,298 @@
+"""APPGM (McKenna et al. 2021) against dense and brute-force references."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.optimize import minimize
+
+from ektelo_pgm.dataset import Dataset
+from ektelo_pgm.domain import Domain
+from ektelo_pgm.matrix import Dense, Prefix
+from ektelo_pgm.measurement import Measurement
+from ektelo_pgm.pgm.appgm import APPGM, ConvexGBP, MeasuredCliques, max_entropy_marginal, mirror_descent
+from ektelo_pgm.pgm.factor import Factor
+from ektelo_pgm.pgm.region_graph import RegionGraph
+
+DOMAIN = Domain(["A", "B", "C", "D", "E"], [2, 3, 2, 2, 3])
+LOOPY = [("A", "B"), ("B", "C"), ("A", "C"), ("C", "D"), ("D", "E"), ("A", "E")]
+CHAIN = [("A", "B"), ("B", "C"), ("C", "D"), ("D", "E")]
+
+
+def correlated_data(domain, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    records = np.zeros((n, len(domain)), dtype=np.int64)
+    records[:, 0] = rng.integers(0, domain.shape[0], n)
+    for j in range(1, len(domain)):
+        copy = rng.random(n) < 0.6
+        records[:, j] = np.where(copy, records[:, j - 1] % domain.shape[j], rng.integers(0, domain.shape[j], n))
+    return Dataset(records, domain)
+
+
+def noisy(data, cliques, std, seed=1):
+    rng = np.random.default_rng(seed)
+    return [Measurement(c, data.marginal(c).ravel() + rng.normal(0, std, data.domain.size(c)), std) for c in cliques]
+
+
+def marginal_of(vector, domain, attrs):
+    return Factor(domain, vector.reshape(domain.shape)).project(attrs).values
+
+
+def dense_pgm_l2(domain, measurements, total):
+    """Exact Private-PGM's measured marginals: L2 over the scaled simplex of full data vectors."""
+    def fun(p):
+        value, grad = 0.0, np.zeros_like(p)
+        for m in measurements:
+            cube = Factor(domain, p.reshape(domain.shape))
+            query = m.query_for(domain)
+            r = (query @ cube.project(m.attrs).values.ravel() - m.y) / m.std
+            value += 0.5 * r @ r
+            g = Factor(domain.project(m.attrs), (query.T @ (r / m.std)).reshape(domain.project(m.attrs).shape))
+            grad += g.expand(domain).values.ravel()
+        return value, grad
+
+    n = domain.size()
+    result = minimize(fun, np.full(n, total / n), jac=True, method="SLSQP", bounds=[(0, None)] * n,
+                      constraints=[{"type": "eq", "fun": lambda p: p.sum() - total}],
+                      options={"maxiter": 500, "ftol": 1e-14})
+    return result.x
+
+
+def ipf(domain, targets, iters=3000):
+    """Maximum-entropy full data vector with the given marginals (iterative proportional fitting)."""
+    total = next(iter(targets.values())).sum()
+    p = np.full(domain.shape, total / domain.size())
+    for _ in range(iters):
+        for attrs, target in targets.items():
+            f = Factor(domain, p)
+            current = f.project(attrs)
+            ratio = Factor(domain.project(attrs), target) / current
+            p = (f * ratio).transpose(domain.attrs).values
+    return p
+
+
+def test_convex_gbp_solves_the_free_energy_problem():
+    """Problem 3 of McKenna et al. 2021 on a tiny loopy graph, against SLSQP over L(G)."""
+    domain = Domain(["A", "B", "C"], [2, 2, 3])
+    graph = RegionGraph.build("saturated", domain, [("A", "B"), ("B", "C"), ("A", "C")],
+                              counting_numbers={("A", "B"): 2.0, ("B",): 0.5})
+    theta = np.random.default_rng(3).normal(size=graph.cells) * 2
+    oracle = ConvexGBP(graph, damping=0.3)
+    tau = oracle(theta, 1.0, iters=400)
+    assert oracle.violation(tau) < 1e-10
+    kappa = np.repeat(graph.kappa, graph.sizes)
+    tops = [i for i in range(len(graph.regions)) if not graph.parents[i]]
+
+    def tables(logits):
+        """Top regions from free logits; every other region summed out of its first parent."""
+        t, at = [None] * len(graph.regions), 0
+        for i in tops:
+            z = np.exp(logits[at:at + graph.sizes[i]])
+            t[i] = Factor(domain.project(graph.regions[i]), z / z.sum())
+            at += graph.sizes[i]
+        for i in range(len(graph.regions)):  # parents come before children
+            if t[i] is None:
+                t[i] = t[graph.parents[i][0]].project(graph.regions[i])
+        return t
+
+    def objective(logits):
+        t = np.concatenate([f.datavector() for f in tables(logits)])
+        return -t @ theta + np.sum(kappa * t * np.log(t))
+
+    def consistency(logits):
+        t = tables(logits)
+        gaps = [t[p].project(graph.regions[i]).datavector()[:-1] - t[i].datavector()[:-1]
+                for i in range(len(graph.regions)) for p in graph.parents[i][1:]]
+        return np.concatenate(gaps)
+
+    start = np.zeros(sum(graph.sizes[i] for i in tops))
+    ref = minimize(objective, start, method="SLSQP", constraints=[{"type": "eq", "fun": consistency}],
+                   options={"maxiter": 2000, "ftol": 1e-14})
+    assert ref.success
+    best = np.concatenate([f.datavector() for f in tables(ref.x)])
+    assert objective(np.log(np.concatenate([tau[graph.offsets[i]:graph.offsets[i + 1]] for i in tops]))) <= ref.fun + 1e-9
+    np.testing.assert_allclose(tau, best, atol=1e-4)
+
+
+def test_messages_persist_between_calls():
+    graph = RegionGraph.build("saturated", DOMAIN, LOOPY)
+    theta = np.random.default_rng(0).normal(size=graph.cells)
+    oracle = ConvexGBP(graph)
+    gaps = [oracle.violation(oracle(theta, 10.0, iters=5)) for _ in range(6)]
+    assert gaps[-1] < 1e-3 * gaps[0]
+    fresh = ConvexGBP(graph)
+    assert oracle.violation(oracle(theta, 10.0)) < fresh.violation(fresh(theta, 10.0))
+
+
+@pytest.mark.parametrize("kind,cliques", [("saturated", CHAIN), ("factor", CHAIN), ("tree", LOOPY)])
+def test_matches_exact_private_pgm_where_the_local_polytope_is_exact(kind, cliques):
+    data = correlated_data(DOMAIN)
+    measurements = noisy(data, cliques, std=20.0)
+    est = APPGM(iters=3000, region_graph=kind).reconstruct(DOMAIN, measurements, total=len(data))
+    exact = dense_pgm_l2(DOMAIN, measurements, float(len(data)))
+    for c in cliques:
+        np.testing.assert_allclose(est.project(c), marginal_of(exact, DOMAIN, c), atol=2e-2 * len(data) / 100)
+
+
+@pytest.mark.parametrize("kind", ["saturated", "factor"])
+def test_loopy_pseudo_marginals_are_consistent_and_optimal_over_the_local_polytope(kind):
+    data = correlated_data(DOMAIN, seed=4)
+    measurements = noisy(data, LOOPY + [("B", "D", "E")], std=30.0, seed=5)
+    est = APPGM(iters=2000, region_graph=kind).reconstruct(DOMAIN, measurements, total=len(data))
+    graph = est.graph
+    assert est.violation() < 1e-6 * len(data)
+    assert est.beliefs.min() >= 0
+    np.testing.assert_allclose(np.add.reduceat(est.beliefs, graph.offsets[:-1]), len(data), rtol=1e-12)
+    # Problem 2 against SLSQP over the same local polytope
+    objective = MeasuredCliques(graph, measurements)
+    lay = graph.layout()
+    from ektelo_pgm.kernels import project
+
+    def constraints(t):
+        below = np.empty(len(lay["msg_cell"]))
+        project(t, lay["msg_off"], lay["host"], lay["map_off"], lay["maps"], lay["region_off"], below)
+        return np.concatenate([below - t[lay["msg_cell"]], np.add.reduceat(t, graph.offsets[:-1]) - len(data)])
+
+    start = np.concatenate([np.full(s, len(data) / s) for s in graph.sizes])
+    ref = minimize(objective, start, jac=True, method="SLSQP", bounds=[(0, None)] * graph.cells,
+                   constraints=[{"type": "eq", "fun": constraints}], options={"maxiter": 1000, "ftol": 1e-15})
+    assert objective(est.beliefs)[0] <= ref.fun * (1 + 1e-6) + 1e-6
+    # the true marginals are in the local polytope, so they cannot do better
+    truth = np.concatenate([data.marginal(r).ravel() for r in graph.regions])
+    assert objective(est.beliefs)[0] <= objective(truth)[0]
+
+
+def test_out_of_model_marginals_are_the_maximum_entropy_ones():
+    """Noise-free measurements: Problem 4 on the whole domain is exact PGM's maximum-entropy answer."""
+    data = correlated_data(DOMAIN, seed=7)
+    cliques = [("A", "B"), ("B", "C"), ("A", "C"), ("C", "D", "E")]
+    measurements = [Measurement(c, data.marginal(c).ravel(), 1.0) for c in cliques]
+    est = APPGM(iters=2000).reconstruct(DOMAIN, measurements, total=len(data))
+    truth = ipf(DOMAIN, {c: data.marginal(c) for c in cliques}, iters=300)
+    for attrs in [("A", "B", "C"), ("C", "A", "B"), DOMAIN.attrs, ("B", "E", "D", "A", "C")]:
+        got = est.project(attrs)
+        assert got.shape == tuple(DOMAIN[a] for a in attrs)
+        np.testing.assert_allclose(got, marginal_of(truth.ravel(), DOMAIN, attrs), atol=0.05)
+    # Problem 4 sees only the overlaps with r: {A, E} meets the regions in {A} and {E} alone
+    np.testing.assert_allclose(est.project(("E", "A")),
+                               np.outer(data.marginal(("E",)), data.marginal(("A",))) / len(data), atol=0.05)
+    # the in-model marginals come straight from the regions
+    np.testing.assert_allclose(est.project(("D", "C")), data.marginal(("D", "C")), atol=1e-3)
+
+
+def test_out_of_model_marginal_agrees_with_overlaps():
+    graph = RegionGraph.build("saturated", DOMAIN, CHAIN)
+    data = correlated_data(DOMAIN, seed=2)
+    beliefs = np.concatenate([data.marginal(r).ravel() for r in graph.regions])
+    answer = max_entropy_marginal(graph, beliefs, ("A", "C"))
+    np.testing.assert_allclose(answer.sum(axis=1), data.marginal(("A",)), atol=1e-4)
+    np.testing.assert_allclose(answer.sum(axis=0), data.marginal(("C",)), atol=1e-4)
+    np.testing.assert_allclose(answer, np.outer(data.marginal(("A",)), data.marginal(("C",))) / len(data), atol=1e-3)
+
+
+@pytest.mark.parametrize("kind,cliques,bias", [("tree", LOOPY, 0.0), ("saturated", CHAIN, 0.0),
+                                               ("saturated", LOOPY, 0.005)])
+def test_synthetic_records_match_the_pseudo_marginals(kind, cliques, bias):
+    """Exact conditionals on junction trees (only sampling noise); a small bias on loopy graphs."""
+    data = correlated_data(DOMAIN, seed=11)
+    est = APPGM(iters=1000, region_graph=kind).reconstruct(DOMAIN, noisy(data, cliques, 10.0), total=len(data))
+    n = 200_000
+    synthetic = est.synthetic_data(n=n, rng=3)
+    assert len(synthetic) == n and synthetic.domain == DOMAIN
+    for c in cliques:
+        p = est.project(c) / est.total
+        noise = np.sum(np.sqrt(2 * p * (1 - p) / (np.pi * n)))  # expected L1 sampling error
+        gap = np.abs(synthetic.marginal(c) / n - p).sum()
+        assert gap < 3 * noise + bias, (c, gap, noise)
+    again = est.synthetic_data(n=50, rng=3).records
+    np.testing.assert_array_equal(again, est.synthetic_data(n=50, rng=3).records)
+    assert len(est.synthetic_data()) == round(est.total)
+
+
+def test_general_queries_match_exact_pgm_and_unknown_total():
+    data = correlated_data(DOMAIN, seed=8)
+    rng = np.random.default_rng(0)
+    prefix, ones = Prefix(6), Dense(np.ones((1, 2)))
+    ms = [Measurement(("B", "A"), prefix @ data.marginal(("B", "A")).ravel() + rng.normal(0, 5, 6), 5.0, query=prefix),
+          Measurement(("B", "C"), data.marginal(("B", "C")).ravel() + rng.normal(0, 5, 6), 5.0),
+          Measurement(("C",), ones @ data.marginal(("C",)).ravel() + rng.normal(0, 5, 1), 5.0, query=ones)]
+    est = APPGM(iters=6000).reconstruct(DOMAIN, ms)
+    assert abs(est.total - len(data)) < 20
+    exact = dense_pgm_l2(DOMAIN, ms, est.total)
+    for c in [("A", "B"), ("B", "C")]:
+        np.testing.assert_allclose(est.project(c), marginal_of(exact, DOMAIN, c), atol=0.01 * len(data))
+    np.testing.assert_allclose(est.answer(prefix, ("B", "A")), prefix @ marginal_of(exact, DOMAIN, ("B", "A")).ravel(),
+                               atol=0.02 * len(data))
+
+
+def test_l1_and_custom_losses_recover_noise_free_marginals():
+    data = correlated_data(DOMAIN, seed=8)
+    ms = [Measurement(c, data.marginal(c).ravel(), 5.0) for c in LOOPY]
+    l1 = APPGM(iters=2000, loss="l1").reconstruct(DOMAIN, ms, total=len(data))
+    for c in LOOPY:
+        np.testing.assert_allclose(l1.project(c), data.marginal(c), atol=0.01 * len(data))
+    target = data.marginal(("B", "C"))
+
+    def custom(marginals):
+        r = marginals[("B", "C")].values - target
+        return 0.5 * float(np.sum(r * r)), {("B", "C"): Factor(DOMAIN.project(("B", "C")), r)}
+
+    own = APPGM(iters=2000, loss=custom, stepsize=2e-4).reconstruct(
+        DOMAIN, [Measurement(("B", "C"), target.ravel(), 1.0)], total=len(data))
+    np.testing.assert_allclose(own.project(("B", "C")), target, atol=1.0)
+
+
+def test_step_size_safeguard_recovers_from_a_huge_step():
+    data = correlated_data(DOMAIN, seed=9)
+    ms = noisy(data, LOOPY, 10.0)
+    graph = RegionGraph.build("saturated", DOMAIN, LOOPY)
+    beliefs, theta, oracle, history = mirror_descent(graph, ms, float(len(data)), iters=1500, stepsize=5.0)
+    assert oracle.damping > 0.5
+    good = APPGM(iters=1500).reconstruct(DOMAIN, ms, total=len(data))
+    assert history[-1] <= good.history[-1] * 1.01 + 1e-6
+    assert oracle.violation(beliefs) < 1e-6 * len(data)
+
+
+def test_warm_start_carries_parameters_onto_a_larger_graph():
+    data = correlated_data(DOMAIN, seed=10)
+    ms = noisy(data, LOOPY, 10.0)
+    first = APPGM(iters=1000).reconstruct(DOMAIN, ms[:4], total=len(data))
+    cold = APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data))
+    warm = APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data), warm_start=first)
+    assert warm.history[-1] < cold.history[-1]
+    with pytest.raises(TypeError, match="APPGMEstimate"):
+        APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data), warm_start="previous")
+
+
+def test_errors_name_the_problem():
+    ms = [Measurement(("A", "B"), np.ones(6), 1.0)]
+    with pytest.raises(ValueError, match="region_graph must be one of"):
+        APPGM(region_graph="bethe")
+    with pytest.raises(ValueError, match="loss must be"):
+        APPGM(loss="huber").reconstruct(DOMAIN, ms, total=6)
+    with pytest.raises(ValueError, match="total must be a positive"):
+        APPGM().reconstruct(DOMAIN, ms, total=-1)
+    with pytest.raises(KeyError, match="'Z'"):
+        APPGM().reconstruct(DOMAIN, [Measurement(("A", "Z"), np.ones(6), 1.0)], total=6)
+    with pytest.raises(ValueError, match=r"answers but the marginal has 6 cells"):
+        APPGM().reconstruct(DOMAIN, [Measurement(("A", "B"), np.ones(5), 1.0)], total=6)
+    big = Domain([f"x{i}" for i in range(4)], [100] * 4)
+    with pytest.raises(MemoryError, match="MB"):
+        APPGM(max_mb=1.0).reconstruct(big, [Measurement(big.attrs[:3], np.ones(10**6), 1.0)], total=10)
+    est = APPGM(iters=10).reconstruct(DOMAIN, ms, total=6)
+    with pytest.raises(KeyError):
+        est.project(("Q",))
+    with pytest.raises(ValueError, match="at least one record"):
+        est.synthetic_data(n=0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(DOMAIN.attrs), min_size=1, max_size=3, unique=True), min_size=1, max_size=5),
+       st.integers(0, 1000))
+def test_estimates_on_random_clique_sets_are_valid(cliques, seed):
+    data = correlated_data(DOMAIN, n=500, seed=seed)
+    est = APPGM(iters=300).reconstruct(DOMAIN, noisy(data, cliques, 5.0, seed=seed), total=500)
+    assert est.violation() < 1e-6 * 500
+    assert est.beliefs.min() >= 0
+    for c in cliques:
+        marginal = est.project(c)
+        assert marginal.shape == tuple(DOMAIN[a] for a in c)
+        assert abs(marginal.sum() - 500) < 1e-6
