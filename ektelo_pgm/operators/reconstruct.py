@@ -1,5 +1,6 @@
 from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from .multiplicative_weights import MultiplicativeWeights
+from ..pgm.appgm import APPGM
 
 
 class PGM:
