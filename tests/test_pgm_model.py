@@ -89,6 +89,8 @@ def test_factored_queries_match_dense_products():
     query = Kronecker([Prefix(n[c]), Identity(n[a]), Ones(1, n[b])])
     np.testing.assert_allclose(model.answer(query, (c, a, b)), query @ _marginal(domain, p, (c, a, b)).ravel(),
                                atol=1e-9)
+    plain = Prefix(n[b])  # not a Kronecker: applied to the projected marginal
+    np.testing.assert_allclose(model.answer(plain, (b,)), plain @ _marginal(domain, p, (b,)), atol=1e-9)
     with pytest.raises(ValueError, match="columns"):
         model.answer_factored({a: np.ones((1, n[a] + 1))})
 
