@@ -1,6 +1,9 @@
 """LeastSquares (LSMR and CHOLMOD paths), LocalLeastSquares and NonNegativeLeastSquares against
 dense numpy / scipy references built here."""
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,6 +155,20 @@ def test_without_scikit_sparse_auto_uses_lsmr_and_cholmod_is_refused(monkeypatch
     assert solver.solver_ == "lsmr"
     with pytest.raises(ImportError, match="scikit-sparse"):
         LeastSquares(method="cholmod")
+
+
+def test_the_package_imports_and_solves_without_scikit_sparse():
+    script = ("import sys; sys.modules['sksparse'] = None; sys.modules['sksparse.cholmod'] = None\n"
+              "import numpy as np\n"
+              "from ektelo_pgm import Domain, Measurement\n"
+              "from ektelo_pgm.operators import least_squares as ls\n"
+              "assert ls.cholesky is None\n"
+              "est = ls.LeastSquares().reconstruct(Domain(['a'], [3]), [Measurement(['a'], [1.0, 2.0, 3.0], 1.0)])\n"
+              "print(est.vector.round(6).tolist())\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[1.0, 2.0, 3.0]"
 
 
 @needs_cholmod
