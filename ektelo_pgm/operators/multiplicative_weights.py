@@ -156,8 +156,8 @@ class MultiplicativeWeights:
         measurements = check_measurements(domain, measurements)
         updating = [m for m in measurements if m.attrs]
         groups = attribute_groups(domain, [m.attrs for m in updating]) if self.factored else [domain.attrs]
+        what = "MultiplicativeWeights: the factor" if self.factored else "MultiplicativeWeights: the full data vector"
         for group in groups:
-            what = "MultiplicativeWeights: the factor" if self.factored else "MultiplicativeWeights: the full data vector"
             check_dense_size(domain, group, self.max_domain_mb, what)
         if warm_start is not None and warm_start.domain != domain:
             raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
