@@ -254,6 +254,22 @@ def test_non_negative_least_squares_equals_scipy_nnls():
     assert est.total == pytest.approx(400.0, rel=1e-5) and est.vector.min() >= 0
 
 
+def test_non_negative_least_squares_is_exact_and_quiet_on_consistent_heavily_weighted_measurements():
+    rng = np.random.default_rng(13)
+    x = truth(DOMAIN, rng)
+    spec = [(("b", "c"), Dense(rng.uniform(0, 1, (5, 8))), 1e-6), (("a",), None, 1e-6)]
+    ms = measure(DOMAIN, x, spec, rng, noise=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = NonNegativeLeastSquares().reconstruct(DOMAIN, ms, total=x.sum())
+    for m in ms:
+        np.testing.assert_allclose(m.full_query(DOMAIN) @ est.vector, m.y, rtol=1e-6)
+    with pytest.warns(RuntimeWarning, match="stopped after 1 iterations"):
+        sparse_truth = x * (rng.random(x.size) < 0.3)  # negative unconstrained cells: the bounds bind
+        NonNegativeLeastSquares(maxiter=1).reconstruct(
+            DOMAIN, measure(DOMAIN, sparse_truth, FULL_RANK["identity+marginals"], rng, noise=3.0))
+
+
 @pytest.mark.parametrize("operator", [LeastSquares(method="lsmr", **TIGHT),
                                       pytest.param(LeastSquares(method="cholmod"), marks=needs_cholmod),
                                       NonNegativeLeastSquares(tol=1e-12), LocalLeastSquares(**TIGHT)])

@@ -277,8 +277,10 @@ class LocalLeastSquares(LeastSquares):
 class NonNegativeLeastSquares(LeastSquares):
     """Non-negative least squares over the full data vector, in counts: ``LeastSquares``'
     objective subject to ``x >= 0``, solved by scipy's trust-region-reflective ``lsq_linear`` on the
-    implicit operator (inner LSMR), stopping at relative cost change or scaled gradient below
-    ``tol`` (or after ``maxiter`` outer iterations, with a warning).
+    implicit operator (inner LSMR, at most ten times the smaller dimension of the stacked query in
+    iterations, as in ``LeastSquares``), stopping at relative cost change or scaled gradient below
+    ``tol`` or at a cost below ``tol`` times the cost of ``x = 0`` (otherwise after ``maxiter``
+    outer iterations, default 100, with a warning).
 
     A known ``total`` is appended as one heavily weighted row ``sum(x) = total`` whose weight is
     ``total_weight`` times the largest measurement weight: the constraint is met approximately,
@@ -299,8 +301,9 @@ class NonNegativeLeastSquares(LeastSquares):
             A = VStack([A, w * Marginal(domain, ())])
             b = np.append(b, w * total)
         result = lsq_linear(A, b, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=self.tol,
-                            max_iter=self.maxiter)
-        if result.status == 0:
+                            max_iter=self.maxiter, lsmr_maxiter=10 * min(A.shape))
+        # a (near-)zero residual is converged although its relative cost change never falls below tol
+        if result.status == 0 and result.cost > self.tol * 0.5 * float(b @ b):
             warnings.warn(f"lsq_linear stopped after {result.nit} iterations before reaching tol={self.tol:g}",
                           RuntimeWarning, stacklevel=3)
         self.solver_ = "lsq_linear"
