@@ -33,7 +33,7 @@ def _random_tree(rng, k):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), k=st.integers(1, 12), scale=st.sampled_from([0.1, 3.0, 400.0]))
+@given(seed=st.integers(0, 2**31), k=st.integers(1, 12), scale=st.sampled_from([0.1, 3.0, 400.0, 3000.0]))
 def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
     tree = _random_tree(rng, k)

@@ -139,16 +139,19 @@ def _scatter_logsumexp(values, start, n, index, ibase, shift, out, o0, peak, acc
 
 @njit(cache=True, fastmath=True)
 def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total, belief, marginals):
-    """Calibrated log-space belief propagation on a junction tree (two passes, Shafer-Shenoy).
+    """Calibrated log-space belief propagation on a junction tree (two passes).
 
     ``order`` lists the cliques children-first (root last); ``parent[k]`` is the parent of clique
     ``k`` (-1 for the root); the separator between ``k`` and its parent has ``sep_off[k+1] -
     sep_off[k]`` cells; ``up_map`` sends each cell of every clique to its separator with its
     parent; ``down_map[down_off[k]:]`` sends each cell of ``parent[k]`` to that same separator.
+    Collect: each clique sends the log-sum-exp of its belief onto the separator.  Distribute
+    (root first): a clique's belief is final once its parent's message is absorbed; it is
+    exponentiated once, giving its marginal and, summed onto each child's separator, the
+    message to that child (its separator marginal minus the child's own upward message).
     Writes into ``belief`` the normalised log-probability of every clique cell and into
     ``marginals`` the clique marginals in counts (scaled to ``total``); returns the log partition
-    function.  ``belief`` and ``marginals`` are preallocated like ``theta`` (no allocation of
-    large buffers per call).
+    function.  ``belief`` and ``marginals`` are preallocated like ``theta``.
     """
     k = order.shape[0]
     belief[:] = theta
@@ -164,6 +167,19 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
     tmp = np.empty(widest)
     scratch = np.empty(widest, dtype=np.int64)
     none = np.empty(0)
+    # children of every clique, in CSR form
+    first = np.zeros(k + 1, dtype=np.int64)
+    for c in range(k):
+        if parent[c] >= 0:
+            first[parent[c] + 1] += 1
+    for c in range(k):
+        first[c + 1] += first[c]
+    fill = first[:-1].copy()
+    children = np.empty(max(first[k], 1), dtype=np.int64)
+    for c in range(k):
+        if parent[c] >= 0:
+            children[fill[parent[c]]] = c
+            fill[parent[c]] += 1
     for t in range(k):  # collect: children send to parents
         c = order[t]
         p = parent[c]
@@ -177,26 +193,18 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
         s0 = sep_off[c]
         for i in range(clique_off[p + 1] - start):
             belief[start + i] += up[s0 + down_map[base + i]]
-    for t in range(k - 1, -1, -1):  # distribute: parents send to children
-        c = order[t]
-        p = parent[c]
-        if p < 0:
-            continue
-        m = sep_off[c + 1] - sep_off[c]
-        start = clique_off[p]
-        _scatter_logsumexp(belief, start, clique_off[p + 1] - start, down_map, down_off[c],
-                           up, down, sep_off[c], peak[:m], acc[:m], tmp, scratch)
-        start = clique_off[c]
-        s0 = sep_off[c]
-        for i in range(clique_off[c + 1] - start):
-            belief[start + i] += down[s0 + up_map[start + i]]
     log_z = 0.0
-    for c in range(k):
-        start, stop = clique_off[c], clique_off[c + 1]
+    for t in range(k - 1, -1, -1):  # distribute: parents first
+        p = order[t]
+        start = clique_off[p]
+        n = clique_off[p + 1] - start
+        if parent[p] >= 0:
+            s0 = sep_off[p]
+            for i in range(n):
+                belief[start + i] += down[s0 + up_map[start + i]]
         top = -np.inf
-        for i in range(start, stop):
-            top = max(top, belief[i])
-        n = stop - start
+        for i in range(n):
+            top = max(top, belief[start + i])
         for i in range(n):
             tmp[i] = belief[start + i] - top
         exp_nonpositive(tmp, n, scratch)
@@ -204,12 +212,38 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
         for i in range(n):
             z += tmp[i]
         lz = top + np.log(z)
-        if parent[c] < 0:
+        if parent[p] < 0:
             log_z = lz
         scale = total / z
         for i in range(n):
             marginals[start + i] = tmp[i] * scale
             belief[start + i] -= lz
+        for j in range(first[p], first[p + 1]):
+            c = children[j]
+            s0 = sep_off[c]
+            m = sep_off[c + 1] - s0
+            base = down_off[c]
+            for s in range(m):
+                acc[s] = 0.0
+            for i in range(n):
+                acc[down_map[base + i]] += tmp[i]
+            exact = True
+            for s in range(m):
+                if acc[s] < 1e-250:
+                    exact = False
+                down[s0 + s] = np.log(acc[s] / z) - up[s0 + s]
+            if not exact:  # some separator cell underflowed: its own largest term as shift
+                for s in range(m):
+                    peak[s] = -np.inf
+                    acc[s] = 0.0
+                for i in range(n):
+                    s = down_map[base + i]
+                    peak[s] = max(peak[s], belief[start + i])
+                for i in range(n):
+                    s = down_map[base + i]
+                    acc[s] += np.exp(belief[start + i] - peak[s])
+                for s in range(m):
+                    down[s0 + s] = peak[s] + np.log(acc[s]) - up[s0 + s]
     return log_z
 
 

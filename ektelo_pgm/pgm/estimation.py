@@ -21,6 +21,8 @@ from .inference import MarginalOracle
 from .junction_tree import DEFAULT_MAX_MB, canonical, cells, index_map
 from .model import GraphicalModel
 
+TINY = float(np.finfo(float).tiny)
+
 
 def _weighted_transpose(query, w: np.ndarray) -> LinearOperator:
     """(diag(w) Q)^T as a scipy operator."""
@@ -218,7 +220,7 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
             np.copyto(best_theta, thetas[cur])
         if callback is not None:
             callback(t, value)
-        if abs(previous - value) <= tol * max(abs(previous), np.finfo(float).tiny):
+        if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
     if best_value < value:  # a non-smooth loss went up since its best iterate
         return _finish(oracle, best_theta, total, oracle.calibrate(best_theta, total), best_value)
@@ -257,7 +259,7 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
         previous, value = value, objective(mu)[0]
         if callback is not None:
             callback(t, value)
-        if abs(previous - value) <= tol * max(abs(previous), np.finfo(float).tiny):
+        if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
     return _finish(oracle, theta, total, calibrated, objective(calibrated[0])[0])
 
