@@ -26,8 +26,16 @@ class ConvexGBP:
     Solves Problem 3 of McKenna et al. (2021), ``min_{tau in L(G)} -<tau, theta> - sum_r
     kappa_r H(tau_r)``, by damped parallel block updates of the messages ``lambda_{p->r}`` (one
     block per region: all edges from its parents), the region-graph form of Hazan, Peng and
-    Shashua's convex belief propagation.  ``theta`` is a flat buffer of log-potentials laid out
-    like ``graph.offsets``; beliefs come back in counts summing to ``total`` in every region.
+    Shashua's convex belief propagation.  With ``Phi_r = theta_r + sum_c lambda_{r->c} -
+    sum_p lambda_{p->r}`` (messages broadcast onto the region) and beliefs ``tau_r ~
+    exp(Phi_r / kappa_r)``, the block of region ``r`` is the exact minimiser of the dual in
+    those messages: ``m_p = kappa_p log sum_{x_p, x_r fixed} exp(Phi_p / kappa_p) - lambda_{p->r}``,
+    ``b_r = (Phi_r + sum_p (lambda_{p->r} + m_p)) / (kappa_r + sum_p kappa_p)``,
+    ``lambda_{p->r} = kappa_p b_r - m_p``; all blocks are computed from the same messages and
+    mixed with the old ones by ``damping``.  A fixed point is locally consistent, which with
+    this exponential form is the optimality condition of Problem 3.  ``theta`` is a flat buffer
+    of log-potentials laid out like ``graph.offsets``; beliefs come back in counts summing to
+    ``total`` in every region.
     """
 
     def __init__(self, graph: RegionGraph, damping: float = 0.5):
