@@ -1,0 +1,43 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ektelo_pgm import Domain, VectorEstimate
+from ektelo_pgm.matrix import Prefix
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_project_matches_brute_force(shape, data):
+    domain = Domain([f"x{i}" for i in range(len(shape))], shape)
+    vector = np.random.default_rng(data.draw(st.integers(0, 99))).random(domain.size())
+    attrs = data.draw(st.permutations(domain.attrs))[: data.draw(st.integers(0, len(shape)))]
+    expected = np.zeros(domain.project(attrs).shape)
+    for flat, value in enumerate(vector):
+        cell = np.unravel_index(flat, domain.shape)
+        expected[tuple(cell[domain.attrs.index(a)] for a in attrs)] += value
+    np.testing.assert_allclose(VectorEstimate(domain, vector).project(attrs), expected)
+
+
+def test_answer_total_and_synthetic_data():
+    domain = Domain(["a", "b"], [3, 2])
+    est = VectorEstimate(domain, [10, 0, 5, 5, -1, 20])
+    assert est.total == 39
+    np.testing.assert_allclose(est.answer(Prefix(3), ["a"]), [10, 20, 39])
+    with pytest.raises(ValueError, match="2 columns but the marginal on \\['a'\\] has 3 cells"):
+        est.answer(np.ones((1, 2)), ["a"])
+    sample = est.synthetic_data(200_000, rng=1)
+    assert len(sample) == 200_000
+    freq = sample.datavector() / 200_000
+    expected = np.array([10, 0, 5, 5, 0, 20]) / 40  # negative counts are clipped to zero
+    np.testing.assert_allclose(freq, expected, atol=4 * np.sqrt(0.25 / 200_000))
+    np.testing.assert_array_equal(est.synthetic_data(50, rng=7).records, est.synthetic_data(50, rng=7).records)
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="5 cells but the domain has 6"):
+        VectorEstimate(Domain(["a", "b"], [3, 2]), np.ones(5))
+    with pytest.raises(MemoryError, match="MB"):
+        VectorEstimate(Domain(["a", "b"], [10**6, 10**6]), np.ones(1))
+    with pytest.raises(ValueError, match="no positive mass"):
+        VectorEstimate(Domain(["a"], [2]), [-1.0, 0.0]).synthetic_data(5)
