@@ -1,0 +1,39 @@
+"""Ready non-adaptive plans: Identity, HB and HDMM, each with a swappable reconstruction."""
+from __future__ import annotations
+
+from ..operators import select
+from ..operators.least_squares import LeastSquares
+from ..operators.measure import Gaussian, Laplace
+from .plan import Plan
+
+
+def mechanism(noise: str, parameter: float | None = None):
+    """The measurement operator ``Laplace(parameter)`` for ``noise='laplace'`` (pure DP) or
+    ``Gaussian(parameter)`` for ``'gaussian'`` (zCDP); without a parameter it spends all that
+    remains of the budget it is given."""
+    if noise == "laplace":
+        return Laplace(parameter)
+    if noise == "gaussian":
+        return Gaussian(parameter)
+    raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
+
+
+def identity(attrs=None, reconstruct=None, noise: str = "laplace", total=None) -> Plan:
+    """Measure every cell of the marginal on ``attrs`` (default: the full domain), then
+    reconstruct (default: ``LeastSquares``, which returns the noisy counts)."""
+    return Plan(select.Identity(attrs), mechanism(noise), reconstruct or LeastSquares(), total)
+
+
+def hb(attrs, branching: int | None = None, reconstruct=None, noise: str = "laplace", total=None) -> Plan:
+    """Hierarchical ranges on ``attrs`` (Qardaji et al. 2013, HB; see :class:`select.HB`),
+    reconstructed by least squares by default (Hay et al. 2010's consistency step)."""
+    return Plan(select.HB(attrs, branching), mechanism(noise), reconstruct or LeastSquares(), total)
+
+
+def hdmm(workload, reconstruct=None, noise: str = "laplace", total=None, **options) -> Plan:
+    """HDMM with its marginal strategy (:class:`select.HDMMMarginals`, ``options`` passed on).
+    The reconstruction is least squares over the full data vector by default (HDMM's own);
+    McKenna et al. 2019, sec. 5.1 swap in ``LocalLeastSquares`` (HDMM+LLS) or ``PGM``
+    (HDMM+PGM), which scale to domains the full vector cannot hold."""
+    return Plan(select.HDMMMarginals(workload, noise=noise, **options), mechanism(noise),
+                reconstruct or LeastSquares(), total)
