@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
+from ektelo_pgm.pgm import factored
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.model import GraphicalModel
@@ -78,10 +79,18 @@ def test_factored_queries_match_dense_products():
     a, b, c = domain.attrs[0], domain.attrs[2], domain.attrs[4]
     n = domain.config
     blocks = {  # building blocks of supplement B, Table 2
-        a: np.tril(np.ones((n[a], n[a]))),                      # P: CDF
-        b: np.arange(n[b], dtype=float)[None, :] ** np.arange(1, 3)[:, None],  # E_k: moments
-        c: (np.arange(n[c]) % 2 == 0).astype(float)[None, :],   # e_S: disjunctive evidence
+        a: factored.cdf(n[a]),
+        b: factored.moments(n[b], 2),
+        c: factored.evidence(n[c], np.arange(0, n[c], 2)),
     }
+    np.testing.assert_array_equal(blocks[a], np.tril(np.ones((n[a], n[a]))))
+    np.testing.assert_array_equal(blocks[b], np.arange(n[b])[None, :] ** np.array([[1], [2]]))
+    np.testing.assert_array_equal(blocks[c], (np.arange(n[c]) % 2 == 0)[None, :])
+    assert np.array_equal(factored.compress([0, 2, 1, 2]), [[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 1]])
+    assert np.array_equal(factored.mean(3), [[0, 1, 2]]) and np.array_equal(factored.keep(2), np.eye(2))
+    assert np.array_equal(factored.evidence(4, 2), [[0, 0, 1, 0]]) and factored.marginalize(3).shape == (1, 3)
+    with pytest.raises(ValueError, match="subset"):
+        factored.evidence(3, [3])
     answers = model.answer_factored(blocks)
     expected = np.einsum(_marginal(domain, p, (a, b, c)), [0, 1, 2], blocks[a], [3, 0], blocks[b], [4, 1],
                          blocks[c], [5, 2], [3, 4, 5])
