@@ -380,30 +380,29 @@ def sample_records(graph: RegionGraph, beliefs: np.ndarray, n: int, rng=None, sw
             cells = np.ravel_multi_index(records[:, [column[b] for b in s]].T, [domain[b] for b in s])
             members = csr_matrix((np.ones(n), (cells, rows)), shape=(joint.shape[0], n))
             target = np.bincount(cells, minlength=joint.shape[0])[:, None] * joint / joint.sum(axis=1, keepdims=True)
-            experts.append((cells, members, target, np.zeros_like(joint)))
+            experts.append((cells, members, target, np.zeros(joint.shape)))
+        logits = np.tile(base, (n, 1))
         for _ in range(sweeps if len(experts) > 1 else len(experts)):
             worst = 0.0
             for cells, members, target, phi in experts:
-                have = members @ _conditionals(base, experts, n)
+                have = members @ _softmax_rows(logits)
                 used = target > 0
                 change = np.zeros_like(phi)
                 change[used] = np.log(target[used] / np.maximum(have[used], tiny))
                 phi += change
+                logits += change[cells]
                 worst = max(worst, float(np.abs(change).max()))
             if worst < 1e-6:
                 break
-        cdf = np.cumsum(_conditionals(base, experts, n), axis=1)
+        cdf = np.cumsum(_softmax_rows(logits), axis=1)
         draw = (cdf < rng.random(n)[:, None] * cdf[:, -1:]).sum(axis=1)
         records[:, column[a]] = np.minimum(draw, domain[a] - 1)
         done.add(a)
     return records
 
 
-def _conditionals(base: np.ndarray, experts, n: int) -> np.ndarray:
-    """Per record, the normalised ``exp(base + sum_u phi_u[x_s])`` over the attribute's values."""
-    logits = np.tile(base, (n, 1))
-    for cells, _, _, phi in experts:
-        logits += phi[cells]
+def _softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Each row of ``exp(logits)`` normalised to sum to 1."""
     q = np.exp(logits - logits.max(axis=1, keepdims=True))
     return q / q.sum(axis=1, keepdims=True)
 
