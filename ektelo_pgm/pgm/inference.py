@@ -32,6 +32,8 @@ class MarginalOracle:
         self.domain = domain
         self.cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
         self.tree = JunctionTree(domain, self.cliques, max_mb)
+        if set(self.cliques) == set(self.tree.cliques):
+            self.cliques = list(self.tree.cliques)  # same layout as the tree: no assembly needed
         self.layout = self.tree.layout()
         hosts = [self.tree.host(cl) for cl in self.cliques]
         self.host = np.array(hosts, dtype=np.int64)
@@ -39,9 +41,8 @@ class MarginalOracle:
         self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         big = [cells(domain, self.tree.cliques[h]) for h in hosts]
         self.map_off = np.concatenate([[0], np.cumsum(big)]).astype(np.int64)
-        # when every parameter clique is a maximal clique of its own, the buffers coincide
-        self.identity = sorted(hosts) == list(range(len(self.tree.cliques))) and all(
-            cl == self.tree.cliques[h] for cl, h in zip(self.cliques, hosts)) and hosts == sorted(hosts)
+        # when the parameter cliques are the maximal cliques, in order, the buffers coincide
+        self.identity = self.cliques == list(self.tree.cliques)
         if self.identity:
             self.maps = np.zeros(0, dtype=np.int32)
         else:
