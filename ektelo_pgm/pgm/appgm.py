@@ -50,7 +50,13 @@ class ConvexGBP:
         child_sizes = np.diff(lay["msg_off"])
         self.kappa_msg = np.repeat(graph.kappa[lay["host"]], child_sizes)
         above = np.bincount(lay["child"], graph.kappa[lay["host"]], minlength=len(graph.regions))
-        self.denominator = np.repeat(graph.kappa + above, graph.sizes)
+        # the block updates only need the cells of regions that have parents
+        below = np.flatnonzero(above > 0)
+        self.child_cells = np.concatenate([np.arange(graph.offsets[r], graph.offsets[r + 1]) for r in below]
+                                          or [np.zeros(0, dtype=np.int64)])
+        self.msg_pos = np.searchsorted(self.child_cells, lay["msg_cell"])
+        self.denominator = np.repeat((graph.kappa + above)[below], graph.sizes[below])
+        self.unit = bool(np.all(graph.kappa == 1.0))
         self.messages = np.zeros(int(lay["msg_off"][-1]))
         self._incoming = np.zeros(graph.cells)
         self._velocity, self._drift = np.zeros_like(self.messages), np.zeros_like(self._incoming)
@@ -68,14 +74,17 @@ class ConvexGBP:
         """
         if len(self.messages) == 0:
             return
-        lay, lam, incoming = self._lay, self.messages, self._incoming
+        lam, incoming = self.messages, self._incoming
         if extrapolate:
             lam, incoming = lam + self._velocity, incoming + self._drift
         phi = theta + incoming
-        outgoing = gbp_logsumexp(phi / self.kappa_cell, *self._edges) * self.kappa_msg - lam
-        own = phi + np.bincount(lay["msg_cell"], lam + outgoing, minlength=self.graph.cells)
+        if self.unit:
+            outgoing = gbp_logsumexp(phi, *self._edges) - lam
+        else:
+            outgoing = gbp_logsumexp(phi / self.kappa_cell, *self._edges) * self.kappa_msg - lam
+        own = phi[self.child_cells] + np.bincount(self.msg_pos, lam + outgoing, minlength=len(self.child_cells))
         belief = own / self.denominator
-        fresh = self.kappa_msg * belief[lay["msg_cell"]] - outgoing
+        fresh = self.kappa_msg * belief[self.msg_pos] - outgoing
         messages = self.damping * lam + (1.0 - self.damping) * fresh
         absorbed = self._absorb(messages)
         self._velocity, self._drift = messages - self.messages, absorbed - self._incoming
@@ -92,7 +101,8 @@ class ConvexGBP:
 
     def beliefs(self, theta: np.ndarray, total: float) -> np.ndarray:
         """Pseudo-marginals (counts summing to ``total`` per region) for the current messages."""
-        return gbp_normalize((theta + self._incoming) / self.kappa_cell, self.graph.offsets, float(total))[0]
+        phi = theta + self._incoming
+        return gbp_normalize(phi if self.unit else phi / self.kappa_cell, self.graph.offsets, float(total))[0]
 
     def __call__(self, theta: np.ndarray, total: float, iters: int = 1, extrapolate: bool = False) -> np.ndarray:
         """``iters`` message updates (see :meth:`step`), then the pseudo-marginals in counts."""
