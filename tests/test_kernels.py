@@ -6,7 +6,10 @@ from hypothesis import strategies as st
 from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, identity_loss,
                                 identity_loss_reference, predicted_decrease, predicted_decrease_reference, project,
                                 project_reference, step, step_reference)
+from ektelo_pgm.domain import Domain
+from ektelo_pgm.kernels import assemble_runs, assemble_runs_reference, project_runs, project_runs_reference
 from ektelo_pgm.kernels.tree import exp_nonpositive
+from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
 
 def _onto(rng, n, m):
@@ -101,3 +104,37 @@ def test_exp_nonpositive_matches_numpy(seed, n):
     exp_nonpositive(y, n, np.empty(n, dtype=np.int64))
     expected = np.where(x < -708, 0.0, np.exp(x))
     np.testing.assert_allclose(y, expected, rtol=5e-14, atol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31), p=st.integers(1, 6))
+def test_run_kernels_match_plain_maps(seed, p):
+    rng = np.random.default_rng(seed)
+    domain = Domain(list("abcde"), rng.integers(1, 4, size=5).tolist())
+    hosts = [tuple(sorted(rng.choice(list("abcde"), size=rng.integers(1, 6), replace=False))) for _ in range(2)]
+    clique_off = np.concatenate([[0], np.cumsum([domain.size(h) for h in hosts])]).astype(np.int64)
+    host = rng.integers(0, 2, size=p).astype(np.int64)
+    small = []
+    for h in host:  # any subset of the host, sometimes permuted (then runs fall back to single cells)
+        attrs = list(rng.choice(hosts[h], size=rng.integers(1, len(hosts[h]) + 1), replace=False))
+        small.append(tuple(attrs if rng.random() < 0.3 else sorted(attrs)))
+    runs = [index_runs(domain, hosts[h], s) for h, s in zip(host, small)]
+    for (length, kept, rows), h, s in zip(runs, host, small):
+        full = index_map(domain, hosts[h], s)
+        expected = np.repeat(rows, length) + (np.tile(np.arange(length), rows.size) if kept else 0)
+        np.testing.assert_array_equal(full, expected)
+    p_off = np.concatenate([[0], np.cumsum([domain.size(s) for s in small])]).astype(np.int64)
+    run = np.array([r[0] for r in runs], dtype=np.int64)
+    kept = np.array([r[1] for r in runs], dtype=np.bool_)
+    row_off = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
+    rows = np.concatenate([r[2] for r in runs])
+    args = (p_off, host, run, kept, row_off, rows, clique_off)
+    theta, mu = rng.normal(size=p_off[-1]), rng.random(clique_off[-1])
+    outs = [np.full(clique_off[-1], np.nan) for _ in range(2)] + [np.full(p_off[-1], np.nan) for _ in range(2)]
+    assemble_runs(theta, *args, outs[0])
+    assemble_runs_reference(theta, *args, outs[1])
+    project_runs(mu, *args, outs[2])
+    project_runs_reference(mu, *args, outs[3])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12)
+    np.testing.assert_allclose(outs[2], outs[3], rtol=1e-12)
+    assert np.isclose(outs[0] @ mu, theta @ outs[2])

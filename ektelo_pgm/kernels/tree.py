@@ -62,6 +62,75 @@ def project_reference(mu, p_off, host, map_off, maps, clique_off, out):
         out[p_off[j]:p_off[j + 1]] += np.bincount(maps[map_off[j]:map_off[j + 1]], mu[start:stop], minlength=size)
 
 
+@njit(cache=True)
+def assemble_runs(theta_p, p_off, host, run, kept, row_off, rows, clique_off, out):
+    """:func:`assemble` for maps made of runs: the host's cells split into rows of ``run[j]``
+    consecutive cells; row ``r`` starts at cell ``rows[row_off[j] + r]`` of parameter clique
+    ``j`` and, if ``kept[j]``, walks it one cell per host cell (the host's trailing attributes
+    belong to ``j``), else stays on that cell (they do not).  Inner loops are contiguous.
+    """
+    out[:] = 0.0
+    for j in range(host.shape[0]):
+        start = clique_off[host[j]]
+        length = run[j]
+        count = (clique_off[host[j] + 1] - start) // length
+        for r in range(count):
+            k0 = start + r * length
+            p0 = p_off[j] + rows[row_off[j] + r]
+            if kept[j]:
+                for i in range(length):
+                    out[k0 + i] += theta_p[p0 + i]
+            else:
+                v = theta_p[p0]
+                for i in range(length):
+                    out[k0 + i] += v
+
+
+@njit(cache=True)
+def project_runs(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
+    """:func:`project` for maps made of runs (see :func:`assemble_runs`), written into ``out``."""
+    out[:] = 0.0
+    for j in range(host.shape[0]):
+        start = clique_off[host[j]]
+        length = run[j]
+        count = (clique_off[host[j] + 1] - start) // length
+        for r in range(count):
+            k0 = start + r * length
+            p0 = p_off[j] + rows[row_off[j] + r]
+            if kept[j]:
+                for i in range(length):
+                    out[p0 + i] += mu[k0 + i]
+            else:
+                total = 0.0
+                for i in range(length):
+                    total += mu[k0 + i]
+                out[p0] += total
+
+
+def _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off):
+    """The plain per-cell maps (and their offsets) equivalent to a run description."""
+    maps, map_off = [], [0]
+    for j in range(len(host)):
+        n = clique_off[host[j] + 1] - clique_off[host[j]]
+        starts = np.repeat(rows[row_off[j]:row_off[j] + n // run[j]], run[j])
+        steps = np.tile(np.arange(run[j]), n // run[j]) if kept[j] else 0
+        maps.append((starts + steps).astype(np.int32))
+        map_off.append(map_off[-1] + n)
+    return (np.concatenate(maps) if maps else np.zeros(0, np.int32)), np.array(map_off, dtype=np.int64)
+
+
+def assemble_runs_reference(theta_p, p_off, host, run, kept, row_off, rows, clique_off, out):
+    """numpy twin of :func:`assemble_runs`."""
+    maps, map_off = _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off)
+    assemble_reference(theta_p, p_off, host, map_off, maps, clique_off, out)
+
+
+def project_runs_reference(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
+    """numpy twin of :func:`project_runs`."""
+    maps, map_off = _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off)
+    project_reference(mu, p_off, host, map_off, maps, clique_off, out)
+
+
 LOG2E = 1.4426950408889634
 LN2_HI = 0.6931471803691238
 LN2_LO = 1.9082149292705877e-10

@@ -15,8 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from ..domain import Domain
-from ..kernels import assemble, calibrate, project
-from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_map
+from ..kernels import assemble_runs, calibrate, project_runs
+from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
 
 class MarginalOracle:
@@ -39,15 +39,14 @@ class MarginalOracle:
         self.host = np.array(hosts, dtype=np.int64)
         sizes = [cells(domain, cl) for cl in self.cliques]
         self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        big = [cells(domain, self.tree.cliques[h]) for h in hosts]
-        self.map_off = np.concatenate([[0], np.cumsum(big)]).astype(np.int64)
         # when the parameter cliques are the maximal cliques, in order, the buffers coincide
         self.identity = self.cliques == list(self.tree.cliques)
-        if self.identity:
-            self.maps = np.zeros(0, dtype=np.int32)
-        else:
-            self.maps = np.concatenate([index_map(domain, self.tree.cliques[h], cl)
-                                        for cl, h in zip(self.cliques, hosts)]) if hosts else np.zeros(0, np.int32)
+        runs = [] if self.identity else [index_runs(domain, self.tree.cliques[h], cl)
+                                         for cl, h in zip(self.cliques, hosts)]
+        self.run = np.array([r[0] for r in runs], dtype=np.int64)
+        self.kept = np.array([r[1] for r in runs], dtype=np.bool_)
+        self.row_off = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
+        self.rows = np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32)
         self.index = {cl: i for i, cl in enumerate(self.cliques)}
 
     @property
@@ -71,7 +70,8 @@ class MarginalOracle:
             return np.ascontiguousarray(theta, dtype=np.float64)
         if not hasattr(self, "_assembled"):
             self._assembled = np.empty(int(self.layout["clique_off"][-1]))
-        assemble(theta, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"], self._assembled)
+        assemble_runs(theta, self.p_off, self.host, self.run, self.kept, self.row_off, self.rows,
+                      self.layout["clique_off"], self._assembled)
         return self._assembled
 
     def project(self, marginals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -79,7 +79,8 @@ class MarginalOracle:
         if self.identity:
             return marginals
         out = np.empty(self.size) if out is None else out
-        project(marginals, self.p_off, self.host, self.map_off, self.maps, self.layout["clique_off"], out)
+        project_runs(marginals, self.p_off, self.host, self.run, self.kept, self.row_off, self.rows,
+                     self.layout["clique_off"], out)
         return out
 
     def calibrate(self, theta: np.ndarray, total: float, out: tuple | None = None):

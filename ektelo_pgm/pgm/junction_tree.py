@@ -42,6 +42,28 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
     return index.ravel().astype(np.int32)
 
 
+def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tuple[int, bool, np.ndarray]:
+    """:func:`index_map` as runs: ``(length, kept, rows)`` for the kernels ``*_runs``.
+
+    The cells over ``big`` split into rows of ``length`` consecutive cells (the trailing
+    attributes of ``big`` that are all in ``small``, or all out of it); ``rows[r]`` is the cell of
+    ``small`` matching the first cell of row ``r``; within a row the cell of ``small`` advances
+    by one per cell if ``kept``, else stays.  Falls back to rows of one cell when the trailing
+    attributes kept are not also the trailing attributes of ``small`` in the same order.
+    """
+    big, small = domain.check(big), domain.check(small)
+    full = index_map(domain, big, small)
+    inside = [a in small for a in big]
+    tail = 0
+    while tail < len(big) and inside[-1 - tail] == inside[-1]:
+        tail += 1
+    kept = bool(inside[-1]) if big else False
+    if kept and tuple(small[len(small) - tail:]) != tuple(big[len(big) - tail:]):
+        tail = 0
+    length = cells(domain, big[len(big) - tail:]) if tail else 1
+    return length, kept, full[::length].copy()
+
+
 @lru_cache(maxsize=64)
 def _positions(domain: Domain) -> dict:
     return {a: i for i, a in enumerate(domain.attrs)}
