@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from typing import Sequence
 
@@ -103,13 +105,17 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
 
     ``factors`` are ``(variables, array)`` pairs in linear space (entries may be negative, as in
     supplement B); ``sizes`` maps each variable to its size.  Variables go greedily, the one
-    whose product table is smallest first (ties by name).  Each intermediate table is rescaled
-    by its largest magnitude to avoid underflow.  Returns ``(table over keep, log_scale)``: the
-    true result is ``table * exp(log_scale)``.
+    whose product table is smallest first (ties by name; costs updated only around the
+    eliminated variable).  Each intermediate table is rescaled by its largest magnitude to avoid
+    underflow.  Returns ``(table over keep, log_scale)``: the result is ``table * exp(log_scale)``.
     """
     keep = list(keep)
-    factors = [(tuple(v), np.asarray(a, dtype=np.float64)) for v, a in factors]
-    pending = sorted({v for vs, _ in factors for v in vs} - set(keep), key=str)
+    tables = {i: (tuple(v), np.asarray(a, dtype=np.float64)) for i, (v, a) in enumerate(factors)}
+    holders: dict = {}
+    for i, (vs, _) in tables.items():
+        for v in vs:
+            holders.setdefault(v, set()).add(i)
+    pending = set(holders) - set(keep)
     log_scale = 0.0
 
     def contract(group, out):
@@ -119,22 +125,37 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
             args += [a, [labels[v] for v in vs]]
         return np.einsum(*args, [labels[v] for v in out], optimize=len(group) > 2)
 
+    def cost(v):
+        joined = {u for i in holders[v] for u in tables[i][0]}
+        return (math.prod(sizes[u] for u in joined), str(v))
+
+    heap = [(cost(v), v) for v in pending]
+    heapq.heapify(heap)
+    next_id = len(tables)
     while pending:
-        def cost(v):
-            joined = {u for vs, _ in factors if v in vs for u in vs}
-            return (int(np.prod([sizes[u] for u in joined], dtype=float)), str(v))
-        v = min(pending, key=cost)
-        pending.remove(v)
-        group = [f for f in factors if v in f[0]]
-        factors = [f for f in factors if v not in f[0]]
+        c, v = heapq.heappop(heap)
+        if v not in pending or c != cost(v):
+            continue
+        pending.discard(v)
+        group = [tables.pop(i) for i in sorted(holders.pop(v))]
         out = tuple(dict.fromkeys(u for vs, _ in group for u in vs if u != v))
         table = contract(group, out)
         top = np.abs(table).max() if table.size else 0.0
         if top > 0:
             table = table / top
             log_scale += float(np.log(top))
-        factors.append((out, table))
-    result = contract(factors, keep) if factors else np.ones([sizes[v] for v in keep])
+        for vs, _ in group:
+            for u in vs:
+                if u != v:
+                    holders[u] -= {i for i in holders[u] if i not in tables}
+        tables[next_id] = (out, table)
+        for u in out:
+            holders[u].add(next_id)
+            if u in pending:
+                heapq.heappush(heap, (cost(u), u))
+        next_id += 1
+    rest = list(tables.values())
+    result = contract(rest, keep) if rest else np.ones([sizes[v] for v in keep])
     return result, log_scale
 
 
