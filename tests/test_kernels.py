@@ -9,7 +9,7 @@ from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibra
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.kernels import assemble_runs, assemble_runs_reference, project_runs, project_runs_reference
 from ektelo_pgm.kernels.tree import exp_nonpositive
-from ektelo_pgm.pgm.junction_tree import index_map, index_runs
+from ektelo_pgm.pgm.junction_tree import JunctionTree, index_map, index_runs
 
 
 def _onto(rng, n, m):
@@ -18,21 +18,35 @@ def _onto(rng, n, m):
 
 
 def _random_tree(rng, k):
+    """A random tree with random (single-cell run) maps onto its separators."""
     sizes = rng.integers(1, 30, size=k)
     parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, k)], dtype=np.int64)
     clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     seps = [0] + [int(rng.integers(1, min(sizes[c], sizes[parent[c]]) + 1)) for c in range(1, k)]
     sep_off = np.concatenate([[0], np.cumsum(seps)]).astype(np.int64)
-    up_map = np.zeros(clique_off[-1], dtype=np.int32)
-    down, down_off, at = [], np.zeros(k, dtype=np.int64), 0
-    for c in range(1, k):
-        up_map[clique_off[c]:clique_off[c + 1]] = _onto(rng, sizes[c], seps[c])
-        down.append(_onto(rng, sizes[parent[c]], seps[c]))
-        down_off[c] = at
-        at += sizes[parent[c]]
-    down_map = np.concatenate(down) if down else np.zeros(0, dtype=np.int32)
+    up = [np.zeros(0, dtype=np.int32)] + [_onto(rng, sizes[c], seps[c]) for c in range(1, k)]
+    down = [np.zeros(0, dtype=np.int32)] + [_onto(rng, sizes[parent[c]], seps[c]) for c in range(1, k)]
     order = np.arange(k - 1, -1, -1, dtype=np.int64)
-    return clique_off, order, parent, sep_off, up_map, down_map, down_off
+    runs = []
+    for rows in (up, down):
+        runs += [np.ones(k, dtype=np.int64), rng.random(k) < 0.5,
+                 np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64), np.concatenate(rows)]
+    return (clique_off, order, parent, sep_off, *runs)
+
+
+def _check_calibrate(tree, theta, total):
+    n = theta.size
+    fast = (np.empty(n), np.empty(n))
+    fast = (*fast, calibrate(theta, *tree, total, *fast))
+    slow = (np.empty(n), np.empty(n))
+    slow = (*slow, calibrate_reference(theta, *tree, total, *slow))
+    scale = max(1.0, np.abs(theta).max())
+    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-9, atol=1e-9 * scale)
+    np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
+    assert abs(fast[2] - slow[2]) <= 1e-9 * max(1.0, abs(slow[2]))
+    clique_off = tree[0]
+    for c in range(len(clique_off) - 1):  # every clique's marginal sums to the total
+        assert abs(fast[1][clique_off[c]:clique_off[c + 1]].sum() - total) < 1e-8 * total
 
 
 @settings(max_examples=40, deadline=None)
@@ -40,17 +54,19 @@ def _random_tree(rng, k):
 def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
     tree = _random_tree(rng, k)
-    theta = rng.normal(size=tree[0][-1]) * scale
-    n = theta.size
-    fast = (np.empty(n), np.empty(n))
-    fast = (*fast, calibrate(theta, *tree, 123.0, *fast))
-    slow = (np.empty(n), np.empty(n))
-    slow = (*slow, calibrate_reference(theta, *tree, 123.0, *slow))
-    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-9, atol=1e-9 * scale)
-    np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
-    assert abs(fast[2] - slow[2]) <= 1e-9 * max(1.0, abs(slow[2]))
-    for c in range(k):  # every clique's marginal sums to the total
-        assert abs(fast[1][tree[0][c]:tree[0][c + 1]].sum() - 123.0) < 1e-8
+    _check_calibrate(tree, rng.normal(size=tree[0][-1]) * scale, 123.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(1, 7), m=st.integers(1, 6), scale=st.sampled_from([1.0, 1000.0]))
+def test_calibrate_on_junction_trees(seed, d, m, scale):
+    rng = np.random.default_rng(seed)
+    domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, 5, size=d).tolist())
+    cliques = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 4) + 1), replace=False)) for _ in range(m)]
+    lay = JunctionTree(domain, cliques).layout()
+    tree = tuple(lay[key] for key in ("clique_off", "order", "parent", "sep_off", "up_run", "up_kept", "up_off",
+                                      "up_rows", "down_run", "down_kept", "down_off", "down_rows"))
+    _check_calibrate(tree, rng.normal(size=lay["clique_off"][-1]) * scale, 7.0)
 
 
 @settings(max_examples=30, deadline=None)

@@ -160,64 +160,74 @@ def exp_nonpositive(x, n, scratch):
 
 
 @njit(cache=True, fastmath=True)
-def _scatter_logsumexp(values, start, n, index, ibase, shift, out, o0, peak, acc, tmp, scratch):
-    """out[o0+s] = log sum_{i: index[ibase+i]==s} exp(values[start+i] - shift[o0+s]) over s < m.
-
-    Shifts by the largest term of the whole table (vectorised); a separator cell whose sum
-    would lose precision to underflow (below 1e-200) is recomputed with its own largest term.
-    ``shift`` may be empty (no shift); ``tmp`` and ``scratch`` hold at least ``n`` cells.
-    """
-    m = peak.shape[0]
-    if shift.shape[0] > 0:
-        for i in range(n):
-            tmp[i] = values[start + i] - shift[o0 + index[ibase + i]]
-    else:
-        for i in range(n):
-            tmp[i] = values[start + i]
-    top = -np.inf
-    for i in range(n):
-        top = max(top, tmp[i])
-    for i in range(n):
-        tmp[i] -= top
-    for s in range(m):
-        acc[s] = 0.0
-    exp_nonpositive(tmp, n, scratch)
-    for i in range(n):
-        acc[index[ibase + i]] += tmp[i]
-    exact = True
-    for s in range(m):
-        if acc[s] < 1e-200:
-            exact = False
-        out[o0 + s] = top + np.log(acc[s])
-    if exact:
-        return
-    for s in range(m):
-        peak[s] = -np.inf
-        acc[s] = 0.0
-    for i in range(n):
-        v = values[start + i]
-        if shift.shape[0] > 0:
-            v -= shift[o0 + index[ibase + i]]
-        tmp[i] = v
-        peak[index[ibase + i]] = max(peak[index[ibase + i]], v)
-    for i in range(n):
-        acc[index[ibase + i]] += np.exp(tmp[i] - peak[index[ibase + i]])
-    for s in range(m):
-        out[o0 + s] = peak[s] + np.log(acc[s])
+def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
+    """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map (see assemble_runs)."""
+    for r in range(n // length):
+        p = o0 + rows[roff + r]
+        k0 = start + r * length
+        if kept:
+            for i in range(length):
+                out[p + i] += src[k0 + i]
+        else:
+            t = 0.0
+            for i in range(length):
+                t += src[k0 + i]
+            out[p] += t
 
 
 @njit(cache=True, fastmath=True)
-def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total, belief, marginals):
+def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0):
+    """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map."""
+    for r in range(n // length):
+        p = v0 + rows[roff + r]
+        k0 = start + r * length
+        if kept:
+            for i in range(length):
+                dst[k0 + i] += values[p + i]
+        else:
+            v = values[p]
+            for i in range(length):
+                dst[k0 + i] += v
+
+
+@njit(cache=True, fastmath=True)
+def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
+    """acc[s] = log sum exp src over the cells mapped to s, each s shifted by its own largest term
+    (slow path for separator cells that underflow when shifted by the table's largest term)."""
+    m = peak.shape[0]
+    for s in range(m):
+        peak[s] = -np.inf
+        acc[s] = 0.0
+    for r in range(n // length):
+        p = rows[roff + r]
+        k0 = start + r * length
+        for i in range(length):
+            s = p + i if kept else p
+            peak[s] = max(peak[s], src[k0 + i])
+    for r in range(n // length):
+        p = rows[roff + r]
+        k0 = start + r * length
+        for i in range(length):
+            s = p + i if kept else p
+            acc[s] += np.exp(src[k0 + i] - peak[s])
+    for s in range(m):
+        acc[s] = peak[s] + np.log(acc[s])
+
+
+@njit(cache=True, fastmath=True)
+def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off, up_rows, down_run, down_kept,
+              down_off, down_rows, total, belief, marginals):
     """Calibrated log-space belief propagation on a junction tree (two passes).
 
     ``order`` lists the cliques children-first (root last); ``parent[k]`` is the parent of clique
     ``k`` (-1 for the root); the separator between ``k`` and its parent has ``sep_off[k+1] -
-    sep_off[k]`` cells; ``up_map`` sends each cell of every clique to its separator with its
-    parent; ``down_map[down_off[k]:]`` sends each cell of ``parent[k]`` to that same separator.
-    Collect: each clique sends the log-sum-exp of its belief onto the separator.  Distribute
-    (root first): a clique's belief is final once its parent's message is absorbed; it is
-    exponentiated once, giving its marginal and, summed onto each child's separator, the
-    message to that child (its separator marginal minus the child's own upward message).
+    sep_off[k]`` cells.  Index maps are run-structured (see :func:`assemble_runs`): ``up_*[k]``
+    sends the cells of clique ``k`` to its separator with its parent, ``down_*[k]`` sends the
+    cells of ``parent[k]`` to that same separator.  Collect: each clique sends the log-sum-exp
+    of its belief onto the separator.  Distribute (root first): a clique's belief is final once
+    its parent's message is absorbed; it is exponentiated once, giving its marginal and, summed
+    onto each child's separator, the message to that child (its separator marginal minus the
+    child's own upward message).  Separator cells that underflow are recomputed exactly.
     Writes into ``belief`` the normalised log-probability of every clique cell and into
     ``marginals`` the clique marginals in counts (scaled to ``total``); returns the log partition
     function.  ``belief`` and ``marginals`` are preallocated like ``theta``.
@@ -235,7 +245,6 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
     acc = np.empty(widest_sep)
     tmp = np.empty(widest)
     scratch = np.empty(widest, dtype=np.int64)
-    none = np.empty(0)
     # children of every clique, in CSR form
     first = np.zeros(k + 1, dtype=np.int64)
     for c in range(k):
@@ -254,23 +263,38 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
         p = parent[c]
         if p < 0:
             continue
-        m = sep_off[c + 1] - sep_off[c]
-        _scatter_logsumexp(belief, clique_off[c], clique_off[c + 1] - clique_off[c], up_map, clique_off[c],
-                           none, up, sep_off[c], peak[:m], acc[:m], tmp, scratch)
-        start = clique_off[p]
-        base = down_off[c]
+        start = clique_off[c]
+        n = clique_off[c + 1] - start
         s0 = sep_off[c]
-        for i in range(clique_off[p + 1] - start):
-            belief[start + i] += up[s0 + down_map[base + i]]
+        m = sep_off[c + 1] - s0
+        top = -np.inf
+        for i in range(n):
+            tmp[i] = belief[start + i]
+            top = max(top, tmp[i])
+        for i in range(n):
+            tmp[i] -= top
+        exp_nonpositive(tmp, n, scratch)
+        for s in range(m):
+            acc[s] = 0.0
+        _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0)
+        exact = True
+        for s in range(m):
+            if acc[s] < 1e-200:
+                exact = False
+            up[s0 + s] = top + np.log(acc[s])
+        if not exact:
+            _exact_logsumexp_runs(belief, start, n, up_run[c], up_kept[c], up_rows, up_off[c], peak[:m], acc[:m])
+            for s in range(m):
+                up[s0 + s] = acc[s]
+        _gather_add_runs(belief, clique_off[p], clique_off[p + 1] - clique_off[p], down_run[c], down_kept[c],
+                         down_rows, down_off[c], up, s0)
     log_z = 0.0
     for t in range(k - 1, -1, -1):  # distribute: parents first
         p = order[t]
         start = clique_off[p]
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
-            s0 = sep_off[p]
-            for i in range(n):
-                belief[start + i] += down[s0 + up_map[start + i]]
+            _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p])
         top = -np.inf
         for i in range(n):
             top = max(top, belief[start + i])
@@ -291,28 +315,19 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_map, down_map, down_
             c = children[j]
             s0 = sep_off[c]
             m = sep_off[c + 1] - s0
-            base = down_off[c]
             for s in range(m):
                 acc[s] = 0.0
-            for i in range(n):
-                acc[down_map[base + i]] += tmp[i]
+            _scatter_add_runs(tmp, 0, n, down_run[c], down_kept[c], down_rows, down_off[c], acc, 0)
             exact = True
             for s in range(m):
                 if acc[s] < 1e-250:
                     exact = False
                 down[s0 + s] = np.log(acc[s] / z) - up[s0 + s]
-            if not exact:  # some separator cell underflowed: its own largest term as shift
+            if not exact:
+                _exact_logsumexp_runs(belief, start, n, down_run[c], down_kept[c], down_rows, down_off[c],
+                                      peak[:m], acc[:m])
                 for s in range(m):
-                    peak[s] = -np.inf
-                    acc[s] = 0.0
-                for i in range(n):
-                    s = down_map[base + i]
-                    peak[s] = max(peak[s], belief[start + i])
-                for i in range(n):
-                    s = down_map[base + i]
-                    acc[s] += np.exp(belief[start + i] - peak[s])
-                for s in range(m):
-                    down[s0 + s] = peak[s] + np.log(acc[s]) - up[s0 + s]
+                    down[s0 + s] = acc[s] - up[s0 + s]
     return log_z
 
 
@@ -322,16 +337,25 @@ def _logsumexp_by(values, index, size):
     return peak + np.log(np.bincount(index, np.exp(values - peak[index]), minlength=size))
 
 
-def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_map, down_off, total, belief,
-                        marginals):
-    """numpy twin of :func:`calibrate` (messages recomputed from scratch, no division trick)."""
+def calibrate_reference(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off, up_rows, down_run,
+                        down_kept, down_off, down_rows, total, belief, marginals):
+    """numpy twin of :func:`calibrate` (plain maps, messages recomputed from scratch, no division)."""
     k = len(order)
+    up_map = np.zeros(clique_off[-1], dtype=np.int64)
+    down_maps = {}
+    for c in range(k):
+        if parent[c] < 0:
+            continue
+        n = clique_off[c + 1] - clique_off[c]
+        rows = up_rows[up_off[c]:up_off[c] + n // up_run[c]]
+        up_map[clique_off[c]:clique_off[c + 1]] = np.repeat(rows, up_run[c]) + (
+            np.tile(np.arange(up_run[c]), rows.size) if up_kept[c] else 0)
+        n = clique_off[parent[c] + 1] - clique_off[parent[c]]
+        rows = down_rows[down_off[c]:down_off[c] + n // down_run[c]]
+        down_maps[c] = np.repeat(rows, down_run[c]) + (np.tile(np.arange(down_run[c]), rows.size) if down_kept[c] else 0)
     cells = [slice(clique_off[c], clique_off[c + 1]) for c in range(k)]
     children = {c: [d for d in range(k) if parent[d] == c] for c in range(k)}
     sizes = np.diff(sep_off)
-
-    def down_index(c):
-        return down_map[down_off[c]:down_off[c] + clique_off[parent[c] + 1] - clique_off[parent[c]]]
 
     up, down = {}, {}
     for c in order:
@@ -339,7 +363,7 @@ def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_
             continue
         inner = theta[cells[c]].copy()
         for d in children[c]:
-            inner += up[d][down_index(d)]
+            inner += up[d][down_maps[d]]
         up[c] = _logsumexp_by(inner, up_map[cells[c]], sizes[c])
     for c in order[::-1]:
         if parent[c] < 0:
@@ -348,16 +372,16 @@ def calibrate_reference(theta, clique_off, order, parent, sep_off, up_map, down_
         inner = theta[cells[p]].copy()
         for d in children[p]:
             if d != c:
-                inner += up[d][down_index(d)]
+                inner += up[d][down_maps[d]]
         if parent[p] >= 0:
             inner += down[p][up_map[cells[p]]]
-        down[c] = _logsumexp_by(inner, down_index(c), sizes[c])
+        down[c] = _logsumexp_by(inner, down_maps[c], sizes[c])
     belief[:] = theta
     log_z = 0.0
     for c in range(k):
         b = belief[cells[c]]
         for d in children[c]:
-            b += up[d][down_index(d)]
+            b += up[d][down_maps[d]]
         if parent[c] >= 0:
             b += down[c][up_map[cells[c]]]
         top = b.max()

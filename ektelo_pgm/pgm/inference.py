@@ -96,7 +96,8 @@ class MarginalOracle:
         lay = self.layout
         log_b, marginals, mu = self.buffers() if out is None else out
         log_z = calibrate(self.potentials(theta), lay["clique_off"], lay["order"], lay["parent"], lay["sep_off"],
-                          lay["up_map"], lay["down_map"], lay["down_off"], float(total), log_b, marginals)
+                          lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"], lay["down_run"],
+                          lay["down_kept"], lay["down_off"], lay["down_rows"], float(total), log_b, marginals)
         return self.project(marginals, mu), log_b, marginals, log_z
 
 

@@ -244,21 +244,23 @@ class JunctionTree:
         k = len(self.cliques)
         clique_off = self.layout_offsets()
         sep_sizes = [_cells(self.domain, self.separator(c)) if self.parent[c] >= 0 else 0 for c in range(k)]
-        sep_off = np.zeros(k + 1, dtype=np.int64)
-        sep_off[1:] = np.cumsum(sep_sizes)
-        up_map = np.zeros(clique_off[-1], dtype=np.int32)
-        down_parts, down_off, at = [], np.zeros(k, dtype=np.int64), 0
+        sep_off = np.concatenate([[0], np.cumsum(sep_sizes)]).astype(np.int64)
+        maps = {"up": [], "down": []}
         for c in range(k):
             if self.parent[c] < 0:
+                maps["up"].append((1, False, np.zeros(0, dtype=np.int32)))
+                maps["down"].append((1, False, np.zeros(0, dtype=np.int32)))
                 continue
             sep = self.separator(c)
-            up_map[clique_off[c]:clique_off[c + 1]] = index_map(self.domain, self.cliques[c], sep)
-            down_parts.append(index_map(self.domain, self.cliques[self.parent[c]], sep))
-            down_off[c] = at
-            at += down_parts[-1].size
-        down_map = np.concatenate(down_parts) if down_parts else np.zeros(0, dtype=np.int32)
-        return dict(clique_off=clique_off, order=self.order, parent=self.parent, sep_off=sep_off,
-                    up_map=up_map, down_map=down_map, down_off=down_off)
+            maps["up"].append(index_runs(self.domain, self.cliques[c], sep))
+            maps["down"].append(index_runs(self.domain, self.cliques[self.parent[c]], sep))
+        out = dict(clique_off=clique_off, order=self.order, parent=self.parent, sep_off=sep_off)
+        for side, runs in maps.items():
+            out[f"{side}_run"] = np.array([r[0] for r in runs], dtype=np.int64)
+            out[f"{side}_kept"] = np.array([r[1] for r in runs], dtype=np.bool_)
+            out[f"{side}_off"] = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
+            out[f"{side}_rows"] = np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32)
+        return out
 
     def __repr__(self) -> str:
         return f"JunctionTree({len(self.cliques)} cliques, {self.cells:,} cells, {self.mb:,.1f} MB)"
