@@ -4,7 +4,6 @@ from __future__ import annotations
 import numbers
 from typing import Iterable
 
-
 from ..domain import Domain
 from .factor import Factor
 
