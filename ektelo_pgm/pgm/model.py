@@ -130,7 +130,8 @@ class GraphicalModel(Estimate):
         """Answers (counts) of the factored query ``kron(Q_a for a in queries)`` (supplement B).
 
         ``queries`` maps attributes to ``r_a x n_a`` tables (arrays or matrices with ``dense()``,
-        e.g. the building blocks of Table 2); every other attribute is summed out (``Q = 1``).
+        e.g. the Table 2 building blocks of :mod:`ektelo_pgm.pgm.factored`); every other attribute
+        is summed out (``Q = 1``).
         Returns an array shaped ``(r_a for a in queries)``.
         """
         attrs = self.domain.check(list(queries))
