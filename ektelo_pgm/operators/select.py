@@ -269,7 +269,7 @@ class HDMMMarginals:
     """
 
     def __init__(self, workload, noise: str = "laplace", max_subsets: int = 1024,
-                 drop: float = 1e-3, maxiter: int = 500, restarts: int = 8, rng=0):
+                 drop: float = 1e-3, maxiter: int = 500, restarts: int = 4, rng=0):
         if noise not in ("laplace", "gaussian"):
             raise ValueError(f"HDMMMarginals: noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.queries = workload_queries(workload)
