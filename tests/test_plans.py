@@ -40,7 +40,8 @@ def load(name):
 
 
 @pytest.mark.parametrize("make", [lambda: plans.identity(), lambda: plans.hb(["b", "c"]),
-                                  lambda: plans.hdmm(WORKLOAD), lambda: plans.hdmm(WORKLOAD, noise="gaussian")])
+                                  lambda: plans.hdmm(WORKLOAD, restarts=0),
+                                  lambda: plans.hdmm(WORKLOAD, noise="gaussian", restarts=0)])
 def test_plans_spend_their_budget_exactly_and_repeat_with_a_seed(make):
     gaussian = make().measure.mechanism == "gaussian"
     budget = Budget.zcdp(0.5) if gaussian else Budget.pure(0.7)
@@ -79,6 +80,14 @@ def test_hdmm_plans_run_on_titanic_end_to_end():
         assert result.estimate.project(clique).sum() == pytest.approx(len(data))
     with pytest.raises(MemoryError, match="MB"):  # the full titanic vector exceeds the default limit
         plans.hdmm(workload).run(data, Budget.pure(1.0), rng=0)
+    baseline = workload_error(workload, data, plans.mwem.uniform(data.domain, len(data)))
+    for update in [PGM(iters=100), APPGM(iters=1000)]:  # HDMM+PGM, HDMM+APPGM, MWEM+PGM, MWEM+APPGM
+        hdmm = plans.hdmm(workload, reconstruct=update).run(data, Budget.pure(1.0), rng=0)
+        mwem = plans.MWEM(workload, rounds=2, update=update).run(data, Budget.pure(1.0), rng=0)
+        for result in (hdmm, mwem):
+            assert result.spent == 1
+            assert workload_error(workload, data, result.estimate) < 0.8 * baseline
+            assert len(result.estimate.synthetic_data(100, rng=0)) == 100
 
 
 def test_hb_plan_on_titanic_age_is_least_squares_on_the_tree():
@@ -98,27 +107,28 @@ def test_hb_plan_on_titanic_age_is_least_squares_on_the_tree():
 
 def replay(data, rounds, init_fraction, seed):
     """MWEM by hand from the public operators: the budget shares of Thm. 2.1 after a noisy
-    1-way initialisation, MW with all measurements warm started each round."""
+    1-way initialisation, MW (200 iterations) with all measurements warm started each round."""
     rng = np.random.default_rng(seed)
     budget = Budget.pure(1.0)
     n = float(len(data))
     measurements = Laplace(init_fraction).measure(data, select.KWayMarginals(1).select(DOMAIN), budget, rng,
                                                   label="MWEM initialisation")
-    estimate = MultiplicativeWeights().reconstruct(DOMAIN, measurements, total=n)
+    estimate = MultiplicativeWeights(iters=200).reconstruct(DOMAIN, measurements, total=n)
     share = (1 - init_fraction) / (2 * rounds)
     selector = WorstApproximated(WORKLOAD)
     for t in range(1, rounds + 1):
         chosen = selector.select(data, estimate, share, budget, rng, label=f"MWEM round {t} select")
         measurements += Laplace(share).measure(data, [Query(chosen.attrs)], budget, rng,
                                                label=f"MWEM round {t} measure")
-        estimate = MultiplicativeWeights().reconstruct(DOMAIN, measurements, total=n, warm_start=estimate)
+        estimate = MultiplicativeWeights(iters=200).reconstruct(DOMAIN, measurements, total=n, warm_start=estimate)
     return budget, measurements, estimate
 
 
 def test_mwem_accounting_step_by_step_matches_a_replay_by_hand():
     data = toy()
     budget = Budget.pure(1.0)
-    mwem = plans.MWEM(WORKLOAD, rounds=3, init=select.KWayMarginals(1), init_fraction=0.25)
+    mwem = plans.MWEM(WORKLOAD, rounds=3, update=MultiplicativeWeights(iters=200), init=select.KWayMarginals(1),
+                      init_fraction=0.25)
     result = mwem.run(data, budget, rng=11)
     expected = [("MWEM initialisation", "pure", Fraction(1, 4))]
     for t in range(1, 4):
@@ -226,7 +236,7 @@ def test_compare_runs_every_operator_on_the_same_measurements_and_reports_refusa
 # ---------------------------------------------------------------- custom query matrices
 
 
-RECONSTRUCTIONS = [LeastSquares(), LocalLeastSquares(), NonNegativeLeastSquares(), MultiplicativeWeights(iters=5000),
+RECONSTRUCTIONS = [LeastSquares(), LocalLeastSquares(), NonNegativeLeastSquares(), MultiplicativeWeights(iters=2000),
                    PGM(iters=2000), APPGM(iters=5000)]
 
 
