@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
+from scipy.optimize import Bounds, minimize
 from scipy.sparse.linalg import LinearOperator, lsmr
 
 from ..dataset import Dataset, check_dense_size
@@ -276,11 +276,10 @@ class LocalLeastSquares(LeastSquares):
 
 class NonNegativeLeastSquares(LeastSquares):
     """Non-negative least squares over the full data vector, in counts: ``LeastSquares``'
-    objective subject to ``x >= 0``, solved by scipy's trust-region-reflective ``lsq_linear`` on the
-    implicit operator (inner LSMR, at most ten times the smaller dimension of the stacked query in
-    iterations, as in ``LeastSquares``), stopping at relative cost change or scaled gradient below
-    ``tol`` or at a cost below ``tol`` times the cost of ``x = 0`` (otherwise after ``maxiter``
-    outer iterations, default 100, with a warning).
+    objective ``0.5 ||A x - b||^2`` subject to ``x >= 0``, solved by L-BFGS-B (scipy) with the
+    implicit operator supplying the gradient ``A'(A x - b)``; it stops when the relative decrease
+    of the objective falls below ``tol`` or the projected gradient below ``gtol`` (otherwise after
+    ``maxiter`` iterations, default 10,000, with a warning).
 
     A known ``total`` is appended as one heavily weighted row ``sum(x) = total`` whose weight is
     ``total_weight`` times the largest measurement weight: the constraint is met approximately,
@@ -288,10 +287,11 @@ class NonNegativeLeastSquares(LeastSquares):
     measurements' own is met to about 1e-7 relative).
     """
 
-    def __init__(self, tol: float = 1e-10, maxiter: int | None = None, total_weight: float = 1e3,
-                 max_domain_mb: float = MAX_DOMAIN_MB):
+    def __init__(self, tol: float = 1e-12, gtol: float = 1e-8, maxiter: int | None = None,
+                 total_weight: float = 1e3, max_domain_mb: float = MAX_DOMAIN_MB):
         super().__init__(maxiter=maxiter, method="lsmr", max_domain_mb=max_domain_mb)
         self.tol = float(tol)
+        self.gtol = float(gtol)
         self.total_weight = float(total_weight)
 
     def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
@@ -300,11 +300,19 @@ class NonNegativeLeastSquares(LeastSquares):
             w = self.total_weight * max(float(np.max(m.weights)) for m in measurements)
             A = VStack([A, w * Marginal(domain, ())])
             b = np.append(b, w * total)
-        result = lsq_linear(A, b, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=self.tol,
-                            max_iter=self.maxiter, lsmr_maxiter=10 * min(A.shape))
-        # a (near-)zero residual is converged although its relative cost change never falls below tol
-        if result.status == 0 and result.cost > self.tol * 0.5 * float(b @ b):
-            warnings.warn(f"lsq_linear stopped after {result.nit} iterations before reaching tol={self.tol:g}",
+
+        def objective(x):
+            residual = A @ x - b
+            return 0.5 * float(residual @ residual), A.T @ residual
+
+        n = A.shape[1]
+        maxiter = 10_000 if self.maxiter is None else self.maxiter
+        start = np.full(n, max(float(total if total is not None else 0.0), 0.0) / n)
+        result = minimize(objective, start, jac=True, method="L-BFGS-B",
+                          bounds=Bounds(np.zeros(n), np.full(n, np.inf)),
+                          options={"maxiter": maxiter, "ftol": self.tol, "gtol": self.gtol, "maxcor": 10})
+        if result.nit >= maxiter:
+            warnings.warn(f"L-BFGS-B stopped after {result.nit} iterations before reaching tol={self.tol:g}",
                           RuntimeWarning, stacklevel=3)
-        self.solver_ = "lsq_linear"
+        self.solver_ = "l-bfgs-b"
         return np.clip(result.x, 0.0, None)
