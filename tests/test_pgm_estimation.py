@@ -7,7 +7,8 @@ from ektelo_pgm.matrix import Dense, Identity, Kronecker, Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.clique_vector import CliqueVector
-from ektelo_pgm.pgm.estimation import Objective, _power_iteration, estimate_total, total_from
+from ektelo_pgm.measurement import estimate_total
+from ektelo_pgm.pgm.estimation import Objective, _power_iteration
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
@@ -58,14 +59,14 @@ def test_total_estimation_inverse_variance():
     truth = _truth(total=500.0)
     cells = truth.project(("c",))
     prefix = Prefix(4)
-    assert total_from(Measurement(("c",), prefix @ cells, 2.0, query=prefix), DOM) == pytest.approx((500.0, 4.0))
-    assert total_from(Measurement(("c",), cells[:1], 1.0, query=Dense(np.eye(4)[:1])), DOM) is None
+    assert Measurement(("c",), prefix @ cells, 2.0, query=prefix).total_estimate(DOM) == pytest.approx((500.0, 4.0))
+    assert Measurement(("c",), cells[:1], 1.0, query=Dense(np.eye(4)[:1])).total_estimate(DOM) is None
     noisy = [Measurement(("a",), [100.0, 300.0], 1.0), Measurement(("b",), [200.0, 100.0, 300.0], 2.0)]
     var_a, var_b = 2.0, 12.0
     expected = (400.0 / var_a + 600.0 / var_b) / (1 / var_a + 1 / var_b)
     assert estimate_total(DOM, noisy) == pytest.approx(expected)
     assert estimate_total(DOM, noisy[:0]) is None
-    with pytest.raises(ValueError, match="total is unknown"):
+    with pytest.raises(ValueError, match="number of records is unknown"):
         PGM(iters=5).reconstruct(DOM, [Measurement(("c",), cells[:1], 1.0, query=Dense(np.eye(4)[:1]))])
 
 
@@ -111,11 +112,11 @@ def test_warm_start_continues_from_previous_model():
     ms = _measurements(truth)
     first = PGM(iters=300).reconstruct(DOM, ms[:2], total=1000.0)
     cold = PGM(iters=3).reconstruct(DOM, ms, total=1000.0)
-    warm = PGM(iters=3, warm_start=first).reconstruct(DOM, ms, total=1000.0)
+    warm = PGM(iters=3).reconstruct(DOM, ms, total=1000.0, warm_start=first)
     assert set(first.cliques) <= set(warm.cliques)
     assert warm.loss < cold.loss
     with pytest.raises(ValueError, match="warm start"):
-        PGM(warm_start=first).reconstruct(Domain(["z"], [2]), [Measurement(("z",), [1.0, 2.0], 1.0)])
+        PGM().reconstruct(Domain(["z"], [2]), [Measurement(("z",), [1.0, 2.0], 1.0)], warm_start=first)
 
 
 def test_operator_validation_and_size_refusal():

@@ -20,7 +20,7 @@ from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
 from ..estimate import Estimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
-from ..measurement import Measurement
+from ..measurement import Measurement, check_measurements, check_total
 
 try:  # optional accelerator: the "sparse" extra (scikit-sparse)
     from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
@@ -37,28 +37,6 @@ CHOLMOD_MAX_NNZ = 10_000_000
 # A CHOLMOD factor whose smallest LDL' pivot is below this fraction of the largest is treated as
 # singular (rank-deficient normal matrix) and the solve falls back to LSMR.
 _PIVOT_RTOL = 1e-10
-
-
-def check_measurements(domain: Domain, measurements) -> list[Measurement]:
-    """``measurements`` as a list, each checked against ``domain``; raise if there are none."""
-    measurements = list(measurements)
-    if not measurements:
-        raise ValueError("there are no measurements to reconstruct from")
-    for m in measurements:
-        if not isinstance(m, Measurement):
-            raise TypeError(f"expected Measurement objects, got a {type(m).__name__}")
-        m.check(domain)
-    return measurements
-
-
-def check_total(total) -> float | None:
-    """``total`` as a float (a positive, finite record count) or None."""
-    if total is None:
-        return None
-    total = float(total)
-    if not np.isfinite(total) or total <= 0:
-        raise ValueError(f"total must be a positive finite number of records, got {total!r}")
-    return total
 
 
 def weighted_local_query(m: Measurement, domain: Domain):

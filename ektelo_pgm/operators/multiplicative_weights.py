@@ -6,39 +6,13 @@ factored representation over disjoint attribute groups of Hardt et al. 2012, sec
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.linalg import lsmr
 from scipy.special import logsumexp
 
 from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
 from ..estimate import Estimate, VectorEstimate
-from .least_squares import MAX_DOMAIN_MB, check_measurements, check_total, weighted_local_query, weighted_system
-
-
-def estimate_total(domain: Domain, measurements) -> float:
-    """The number of records estimated from the measurements (McKenna et al. 2019, suppl. E.1).
-
-    Every measurement whose (weighted) local query ``A = Q/std`` has the all-ones row in its row
-    space gives the unbiased estimate ``a' (y/std)`` with ``A' a = 1`` (``a`` of minimum norm, found
-    by LSMR) and variance ``||a||^2``; these are combined by inverse-variance weighting.  Raises a
-    ValueError asking for the total when no measurement qualifies or the estimate is not positive.
-    """
-    estimates, variances = [], []
-    for m in check_measurements(domain, measurements):
-        A = weighted_local_query(m, domain)
-        ones = np.ones(A.shape[1])
-        a = lsmr(A.T, ones, atol=1e-12, btol=1e-12, conlim=0.0, maxiter=10 * max(A.shape))[0]
-        if np.linalg.norm(A.T @ a - ones) <= 1e-6 * np.sqrt(ones.size):
-            estimates.append(float(a @ (m.weights * m.y)))
-            variances.append(float(a @ a))
-    if not estimates:
-        raise ValueError("the total number of records is unknown and no measurement determines it "
-                         "(none has the all-ones row in its query's row space); pass total=")
-    precision = 1.0 / np.array(variances)
-    total = float(precision @ np.array(estimates) / precision.sum())
-    if total <= 0:
-        raise ValueError(f"the total estimated from the measurements is {total:.4g}, not positive; pass total=")
-    return total
+from ..measurement import check_measurements, check_total, resolve_total
+from .least_squares import MAX_DOMAIN_MB, weighted_system
 
 
 def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
@@ -135,7 +109,7 @@ class MultiplicativeWeights:
     groups and a ``VectorEstimate`` otherwise.  Each factor's size (the full domain when not
     factored) is checked first against ``max_domain_mb``.
 
-    The total is the one given, else ``estimate_total``.  ``warm_start`` (an Estimate on the same
+    The total is the one given, else ``ektelo_pgm.measurement.estimate_total``.  ``warm_start`` (an Estimate on the same
     domain, e.g. the previous round's) gives the starting distribution (its group marginals when
     factored); the default start is uniform.  Measurements on no attributes only inform the total.
     """
@@ -161,7 +135,7 @@ class MultiplicativeWeights:
             check_dense_size(domain, group, self.max_domain_mb, what)
         if warm_start is not None and warm_start.domain != domain:
             raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
-        total = check_total(total) if total is not None else estimate_total(domain, measurements)
+        total = resolve_total(domain, measurements, total)
         factors = []
         for group in groups:
             sub = domain.project(group)

@@ -14,7 +14,8 @@ from ..domain import Domain
 from ..estimate import Estimate
 from ..kernels import assemble, project
 from ..kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
-from .estimation import Objective, estimate_total
+from ..measurement import resolve_total
+from .estimation import Objective
 from .factor import Factor
 from .junction_tree import index_map
 from .region_graph import KINDS, RegionGraph
@@ -514,12 +515,7 @@ class APPGM:
         measurements = list(measurements)
         for m in measurements:
             m.check(domain)
-        if total is None:
-            total = estimate_total(domain, measurements)
-            if total is None:
-                raise ValueError("the number of records is unknown and no measurement determines it "
-                                 "(none has the all-ones row in its query's row space); pass total=")
-        total = float(total)
+        total = resolve_total(domain, measurements, total)
         graph = self.graph_for(domain, measurements)
         start = None
         if warm_start is not None:

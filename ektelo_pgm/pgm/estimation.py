@@ -4,16 +4,16 @@ Both proximal algorithms of sec. 3.2 work on the flat buffer of the parameter cl
 (counts) and log-potentials: :func:`mirror_descent` (Algorithm 1, Armijo line search) and
 :func:`dual_averaging` (Algorithm 2, step from the Lipschitz constant of the loss gradient).
 Losses: L2 and L1 of the residuals weighted by 1/std (supplement C.1, C.2), or any convex
-callable of the marginals.  :func:`estimate_total` implements supplement E.1.
+callable of the marginals.
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, lsmr
 
 from ..domain import Domain
+from ..measurement import resolve_total
 from ..kernels import identity_loss, predicted_decrease, step as step_kernel
 from .clique_vector import CliqueVector
 from .factor import Factor
@@ -22,41 +22,6 @@ from .junction_tree import DEFAULT_MAX_MB, canonical, cells, index_map
 from .model import GraphicalModel
 
 TINY = float(np.finfo(float).tiny)
-
-
-def _weighted_transpose(query, w: np.ndarray) -> LinearOperator:
-    """(diag(w) Q)^T as a scipy operator."""
-    n = query.shape[1]
-    return LinearOperator((n, w.size), matvec=lambda u: query.T @ (w * np.ravel(u)),
-                          rmatvec=lambda x: w * (query @ np.ravel(x)), dtype=np.float64)
-
-
-def total_from(measurement, domain: Domain) -> tuple[float, float] | None:
-    """Unbiased estimate of the number of records from one measurement and its variance.
-
-    Supplement E.1 after the reweighting of C.2: with ``W = diag(1/std)``, find the minimum-norm
-    ``u`` with ``(W Q)^T u = 1``; the estimate is ``(W u) . y`` with variance ``|u|^2``.  Returns
-    None when the all-ones row is not in the row space of the query.
-    """
-    w = np.asarray(measurement.weights, dtype=np.float64)
-    if measurement.query is None:
-        return float(measurement.y.sum()), float(np.sum(1.0 / w**2))
-    n = cells(domain, measurement.attrs)
-    op = _weighted_transpose(measurement.query, w)
-    u = lsmr(op, np.ones(n), atol=1e-14, btol=1e-14, maxiter=max(100, 4 * n))[0]
-    if np.linalg.norm(op @ u - 1.0) > 1e-6 * np.sqrt(n):
-        return None
-    return float((w * u) @ measurement.y), float(u @ u)
-
-
-def estimate_total(domain: Domain, measurements: Sequence) -> float | None:
-    """Inverse-variance weighted number of records over every measurement that supports one
-    (McKenna et al. 2019, supplement E.1); None when none does.  At least 1."""
-    estimates = [e for m in measurements if (e := total_from(m, domain)) is not None]
-    if not estimates:
-        return None
-    values, variances = np.array(estimates).T
-    return max(1.0, float(np.sum(values / variances) / np.sum(1.0 / variances)))
 
 
 def _power_iteration(query, w: np.ndarray, iters: int = 100) -> float:
@@ -286,13 +251,7 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
         all_cliques += warm_start.cliques
     if not all_cliques:
         raise ValueError("nothing to estimate: no measurements and no cliques")
-    if total is None:
-        total = estimate_total(domain, measurements)
-        if total is None and warm_start is not None:
-            total = warm_start.total
-        if total is None:
-            raise ValueError("the total is unknown: no measurement's query has the all-ones row in its row "
-                             "space; pass total=")
+    total = resolve_total(domain, measurements, total, None if warm_start is None else warm_start.total)
     oracle = MarginalOracle(domain, all_cliques, max_mb)
     theta = np.zeros(oracle.size)
     if warm_start is not None:
