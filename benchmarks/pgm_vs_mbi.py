@@ -77,7 +77,7 @@ def choose_triples(domain, count: int, max_cells: float, rng) -> list[tuple[str,
 
     Uniformly random triples of adult reach 10^9 cells by k = 20, which neither side could
     estimate; the cap keeps every case feasible while still reaching millions of cells.  The
-    cases of one seed share a prefix, so k = 10 measures a subset of what k = 40 measures.
+    choice is sequential, so for one seed the k = 10 cliques are the first 10 of the k = 40 ones.
     """
     rng = np.random.default_rng(rng)
     candidates = list(itertools.combinations(domain.attrs, 3))
@@ -219,7 +219,7 @@ def run_case(args, k: int, seed: int) -> dict:
     data = load_adult(args.data)
     domain = data.domain
     clique_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
-    triples = choose_triples(domain, max(args.ks), args.max_cells, clique_seed)[:k]
+    triples = choose_triples(domain, k, args.max_cells, clique_seed)
     cliques = [(a,) for a in domain.attrs] + triples
     measurements = measure(data, cliques, args.sigma, noise_seed)
     truths = [data.marginal(m.attrs) for m in measurements]
@@ -328,6 +328,10 @@ def parse_args(argv=None):
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
     parser.add_argument("--ks", type=int, nargs="+", default=[0, 5, 10, 20, 40], help="numbers of 3-way marginals")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument(
+        "--cases", nargs="+", metavar="K:SEED",
+        help="explicit (k, seed) cases instead of every k with every seed, e.g. 0:0 40:0 40:1",
+    )
     parser.add_argument("--sigma", type=float, default=10.0, help="noise std (counts)")
     parser.add_argument("--iters", type=int, default=1000, help="mirror-descent iterations per estimate")
     parser.add_argument(
@@ -344,13 +348,22 @@ def parse_args(argv=None):
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "pgm_vs_mbi.json")
     parser.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
     parser.add_argument("--quick", action="store_true", help="smoke test: k in {0, 3}, one seed, 100 iterations")
-    parser.add_argument("--case", type=int, nargs=2, metavar=("K", "SEED"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", type=int, nargs=2, metavar=("K", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.ks, args.seeds, args.iters, args.timing_iters, args.max_pairs = [0, 3], [0], 100, [50, 100], 15
-        args.timing_budget = 2.0
+        args.timing_budget, args.cases = 2.0, None
         args.out = args.out.with_name("pgm_vs_mbi_quick.json")
         args.docs = None
+    if args.cases is None:
+        args.cases = list(itertools.product(args.ks, args.seeds))
+    else:
+        try:
+            args.cases = [tuple(int(x) for x in case.split(":")) for case in args.cases]
+        except ValueError:
+            parser.error("--cases: each case is K:SEED, two integers")
+        if any(len(case) != 2 for case in args.cases):
+            parser.error("--cases: each case is K:SEED, two integers")
     if args.timing_iters[1] <= args.timing_iters[0]:
         parser.error("--timing-iters: the second run must be longer than the first")
     return args
@@ -358,16 +371,16 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if args.case is not None:
-        print(json.dumps(run_case(args, *args.case)))
+    if args.worker is not None:
+        print(json.dumps(run_case(args, *args.worker)))
         return
     passthrough = list(argv if argv is not None else sys.argv[1:])
     data = load_adult(args.data)
     cases = []
-    for k, seed in itertools.product(args.ks, args.seeds):
+    for k, seed in args.cases:
         print(f"case k={k} seed={seed} ...", file=sys.stderr, flush=True)
         worker = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), *passthrough, "--case", str(k), str(seed)],
+            [sys.executable, str(Path(__file__).resolve()), *passthrough, "--worker", str(k), str(seed)],
             capture_output=True, text=True,
         )
         if worker.returncode != 0:
@@ -380,8 +393,7 @@ def main(argv=None) -> None:
             "data": "adult",
             "records": len(data),
             "attributes": len(data.domain),
-            "ks": args.ks,
-            "seeds": args.seeds,
+            "cases": args.cases,
             "sigma": args.sigma,
             "iters": args.iters,
             "timing_iters": args.timing_iters,
