@@ -277,7 +277,9 @@ def markdown(results: dict) -> str:
         f"k random 3-way marginals (junction tree capped at {cfg['max_cells']:.3g} cells by min-fill), "
         f"Gaussian noise std {cfg['sigma']:g}, {cfg['iters']} iterations of mirror descent each, "
         f"float64, both sides in one process per case.  Machine: {cfg['machine']}; "
-        f"run {cfg['date']}.  Ratios are ours / mbi; speed-ups mbi / ours.",
+        f"run {cfg['date']} on commit {cfg['code']['before']}"
+        + ("" if cfg["code"]["after"] == cfg["code"]["before"] else f" (changed to {cfg['code']['after']} during the run)")
+        + ".  Ratios are ours / mbi; speed-ups mbi / ours.",
         "",
         "| k | seed | tree cells (mbi) | first call s (ours / mbi) | of which set-up s | ms / iter (ours / mbi, speed-up) "
         "| loss (ours / mbi, ratio) | L1/N measured (ours / mbi) | L1/N all 2-way (ours / mbi) "
@@ -321,6 +323,17 @@ def write_docs(path: Path, table: str) -> None:
     else:
         text = f"{text.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
     path.write_text(text, encoding="utf-8")
+
+
+def code_state() -> str:
+    """Commit of the checkout, with '+dirty' when ektelo_pgm/ has uncommitted changes."""
+    git = ["git", "-C", str(REPO)]
+    try:
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        status = subprocess.run([*git, "status", "--porcelain", "ektelo_pgm"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return commit.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def parse_args(argv=None):
@@ -376,6 +389,7 @@ def main(argv=None) -> None:
         return
     passthrough = list(argv if argv is not None else sys.argv[1:])
     data = load_adult(args.data)
+    code_before = code_state()
     cases = []
     for k, seed in args.cases:
         print(f"case k={k} seed={seed} ...", file=sys.stderr, flush=True)
@@ -401,6 +415,7 @@ def main(argv=None) -> None:
             "max_cells": args.max_cells,
             "max_pairs": args.max_pairs,
             "tolerance": args.tolerance,
+            "code": {"before": code_before, "after": code_state()},
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
             "versions": {name: version(name) for name in ("mbi", "jax", "numpy", "numba")},
