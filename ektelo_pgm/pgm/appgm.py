@@ -21,6 +21,12 @@ from .junction_tree import index_map
 from .region_graph import KINDS, RegionGraph
 
 
+# Relative loss increase that makes the proximal loop undo a step and halve its step size.  Smaller
+# rises also come from the messages moving towards consistency (the loss of inconsistent
+# pseudo-marginals can be lower), which no step size cures.
+RISE = 1e-3
+
+
 class ConvexGBP:
     """CONVEX-GBP marginal oracle on ``graph`` with log-space messages kept between calls.
 
@@ -220,12 +226,13 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     McKenna et al. 2021, sec. 4 (Theorem 2) and sec. 6: one warm-started message update per
     step (extrapolated, see :meth:`ConvexGBP.step`), constant step size ``stepsize`` (default
     :meth:`MeasuredCliques.stepsize`; divided by ``sqrt(t + 1)`` for the non-smooth L1 loss); a
-    step that raises a smooth loss by more than rounding is undone and the step size halved, the
-    damping raised; then up to ``final_iters`` message updates at the
+    step that raises a smooth loss by more than the fraction ``RISE`` is undone, the messages
+    brought near consistency at the old parameters (up to 100 updates), the step size halved and
+    the damping raised; then up to ``final_iters`` message updates at the
     final parameters until the largest local-consistency violation is below ``tol * total``.
     ``warm_start`` is an earlier ``(theta, oracle)`` on the same graph.  ``callback(t, loss)`` is
-    called after every step.  Returns ``(beliefs, theta, oracle, history)`` with beliefs in
-    counts (each region sums to ``total``) and the loss after every step.
+    called after every step.  Returns ``(beliefs, theta, oracle, history, rejected)``: beliefs in
+    counts (each region sums to ``total``), the loss after every step and the undone steps.
     """
     if total <= 0 or not np.isfinite(total):
         raise ValueError(f"total must be a positive number of records, got {total}")
@@ -239,6 +246,7 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     if not stepsize > 0:
         raise ValueError(f"stepsize must be positive, got {stepsize}")
     smooth = loss != "l1"
+    rejected: list[int] = []
     beliefs = oracle(theta, total)
     value, grad = objective(beliefs)
     history = []
@@ -247,34 +255,40 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
         new_theta = theta - (stepsize if smooth else stepsize / np.sqrt(t + 1.0)) * grad
         new_beliefs = oracle(new_theta, total, extrapolate=True)
         new_value, new_grad = objective(new_beliefs)
-        if smooth and new_value > value * (1 + 1e-9) + 1e-12:
+        if smooth and new_value > value * (1 + RISE):
+            # undo the step and bring the messages close to consistency at the old parameters,
+            # so that the next comparison measures the step, not the messages catching up
             oracle.restore(saved)
+            rejected.append(t)
             stepsize *= 0.5
-            oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.95)
+            oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.9)
+            beliefs = consistent_beliefs(oracle, theta, total, 100, 1e-6)
+            value, grad = objective(beliefs)
         else:
             theta, beliefs, value, grad = new_theta, new_beliefs, new_value, new_grad
         history.append(value)
         if callback is not None:
             callback(t, value)
+    oracle.damping = damping
     beliefs = consistent_beliefs(oracle, theta, total, final_iters, tol)
-    return beliefs, theta, oracle, history
+    return beliefs, theta, oracle, history, rejected
 
 
 def consistent_beliefs(oracle: ConvexGBP, theta: np.ndarray, total: float, iters: int, tol: float) -> np.ndarray:
     """Run message updates at fixed ``theta`` until the pseudo-marginals are locally consistent.
 
-    Stops once the largest violation is below ``tol * total`` (or after ``iters`` updates);
-    the damping is raised whenever the violation grows.
+    Stops once the largest violation (checked every 10 updates) is below ``tol * total``, or
+    after ``iters`` updates; the damping is raised whenever the violation grows.
     """
     beliefs = oracle.beliefs(theta, total)
-    gap = oracle.violation(beliefs)
-    for _ in range(iters):
-        if gap <= tol * total:
-            break
-        beliefs = oracle(theta, total)
+    gap, done = oracle.violation(beliefs), 0
+    while gap > tol * total and done < iters:
+        batch = min(10, iters - done)
+        beliefs = oracle(theta, total, iters=batch)
+        done += batch
         new_gap = oracle.violation(beliefs)
         if new_gap > gap:
-            oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.95)
+            oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.9)
         gap = new_gap
     return beliefs
 
@@ -520,10 +534,12 @@ class APPGM:
         start = None
         if warm_start is not None:
             start = _transfer(warm_start, graph, self.damping)
-        beliefs, theta, oracle, history = mirror_descent(
+        beliefs, theta, oracle, history, rejected = mirror_descent(
             graph, measurements, total, loss=self.loss, iters=self.iters, stepsize=self.stepsize,
             damping=self.damping, final_iters=self.final_iters, tol=self.tol, warm_start=start, callback=callback)
-        return APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters)
+        estimate = APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters)
+        estimate.rejected = rejected
+        return estimate
 
 
 def _transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
