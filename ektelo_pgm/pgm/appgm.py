@@ -311,7 +311,7 @@ def max_entropy_marginal(graph: RegionGraph, beliefs: np.ndarray, attrs, iters: 
     shape = domain.project(r).shape
     total = float(beliefs[graph.offsets[0]:graph.offsets[1]].sum())
     overlaps: dict[tuple, list] = {}
-    touched = set().union(*(graph._holders[a] for a in r)) if r else set()
+    touched = set().union(*(graph.holders[a] for a in r)) if r else set()
     for u in sorted(touched):
         s = tuple(a for a in r if a in graph.regions[u])
         part = _region_factor(graph, beliefs, u).project(s)
@@ -356,7 +356,7 @@ def sampling_order(graph: RegionGraph) -> list[str]:
     for r in graph.regions:
         for a in r:
             neighbours[a] |= set(r) - {a}
-    count = {a: len(graph._holders[a]) for a in domain.attrs}
+    count = {a: len(graph.holders[a]) for a in domain.attrs}
     position = {a: i for i, a in enumerate(domain.attrs)}
     order, done = [], set()
     while len(order) < len(domain):
@@ -392,7 +392,7 @@ def sample_records(graph: RegionGraph, beliefs: np.ndarray, n: int, rng=None, sw
     rows = np.arange(n)
     for a in sampling_order(graph):
         scopes: dict[tuple, int] = {}
-        for u in graph._holders[a]:
+        for u in graph.holders[a]:
             s = tuple(b for b in graph.regions[u] if b in done)
             if s and (s not in scopes or graph.sizes[u] < graph.sizes[scopes[s]]):
                 scopes[s] = u
@@ -441,17 +441,19 @@ class APPGMEstimate(Estimate):
 
     ``project`` sums in-model marginals out of the smallest region containing them and answers
     out-of-model ones by :func:`max_entropy_marginal` (McKenna et al. 2021, sec. 4, "Inference").
-    ``theta`` (log-potentials) and the oracle's messages allow a warm start.
+    ``theta`` (log-potentials) and the oracle's messages allow a warm start; ``history`` holds
+    the loss after every proximal step and ``rejected`` the steps that were undone.
     """
 
     def __init__(self, graph: RegionGraph, beliefs: np.ndarray, theta: np.ndarray, oracle: ConvexGBP,
-                 history=(), out_of_model_iters: int = 3000):
+                 history=(), out_of_model_iters: int = 3000, rejected=()):
         self.domain = graph.domain
         self.graph = graph
         self.beliefs = beliefs
         self.theta = theta
         self.oracle = oracle
         self.history = list(history)
+        self.rejected = list(rejected)
         self.out_of_model_iters = int(out_of_model_iters)
 
     @property
@@ -488,10 +490,10 @@ class APPGMEstimate(Estimate):
 class APPGM:
     """Reconstruction by APPGM (McKenna et al. 2021): PROX-PGM over the local polytope.
 
-    ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, on which
-    the estimate is that of exact Private-PGM); ``loss`` is "l2", "l1" or a custom callable (see
-    :class:`MeasuredCliques`); ``iters`` proximal steps with constant ``stepsize`` (default from
-    the loss curvature, halved with a damping raise when the loss goes up); ``counting_numbers``
+    ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
+    polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
+    ``loss`` is "l2", "l1" or a custom callable (see :class:`MeasuredCliques`); ``iters``
+    proximal steps with constant ``stepsize`` (see :func:`mirror_descent`); ``counting_numbers``
     maps regions to positive kappa (default 1).  ``reconstruct(domain, measurements, total=None,
     warm_start=None)`` returns an :class:`APPGMEstimate`; an unknown total is estimated from the
     measurements (McKenna et al. 2019, supplement E.1).
@@ -526,6 +528,11 @@ class APPGM:
 
     def reconstruct(self, domain: Domain, measurements, total=None, warm_start: APPGMEstimate | None = None,
                     callback=None) -> APPGMEstimate:
+        """Pseudo-marginals (counts, ``total`` records, estimated when None) fitting the measurements.
+
+        ``warm_start``: an earlier APPGMEstimate whose parameters and messages are reused where
+        regions coincide; ``callback(step, loss)`` after every proximal step.
+        """
         measurements = list(measurements)
         for m in measurements:
             m.check(domain)
@@ -537,9 +544,7 @@ class APPGM:
         beliefs, theta, oracle, history, rejected = mirror_descent(
             graph, measurements, total, loss=self.loss, iters=self.iters, stepsize=self.stepsize,
             damping=self.damping, final_iters=self.final_iters, tol=self.tol, warm_start=start, callback=callback)
-        estimate = APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters)
-        estimate.rejected = rejected
-        return estimate
+        return APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters, rejected)
 
 
 def _transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):

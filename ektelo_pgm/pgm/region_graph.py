@@ -74,10 +74,10 @@ class RegionGraph:
         self.offsets = np.zeros(len(self.regions) + 1, dtype=np.int64)
         self.offsets[1:] = np.cumsum(self.sizes)
         self._layout = None
-        self._holders: dict[str, set[int]] = {a: set() for a in domain.attrs}
+        self.holders: dict[str, set[int]] = {a: set() for a in domain.attrs}  # attribute -> regions
         for i, r in enumerate(self.regions):
             for a in r:
-                self._holders[a].add(i)
+                self.holders[a].add(i)
 
     @classmethod
     def build(cls, kind: str, domain: Domain, cliques: Iterable, counting_numbers: Mapping | None = None,
@@ -106,7 +106,7 @@ class RegionGraph:
         attrs = self.domain.check(attrs)
         if not attrs:
             return int(np.argmin(self.sizes))
-        fits = set.intersection(*(self._holders[a] for a in attrs))
+        fits = set.intersection(*(self.holders[a] for a in attrs))
         return min(fits, key=lambda i: (self.sizes[i], i)) if fits else None
 
     def supports(self, clique: Iterable[str]) -> bool:
