@@ -147,8 +147,8 @@ def best_branching(n: int) -> int:
     """Branching factor ``b`` minimising ``(b - 1) h^3``, ``h`` the number of levels: a range
     query takes about ``b - 1`` nodes per level and each node's noise variance grows as
     ``h^2`` (the tree's sensitivity is ``h``); Qardaji, Yang and Li, "Understanding hierarchical
-    methods for differentially private histograms", VLDB 2013, sec. 4.  ``b >= n`` is the flat
-    identity."""
+    methods for differentially private histograms", VLDB 2013, whose analysis this simplifies).
+    ``b >= n`` is the flat identity."""
     if n <= 2:
         return 2
     # beyond sqrt(n) the tree has two levels (cost rising with b) until b = n leaves one
@@ -251,7 +251,7 @@ def _projected_norms(query: Query, domain: Domain) -> dict[int, float]:
 class HDMMMarginals:
     """A weighted set of marginals optimised for a workload: HDMM's OPT_M parameterisation
     (McKenna, Miklau, Hay and Machanavajjhala, "Optimizing error of high-dimensional
-    statistical queries under differential privacy", VLDB 2018, sec. 6.2).
+    statistical queries under differential privacy", VLDB 2018: the marginals strategy OPT_M).
 
     The strategy measures ``theta_S * Marginal(S)`` for attribute subsets ``S``.  Marginal
     grams form a commutative algebra diagonalised by the projectors ``E_T`` (for each
