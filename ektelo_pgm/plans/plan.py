@@ -77,8 +77,8 @@ def compare(domain: Domain, measurements, operators: dict, workload, truth: Data
     and score it by the workload error of McKenna et al. 2019, sec. 5.1 against ``truth``.
 
     An operator that refuses for lack of memory (a ``MemoryError`` naming the size, as the
-    full-vector operators raise above their domain limit) is reported with ``refused`` set
-    instead of stopping the comparison.
+    full-vector operators raise above their domain limit and the graphical models above their
+    model-size limit) is reported with ``refused`` set instead of stopping the comparison.
     """
     from ..metrics import workload_error
 
