@@ -1,6 +1,6 @@
 """Workloads: weighted linear queries over marginals, and the standard builders.
 
-A :class:`Workload` is a list of entries ``(attrs, query, weight)``: ``query`` is an
+A :class:`Workload` is a list of :class:`Query` ``(attrs, matrix, weight)``: ``matrix`` is an
 implicit matrix (``ektelo_pgm.matrix``) over the marginal on ``attrs`` raveled in C
 order over ``attrs`` in the order given (``None`` means the identity, i.e. the
 marginal counts), and ``weight`` (> 0) scales its answers.  Answers are counts.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,12 +19,52 @@ from .domain import Domain
 from .estimate import Estimate
 
 
-class Entry(NamedTuple):
-    """One sub-workload: ``weight * query`` applied to the marginal on ``attrs``."""
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A linear query over the marginal on ``attrs``: one entry of a workload or one selection.
+
+    ``matrix`` is an implicit operator whose columns index that marginal (raveled in C
+    order over ``attrs`` in the order given); ``None`` means the identity, i.e. the
+    marginal counts themselves.  ``weight`` (> 0) scales the query: in a workload it
+    scales the answers, in a selection it is the relative accuracy when several queries
+    are measured together (answers scaled by ``weight`` before noise is added, so their
+    noise std is divided by it).
+    """
 
     attrs: tuple[str, ...]
-    query: mx.Matrix | None = None
+    matrix: mx.Matrix | None = None
     weight: float = 1.0
+
+    def __post_init__(self):
+        attrs = (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs)
+        if not all(isinstance(a, str) for a in attrs):
+            raise TypeError(f"Query: attributes {attrs!r} must be names (strings)")
+        object.__setattr__(self, "attrs", attrs)
+        if self.matrix is not None:
+            object.__setattr__(self, "matrix", mx.as_matrix(self.matrix))
+        weight = float(self.weight)
+        if not math.isfinite(weight) or weight <= 0:
+            raise ValueError(f"Query on {list(attrs)}: weight must be positive and finite, got {self.weight!r}")
+        object.__setattr__(self, "weight", weight)
+
+    def local(self, domain: Domain) -> mx.Matrix:
+        """The query matrix over the marginal on ``attrs`` (the identity when none was given),
+        without the weight."""
+        cells = domain.size(domain.check(self.attrs))
+        if self.matrix is None:
+            return mx.Identity(cells)
+        if self.matrix.shape[1] != cells:
+            raise ValueError(f"Query on {list(self.attrs)}: the matrix has {self.matrix.shape[1]} columns "
+                             f"but the marginal has {cells} cells")
+        return self.matrix
+
+    def answer(self, counts: np.ndarray, domain: Domain) -> np.ndarray:
+        """Unweighted answers (counts) of the query on marginal ``counts`` over ``attrs``."""
+        return self.local(domain) @ np.asarray(counts, dtype=np.float64).ravel()
+
+    def __repr__(self) -> str:
+        what = "marginal" if self.matrix is None else repr(self.matrix)
+        return f"Query({list(self.attrs)}, {what}, weight={self.weight:g})"
 
 
 def counts(source, attrs) -> np.ndarray:
@@ -37,35 +77,27 @@ def counts(source, attrs) -> np.ndarray:
     raise TypeError(f"expected a Dataset or an Estimate, got {type(source).__name__}")
 
 
-def _entry(item) -> Entry:
+def as_query(item) -> Query:
+    """``item`` as a :class:`Query`: a Query, an attribute name or tuple (a marginal), or an
+    ``(attrs, matrix[, weight])`` tuple."""
+    if isinstance(item, Query):
+        return item
     if isinstance(item, str):
-        return Entry((item,))
-    if all(hasattr(item, name) for name in ("attrs", "matrix", "weight")):  # operators.select.Query
-        item = (item.attrs, item.matrix, item.weight)
+        return Query((item,))
     item = tuple(item)
     if all(isinstance(a, str) for a in item):
-        return Entry(item)
+        return Query(item)
     if len(item) not in (2, 3):
-        raise ValueError(f"workload entry {item!r} is not attrs, (attrs, query) or (attrs, query, weight)")
-    attrs, query, *weight = item
-    attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
-    if not all(isinstance(a, str) for a in attrs):
-        raise TypeError(f"workload entry: attributes {attrs!r} must be names (strings)")
-    weight = float(weight[0]) if weight else 1.0
-    if not math.isfinite(weight) or weight <= 0:
-        raise ValueError(f"workload entry on {list(attrs)}: weight must be positive and finite, got {weight!r}")
-    return Entry(attrs, None if query is None else mx.as_matrix(query), weight)
+        raise ValueError(f"workload entry {item!r} is not attrs, (attrs, matrix) or (attrs, matrix, weight)")
+    return Query(*item)
 
 
 class Workload:
-    """A list of :class:`Entry` ``(attrs, query, weight)``.
-
-    Built from entries, attribute tuples (marginals), ``(attrs, query[, weight])``
-    tuples or ``operators.select.Query`` objects.  Iterating yields the entries.
-    """
+    """A list of :class:`Query` entries, built from anything :func:`as_query` accepts.
+    Iterating yields the entries."""
 
     def __init__(self, entries):
-        self.entries = [_entry(e) for e in entries]
+        self.entries = [as_query(e) for e in entries]
         if not self.entries:
             raise ValueError("a workload needs at least one entry")
 
@@ -77,14 +109,11 @@ class Workload:
     def check(self, domain: Domain) -> None:
         """Raise a clear error unless every entry fits ``domain``."""
         for e in self.entries:
-            cells = domain.size(domain.check(e.attrs))
-            if e.query is not None and e.query.shape[1] != cells:
-                raise ValueError(f"workload entry on {list(e.attrs)}: the query has {e.query.shape[1]} "
-                                 f"columns but the marginal has {cells} cells")
+            e.local(domain)
 
-    def local(self, entry: Entry, domain: Domain) -> mx.Matrix:
-        """``weight * query`` of ``entry`` over its marginal (Identity when the query is None)."""
-        query = mx.Identity(domain.size(entry.attrs)) if entry.query is None else entry.query
+    def local(self, entry: Query, domain: Domain) -> mx.Matrix:
+        """``weight * matrix`` of ``entry`` over its marginal (Identity when the matrix is None)."""
+        query = entry.local(domain)
         return query if entry.weight == 1.0 else entry.weight * query
 
     def answer(self, source) -> list[np.ndarray]:
@@ -117,12 +146,12 @@ class Workload:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def __getitem__(self, i) -> Entry:
+    def __getitem__(self, i) -> Query:
         return self.entries[i]
 
     def __repr__(self) -> str:
         def show(e):
-            query = "marginal" if e.query is None else repr(e.query)
+            query = "marginal" if e.matrix is None else repr(e.matrix)
             weight = "" if e.weight == 1.0 else f", weight={e.weight:g}"
             return f"({list(e.attrs)}, {query}{weight})"
         return "Workload([" + ", ".join(show(e) for e in self.entries) + "])"

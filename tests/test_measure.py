@@ -12,7 +12,7 @@ from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
 from ektelo_pgm.operators import measure
 from ektelo_pgm.operators.measure import Gaussian, Laplace, stacked_sensitivity
-from ektelo_pgm.operators.select import Query
+from ektelo_pgm.workload import Query
 from ektelo_pgm.privacy import Budget, BudgetExceededError
 
 DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 4, 2])

@@ -15,7 +15,8 @@ from ektelo_pgm.operators.least_squares import LeastSquares, LocalLeastSquares, 
 from ektelo_pgm.operators.measure import Gaussian, Laplace
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
-from ektelo_pgm.operators.select import Query, WorstApproximated
+from ektelo_pgm.operators.select import WorstApproximated
+from ektelo_pgm.workload import Query
 from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.privacy import Budget, BudgetExceededError
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ektelo_pgm import Dataset, Domain, VectorEstimate
 from ektelo_pgm import matrix as mx
 from ektelo_pgm.operators import select
-from ektelo_pgm.operators.select import Query
+from ektelo_pgm.workload import Query
 from ektelo_pgm.privacy import Budget, BudgetExceededError, exponential_probabilities
 
 DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])

@@ -10,8 +10,7 @@ from ektelo_pgm import matrix as mx
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.estimate import VectorEstimate
-from ektelo_pgm.operators.select import Query
-from ektelo_pgm.workload import (Entry, Workload, all_range, as_workload, counts,
+from ektelo_pgm.workload import (Query, Workload, all_range, as_workload, counts,
                                  kway_marginals, marginals_up_to, prefix,
                                  range_marginals)
 
@@ -49,7 +48,7 @@ def workloads(draw):
             rows = draw(st.integers(1, 5))
             query = mx.Dense(np.random.default_rng(len(entries)).normal(size=(rows, domain.size(attrs))))
         else:
-            query = (prefix if kind == "prefix" else all_range)(domain, attrs)[0].query
+            query = (prefix if kind == "prefix" else all_range)(domain, attrs)[0].matrix
         entries.append((tuple(attrs), query, weight))
     return data, Workload(entries)
 
@@ -68,7 +67,7 @@ def test_full_matrix_times_datavector_equals_answers(case):
     for a, b in zip(w.answer(estimate), answers):
         assert np.allclose(a, b)
     for e, a in zip(w, answers):  # brute force per entry, weights included
-        local = mx.Identity(data.domain.size(e.attrs)) if e.query is None else e.query
+        local = mx.Identity(data.domain.size(e.attrs)) if e.matrix is None else e.matrix
         assert np.allclose(a, e.weight * (local.dense() @ data.marginal(e.attrs).ravel()))
 
 
@@ -92,7 +91,7 @@ def test_kway_and_up_to():
     d = Domain(list("abcde"), [2, 3, 2, 2, 4])
     w = kway_marginals(d, 2)
     assert w.cliques == list(itertools.combinations("abcde", 2))
-    assert all(e.query is None and e.weight == 1.0 for e in w)
+    assert all(e.matrix is None and e.weight == 1.0 for e in w)
     assert kway_marginals(d, 2, attrs=["e", "a", "c"]).cliques == [("a", "c"), ("a", "e"), ("c", "e")]
     up = marginals_up_to(d, 3)
     assert len(up) == 5 + 10 + 10 and up.cliques[:5] == [(a,) for a in "abcde"]
@@ -112,9 +111,9 @@ def test_range_marginals_structure_and_seed():
     for e in w:
         assert e.attrs == d.canonical(e.attrs) and len(e.attrs) == 3
         if {"income", "age"}.isdisjoint(e.attrs):
-            assert e.query is None
+            assert e.matrix is None
         else:
-            kinds = [type(f).__name__ for f in e.query.factors]
+            kinds = [type(f).__name__ for f in e.matrix.factors]
             assert kinds == ["Prefix" if a in numeric else "Identity" for a in e.attrs]
     again = range_marginals(d, numeric, triples=4, rng=np.random.default_rng(7))
     assert again.cliques == range_marginals(d, numeric, triples=4, rng=7).cliques
@@ -146,7 +145,7 @@ def test_range_marginals_on_adult_against_record_counts():
 def test_entry_forms():
     d = Domain(["a", "b", "c"], [2, 3, 4])
     w = Workload(["a", ("a", "b"), (("b", "c"), mx.Prefix(12)), ("c", mx.Total(4), 2.5),
-                  Query(("c", "a"), None, 4.0), Entry(("b",), mx.Ones(2, 3), 0.5)])
+                  Query(("c", "a"), None, 4.0), Query(("b",), mx.Ones(2, 3), 0.5)])
     assert [e.attrs for e in w] == [("a",), ("a", "b"), ("b", "c"), ("c",), ("c", "a"), ("b",)]
     assert [e.weight for e in w] == [1.0, 1.0, 1.0, 2.5, 4.0, 0.5]
     w.check(d)
@@ -164,7 +163,7 @@ def test_bad_entries():
         Workload([("a", None, 0.0)])
     with pytest.raises(ValueError, match="weight must be positive"):
         Workload([("a", None, float("nan"))])
-    with pytest.raises(ValueError, match=r"entry on \['a', 'b'\]: the query has 5 columns but the marginal has 6"):
+    with pytest.raises(ValueError, match=r"Query on \['a', 'b'\]: the matrix has 5 columns but the marginal has 6"):
         Workload([(("a", "b"), mx.Identity(5))]).check(d)
     with pytest.raises(KeyError, match="'z'"):
         Workload([("z",)]).answer(random_dataset((2, 3), 5, 0))

@@ -16,7 +16,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..measurement import Measurement
 from ..privacy import Budget, gaussian, gaussian_sigma, laplace, laplace_scale
-from .select import Query
+from ..workload import Query
 
 #: Largest intermediate table (cells) of the exact max-sum used for stacked sensitivities.
 MAX_SENSITIVITY_CELLS = 2 ** 24

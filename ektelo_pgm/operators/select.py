@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
@@ -21,57 +20,13 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
 from ..privacy import Budget, exponential
-from ..workload import as_workload
-
-
-@dataclass(frozen=True, eq=False)
-class Query:
-    """A linear query over the marginal on ``attrs``.
-
-    ``matrix`` is an implicit operator whose columns index that marginal (raveled in C
-    order over ``attrs`` in the order given); ``None`` means the identity, i.e. the
-    marginal counts themselves.  ``weight`` (> 0) is the relative accuracy of the query
-    when several are measured together: answers are scaled by ``weight`` before noise is
-    added, so their noise std is divided by it.
-    """
-
-    attrs: tuple[str, ...]
-    matrix: mx.Matrix | None = None
-    weight: float = 1.0
-
-    def __post_init__(self):
-        attrs = (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs)
-        object.__setattr__(self, "attrs", attrs)
-        if self.matrix is not None:
-            object.__setattr__(self, "matrix", mx.as_matrix(self.matrix))
-        weight = float(self.weight)
-        if not math.isfinite(weight) or weight <= 0:
-            raise ValueError(f"Query on {list(attrs)}: weight must be positive and finite, got {self.weight!r}")
-        object.__setattr__(self, "weight", weight)
-
-    def local(self, domain: Domain) -> mx.Matrix:
-        """The query matrix over the marginal on ``attrs`` (the identity when none was given)."""
-        cells = domain.size(domain.check(self.attrs))
-        if self.matrix is None:
-            return mx.Identity(cells)
-        if self.matrix.shape[1] != cells:
-            raise ValueError(f"Query on {list(self.attrs)}: the matrix has {self.matrix.shape[1]} columns "
-                             f"but the marginal has {cells} cells")
-        return self.matrix
-
-    def answer(self, counts: np.ndarray, domain: Domain) -> np.ndarray:
-        """Answers (counts) of the query on marginal ``counts`` over ``attrs``."""
-        return self.local(domain) @ np.asarray(counts, dtype=np.float64).ravel()
-
-    def __repr__(self) -> str:
-        what = "marginal" if self.matrix is None else repr(self.matrix)
-        return f"Query({list(self.attrs)}, {what}, weight={self.weight:g})"
+from ..workload import Query, as_workload
 
 
 def workload_queries(workload) -> list[Query]:
     """The entries of a workload (anything :func:`ektelo_pgm.workload.as_workload` accepts:
     a ``Workload``, attribute tuples, ``(attrs, matrix[, weight])`` tuples or queries)."""
-    return [Query(e.attrs, e.query, e.weight) for e in as_workload(workload)]
+    return list(as_workload(workload))
 
 
 class Identity:

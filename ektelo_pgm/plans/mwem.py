@@ -10,7 +10,8 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
 from ..operators.multiplicative_weights import FactoredEstimate, MultiplicativeWeights
-from ..operators.select import Query, WorstApproximated, workload_queries
+from ..operators.select import WorstApproximated, workload_queries
+from ..workload import Query
 from ..privacy import Budget
 from .plan import PlanResult
 from .ready import mechanism
