@@ -24,6 +24,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -366,7 +367,7 @@ def parse_args(argv=None):
     if args.quick:
         args.ks, args.seeds, args.iters, args.timing_iters, args.max_pairs = [0, 3], [0], 100, [50, 100], 15
         args.timing_budget, args.cases = 2.0, None
-        args.out = args.out.with_name("pgm_vs_mbi_quick.json")
+        args.out = Path(tempfile.gettempdir()) / "pgm_vs_mbi_quick.json"
         args.docs = None
     if args.cases is None:
         args.cases = list(itertools.product(args.ks, args.seeds))
