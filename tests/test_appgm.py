@@ -6,7 +6,7 @@ from scipy.optimize import minimize
 
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
-from ektelo_pgm.matrix import Dense, Prefix
+from ektelo_pgm.matrix import Dense, Identity, Kronecker, Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.appgm import APPGM, ConvexGBP, MeasuredCliques, max_entropy_marginal, mirror_descent
@@ -263,6 +263,30 @@ def test_step_size_safeguard_recovers_from_a_huge_step():
     good = APPGM(iters=1500).reconstruct(DOMAIN, ms, total=len(data))
     assert history[-1] <= good.history[-1] * 1.05
     assert oracle.violation(beliefs) < 1e-6 * len(data)
+
+
+def test_step_size_adapts_to_heterogeneous_noise_and_prefix_queries():
+    """Noise stds 1 to 100 and prefix queries on a junction tree: the worst-case initial step is
+    far too small for most of the loss; the adapted step reaches exact Private-PGM's loss
+    (Algorithm 1, same number of steps), which the constant step missed by a factor of 60."""
+    domain = Domain(["A", "B", "C", "D"], [6, 3, 4, 2])
+    data = correlated_data(domain, seed=21)
+    rng = np.random.default_rng(22)
+    ms = []
+    for attrs, query, std in [(("A", "B"), Kronecker([Prefix(6), Identity(3)]), 1.0), (("B", "C"), None, 100.0),
+                              (("C", "D"), Kronecker([Prefix(4), Identity(2)]), 10.0), (("A",), Prefix(6), 100.0)]:
+        answers = data.marginal(attrs).ravel()
+        answers = answers if query is None else query @ answers
+        ms.append(Measurement(attrs, answers + rng.normal(0, std, answers.size), std, query=query))
+
+    def loss(est):
+        return sum(0.5 * float(np.sum(((m.query_for(domain) @ est.project(m.attrs).ravel() - m.y) / m.std) ** 2))
+                   for m in ms)
+
+    exact = loss(PGM(iters=3000).reconstruct(domain, ms, total=len(data)))
+    adapted = APPGM(iters=3000, region_graph="tree").reconstruct(domain, ms, total=len(data))
+    assert loss(adapted) <= 1.03 * exact
+    assert len(adapted.history) == 3000 and adapted.rejected
 
 
 def test_warm_start_carries_parameters_onto_a_larger_graph():

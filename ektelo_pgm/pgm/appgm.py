@@ -3,7 +3,8 @@
 McKenna, Pradhan, Sheldon, Miklau (2021), "Relaxed marginal consistency for differentially
 private query answering": CONVEX-GBP as marginal oracle (sec. 4, Theorems 1-2), the proximal
 loop over the local polytope (Problem 2) with the practical choices of sec. 6 (one warm-started
-message update per step, damping, constant step size), out-of-model marginals by Problem 4.
+message update per step, damping) and the step size adapted as in Algorithm 1 of McKenna et al.
+(2019), out-of-model marginals by Problem 4.
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from .region_graph import KINDS, RegionGraph
 # rises also come from the messages moving towards consistency (the loss of inconsistent
 # pseudo-marginals can be lower), which no step size cures.
 RISE = 1e-3
+# The proximal loop doubles its step after GROW accepted steps in a row and halves it at most
+# HALVINGS times within one step before declaring the loss converged.
+GROW = 4
+HALVINGS = 25
 
 
 class ConvexGBP:
@@ -196,7 +201,7 @@ class MeasuredCliques:
         return value, self.gradient_to_regions(grad)
 
     def stepsize(self, total: float, iters: int) -> float:
-        """Default step of the proximal loop (McKenna et al. 2021, proof of Theorem 2).
+        """Initial step of the proximal loop (McKenna et al. 2021, proof of Theorem 2).
 
         L2: ``min(kappa) / (total * K * h)`` with ``K`` the largest per-clique eigenvalue of
         ``Q^T W^2 Q`` and ``h`` the most cliques hosted by one region, so that mirror descent with
@@ -224,15 +229,20 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     """PROX-PGM over the local polytope of ``graph`` with CONVEX-GBP as oracle (Problem 2).
 
     McKenna et al. 2021, sec. 4 (Theorem 2) and sec. 6: one warm-started message update per
-    step (extrapolated, see :meth:`ConvexGBP.step`), constant step size ``stepsize`` (default
-    :meth:`MeasuredCliques.stepsize`; divided by ``sqrt(t + 1)`` for the non-smooth L1 loss); a
-    step that raises a smooth loss by more than the fraction ``RISE`` is undone, the messages
-    brought near consistency at the old parameters (up to 100 updates), the step size halved and
-    the damping raised; then up to ``final_iters`` message updates at the
-    final parameters until the largest local-consistency violation is below ``tol * total``.
+    step (extrapolated, see :meth:`ConvexGBP.step`) from the initial step size ``stepsize``
+    (default :meth:`MeasuredCliques.stepsize`).  For smooth losses the step size is adapted as by
+    the line search of McKenna et al. 2019, Algorithm 1: a step that raises the loss by more than
+    the fraction ``RISE`` is undone, the messages brought near consistency at the old parameters
+    (up to 100 updates) and the step retried at half the size (at most ``HALVINGS`` times, else
+    the loop stops: converged); after ``GROW`` accepted steps in a row the step size doubles, so
+    that it follows the loss's actual curvature rather than the worst-case bound.  For the
+    non-smooth L1 loss the step at ``t`` is ``stepsize / sqrt(t + 1)``.  Then up to
+    ``final_iters`` message updates at the final parameters until the largest local-consistency
+    violation is below ``tol * total``.
     ``warm_start`` is an earlier ``(theta, oracle)`` on the same graph.  ``callback(t, loss)`` is
-    called after every step.  Returns ``(beliefs, theta, oracle, history, rejected)``: beliefs in
-    counts (each region sums to ``total``), the loss after every step and the undone steps.
+    called after every accepted step.  Returns ``(beliefs, theta, oracle, history, rejected)``:
+    beliefs in counts (each region sums to ``total``), the loss after every accepted step and the
+    index ``t`` of every undone trial (once per halving).
     """
     if total <= 0 or not np.isfinite(total):
         raise ValueError(f"total must be a positive number of records, got {total}")
@@ -250,22 +260,30 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     beliefs = oracle(theta, total)
     value, grad = objective(beliefs)
     history = []
+    streak = 0
     for t in range(iters):
-        saved = oracle.state()
-        new_theta = theta - (stepsize if smooth else stepsize / np.sqrt(t + 1.0)) * grad
-        new_beliefs = oracle(new_theta, total, extrapolate=True)
-        new_value, new_grad = objective(new_beliefs)
-        if smooth and new_value > value * (1 + RISE):
+        for _ in range(HALVINGS):
+            saved = oracle.state()
+            new_theta = theta - (stepsize if smooth else stepsize / np.sqrt(t + 1.0)) * grad
+            new_beliefs = oracle(new_theta, total, extrapolate=True)
+            new_value, new_grad = objective(new_beliefs)
+            if not (smooth and new_value > value * (1 + RISE)):
+                break
             # undo the step and bring the messages close to consistency at the old parameters,
             # so that the next comparison measures the step, not the messages catching up
             oracle.restore(saved)
             rejected.append(t)
             stepsize *= 0.5
-            oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.9)
+            streak = 0
             beliefs = consistent_beliefs(oracle, theta, total, 100, 1e-6)
             value, grad = objective(beliefs)
         else:
-            theta, beliefs, value, grad = new_theta, new_beliefs, new_value, new_grad
+            break  # no step size lowers the loss: converged
+        theta, beliefs, value, grad = new_theta, new_beliefs, new_value, new_grad
+        streak += 1
+        if smooth and streak == GROW:
+            stepsize *= 2.0
+            streak = 0
         history.append(value)
         if callback is not None:
             callback(t, value)
@@ -493,7 +511,7 @@ class APPGM:
     ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see :class:`MeasuredCliques`); ``iters``
-    proximal steps with constant ``stepsize`` (see :func:`mirror_descent`); ``counting_numbers``
+    proximal steps from the initial ``stepsize`` (see :func:`mirror_descent`); ``counting_numbers``
     maps regions to positive kappa (default 1).  ``reconstruct(domain, measurements, total=None,
     warm_start=None)`` returns an :class:`APPGMEstimate`; an unknown total is estimated from the
     measurements (McKenna et al. 2019, supplement E.1).
