@@ -39,7 +39,7 @@ jax.config.update("jax_enable_compilation_cache", False)
 import mbi  # noqa: E402
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
-from mbi.estimation import MirrorDescent  # noqa: E402
+from mbi.estimation import CALLBACK_EVERY, MirrorDescent  # noqa: E402
 from networkx.algorithms.approximation import treewidth_min_fill_in  # noqa: E402
 
 from ektelo_pgm.dataset import Dataset  # noqa: E402
@@ -134,7 +134,14 @@ class Ours:
         self.domain, self.measurements = domain, measurements
 
     def fit(self, iters: int):
-        return PGM(iters=iters, method="mirror").reconstruct(self.domain, self.measurements, total=None)
+        """The estimate after at most ``iters`` iterations; ``self.iterations`` says how many ran
+        (ours stops early when no step decreases the loss any more)."""
+        done = []
+        model = PGM(iters=iters, method="mirror", callback=lambda t, loss: done.append(t)).reconstruct(
+            self.domain, self.measurements, total=None
+        )
+        self.iterations = done[-1] if done else 0
+        return model
 
     @staticmethod
     def project(model, attrs) -> np.ndarray:
@@ -155,7 +162,9 @@ class Mbi:
         self.measurements = [mbi.LinearMeasurement(m.y, m.attrs, stddev=m.std) for m in measurements]
 
     def fit(self, iters: int):
+        """The estimate after ``iters`` iterations, rounded up to mbi's blocks of fused steps."""
         model = MirrorDescent().estimate(self.domain, self.measurements, iters=iters)
+        self.iterations = CALLBACK_EVERY * -(-iters // CALLBACK_EVERY)
         return jax.block_until_ready(model)
 
     @staticmethod
@@ -178,8 +187,9 @@ def timed(call):
     return value, time.perf_counter() - start
 
 
-def per_iteration(fit, short: int, long: int, budget: float) -> tuple[float, int]:
-    """Seconds per iteration of warm estimates: (best long run - best short run) / (long - short).
+def per_iteration(side, short: int, long: int, budget: float) -> tuple[float, int]:
+    """Seconds per iteration of warm estimates: (best long run - best short run) / (iterations
+    the long run did - iterations the short run did).
 
     The pair of runs repeats until ``budget`` seconds are spent (at least once, at most 20 times);
     the fastest of each length is kept, so fixed per-call costs cancel and the load of a shared
@@ -188,22 +198,28 @@ def per_iteration(fit, short: int, long: int, budget: float) -> tuple[float, int
     best_short = best_long = float("inf")
     spent, repeats = 0.0, 0
     while repeats == 0 or (spent < budget and repeats < 20):
-        _, short_seconds = timed(lambda: fit(short))
-        _, long_seconds = timed(lambda: fit(long))
+        _, short_seconds = timed(lambda: side.fit(short))
+        short_done = side.iterations
+        _, long_seconds = timed(lambda: side.fit(long))
+        long_done = side.iterations
         best_short, best_long = min(best_short, short_seconds), min(best_long, long_seconds)
         spent, repeats = spent + short_seconds + long_seconds, repeats + 1
-    return (best_long - best_short) / (long - short), repeats
+    if long_done <= short_done:
+        raise RuntimeError(f"{side.name} stopped after {long_done} iterations: raise --timing-iters' first value")
+    return (best_long - best_short) / (long_done - short_done), repeats
 
 
 def bench_side(side, domain, measurements, truths, pairs, pair_truths, records, iters, timing_iters, budget):
     """Time and score one side on one case (units: seconds, counts)."""
     model, first_call = timed(lambda: side.fit(iters))
+    iterations = side.iterations
     two_way, two_way_seconds = timed(lambda: [side.project(model, pair) for pair in pairs])
-    per_iter, repeats = per_iteration(side.fit, *timing_iters, budget)
+    per_iter, repeats = per_iteration(side, *timing_iters, budget)
     measured = [side.project(model, m.attrs) for m in measurements]
     return {
+        "iterations": iterations,
         "first_call_s": first_call,
-        "first_call_overhead_s": first_call - iters * per_iter,
+        "first_call_overhead_s": first_call - iterations * per_iter,
         "per_iter_ms": 1000.0 * per_iter,
         "timing_repeats": repeats,
         "two_way_s": two_way_seconds,
@@ -282,15 +298,15 @@ def markdown(results: dict) -> str:
         + ("" if cfg["code"]["after"] == cfg["code"]["before"] else f" (changed to {cfg['code']['after']} during the run)")
         + ".  Ratios are ours / mbi; speed-ups mbi / ours.",
         "",
-        "| k | seed | tree cells (mbi) | first call s (ours / mbi) | of which set-up s | ms / iter (ours / mbi, speed-up) "
+        "| k | seed | tree cells (mbi) | iterations (ours / mbi) | first call s (ours / mbi) | of which set-up s | ms / iter (ours / mbi, speed-up) "
         "| loss (ours / mbi, ratio) | L1/N measured (ours / mbi) | L1/N all 2-way (ours / mbi) "
         "| end-to-end s (ours / mbi, speed-up) |",
-        "|---:|---:|---:|---|---|---|---|---|---|---|",
+        "|---:|---:|---:|---|---|---|---|---|---|---|---|",
     ]
     for case in results["cases"]:
         o, m, r = case["ektelo_pgm"], case["mbi"], case["compare"]["ratios"]
         lines.append(
-            f"| {case['k']} | {case['seed']} | {case['tree_cells_mbi']:,} "
+            f"| {case['k']} | {case['seed']} | {case['tree_cells_mbi']:,} | {o['iterations']} / {m['iterations']} "
             f"| {o['first_call_s']:.2f} / {m['first_call_s']:.2f} "
             f"| {o['first_call_overhead_s']:.2f} / {m['first_call_overhead_s']:.2f} "
             f"| {o['per_iter_ms']:.2f} / {m['per_iter_ms']:.2f}, {r['per_iter_speedup']:.2f}x "
