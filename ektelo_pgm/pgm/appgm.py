@@ -233,7 +233,7 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     (default :meth:`MeasuredCliques.stepsize`).  For smooth losses the step size is adapted as by
     the line search of McKenna et al. 2019, Algorithm 1: a step that raises the loss by more than
     the fraction ``RISE`` is undone, the messages brought near consistency at the old parameters
-    (up to 100 updates) and the step retried at half the size (at most ``HALVINGS`` times, else
+    (up to 10 updates) and the step retried at half the size (at most ``HALVINGS`` times, else
     the loop stops: converged); after ``GROW`` accepted steps in a row the step size doubles, so
     that it follows the loss's actual curvature rather than the worst-case bound.  For the
     non-smooth L1 loss the step at ``t`` is ``stepsize / sqrt(t + 1)``.  Then up to
@@ -275,7 +275,7 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
             rejected.append(t)
             stepsize *= 0.5
             streak = 0
-            beliefs = consistent_beliefs(oracle, theta, total, 100, 1e-6)
+            beliefs = consistent_beliefs(oracle, theta, total, 10, 1e-6)
             value, grad = objective(beliefs)
         else:
             break  # no step size lowers the loss: converged
