@@ -67,7 +67,8 @@ def assemble_runs(theta_p, p_off, host, run, kept, row_off, rows, clique_off, ou
     """:func:`assemble` for maps made of runs: the host's cells split into rows of ``run[j]``
     consecutive cells; row ``r`` starts at cell ``rows[row_off[j] + r]`` of parameter clique
     ``j`` and, if ``kept[j]``, walks it one cell per host cell (the host's trailing attributes
-    belong to ``j``), else stays on that cell (they do not).  Inner loops are contiguous.
+    belong to ``j``), else stays on that cell (they do not).  Inner loops run over contiguous
+    slice views, which LLVM vectorises (indexing the flat buffers directly it does not).
     """
     out[:] = 0.0
     for j in range(host.shape[0]):
@@ -75,15 +76,16 @@ def assemble_runs(theta_p, p_off, host, run, kept, row_off, rows, clique_off, ou
         length = run[j]
         count = (clique_off[host[j] + 1] - start) // length
         for r in range(count):
-            k0 = start + r * length
+            dst = out[start + r * length:start + (r + 1) * length]
             p0 = p_off[j] + rows[row_off[j] + r]
             if kept[j]:
+                src = theta_p[p0:p0 + length]
                 for i in range(length):
-                    out[k0 + i] += theta_p[p0 + i]
+                    dst[i] += src[i]
             else:
                 v = theta_p[p0]
                 for i in range(length):
-                    out[k0 + i] += v
+                    dst[i] += v
 
 
 @njit(cache=True)
@@ -95,15 +97,16 @@ def project_runs(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
         length = run[j]
         count = (clique_off[host[j] + 1] - start) // length
         for r in range(count):
-            k0 = start + r * length
+            src = mu[start + r * length:start + (r + 1) * length]
             p0 = p_off[j] + rows[row_off[j] + r]
             if kept[j]:
+                dst = out[p0:p0 + length]
                 for i in range(length):
-                    out[p0 + i] += mu[k0 + i]
+                    dst[i] += src[i]
             else:
                 total = 0.0
                 for i in range(length):
-                    total += mu[k0 + i]
+                    total += src[i]
                 out[p0] += total
 
 
@@ -164,14 +167,15 @@ def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
     """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map (see assemble_runs)."""
     for r in range(n // length):
         p = o0 + rows[roff + r]
-        k0 = start + r * length
+        values = src[start + r * length:start + (r + 1) * length]
         if kept:
+            dst = out[p:p + length]
             for i in range(length):
-                out[p + i] += src[k0 + i]
+                dst[i] += values[i]
         else:
             t = 0.0
             for i in range(length):
-                t += src[k0 + i]
+                t += values[i]
             out[p] += t
 
 
@@ -180,14 +184,15 @@ def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0):
     """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map."""
     for r in range(n // length):
         p = v0 + rows[roff + r]
-        k0 = start + r * length
+        target = dst[start + r * length:start + (r + 1) * length]
         if kept:
+            src = values[p:p + length]
             for i in range(length):
-                dst[k0 + i] += values[p + i]
+                target[i] += src[i]
         else:
             v = values[p]
             for i in range(length):
-                dst[k0 + i] += v
+                target[i] += v
 
 
 @njit(cache=True, fastmath=True)
@@ -267,9 +272,10 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         n = clique_off[c + 1] - start
         s0 = sep_off[c]
         m = sep_off[c + 1] - s0
+        block = belief[start:start + n]
         top = -np.inf
         for i in range(n):
-            tmp[i] = belief[start + i]
+            tmp[i] = block[i]
             top = max(top, tmp[i])
         for i in range(n):
             tmp[i] -= top
@@ -295,11 +301,12 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
             _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p])
+        block = belief[start:start + n]
         top = -np.inf
         for i in range(n):
-            top = max(top, belief[start + i])
+            top = max(top, block[i])
         for i in range(n):
-            tmp[i] = belief[start + i] - top
+            tmp[i] = block[i] - top
         exp_nonpositive(tmp, n, scratch)
         z = 0.0
         for i in range(n):
@@ -308,9 +315,10 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         if parent[p] < 0:
             log_z = lz
         scale = total / z
+        counts = marginals[start:start + n]
         for i in range(n):
-            marginals[start + i] = tmp[i] * scale
-            belief[start + i] -= lz
+            counts[i] = tmp[i] * scale
+            block[i] -= lz
         for j in range(first[p], first[p + 1]):
             c = children[j]
             s0 = sep_off[c]
