@@ -16,7 +16,7 @@ from ..estimate import Estimate
 from ..kernels import assemble, project
 from ..kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ..measurement import resolve_total
-from .estimation import Objective
+from .estimation import Objective, _power_iteration
 from .factor import Factor
 from .junction_tree import index_map
 from .region_graph import KINDS, RegionGraph
@@ -200,27 +200,57 @@ class MeasuredCliques:
         value, grad = self.objective(self.marginals(beliefs))
         return value, self.gradient_to_regions(grad)
 
+    def curvature(self) -> np.ndarray:
+        """Per region: the sum, over the measurements hosted there, of the largest eigenvalue of
+        ``Q^T W^2 Q`` (1 / counts^2; power iteration for general queries), an upper bound on the
+        curvature of the L2 loss in that region's marginal."""
+        per_region = np.zeros(len(self.graph.regions))
+        for m in self.measurements:
+            w = np.broadcast_to(np.asarray(m.weights, dtype=np.float64), (len(m.y),))
+            top = float(np.max(w)) ** 2 if m.query is None else _power_iteration(m.query, w)
+            per_region[self.host[self.index[self.domain.canonical(m.attrs)]]] += top
+        return per_region
+
     def stepsize(self, total: float, iters: int) -> float:
         """Initial step of the proximal loop (McKenna et al. 2021, proof of Theorem 2).
 
-        L2: ``min(kappa) / (total * K * h)`` with ``K`` the largest per-clique eigenvalue of
-        ``Q^T W^2 Q`` and ``h`` the most cliques hosted by one region, so that mirror descent with
-        the kappa-weighted entropy decreases the loss.  L1: ``sqrt(iters)`` times that step with
-        ``K`` the largest squared weight times squared column norm, to be divided by
-        ``sqrt(t + 1)`` at step ``t`` (non-smooth mirror descent), ending at the L2 step of a
-        Huber loss whose quadratic zone is one noise standard deviation wide.  Custom losses:
-        ``min(kappa) / total``.
+        L2: ``1 / (total * max_r c_r / kappa_r)`` with ``c_r`` the region curvature of
+        :meth:`curvature`, so that mirror descent with the kappa-weighted entropy decreases the
+        loss.  L1: ``min(kappa) sqrt(iters) / (total * K * h)`` with ``K`` the largest squared
+        weight times squared column norm and ``h`` the most cliques hosted by one region, to be
+        divided by ``sqrt(t + 1)`` at step ``t`` (non-smooth mirror descent), ending at the L2
+        step of a Huber loss whose quadratic zone is one noise standard deviation wide.  Custom
+        losses: ``min(kappa) / total``.
         """
         kappa = float(self.graph.kappa.min())
         crowd = int(np.bincount(self.host).max()) if len(self.host) else 1
         if callable(self.loss):
             return kappa / total
         if self.loss == "l2":
-            return kappa / (total * max(self.objective.lipschitz(), 1e-300) * crowd)
+            return 1.0 / (total * max(float(np.max(self.curvature() / self.graph.kappa)), 1e-300))
         curvature = max((float(np.max(m.weights)) ** 2 * (1.0 if m.query is None else
                                                          float(np.max(m.query.column_norms(2))) ** 2)
                          for m in self.measurements), default=1.0)
         return kappa * np.sqrt(max(iters, 1)) / (total * curvature * crowd)
+
+
+def preconditioning_counting_numbers(graph: RegionGraph, measurements) -> dict:
+    """Counting numbers proportional to each region's share of the L2 loss's curvature.
+
+    ``kappa_r = c_r / max c`` with ``c_r`` from :meth:`MeasuredCliques.curvature`; regions
+    hosting no measurement get the smallest share of those that do; equal curvatures give all
+    ones.  The kappa-weighted entropy is the mirror map of the proximal loop (McKenna et al.
+    2021, Problem 2 and Theorem 2, which allow any positive counting numbers): matching it to
+    the curvature region by region lets regions measured with small weights (large noise) move
+    as fast as the heavily weighted ones, instead of at the step the latter dictate.  It changes
+    only how ties among minimisers over the local polytope are broken.
+    """
+    curvature = MeasuredCliques(graph, measurements).curvature()
+    measured = curvature[curvature > 0]
+    if measured.size == 0:
+        return {}
+    share = np.where(curvature > 0, curvature, measured.min()) / measured.max()
+    return dict(zip(graph.regions, share.tolist()))
 
 
 def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", iters: int = 1000,
@@ -512,7 +542,8 @@ class APPGM:
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see :class:`MeasuredCliques`); ``iters``
     proximal steps from the initial ``stepsize`` (see :func:`mirror_descent`); ``counting_numbers``
-    maps regions to positive kappa (default 1).  ``reconstruct(domain, measurements, total=None,
+    maps regions to positive kappa (default: :func:`preconditioning_counting_numbers` for the L2
+    loss, 1 otherwise).  ``reconstruct(domain, measurements, total=None,
     warm_start=None)`` returns an :class:`APPGMEstimate`; an unknown total is estimated from the
     measurements (McKenna et al. 2019, supplement E.1).
     """
@@ -538,6 +569,9 @@ class APPGM:
         """The region graph supporting the measured cliques, refused above ``max_mb``."""
         cliques = [m.attrs for m in measurements]
         graph = RegionGraph.build(self.region_graph, domain, cliques, self.counting_numbers, max_mb=self.max_mb)
+        if self.counting_numbers is None and self.loss == "l2":
+            kappa = preconditioning_counting_numbers(graph, measurements)
+            graph = RegionGraph.build(self.region_graph, domain, cliques, kappa, max_mb=self.max_mb)
         mb = graph.cells * 8 / 2**20
         if mb > self.max_mb:
             raise MemoryError(f"the {self.region_graph} region graph has {graph.cells:,} cells ({mb:,.1f} MB as "
