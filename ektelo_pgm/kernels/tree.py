@@ -235,10 +235,11 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
     child's own upward message).  Separator cells that underflow are recomputed exactly.
     Writes into ``belief`` the normalised log-probability of every clique cell and into
     ``marginals`` the clique marginals in counts (scaled to ``total``); returns the log partition
-    function.  ``belief`` and ``marginals`` are preallocated like ``theta``.
+    function.  ``belief`` and ``marginals`` are preallocated like ``theta``, which may be ``belief`` itself.
     """
     k = order.shape[0]
-    belief[:] = theta
+    if theta.ctypes.data != belief.ctypes.data:  # ``theta`` may be ``belief`` itself (no copy then)
+        belief[:] = theta
     up = np.empty(sep_off[-1])
     down = np.empty(sep_off[-1])
     widest_sep = 1
@@ -275,10 +276,9 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         block = belief[start:start + n]
         top = -np.inf
         for i in range(n):
-            tmp[i] = block[i]
-            top = max(top, tmp[i])
+            top = max(top, block[i])
         for i in range(n):
-            tmp[i] -= top
+            tmp[i] = block[i] - top
         exp_nonpositive(tmp, n, scratch)
         for s in range(m):
             acc[s] = 0.0

@@ -66,15 +66,15 @@ class MarginalOracle:
         n = int(self.layout["clique_off"][-1])
         return np.empty(n), np.empty(n), None if self.identity else np.empty(self.size)
 
-    def potentials(self, theta: np.ndarray) -> np.ndarray:
-        """Flat log-potentials of the maximal cliques from those of the parameter cliques."""
+    def potentials(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Flat log-potentials of the maximal cliques from those of the parameter cliques, written
+        into ``out`` if given (``theta`` itself is returned when the two layouts coincide)."""
         if self.identity:
             return np.ascontiguousarray(theta, dtype=np.float64)
-        if not hasattr(self, "_assembled"):
-            self._assembled = np.empty(int(self.layout["clique_off"][-1]))
+        out = np.empty(int(self.layout["clique_off"][-1])) if out is None else out
         assemble_runs(theta, self.p_off, self.host, self.run, self.kept, self.row_off, self.rows,
-                      self.layout["clique_off"], self._assembled)
-        return self._assembled
+                      self.layout["clique_off"], out)
+        return out
 
     def project(self, marginals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Flat marginals of the parameter cliques from those of the maximal cliques."""
@@ -95,9 +95,11 @@ class MarginalOracle:
         """
         lay = self.layout
         log_b, marginals, mu = self.buffers() if out is None else out
-        log_z = calibrate(self.potentials(theta), lay["clique_off"], lay["order"], lay["parent"], lay["sep_off"],
-                          lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"], lay["down_run"],
-                          lay["down_kept"], lay["down_off"], lay["down_rows"], float(total), log_b, marginals)
+        # the potentials are assembled straight into ``log_b``, which the kernel then calibrates in place
+        log_z = calibrate(self.potentials(theta, log_b), lay["clique_off"], lay["order"], lay["parent"],
+                          lay["sep_off"], lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"],
+                          lay["down_run"], lay["down_kept"], lay["down_off"], lay["down_rows"], float(total), log_b,
+                          marginals)
         return self.project(marginals, mu), log_b, marginals, log_z
 
 
