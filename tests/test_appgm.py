@@ -9,8 +9,8 @@ from ektelo_pgm.domain import Domain
 from ektelo_pgm.matrix import Dense, Identity, Kronecker, Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
-from ektelo_pgm.pgm.appgm import (APPGM, ConvexGBP, MeasuredCliques, max_entropy_marginal, mirror_descent,
-                                  preconditioning_counting_numbers)
+from ektelo_pgm.pgm.appgm import (APPGM, APPGMEstimate, ConvexGBP, MeasuredCliques, _transfer, max_entropy_marginal,
+                                  mirror_descent, preconditioning_counting_numbers)
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.region_graph import RegionGraph
 
@@ -343,6 +343,22 @@ def test_warm_start_carries_parameters_onto_a_larger_graph():
     assert warm.history[-1] < cold.history[-1]
     with pytest.raises(TypeError, match="APPGMEstimate"):
         APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data), warm_start="previous")
+
+
+def test_warm_start_keeps_the_pseudo_marginals_when_the_counting_numbers_change():
+    domain, data, ms = heterogeneous([None] * 4)
+    equal = [Measurement(m.attrs, m.y, 10.0) for m in ms[1:3]]  # all counting numbers 1
+    first = APPGM(iters=300).reconstruct(domain, equal, total=len(data))
+    graph = APPGM().graph_for(domain, ms)
+    theta, oracle = _transfer(first, graph, 0.5)
+    start = APPGMEstimate(graph, oracle.beliefs(theta, len(data)), theta, oracle)
+    shared = [r for r in graph.regions if r in first.graph.index]
+    assert len(shared) == 3
+    ratios = {r: graph.kappa[graph.index[r]] / first.graph.kappa[first.graph.index[r]] for r in shared}
+    assert len(set(np.round(list(ratios.values()), 12))) > 1
+    for r in shared:
+        np.testing.assert_allclose(start.region_marginal(graph.index[r]).values,
+                                   first.region_marginal(first.graph.index[r]).values, rtol=1e-9)
 
 
 def test_errors_name_the_problem():

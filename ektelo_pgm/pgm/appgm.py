@@ -600,24 +600,23 @@ class APPGM:
 
 
 def _transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
-    """Parameters and messages of an earlier estimate carried onto ``graph`` where regions and
-    edges coincide (MWEM-style warm starts add cliques between calls)."""
+    """Parameters of an earlier estimate carried onto ``graph`` where regions coincide
+    (MWEM-style warm starts add cliques between calls).
+
+    Each shared region ``r`` gets ``theta_r = kappa_r / kappa_r_old * Phi_r_old`` (its old
+    parameters plus messages, rescaled to the new counting numbers) and the messages start at
+    zero, so that it starts from exactly its old pseudo-marginal, which was locally consistent.
+    """
     if not isinstance(previous, APPGMEstimate):
         raise TypeError(f"warm_start must be an APPGMEstimate, got {type(previous).__name__}")
     if previous.domain != graph.domain:
         raise ValueError("warm_start comes from a different domain")
     old = previous.graph
+    phi = previous.theta + previous.oracle._incoming
     theta = np.zeros(graph.cells)
-    oracle = ConvexGBP(graph, max(damping, previous.oracle.damping))
     for i, r in enumerate(graph.regions):
         j = old.index.get(r)
         if j is not None:
-            theta[graph.offsets[i]:graph.offsets[i + 1]] = previous.theta[old.offsets[j]:old.offsets[j + 1]]
-    old_edges = {(old.regions[p], old.regions[c]): e for e, (p, c) in enumerate(old.edges)}
-    old_off, new_off = old.layout()["msg_off"], graph.layout()["msg_off"]
-    for e, (p, c) in enumerate(graph.edges):
-        f = old_edges.get((graph.regions[p], graph.regions[c]))
-        if f is not None:
-            oracle.messages[new_off[e]:new_off[e + 1]] = previous.oracle.messages[old_off[f]:old_off[f + 1]]
-    oracle._incoming = oracle._absorb(oracle.messages)
-    return theta, oracle
+            ratio = graph.kappa[i] / old.kappa[j]
+            theta[graph.offsets[i]:graph.offsets[i + 1]] = ratio * phi[old.offsets[j]:old.offsets[j + 1]]
+    return theta, ConvexGBP(graph, max(damping, previous.oracle.damping))
