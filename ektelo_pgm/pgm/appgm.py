@@ -4,7 +4,8 @@ McKenna, Pradhan, Sheldon, Miklau (2021), "Relaxed marginal consistency for diff
 private query answering": CONVEX-GBP as marginal oracle (sec. 4, Theorems 1-2), the proximal
 loop over the local polytope (Problem 2) with the practical choices of sec. 6 (one warm-started
 message update per step, damping) and the step size adapted as in Algorithm 1 of McKenna et al.
-(2019), out-of-model marginals by Problem 4.
+(2019), counting numbers matched to the loss's curvature per region (a preconditioned mirror map),
+out-of-model marginals by Problem 4.
 """
 from __future__ import annotations
 
@@ -490,7 +491,7 @@ class APPGMEstimate(Estimate):
     ``project`` sums in-model marginals out of the smallest region containing them and answers
     out-of-model ones by :func:`max_entropy_marginal` (McKenna et al. 2021, sec. 4, "Inference").
     ``theta`` (log-potentials) and the oracle's messages allow a warm start; ``history`` holds
-    the loss after every proximal step and ``rejected`` the steps that were undone.
+    the loss after every accepted proximal step and ``rejected`` the steps that were undone.
     """
 
     def __init__(self, graph: RegionGraph, beliefs: np.ndarray, theta: np.ndarray, oracle: ConvexGBP,
