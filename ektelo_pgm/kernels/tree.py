@@ -88,7 +88,7 @@ def assemble_runs(theta_p, p_off, host, run, kept, row_off, rows, clique_off, ou
                     dst[i] += v
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def project_runs(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
     """:func:`project` for maps made of runs (see :func:`assemble_runs`), written into ``out``."""
     out[:] = 0.0
