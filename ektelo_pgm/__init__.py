@@ -8,4 +8,6 @@ from .encoding import TableEncoder
 from .privacy import Budget, BudgetExceededError
 from .workload import Workload
 
+__all__ = ["Domain", "Dataset", "Measurement", "Estimate", "VectorEstimate", "TableEncoder", "Budget",
+           "BudgetExceededError", "Workload"]
 __version__ = "0.1.0"

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy.sparse.linalg import LinearOperator
 
-from ektelo_pgm import Dataset, Domain, VectorEstimate
+from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
 from ektelo_pgm import plans
 from ektelo_pgm.operators import select
 from ektelo_pgm.operators.least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
-from ektelo_pgm.operators.measure import Gaussian, Laplace
+from ektelo_pgm.operators.measure import Laplace
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.operators.select import WorstApproximated

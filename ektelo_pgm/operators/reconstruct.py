@@ -2,6 +2,9 @@ from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSqua
 from .multiplicative_weights import MultiplicativeWeights
 from ..pgm.appgm import APPGM
 
+__all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "MultiplicativeWeights", "PGM",
+           "APPGM"]
+
 
 class PGM:
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the

@@ -18,7 +18,7 @@ from ..kernels import identity_loss, predicted_decrease, step as step_kernel
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
-from .junction_tree import DEFAULT_MAX_MB, canonical, cells, index_map
+from .junction_tree import DEFAULT_MAX_MB, canonical, index_map
 from .model import GraphicalModel
 
 TINY = float(np.finfo(float).tiny)
