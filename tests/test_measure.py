@@ -14,17 +14,9 @@ from ektelo_pgm.operators import measure
 from ektelo_pgm.operators.measure import Gaussian, Laplace, stacked_sensitivity
 from ektelo_pgm.workload import Query
 from ektelo_pgm.privacy import Budget, BudgetExceededError
+from conftest import dense_marginal
 
 DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 4, 2])
-
-
-def dense_marginal(domain, attrs):
-    out = np.zeros((domain.size(attrs), domain.size()))
-    axes = [domain.attrs.index(a) for a in attrs]
-    shape = [domain[a] for a in attrs]
-    for flat, cell in enumerate(np.ndindex(*domain.shape)):
-        out[np.ravel_multi_index([cell[i] for i in axes], shape) if attrs else 0, flat] = 1
-    return out
 
 
 def dense_stack(domain, queries):

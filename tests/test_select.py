@@ -12,6 +12,7 @@ from ektelo_pgm import matrix as mx
 from ektelo_pgm.operators import select
 from ektelo_pgm.workload import Query
 from ektelo_pgm.privacy import Budget, BudgetExceededError, exponential_probabilities
+from conftest import dense_marginal
 
 DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
 
@@ -28,16 +29,6 @@ class Custom(mx.Matrix):
 
     def _rmatvec(self, y):
         return self.array.T @ y
-
-
-def dense_marginal(domain, attrs):
-    """Dense marginal matrix by visiting every cell (rows in C order over attrs as given)."""
-    out = np.zeros((domain.size(attrs), domain.size()))
-    axes = [domain.attrs.index(a) for a in attrs]
-    shape = [domain[a] for a in attrs]
-    for flat, cell in enumerate(np.ndindex(*domain.shape)):
-        out[np.ravel_multi_index([cell[i] for i in axes], shape) if attrs else 0, flat] = 1
-    return out
 
 
 def full_dense(domain, query):
