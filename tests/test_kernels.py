@@ -3,13 +3,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, identity_loss,
-                                identity_loss_reference, predicted_decrease, predicted_decrease_reference, project,
-                                project_reference, step, step_reference)
 from ektelo_pgm.domain import Domain
-from ektelo_pgm.kernels import assemble_runs, assemble_runs_reference, project_runs, project_runs_reference
-from ektelo_pgm.kernels.tree import exp_nonpositive
-from ektelo_pgm.pgm.junction_tree import JunctionTree, index_map, index_runs
+from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, exp_shifted,
+                                identity_loss, identity_loss_reference, predicted_decrease, predicted_decrease_reference,
+                                project, project_reference, runs_to_maps, step, step_reference)
+from ektelo_pgm.kernels.tree import PARALLEL_CELLS
+from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
 
 def _onto(rng, n, m):
@@ -17,13 +17,21 @@ def _onto(rng, n, m):
     return rng.permutation(np.arange(n) % m).astype(np.int32)
 
 
+def _csr(groups):
+    """(offsets, members) of a list of int lists."""
+    return (np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64),
+            np.array([x for g in groups for x in g], dtype=np.int64))
+
+
 def _random_tree(rng, k):
-    """A random tree with random (single-cell run) maps onto its separators."""
+    """Kernel arguments of a random tree with random (single-cell run) maps onto its separators
+    and 0-2 random parameter tables hosted by each clique, and the parameter cells."""
     sizes = rng.integers(1, 30, size=k)
     parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, k)], dtype=np.int64)
     clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     seps = [0] + [int(rng.integers(1, min(sizes[c], sizes[parent[c]]) + 1)) for c in range(1, k)]
     sep_off = np.concatenate([[0], np.cumsum(seps)]).astype(np.int64)
+    child_off, children = _csr([[c for c in range(k) if parent[c] == p] for p in range(k)])
     up = [np.zeros(0, dtype=np.int32)] + [_onto(rng, sizes[c], seps[c]) for c in range(1, k)]
     down = [np.zeros(0, dtype=np.int32)] + [_onto(rng, sizes[parent[c]], seps[c]) for c in range(1, k)]
     order = np.arange(k - 1, -1, -1, dtype=np.int64)
@@ -31,30 +39,52 @@ def _random_tree(rng, k):
     for rows in (up, down):
         runs += [np.ones(k, dtype=np.int64), rng.random(k) < 0.5,
                  np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64), np.concatenate(rows)]
-    return (clique_off, order, parent, sep_off, *runs)
+    groups, tables = [], []
+    for c in range(k):
+        groups.append([])
+        for _ in range(int(rng.integers(0, 3))):
+            groups[-1].append(len(tables))
+            tables.append(_onto(rng, sizes[c], int(rng.integers(1, sizes[c] + 1))))
+    hosted_off, hosted = _csr(groups)
+    host_of = {j: c for c, g in enumerate(groups) for j in g}
+    p_off = np.concatenate([[0], np.cumsum([t.max(initial=-1) + 1 for t in tables])]).astype(np.int64)
+    params = (hosted_off, hosted, p_off, np.ones(len(tables), dtype=np.int64), rng.random(len(tables)) < 0.5,
+              np.concatenate([[0], np.cumsum([sizes[host_of[j]] for j in range(len(tables))])]).astype(np.int64),
+              np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32))
+    return (clique_off, order, parent, child_off, children, sep_off, *runs, *params), int(p_off[-1])
 
 
-def _check_calibrate(tree, theta, total):
-    n = theta.size
-    fast = (np.empty(n), np.empty(n))
-    fast = (*fast, calibrate(theta, *tree, total, *fast))
-    slow = (np.empty(n), np.empty(n))
-    slow = (*slow, calibrate_reference(theta, *tree, total, *slow))
-    scale = max(1.0, np.abs(theta).max())
-    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-9, atol=1e-9 * scale)
-    np.testing.assert_allclose(fast[1], slow[1], rtol=1e-9, atol=1e-9)
-    assert abs(fast[2] - slow[2]) <= 1e-9 * max(1.0, abs(slow[2]))
-    clique_off = tree[0]
-    for c in range(len(clique_off) - 1):  # every clique's marginal sums to the total
-        assert abs(fast[1][clique_off[c]:clique_off[c + 1]].sum() - total) < 1e-8 * total
+def _scratch(args):
+    clique_off, sep_off = args[0], args[5]
+    widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
+    return (np.full(sep_off[-1], np.nan), np.full(sep_off[-1], np.nan), np.full(widest_sep, np.nan),
+            np.full(widest_sep, np.nan), np.full(int(np.diff(clique_off).max()), np.nan))
+
+
+def _check_calibrate(args, theta, total):
+    """calibrate = calibrate_reference on one tree: log-probabilities, parameter marginals, log Z."""
+    clique_off, p_off = args[0], args[16]
+    k, n, size = len(clique_off) - 1, clique_off[-1], p_off[-1]
+    results = []
+    for kernel in (calibrate, calibrate_reference):
+        belief, log_norm, mu = np.full(n, np.nan), np.full(k, np.nan), np.full(size, np.nan)
+        log_z = kernel(theta, total, *args, belief, log_norm, mu, *_scratch(args))
+        results.append((belief - np.repeat(log_norm, np.diff(clique_off)), mu, log_z))
+    (fast_b, fast_mu, fast_z), (slow_b, slow_mu, slow_z) = results
+    scale = max(1.0, np.abs(theta).max(initial=0))
+    np.testing.assert_allclose(fast_b, slow_b, rtol=1e-9, atol=1e-9 * scale)
+    np.testing.assert_allclose(fast_mu, slow_mu, rtol=1e-9, atol=1e-9)
+    assert abs(fast_z - slow_z) <= 1e-9 * max(1.0, abs(slow_z))
+    for c in range(k):  # every clique's marginal sums to the total
+        assert abs(np.exp(fast_b[clique_off[c]:clique_off[c + 1]]).sum() * total - total) < 1e-8 * total
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31), k=st.integers(1, 12), scale=st.sampled_from([0.1, 3.0, 400.0, 3000.0]))
 def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
-    tree = _random_tree(rng, k)
-    _check_calibrate(tree, rng.normal(size=tree[0][-1]) * scale, 123.0)
+    args, size = _random_tree(rng, k)
+    _check_calibrate(args, rng.normal(size=size) * scale, 123.0)
 
 
 @settings(max_examples=30, deadline=None)
@@ -63,10 +93,17 @@ def test_calibrate_on_junction_trees(seed, d, m, scale):
     rng = np.random.default_rng(seed)
     domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, 5, size=d).tolist())
     cliques = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 4) + 1), replace=False)) for _ in range(m)]
-    lay = JunctionTree(domain, cliques).layout()
-    tree = tuple(lay[key] for key in ("clique_off", "order", "parent", "sep_off", "up_run", "up_kept", "up_off",
-                                      "up_rows", "down_run", "down_kept", "down_off", "down_rows"))
-    _check_calibrate(tree, rng.normal(size=lay["clique_off"][-1]) * scale, 7.0)
+    oracle = MarginalOracle(domain, cliques)
+    _check_calibrate(oracle._kernel_args, rng.normal(size=oracle.size) * scale, 7.0)
+
+
+def test_calibrate_on_cliques_big_enough_for_all_cores():
+    rng = np.random.default_rng(5)
+    domain = Domain(list("abcde"), [40, 30, 40, 30, 3])
+    oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d"), ("a",), ("d", "c"), ("d", "e")])
+    assert np.diff(oracle.layout["clique_off"]).max() >= PARALLEL_CELLS
+    for scale in (1.0, 50.0):
+        _check_calibrate(oracle._kernel_args, rng.normal(size=oracle.size) * scale, 1000.0)
 
 
 @settings(max_examples=30, deadline=None)
@@ -111,46 +148,32 @@ def test_identity_loss_matches_reference(seed, n, m, l1):
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 500))
-def test_exp_nonpositive_matches_numpy(seed, n):
+@given(seed=st.integers(0, 2**31), n=st.one_of(st.integers(1, 3000), st.integers(PARALLEL_CELLS, 3 * PARALLEL_CELLS)))
+def test_exp_shifted_matches_numpy(seed, n):
     rng = np.random.default_rng(seed)
     x = -rng.exponential(50.0, size=n)
-    x[rng.random(n) < 0.1] = -np.inf
-    y = x.copy()
-    exp_nonpositive(y, n, np.empty(n, dtype=np.int64))
-    expected = np.where(x < -708, 0.0, np.exp(x))
-    np.testing.assert_allclose(y, expected, rtol=5e-14, atol=0)
+    x[rng.random(x.size) < 0.1] = -np.inf
+    shift = float(rng.exponential())  # at least every value: the arguments are <= 0
+    y = np.full(n, np.nan)
+    total = exp_shifted(x, shift, y)
+    expected = np.where(x - shift < -708, 0.0, np.exp(x - shift))
+    np.testing.assert_allclose(y, expected, rtol=1e-15, atol=0)
+    assert np.isclose(total, expected.sum(), rtol=1e-13, atol=0)
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**31), p=st.integers(1, 6))
-def test_run_kernels_match_plain_maps(seed, p):
+def test_index_runs_match_plain_maps(seed, p):
     rng = np.random.default_rng(seed)
     domain = Domain(list("abcde"), rng.integers(1, 4, size=5).tolist())
-    hosts = [tuple(sorted(rng.choice(list("abcde"), size=rng.integers(1, 6), replace=False))) for _ in range(2)]
-    clique_off = np.concatenate([[0], np.cumsum([domain.size(h) for h in hosts])]).astype(np.int64)
-    host = rng.integers(0, 2, size=p).astype(np.int64)
+    hosts = [tuple(sorted(rng.choice(list("abcde"), size=rng.integers(1, 6), replace=False))) for _ in range(p)]
     small = []
-    for h in host:  # any subset of the host, sometimes permuted (then runs fall back to single cells)
-        attrs = list(rng.choice(hosts[h], size=rng.integers(1, len(hosts[h]) + 1), replace=False))
+    for h in hosts:  # any subset of the host, sometimes permuted (then runs fall back to single cells)
+        attrs = list(rng.choice(h, size=rng.integers(1, len(h) + 1), replace=False))
         small.append(tuple(attrs if rng.random() < 0.3 else sorted(attrs)))
-    runs = [index_runs(domain, hosts[h], s) for h, s in zip(host, small)]
-    for (length, kept, rows), h, s in zip(runs, host, small):
-        full = index_map(domain, hosts[h], s)
-        expected = np.repeat(rows, length) + (np.tile(np.arange(length), rows.size) if kept else 0)
-        np.testing.assert_array_equal(full, expected)
-    p_off = np.concatenate([[0], np.cumsum([domain.size(s) for s in small])]).astype(np.int64)
-    run = np.array([r[0] for r in runs], dtype=np.int64)
-    kept = np.array([r[1] for r in runs], dtype=np.bool_)
-    row_off = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
-    rows = np.concatenate([r[2] for r in runs])
-    args = (p_off, host, run, kept, row_off, rows, clique_off)
-    theta, mu = rng.normal(size=p_off[-1]), rng.random(clique_off[-1])
-    outs = [np.full(clique_off[-1], np.nan) for _ in range(2)] + [np.full(p_off[-1], np.nan) for _ in range(2)]
-    assemble_runs(theta, *args, outs[0])
-    assemble_runs_reference(theta, *args, outs[1])
-    project_runs(mu, *args, outs[2])
-    project_runs_reference(mu, *args, outs[3])
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12)
-    np.testing.assert_allclose(outs[2], outs[3], rtol=1e-12)
-    assert np.isclose(outs[0] @ mu, theta @ outs[2])
+    runs = [index_runs(domain, h, s) for h, s in zip(hosts, small)]
+    maps, map_off = runs_to_maps(np.array([r[0] for r in runs]), np.array([r[1] for r in runs]),
+                                 np.concatenate([[0], np.cumsum([r[2].size for r in runs])]),
+                                 np.concatenate([r[2] for r in runs]), [domain.size(h) for h in hosts])
+    for j, (h, s) in enumerate(zip(hosts, small)):
+        np.testing.assert_array_equal(maps[map_off[j]:map_off[j + 1]], index_map(domain, h, s))

@@ -3,14 +3,15 @@
 All cliques of a junction tree live in one flat float64 buffer (clique ``k`` occupies
 ``off[k]:off[k+1]``, its cells raveled in C order).  Relations between a clique and a smaller
 table (a separator, or a clique hosted inside it) are int32 *index maps*: for each cell of the
-big clique, the raveled index of the matching cell of the small table.  Every kernel is a numba
-function compiled once with ``cache=True`` (fixed dtypes: float64 values, int64 offsets, int32
-maps) and has a plain numpy twin ``*_reference`` with the same semantics, used by the tests.
+big clique, the raveled index of the matching cell of the small table; the junction-tree
+kernels store them as runs (see :func:`runs_to_maps`).  Every kernel is a numba function
+compiled once with ``cache=True`` (fixed dtypes: float64 values, int64 offsets, int32 maps) and
+has a plain numpy twin ``*_reference`` with the same semantics, used by the tests.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -62,109 +63,106 @@ def project_reference(mu, p_off, host, map_off, maps, clique_off, out):
         out[p_off[j]:p_off[j + 1]] += np.bincount(maps[map_off[j]:map_off[j + 1]], mu[start:stop], minlength=size)
 
 
-@njit(cache=True)
-def assemble_runs(theta_p, p_off, host, run, kept, row_off, rows, clique_off, out):
-    """:func:`assemble` for maps made of runs: the host's cells split into rows of ``run[j]``
-    consecutive cells; row ``r`` starts at cell ``rows[row_off[j] + r]`` of parameter clique
-    ``j`` and, if ``kept[j]``, walks it one cell per host cell (the host's trailing attributes
-    belong to ``j``), else stays on that cell (they do not).  Inner loops run over contiguous
-    slice views, which LLVM vectorises (indexing the flat buffers directly it does not).
+def runs_to_maps(run, kept, row_off, rows, sizes):
+    """The plain per-cell maps (concatenated, and their offsets) of run-structured maps.
+
+    A run-structured map sends the ``sizes[j]`` cells of a big table to a small one by rows of
+    ``run[j]`` consecutive cells; row ``r`` starts at cell ``rows[row_off[j] + r]`` of the small
+    table and, if ``kept[j]``, walks it one cell per cell of the big table (the big table's
+    trailing attributes belong to the small one), else stays on that cell (they do not).
     """
-    out[:] = 0.0
-    for j in range(host.shape[0]):
-        start = clique_off[host[j]]
-        length = run[j]
-        count = (clique_off[host[j] + 1] - start) // length
-        for r in range(count):
-            dst = out[start + r * length:start + (r + 1) * length]
-            p0 = p_off[j] + rows[row_off[j] + r]
-            if kept[j]:
-                src = theta_p[p0:p0 + length]
-                for i in range(length):
-                    dst[i] += src[i]
-            else:
-                v = theta_p[p0]
-                for i in range(length):
-                    dst[i] += v
-
-
-@njit(cache=True, fastmath=True)
-def project_runs(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
-    """:func:`project` for maps made of runs (see :func:`assemble_runs`), written into ``out``."""
-    out[:] = 0.0
-    for j in range(host.shape[0]):
-        start = clique_off[host[j]]
-        length = run[j]
-        count = (clique_off[host[j] + 1] - start) // length
-        for r in range(count):
-            src = mu[start + r * length:start + (r + 1) * length]
-            p0 = p_off[j] + rows[row_off[j] + r]
-            if kept[j]:
-                dst = out[p0:p0 + length]
-                for i in range(length):
-                    dst[i] += src[i]
-            else:
-                total = 0.0
-                for i in range(length):
-                    total += src[i]
-                out[p0] += total
-
-
-def _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off):
-    """The plain per-cell maps (and their offsets) equivalent to a run description."""
     maps, map_off = [], [0]
-    for j in range(len(host)):
-        n = clique_off[host[j] + 1] - clique_off[host[j]]
+    for j, n in enumerate(sizes):
         starts = np.repeat(rows[row_off[j]:row_off[j] + n // run[j]], run[j])
         steps = np.tile(np.arange(run[j]), n // run[j]) if kept[j] else 0
-        maps.append((starts + steps).astype(np.int32))
+        maps.append((starts + steps).astype(np.int64))
         map_off.append(map_off[-1] + n)
-    return (np.concatenate(maps) if maps else np.zeros(0, np.int32)), np.array(map_off, dtype=np.int64)
-
-
-def assemble_runs_reference(theta_p, p_off, host, run, kept, row_off, rows, clique_off, out):
-    """numpy twin of :func:`assemble_runs`."""
-    maps, map_off = _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off)
-    assemble_reference(theta_p, p_off, host, map_off, maps, clique_off, out)
-
-
-def project_runs_reference(mu, p_off, host, run, kept, row_off, rows, clique_off, out):
-    """numpy twin of :func:`project_runs`."""
-    maps, map_off = _runs_to_maps(p_off, host, run, kept, row_off, rows, clique_off)
-    project_reference(mu, p_off, host, map_off, maps, clique_off, out)
+    return (np.concatenate(maps) if maps else np.zeros(0, np.int64)), np.array(map_off, dtype=np.int64)
 
 
 LOG2E = 1.4426950408889634
 LN2_HI = 0.6931471803691238
 LN2_LO = 1.9082149292705877e-10
+BLOCK = 1024  # cells per block of the exp loop: its int64 scratch (8 KB) stays in the L1 cache
+PARALLEL_CELLS = 1 << 15  # tables from this many cells spread exp and gather over all cores
 
 
 @njit(cache=True)
-def exp_nonpositive(x, n, scratch):
-    """``x[:n] = exp(x[:n])`` for arguments <= 0, written to vectorise.
-
-    Cody-Waite range reduction and a degree-13 Taylor polynomial (relative error below 5e-14, largest for the most negative arguments);
-    results below exp(-708) flush to 0.  About 6x faster than the scalar libm ``exp`` numba
-    calls (no SVML here).  ``scratch`` is an int64 buffer of at least ``n`` cells.
-    """
-    scale = scratch.view(np.float64)
-    for i in range(n):
-        v = x[i]
+def _exp_block(values, shift, out, bits):
+    """``out = exp(values - shift)`` for one block (arguments <= 0, at most ``len(bits)`` cells);
+    returns ``sum(out)``.  The loops run over slice views, which LLVM vectorises."""
+    scale = bits.view(np.float64)
+    for i in range(values.shape[0]):
+        v = values[i] - shift
         low = v < -708.0
         v = max(v, -708.0)
         k = np.float64(np.int64(v * LOG2E - 0.5))
         r = (v - k * LN2_HI) - k * LN2_LO
-        x[i] = 1.0 + r * (1.0 + r * (1 / 2 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (
+        out[i] = 1.0 + r * (1.0 + r * (1 / 2 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (
             1 / 720 + r * (1 / 5040 + r * (1 / 40320 + r * (1 / 362880 + r * (1 / 3628800 + r * (
-                1 / 39916800 + r * (1 / 479001600 + r / 6227020800))))))))))))
-        scratch[i] = 0 if low else (np.int64(k) + 1023) << 52
-    for i in range(n):
-        x[i] *= scale[i]
+                1 / 39916800 + r / 479001600)))))))))))
+        bits[i] = 0 if low else (np.int64(k) + 1023) << 52
+    for i in range(values.shape[0]):
+        out[i] *= scale[i]
+    return _sum(out)
+
+
+@njit(cache=True, parallel=True)
+def exp_shifted(src, shift, dst):
+    """``dst = exp(src - shift)`` (arguments <= 0, ``dst`` as long as ``src``); returns ``sum(dst)``.
+
+    Cody-Waite range reduction and a degree-12 Taylor polynomial (relative error below 1e-15),
+    results below exp(-708) flush to 0; blocks of :data:`BLOCK` cells, spread over all cores
+    from :data:`PARALLEL_CELLS` cells.  Several times faster than the scalar libm ``exp`` that
+    numba calls (no SVML here).
+    """
+    n = src.shape[0]
+    blocks = (n + BLOCK - 1) // BLOCK
+    if n < PARALLEL_CELLS:
+        bits = np.empty(BLOCK, dtype=np.int64)
+        total = 0.0
+        for b in range(blocks):
+            lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+            total += _exp_block(src[lo:hi], shift, dst[lo:hi], bits)
+        return total
+    sums = np.empty(blocks)
+    for b in prange(blocks):
+        lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
+        sums[b] = _exp_block(src[lo:hi], shift, dst[lo:hi], np.empty(BLOCK, dtype=np.int64))
+    return _sum(sums)
+
+
+@njit(cache=True, fastmath=True)
+def _sum(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+    return total
+
+
+@njit(cache=True, fastmath=True)
+def _max(x):
+    top = -np.inf
+    for i in range(x.shape[0]):
+        top = max(top, x[i])
+    return top
+
+
+@njit(cache=True)
+def _exp_table(block, bound, out):
+    """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
+    bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30; then
+    it is ``max(block)``, so no cell underflows that would not with the exact maximum."""
+    z = exp_shifted(block, bound, out)
+    if z >= 1e-30:
+        return bound, z
+    top = _max(block)
+    return top, exp_shifted(block, top, out)
 
 
 @njit(cache=True, fastmath=True)
 def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
-    """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map (see assemble_runs)."""
+    """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map (see runs_to_maps)."""
     for r in range(n // length):
         p = o0 + rows[roff + r]
         values = src[start + r * length:start + (r + 1) * length]
@@ -179,20 +177,37 @@ def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
             out[p] += t
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, fastmath=True, parallel=True)
 def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0):
-    """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map."""
-    for r in range(n // length):
-        p = v0 + rows[roff + r]
-        target = dst[start + r * length:start + (r + 1) * length]
-        if kept:
-            src = values[p:p + length]
-            for i in range(length):
-                target[i] += src[i]
-        else:
-            v = values[p]
-            for i in range(length):
-                target[i] += v
+    """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map, row by
+    row (rows write disjoint cells: over all cores from :data:`PARALLEL_CELLS` cells).
+
+    The inner loops run over contiguous slice views and are written out in both branches: so
+    LLVM vectorises them (not when indexing the flat buffers, nor through a helper function)."""
+    if n < PARALLEL_CELLS:
+        for r in range(n // length):
+            p = v0 + rows[roff + r]
+            target = dst[start + r * length:start + (r + 1) * length]
+            if kept:
+                src = values[p:p + length]
+                for i in range(length):
+                    target[i] += src[i]
+            else:
+                v = values[p]
+                for i in range(length):
+                    target[i] += v
+    else:
+        for r in prange(n // length):
+            p = v0 + rows[roff + r]
+            target = dst[start + r * length:start + (r + 1) * length]
+            if kept:
+                src = values[p:p + length]
+                for i in range(length):
+                    target[i] += src[i]
+            else:
+                v = values[p]
+                for i in range(length):
+                    target[i] += v
 
 
 @njit(cache=True, fastmath=True)
@@ -219,51 +234,44 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
         acc[s] = peak[s] + np.log(acc[s])
 
 
-@njit(cache=True, fastmath=True)
-def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off, up_rows, down_run, down_kept,
-              down_off, down_rows, total, belief, marginals):
-    """Calibrated log-space belief propagation on a junction tree (two passes).
+@njit(cache=True)
+def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
+              down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
+              belief, log_norm, mu, up, down, acc, peak, tmp):
+    """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
-    ``order`` lists the cliques children-first (root last); ``parent[k]`` is the parent of clique
-    ``k`` (-1 for the root); the separator between ``k`` and its parent has ``sep_off[k+1] -
-    sep_off[k]`` cells.  Index maps are run-structured (see :func:`assemble_runs`): ``up_*[k]``
-    sends the cells of clique ``k`` to its separator with its parent, ``down_*[k]`` sends the
-    cells of ``parent[k]`` to that same separator.  Collect: each clique sends the log-sum-exp
-    of its belief onto the separator.  Distribute (root first): a clique's belief is final once
-    its parent's message is absorbed; it is exponentiated once, giving its marginal and, summed
-    onto each child's separator, the message to that child (its separator marginal minus the
-    child's own upward message).  Separator cells that underflow are recomputed exactly.
-    Writes into ``belief`` the normalised log-probability of every clique cell and into
-    ``marginals`` the clique marginals in counts (scaled to ``total``); returns the log partition
-    function.  ``belief`` and ``marginals`` are preallocated like ``theta``, which may be ``belief`` itself.
+    Tree: ``order`` lists the cliques children first (root last); ``parent[k]`` is the parent of
+    clique ``k`` (-1 for the root), its children are ``children[child_off[k]:child_off[k + 1]]``;
+    clique ``k`` occupies ``clique_off[k]:clique_off[k + 1]`` of the flat tree buffers, the
+    separator with its parent ``sep_off[k]:sep_off[k + 1]`` of the separator buffers.  ``up_*[k]``
+    is the run-structured map (see :func:`runs_to_maps`) from the cells of clique ``k`` to that
+    separator, ``down_*[k]`` the one from the cells of ``parent[k]``.
+    Parameters: clique ``k`` hosts the parameter cliques ``hosted[hosted_off[k]:hosted_off[k + 1]]``;
+    parameter clique ``j`` occupies ``p_off[j]:p_off[j + 1]`` of ``theta`` and ``mu``, and the map
+    ``(run[j], kept[j], rows[row_off[j]:])`` sends its host's cells to its own.
+
+    Assembly: each clique's log-potential is the sum of those it hosts.  Collect: each clique
+    sends the log-sum-exp of its belief onto the separator with its parent.  Distribute (root
+    first): a clique's belief is final once its parent's message is absorbed; it is exponentiated
+    once, which gives the marginals of the parameter cliques it hosts and, summed onto each
+    child's separator, the message to that child (the separator marginal minus the child's own
+    upward message).  Separator cells that underflow are recomputed exactly.
+    Writes the final log-beliefs, unnormalised, into ``belief`` (tree size) and their log
+    normalisers into ``log_norm`` (one per clique; ``belief - log_norm`` is the log-probability),
+    the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
+    partition function.  Scratch: ``up`` and ``down`` (``sep_off[-1]`` cells), ``acc`` and
+    ``peak`` (widest separator), ``tmp`` (widest clique).
     """
     k = order.shape[0]
-    if theta.ctypes.data != belief.ctypes.data:  # ``theta`` may be ``belief`` itself (no copy then)
-        belief[:] = theta
-    up = np.empty(sep_off[-1])
-    down = np.empty(sep_off[-1])
-    widest_sep = 1
-    widest = 1
-    for c in range(k):
-        widest_sep = max(widest_sep, sep_off[c + 1] - sep_off[c])
-        widest = max(widest, clique_off[c + 1] - clique_off[c])
-    peak = np.empty(widest_sep)
-    acc = np.empty(widest_sep)
-    tmp = np.empty(widest)
-    scratch = np.empty(widest, dtype=np.int64)
-    # children of every clique, in CSR form
-    first = np.zeros(k + 1, dtype=np.int64)
-    for c in range(k):
-        if parent[c] >= 0:
-            first[parent[c] + 1] += 1
-    for c in range(k):
-        first[c + 1] += first[c]
-    fill = first[:-1].copy()
-    children = np.empty(max(first[k], 1), dtype=np.int64)
-    for c in range(k):
-        if parent[c] >= 0:
-            children[fill[parent[c]]] = c
-            fill[parent[c]] += 1
+    bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
+    for c in range(k):  # assembly
+        start = clique_off[c]
+        n = clique_off[c + 1] - start
+        belief[start:start + n] = 0.0
+        for h in range(hosted_off[c], hosted_off[c + 1]):
+            j = hosted[h]
+            _gather_add_runs(belief, start, n, run[j], kept[j], rows, row_off[j], theta, p_off[j])
+            bound[c] += _max(theta[p_off[j]:p_off[j + 1]])
     for t in range(k):  # collect: children send to parents
         c = order[t]
         p = parent[c]
@@ -273,15 +281,8 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         n = clique_off[c + 1] - start
         s0 = sep_off[c]
         m = sep_off[c + 1] - s0
-        block = belief[start:start + n]
-        top = -np.inf
-        for i in range(n):
-            top = max(top, block[i])
-        for i in range(n):
-            tmp[i] = block[i] - top
-        exp_nonpositive(tmp, n, scratch)
-        for s in range(m):
-            acc[s] = 0.0
+        top = _exp_table(belief[start:start + n], bound[c], tmp[:n])[0]
+        acc[:m] = 0.0
         _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0)
         exact = True
         for s in range(m):
@@ -290,8 +291,8 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
             up[s0 + s] = top + np.log(acc[s])
         if not exact:
             _exact_logsumexp_runs(belief, start, n, up_run[c], up_kept[c], up_rows, up_off[c], peak[:m], acc[:m])
-            for s in range(m):
-                up[s0 + s] = acc[s]
+            up[s0:s0 + m] = acc[:m]
+        bound[p] += _max(up[s0:s0 + m])
         _gather_add_runs(belief, clique_off[p], clique_off[p + 1] - clique_off[p], down_run[c], down_kept[c],
                          down_rows, down_off[c], up, s0)
     log_z = 0.0
@@ -301,30 +302,24 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
             _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p])
-        block = belief[start:start + n]
-        top = -np.inf
-        for i in range(n):
-            top = max(top, block[i])
-        for i in range(n):
-            tmp[i] = block[i] - top
-        exp_nonpositive(tmp, n, scratch)
-        z = 0.0
-        for i in range(n):
-            z += tmp[i]
+        top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n])
         lz = top + np.log(z)
+        log_norm[p] = lz
         if parent[p] < 0:
             log_z = lz
         scale = total / z
-        counts = marginals[start:start + n]
-        for i in range(n):
-            counts[i] = tmp[i] * scale
-            block[i] -= lz
-        for j in range(first[p], first[p + 1]):
-            c = children[j]
+        for h in range(hosted_off[p], hosted_off[p + 1]):
+            j = hosted[h]
+            out = mu[p_off[j]:p_off[j + 1]]
+            out[:] = 0.0
+            _scatter_add_runs(tmp, 0, n, run[j], kept[j], rows, row_off[j], mu, p_off[j])
+            for i in range(out.shape[0]):
+                out[i] *= scale
+        for i in range(child_off[p], child_off[p + 1]):
+            c = children[i]
             s0 = sep_off[c]
             m = sep_off[c + 1] - s0
-            for s in range(m):
-                acc[s] = 0.0
+            acc[:m] = 0.0
             _scatter_add_runs(tmp, 0, n, down_run[c], down_kept[c], down_rows, down_off[c], acc, 0)
             exact = True
             for s in range(m):
@@ -335,7 +330,8 @@ def calibrate(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off
                 _exact_logsumexp_runs(belief, start, n, down_run[c], down_kept[c], down_rows, down_off[c],
                                       peak[:m], acc[:m])
                 for s in range(m):
-                    down[s0 + s] = acc[s] - up[s0 + s]
+                    down[s0 + s] = acc[s] - lz - up[s0 + s]
+            bound[c] += _max(down[s0:s0 + m])
     return log_z
 
 
@@ -345,57 +341,65 @@ def _logsumexp_by(values, index, size):
     return peak + np.log(np.bincount(index, np.exp(values - peak[index]), minlength=size))
 
 
-def calibrate_reference(theta, clique_off, order, parent, sep_off, up_run, up_kept, up_off, up_rows, down_run,
-                        down_kept, down_off, down_rows, total, belief, marginals):
-    """numpy twin of :func:`calibrate` (plain maps, messages recomputed from scratch, no division)."""
+def calibrate_reference(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
+                        up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
+                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp):
+    """numpy twin of :func:`calibrate` (plain maps, every message recomputed from scratch, no
+    division, normalised beliefs: ``log_norm`` is all zeros)."""
     k = len(order)
-    up_map = np.zeros(clique_off[-1], dtype=np.int64)
-    down_maps = {}
-    for c in range(k):
-        if parent[c] < 0:
-            continue
-        n = clique_off[c + 1] - clique_off[c]
-        rows = up_rows[up_off[c]:up_off[c] + n // up_run[c]]
-        up_map[clique_off[c]:clique_off[c + 1]] = np.repeat(rows, up_run[c]) + (
-            np.tile(np.arange(up_run[c]), rows.size) if up_kept[c] else 0)
-        n = clique_off[parent[c] + 1] - clique_off[parent[c]]
-        rows = down_rows[down_off[c]:down_off[c] + n // down_run[c]]
-        down_maps[c] = np.repeat(rows, down_run[c]) + (np.tile(np.arange(down_run[c]), rows.size) if down_kept[c] else 0)
     cells = [slice(clique_off[c], clique_off[c + 1]) for c in range(k)]
-    children = {c: [d for d in range(k) if parent[d] == c] for c in range(k)}
-    sizes = np.diff(sep_off)
+    sizes = np.diff(clique_off)
+    host = np.empty(len(p_off) - 1, dtype=np.int64)
+    for c in range(k):
+        host[hosted[hosted_off[c]:hosted_off[c + 1]]] = c
+    p_maps, p_map_off = runs_to_maps(run, kept, row_off, rows, sizes[host])
+    linked = parent >= 0  # the root has no separator: empty maps
+    up_maps, up_map_off = runs_to_maps(up_run, up_kept, up_off, up_rows, np.where(linked, sizes, 0))
+    down_maps, down_map_off = runs_to_maps(down_run, down_kept, down_off, down_rows,
+                                           np.where(linked, sizes[np.maximum(parent, 0)], 0))
+    up_map = {c: up_maps[up_map_off[c]:up_map_off[c + 1]] for c in range(k)}
+    down_map = {c: down_maps[down_map_off[c]:down_map_off[c + 1]] for c in range(k)}
+    kids = {c: list(children[child_off[c]:child_off[c + 1]]) for c in range(k)}
+    sep_sizes = np.diff(sep_off)
 
-    up, down = {}, {}
+    log_phi = np.zeros(clique_off[-1])
+    for j, c in enumerate(host):
+        log_phi[cells[c]] += theta[p_off[j] + p_maps[p_map_off[j]:p_map_off[j + 1]]]
+    ups, downs = {}, {}
     for c in order:
         if parent[c] < 0:
             continue
-        inner = theta[cells[c]].copy()
-        for d in children[c]:
-            inner += up[d][down_maps[d]]
-        up[c] = _logsumexp_by(inner, up_map[cells[c]], sizes[c])
+        inner = log_phi[cells[c]].copy()
+        for d in kids[c]:
+            inner += ups[d][down_map[d]]
+        ups[c] = _logsumexp_by(inner, up_map[c], sep_sizes[c])
     for c in order[::-1]:
         if parent[c] < 0:
             continue
         p = parent[c]
-        inner = theta[cells[p]].copy()
-        for d in children[p]:
+        inner = log_phi[cells[p]].copy()
+        for d in kids[p]:
             if d != c:
-                inner += up[d][down_maps[d]]
+                inner += ups[d][down_map[d]]
         if parent[p] >= 0:
-            inner += down[p][up_map[cells[p]]]
-        down[c] = _logsumexp_by(inner, down_maps[c], sizes[c])
-    belief[:] = theta
+            inner += downs[p][up_map[p]]
+        downs[c] = _logsumexp_by(inner, down_map[c], sep_sizes[c])
+    belief[:] = log_phi
     log_z = 0.0
     for c in range(k):
         b = belief[cells[c]]
-        for d in children[c]:
-            b += up[d][down_maps[d]]
+        for d in kids[c]:
+            b += ups[d][down_map[d]]
         if parent[c] >= 0:
-            b += down[c][up_map[cells[c]]]
+            b += downs[c][up_map[c]]
         top = b.max()
         lz = top + np.log(np.exp(b - top).sum())
         b -= lz
         if parent[c] < 0:
             log_z = lz
-    marginals[:] = total * np.exp(belief)
+    log_norm[:] = 0.0
+    marginals = total * np.exp(belief)
+    for j, c in enumerate(host):
+        mu[p_off[j]:p_off[j + 1]] = np.bincount(p_maps[p_map_off[j]:p_map_off[j + 1]], marginals[cells[c]],
+                                                minlength=p_off[j + 1] - p_off[j])
     return log_z

@@ -124,8 +124,8 @@ class Objective:
         return float(per_clique.max()) if per_clique.size else 0.0
 
 
-def _finish(oracle, theta, total, calibrated, value):
-    model = GraphicalModel.from_flat(oracle, theta, total, calibrated)
+def _finish(oracle, theta, total, value):
+    model = GraphicalModel.from_flat(oracle, theta, total)
     model.loss = value
     return model
 
@@ -144,13 +144,14 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
     Stops after ``iters`` iterations or when the relative loss change is at most ``tol``.
     Returns the model of the best iterate; ``callback(iteration, loss)`` runs after every one.
     """
-    # two slots (current, trial) of preallocated buffers: no large allocation per iteration
+    # two slots (current, trial) of parameter-sized buffers and one tree-sized workspace, all
+    # preallocated: no allocation per iteration, and the working set stays as small as it can
     thetas = [np.array(theta, dtype=np.float64), np.empty(len(theta))]
-    slots = [oracle.buffers(), oracle.buffers()]
+    mus = [np.empty(oracle.size), np.empty(oracle.size)]
     grads = [np.empty(oracle.size), np.empty(oracle.size)]
+    work = oracle.workspace()
     cur = 0
-    calibrated = oracle.calibrate(thetas[cur], total, slots[cur])
-    value = objective(calibrated[0], grads[cur])[0]
+    value = objective(oracle.calibrate(thetas[cur], total, mus[cur], work)[0], grads[cur])[0]
     if step is None:
         step = objective.first_step(total)
     alpha = float(step)
@@ -164,10 +165,9 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
             streak = 0
         for trial_number in range(25):
             step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
-            trial = oracle.calibrate(thetas[nxt], total, slots[nxt])
-            new_value = objective(trial[0], grads[nxt])[0]
+            new_value = objective(oracle.calibrate(thetas[nxt], total, mus[nxt], work)[0], grads[nxt])[0]
             decrease = value - new_value
-            if decrease >= 1e-4 * predicted_decrease(grads[cur], calibrated[0], trial[0]) and decrease > 1e-9 * value:
+            if decrease >= 1e-4 * predicted_decrease(grads[cur], mus[cur], mus[nxt]) and decrease > 1e-9 * value:
                 streak = streak + 1 if trial_number == 0 else 0
                 break
             alpha *= 0.5
@@ -176,10 +176,9 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
                 break  # no step decreases a smooth loss: converged
             alpha = step / np.sqrt(t)  # a kink: take a diminishing subgradient step instead
             step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
-            trial = oracle.calibrate(thetas[nxt], total, slots[nxt])
-            new_value = objective(trial[0], grads[nxt])[0]
+            new_value = objective(oracle.calibrate(thetas[nxt], total, mus[nxt], work)[0], grads[nxt])[0]
         previous = value
-        cur, calibrated, value = nxt, trial, new_value
+        cur, value = nxt, new_value
         if value < best_value:
             best_value = value
             np.copyto(best_theta, thetas[cur])
@@ -188,8 +187,8 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
     if best_value < value:  # a non-smooth loss went up since its best iterate
-        return _finish(oracle, best_theta, total, oracle.calibrate(best_theta, total), best_value)
-    return _finish(oracle, thetas[cur], total, calibrated, value)
+        return _finish(oracle, best_theta, total, best_value)
+    return _finish(oracle, thetas[cur], total, value)
 
 
 def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
@@ -210,23 +209,22 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
     if not lipschitz > 0:
         raise ValueError(f"accelerated dual averaging needs a positive Lipschitz constant, got {lipschitz}")
     theta0 = theta
-    calibrated = oracle.calibrate(theta0, total)
-    mu = nu = calibrated[0]
+    work = oracle.workspace()
+    mu = nu = oracle.calibrate(theta0, total, work=work)[0]
     gbar = np.zeros_like(mu)
     value = objective(mu)[0]
     for t in range(1, iters + 1):
         c = 2.0 / (t + 1)
         gbar = (1 - c) * gbar + c * objective((1 - c) * mu + c * nu)[1]
         theta = theta0 - t * (t + 1) / (4.0 * lipschitz) * gbar
-        calibrated = oracle.calibrate(theta, total)
-        nu = calibrated[0]
+        nu = oracle.calibrate(theta, total, work=work)[0]
         mu = (1 - c) * mu + c * nu
         previous, value = value, objective(mu)[0]
         if callback is not None:
             callback(t, value)
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
-    return _finish(oracle, theta, total, calibrated, objective(calibrated[0])[0])
+    return _finish(oracle, theta, total, objective(nu)[0])
 
 
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "mirror",

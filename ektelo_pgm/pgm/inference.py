@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..domain import Domain
-from ..kernels import assemble_runs, calibrate, project_runs
+from ..kernels import calibrate
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
 
@@ -35,20 +35,23 @@ class MarginalOracle:
         self.cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
         self.tree = JunctionTree(domain, self.cliques, max_mb)
         if set(self.cliques) == set(self.tree.cliques):
-            self.cliques = list(self.tree.cliques)  # same layout as the tree: no assembly needed
+            self.cliques = list(self.tree.cliques)  # same layout as the tree: assembly is a copy
         self.layout = self.tree.layout()
-        hosts = [self.tree.host(cl) for cl in self.cliques]
-        self.host = np.array(hosts, dtype=np.int64)
+        host = np.array([self.tree.host(cl) for cl in self.cliques], dtype=np.int64)
         sizes = [cells(domain, cl) for cl in self.cliques]
         self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        # when the parameter cliques are the maximal cliques, in order, the buffers coincide
-        self.identity = self.cliques == list(self.tree.cliques)
-        runs = [] if self.identity else [index_runs(domain, self.tree.cliques[h], cl)
-                                         for cl, h in zip(self.cliques, hosts)]
-        self.run = np.array([r[0] for r in runs], dtype=np.int64)
-        self.kept = np.array([r[1] for r in runs], dtype=np.bool_)
-        self.row_off = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
-        self.rows = np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32)
+        runs = [index_runs(domain, self.tree.cliques[h], cl) for cl, h in zip(self.cliques, host)]
+        hosted = np.argsort(host, kind="stable")
+        hosted_off = np.concatenate([[0], np.cumsum(np.bincount(host, minlength=len(self.tree.cliques)))])
+        lay = self.layout
+        self._kernel_args = (
+            lay["clique_off"], lay["order"], lay["parent"], lay["child_off"], lay["children"], lay["sep_off"],
+            lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"],
+            lay["down_run"], lay["down_kept"], lay["down_off"], lay["down_rows"],
+            hosted_off.astype(np.int64), hosted.astype(np.int64), self.p_off,
+            np.array([r[0] for r in runs], dtype=np.int64), np.array([r[1] for r in runs], dtype=np.bool_),
+            np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
+            np.concatenate([r[2] for r in runs]))
         self.index = {cl: i for i, cl in enumerate(self.cliques)}
 
     @property
@@ -61,46 +64,37 @@ class MarginalOracle:
         i = self.index[tuple(clique)]
         return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
 
-    def buffers(self) -> tuple:
-        """Fresh output buffers for :meth:`calibrate`: (log-beliefs, clique marginals, parameter marginals)."""
-        n = int(self.layout["clique_off"][-1])
-        return np.empty(n), np.empty(n), None if self.identity else np.empty(self.size)
+    def workspace(self) -> tuple:
+        """Scratch for :meth:`calibrate`, reusable across calls: ``(beliefs, log-normalisers, ...)``
+        (tree cells, one per clique, then the kernel's separator and clique scratch)."""
+        clique_off, sep_off = self.layout["clique_off"], self.layout["sep_off"]
+        widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
+        widest = int(np.diff(clique_off).max())
+        return (np.empty(clique_off[-1]), np.empty(len(clique_off) - 1), np.empty(sep_off[-1]), np.empty(sep_off[-1]),
+                np.empty(widest_sep), np.empty(widest_sep), np.empty(widest))
 
-    def potentials(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Flat log-potentials of the maximal cliques from those of the parameter cliques, written
-        into ``out`` if given (``theta`` itself is returned when the two layouts coincide)."""
-        if self.identity:
-            return np.ascontiguousarray(theta, dtype=np.float64)
-        out = np.empty(int(self.layout["clique_off"][-1])) if out is None else out
-        assemble_runs(theta, self.p_off, self.host, self.run, self.kept, self.row_off, self.rows,
-                      self.layout["clique_off"], out)
-        return out
+    def calibrate(self, theta: np.ndarray, total: float, mu: np.ndarray | None = None,
+                  work: tuple | None = None) -> tuple[np.ndarray, float]:
+        """Belief propagation on log-potentials ``theta`` (flat, parameter cliques).
 
-    def project(self, marginals: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Flat marginals of the parameter cliques from those of the maximal cliques."""
-        if self.identity:
-            return marginals
-        out = np.empty(self.size) if out is None else out
-        project_runs(marginals, self.p_off, self.host, self.run, self.kept, self.row_off, self.rows,
-                     self.layout["clique_off"], out)
-        return out
-
-    def calibrate(self, theta: np.ndarray, total: float, out: tuple | None = None):
-        """Run belief propagation on log-potentials ``theta`` (flat, parameter cliques).
-
-        Returns ``(mu, log_beliefs, marginals, log_z)``: the parameter cliques' marginals in counts
-        (scaled to ``total``), the maximal cliques' normalised log-probabilities and marginals in
-        counts, and the log partition function.  ``out`` (from :meth:`buffers`) receives the
-        arrays instead of fresh ones.
+        Returns ``(mu, log_z)``: the parameter cliques' marginals in counts (scaled to ``total``;
+        written into ``mu`` if given) and the log partition function.  ``work`` (from
+        :meth:`workspace`) avoids allocating scratch; afterwards ``work[0]`` holds the tree
+        cliques' log-beliefs and ``work[1]`` their log-normalisers (see :func:`kernels.calibrate`).
         """
-        lay = self.layout
-        log_b, marginals, mu = self.buffers() if out is None else out
-        # the potentials are assembled straight into ``log_b``, which the kernel then calibrates in place
-        log_z = calibrate(self.potentials(theta, log_b), lay["clique_off"], lay["order"], lay["parent"],
-                          lay["sep_off"], lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"],
-                          lay["down_run"], lay["down_kept"], lay["down_off"], lay["down_rows"], float(total), log_b,
-                          marginals)
-        return self.project(marginals, mu), log_b, marginals, log_z
+        mu = np.empty(self.size) if mu is None else mu
+        work = self.workspace() if work is None else work
+        log_z = calibrate(theta, float(total), *self._kernel_args, work[0], work[1], mu, *work[2:])
+        return mu, log_z
+
+    def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(mu, log_beliefs, log_z)``: :meth:`calibrate` plus the tree cliques' normalised
+        log-probabilities (flat, laid out like ``tree.layout()``)."""
+        work = self.workspace()
+        mu, log_z = self.calibrate(theta, total, work=work)
+        log_beliefs, log_norm = work[0], work[1]
+        log_beliefs -= np.repeat(log_norm, np.diff(self.layout["clique_off"]))
+        return mu, log_beliefs, log_z
 
 
 def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, float]:

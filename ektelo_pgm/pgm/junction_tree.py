@@ -254,7 +254,10 @@ class JunctionTree:
             sep = self.separator(c)
             maps["up"].append(index_runs(self.domain, self.cliques[c], sep))
             maps["down"].append(index_runs(self.domain, self.cliques[self.parent[c]], sep))
-        out = dict(clique_off=clique_off, order=self.order, parent=self.parent, sep_off=sep_off)
+        children = np.argsort(self.parent, kind="stable")[np.count_nonzero(self.parent < 0):]  # grouped by parent
+        child_off = np.concatenate([[0], np.cumsum(np.bincount(self.parent[self.parent >= 0], minlength=k))])
+        out = dict(clique_off=clique_off, order=self.order, parent=self.parent, child_off=child_off.astype(np.int64),
+                   children=children, sep_off=sep_off)
         for side, runs in maps.items():
             out[f"{side}_run"] = np.array([r[0] for r in runs], dtype=np.int64)
             out[f"{side}_kept"] = np.array([r[1] for r in runs], dtype=np.bool_)

@@ -39,13 +39,13 @@ class GraphicalModel(Estimate):
         self._setup(oracle, theta, total)
 
     @classmethod
-    def from_flat(cls, oracle: MarginalOracle, theta: np.ndarray, total: float, calibrated=None) -> "GraphicalModel":
+    def from_flat(cls, oracle: MarginalOracle, theta: np.ndarray, total: float) -> "GraphicalModel":
         """Model from a flat parameter buffer laid out by ``oracle`` (used by the estimators)."""
         model = cls.__new__(cls)
-        model._setup(oracle, theta, total, calibrated)
+        model._setup(oracle, theta, total)
         return model
 
-    def _setup(self, oracle, theta, total, calibrated=None):
+    def _setup(self, oracle, theta, total):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         if not np.all(np.isfinite(theta)):
             bad = next(cl for cl in oracle.cliques if not np.all(np.isfinite(oracle.block(theta, cl))))
@@ -58,8 +58,8 @@ class GraphicalModel(Estimate):
         self.tree = oracle.tree
         self.theta = theta
         self._total = total
-        self.mu, self.log_beliefs, self._marginals, self.log_z = (
-            oracle.calibrate(theta, total) if calibrated is None else calibrated)
+        self.mu, self.log_beliefs, self.log_z = oracle.beliefs(theta, total)
+        self._marginals = total * np.exp(self.log_beliefs)
         self.loss = None
 
     @property
