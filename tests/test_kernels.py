@@ -7,7 +7,7 @@ from ektelo_pgm.domain import Domain
 from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, exp_shifted,
                                 identity_loss, identity_loss_reference, predicted_decrease, predicted_decrease_reference,
                                 project, project_reference, runs_to_maps, step, step_reference)
-from ektelo_pgm.kernels.tree import PARALLEL_CELLS
+from ektelo_pgm.kernels.tree import BLOCK, PARALLEL_CELLS
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
@@ -155,7 +155,7 @@ def test_exp_shifted_matches_numpy(seed, n):
     x[rng.random(x.size) < 0.1] = -np.inf
     shift = float(rng.exponential())  # at least every value: the arguments are <= 0
     y = np.full(n, np.nan)
-    total = exp_shifted(x, shift, y)
+    total = exp_shifted(x, shift, y, np.empty(BLOCK, dtype=np.int64))
     expected = np.where(x - shift < -708, 0.0, np.exp(x - shift))
     np.testing.assert_allclose(y, expected, rtol=1e-15, atol=0)
     assert np.isclose(total, expected.sum(), rtol=1e-13, atol=0)

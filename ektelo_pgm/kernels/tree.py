@@ -108,18 +108,17 @@ def _exp_block(values, shift, out, bits):
 
 
 @njit(cache=True, parallel=True)
-def exp_shifted(src, shift, dst):
+def exp_shifted(src, shift, dst, bits):
     """``dst = exp(src - shift)`` (arguments <= 0, ``dst`` as long as ``src``); returns ``sum(dst)``.
 
     Cody-Waite range reduction and a degree-12 Taylor polynomial (relative error below 1e-15),
-    results below exp(-708) flush to 0; blocks of :data:`BLOCK` cells, spread over all cores
-    from :data:`PARALLEL_CELLS` cells.  Several times faster than the scalar libm ``exp`` that
-    numba calls (no SVML here).
+    results below exp(-708) flush to 0; blocks of :data:`BLOCK` cells (``bits``: int64 scratch
+    of ``BLOCK`` cells), spread over all cores from :data:`PARALLEL_CELLS` cells.  Several
+    times faster than the scalar libm ``exp`` that numba calls (no SVML here).
     """
     n = src.shape[0]
     blocks = (n + BLOCK - 1) // BLOCK
     if n < PARALLEL_CELLS:
-        bits = np.empty(BLOCK, dtype=np.int64)
         total = 0.0
         for b in range(blocks):
             lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
@@ -149,15 +148,15 @@ def _max(x):
 
 
 @njit(cache=True)
-def _exp_table(block, bound, out):
+def _exp_table(block, bound, out, bits):
     """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
     bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30; then
     it is ``max(block)``, so no cell underflows that would not with the exact maximum."""
-    z = exp_shifted(block, bound, out)
+    z = exp_shifted(block, bound, out, bits)
     if z >= 1e-30:
         return bound, z
     top = _max(block)
-    return top, exp_shifted(block, top, out)
+    return top, exp_shifted(block, top, out, bits)
 
 
 @njit(cache=True, fastmath=True)
@@ -240,8 +239,8 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
               belief, log_norm, mu, up, down, acc, peak, tmp):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
-    Tree: ``order`` lists the cliques children first (root last); ``parent[k]`` is the parent of
-    clique ``k`` (-1 for the root), its children are ``children[child_off[k]:child_off[k + 1]]``;
+    Forest: ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique
+    ``k`` (-1 for a root), its children are ``children[child_off[k]:child_off[k + 1]]``;
     clique ``k`` occupies ``clique_off[k]:clique_off[k + 1]`` of the flat tree buffers, the
     separator with its parent ``sep_off[k]:sep_off[k + 1]`` of the separator buffers.  ``up_*[k]``
     is the run-structured map (see :func:`runs_to_maps`) from the cells of clique ``k`` to that
@@ -259,10 +258,11 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
     Writes the final log-beliefs, unnormalised, into ``belief`` (tree size) and their log
     normalisers into ``log_norm`` (one per clique; ``belief - log_norm`` is the log-probability),
     the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
-    partition function.  Scratch: ``up`` and ``down`` (``sep_off[-1]`` cells), ``acc`` and
+    partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down`` (``sep_off[-1]`` cells), ``acc`` and
     ``peak`` (widest separator), ``tmp`` (widest clique).
     """
     k = order.shape[0]
+    bits = np.empty(BLOCK, dtype=np.int64)
     bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
     for c in range(k):  # assembly
         start = clique_off[c]
@@ -281,7 +281,7 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
         n = clique_off[c + 1] - start
         s0 = sep_off[c]
         m = sep_off[c + 1] - s0
-        top = _exp_table(belief[start:start + n], bound[c], tmp[:n])[0]
+        top = _exp_table(belief[start:start + n], bound[c], tmp[:n], bits)[0]
         acc[:m] = 0.0
         _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0)
         exact = True
@@ -302,11 +302,11 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
             _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p])
-        top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n])
+        top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n], bits)
         lz = top + np.log(z)
         log_norm[p] = lz
         if parent[p] < 0:
-            log_z = lz
+            log_z += lz
         scale = total / z
         for h in range(hosted_off[p], hosted_off[p + 1]):
             j = hosted[h]
@@ -396,7 +396,7 @@ def calibrate_reference(theta, total, clique_off, order, parent, child_off, chil
         lz = top + np.log(np.exp(b - top).sum())
         b -= lz
         if parent[c] < 0:
-            log_z = lz
+            log_z += lz
     log_norm[:] = 0.0
     marginals = total * np.exp(belief)
     for j, c in enumerate(host):

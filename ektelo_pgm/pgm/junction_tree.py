@@ -240,23 +240,28 @@ class JunctionTree:
         return self._offsets
 
     def layout(self) -> dict:
-        """Flat-buffer description of the tree for :func:`ektelo_pgm.kernels.calibrate`."""
+        """Flat-buffer description of the tree for :func:`ektelo_pgm.kernels.calibrate`.
+
+        Cliques joined by an empty separator are cut apart (``parent`` -1): no message carries
+        information across them, so the kernel sees a forest.
+        """
         k = len(self.cliques)
         clique_off = self.layout_offsets()
-        sep_sizes = [_cells(self.domain, self.separator(c)) if self.parent[c] >= 0 else 0 for c in range(k)]
+        seps = [self.separator(c) for c in range(k)]
+        parent = np.array([p if seps[c] else -1 for c, p in enumerate(self.parent)], dtype=np.int64)
+        sep_sizes = [_cells(self.domain, seps[c]) if parent[c] >= 0 else 0 for c in range(k)]
         sep_off = np.concatenate([[0], np.cumsum(sep_sizes)]).astype(np.int64)
         maps = {"up": [], "down": []}
         for c in range(k):
-            if self.parent[c] < 0:
+            if parent[c] < 0:
                 maps["up"].append((1, False, np.zeros(0, dtype=np.int32)))
                 maps["down"].append((1, False, np.zeros(0, dtype=np.int32)))
                 continue
-            sep = self.separator(c)
-            maps["up"].append(index_runs(self.domain, self.cliques[c], sep))
-            maps["down"].append(index_runs(self.domain, self.cliques[self.parent[c]], sep))
-        children = np.argsort(self.parent, kind="stable")[np.count_nonzero(self.parent < 0):]  # grouped by parent
-        child_off = np.concatenate([[0], np.cumsum(np.bincount(self.parent[self.parent >= 0], minlength=k))])
-        out = dict(clique_off=clique_off, order=self.order, parent=self.parent, child_off=child_off.astype(np.int64),
+            maps["up"].append(index_runs(self.domain, self.cliques[c], seps[c]))
+            maps["down"].append(index_runs(self.domain, self.cliques[parent[c]], seps[c]))
+        children = np.argsort(parent, kind="stable")[np.count_nonzero(parent < 0):]  # grouped by parent
+        child_off = np.concatenate([[0], np.cumsum(np.bincount(parent[parent >= 0], minlength=k))])
+        out = dict(clique_off=clique_off, order=self.order, parent=parent, child_off=child_off.astype(np.int64),
                    children=children, sep_off=sep_off)
         for side, runs in maps.items():
             out[f"{side}_run"] = np.array([r[0] for r in runs], dtype=np.int64)
