@@ -136,11 +136,8 @@ class Ours:
     def fit(self, iters: int):
         """The estimate after at most ``iters`` iterations; ``self.iterations`` says how many ran
         (ours stops early when no step decreases the loss any more)."""
-        done = []
-        model = PGM(iters=iters, method="mirror", callback=lambda t, loss: done.append(t)).reconstruct(
-            self.domain, self.measurements, total=None
-        )
-        self.iterations = done[-1] if done else 0
+        model = PGM(iters=iters, method="mirror").reconstruct(self.domain, self.measurements, total=None)
+        self.iterations = model.iterations
         return model
 
     @staticmethod

@@ -7,6 +7,12 @@ big clique, the raveled index of the matching cell of the small table; the junct
 kernels store them as runs (see :func:`runs_to_maps`).  Every kernel is a numba function
 compiled once with ``cache=True`` (fixed dtypes: float64 values, int64 offsets, int32 maps) and
 has a plain numpy twin ``*_reference`` with the same semantics, used by the tests.
+
+Functions with parallel loops, and those calling them, are not cached themselves: numba writes a
+broken cache entry (a segfault when a later process loads it) for a cached function compiled
+against a callee with parallel code that was itself loaded from the cache.  They are compiled
+into the cached entry points that use them: :func:`calibrate` and
+:func:`ektelo_pgm.kernels.mirror.mirror_descent`.
 """
 from __future__ import annotations
 
@@ -107,7 +113,7 @@ def _exp_block(values, shift, out, bits):
     return _sum(out)
 
 
-@njit(cache=True, parallel=True)
+@njit(parallel=True)
 def exp_shifted(src, shift, dst, bits):
     """``dst = exp(src - shift)`` (arguments <= 0, ``dst`` as long as ``src``); returns ``sum(dst)``.
 
@@ -147,7 +153,7 @@ def _max(x):
     return top
 
 
-@njit(cache=True)
+@njit
 def _exp_table(block, bound, out, bits):
     """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
     bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30; then
@@ -176,7 +182,7 @@ def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
             out[p] += t
 
 
-@njit(cache=True, fastmath=True, parallel=True)
+@njit(fastmath=True, parallel=True)
 def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0):
     """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map, row by
     row (rows write disjoint cells: over all cores from :data:`PARALLEL_CELLS` cells).
@@ -233,10 +239,10 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
         acc[s] = peak[s] + np.log(acc[s])
 
 
-@njit(cache=True)
-def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
-              down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mu, up, down, acc, peak, tmp):
+@njit
+def calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
+                   up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
+                   rows, belief, log_norm, mu, up, down, acc, peak, tmp):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
     Forest: ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique
@@ -258,8 +264,8 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
     Writes the final log-beliefs, unnormalised, into ``belief`` (tree size) and their log
     normalisers into ``log_norm`` (one per clique; ``belief - log_norm`` is the log-probability),
     the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
-    partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down`` (``sep_off[-1]`` cells), ``acc`` and
-    ``peak`` (widest separator), ``tmp`` (widest clique).
+    partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down``
+    (``sep_off[-1]`` cells), ``acc`` and ``peak`` (widest separator), ``tmp`` (widest clique).
     """
     k = order.shape[0]
     bits = np.empty(BLOCK, dtype=np.int64)
@@ -333,6 +339,16 @@ def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_
                     down[s0 + s] = acc[s] - lz - up[s0 + s]
             bound[c] += _max(down[s0:s0 + m])
     return log_z
+
+
+@njit(cache=True)
+def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
+              down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
+              belief, log_norm, mu, up, down, acc, peak, tmp):
+    """The MARGINAL-ORACLE (:func:`calibrate_core`) as a cached entry point for Python callers."""
+    return calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
+                          up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
+                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp)
 
 
 def _logsumexp_by(values, index, size):

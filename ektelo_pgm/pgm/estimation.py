@@ -14,15 +14,13 @@ import numpy as np
 
 from ..domain import Domain
 from ..measurement import resolve_total
-from ..kernels import identity_loss, predicted_decrease, step as step_kernel
+from ..kernels import identity_loss
+from ..kernels.mirror import HOOKS, TINY, mirror_descent as compiled_mirror_descent
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
 from .junction_tree import DEFAULT_MAX_MB, canonical, index_map
 from .model import GraphicalModel
-
-TINY = float(np.finfo(float).tiny)
-
 
 def _power_iteration(query, w: np.ndarray, iters: int = 100) -> float:
     """Largest eigenvalue of Q^T W^2 Q by power iteration on the implicit operators."""
@@ -48,7 +46,9 @@ class Objective:
     (supplement C.1-C.2, ``W_i = diag(1/std_i)``); a callable ``f(marginals: CliqueVector) ->
     (value, gradient CliqueVector)`` receives the parameter cliques' marginals (counts, attributes
     in domain order) and may return gradients on any of them in any attribute order.
-    Calling the objective on a flat marginal buffer returns ``(value, flat gradient)``.
+    Calling the objective on a flat marginal buffer returns ``(value, flat gradient)``: identity
+    (marginal) measurements are scored by a compiled kernel (``index``, ``y``, ``w``), the rest
+    by :meth:`python_part`.
     """
 
     def __init__(self, oracle: MarginalOracle, measurements: Sequence, loss="l2"):
@@ -58,7 +58,7 @@ class Objective:
         self.loss = loss
         domain = oracle.domain
         index, ys, ws, self.general = [], [], [], []
-        for m in measurements:
+        for m in () if callable(loss) else measurements:
             j = oracle.index[canonical(domain, m.attrs)]
             where = oracle.p_off[j] + index_map(domain, m.attrs, canonical(domain, m.attrs)).astype(np.int64)
             w = np.asarray(m.weights, dtype=np.float64)
@@ -70,34 +70,43 @@ class Objective:
         self.y = np.concatenate(ys) if ys else np.zeros(0)
         self.w = np.ascontiguousarray(np.concatenate(ws) if ws else np.zeros(0))
 
+    @property
+    def needs_python(self) -> bool:
+        """Whether part of the loss is Python code: measurements with other queries, or a callable."""
+        return callable(self.loss) or bool(self.general)
+
     def __call__(self, mu: np.ndarray, grad: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """``(loss, gradient)`` at the flat marginals ``mu``; ``grad`` receives the gradient if given."""
         grad = np.empty_like(mu) if grad is None else grad
+        value = identity_loss(mu, self.index, self.y, self.w, self.loss == "l1", grad)
+        return float(value + self.python_part(mu, grad)), grad
+
+    def python_part(self, mu: np.ndarray, grad: np.ndarray) -> float:
+        """Loss of the measurements with other queries (or of the callable loss) at ``mu``; its
+        gradient is added into ``grad``."""
         if callable(self.loss):
             return self._custom(mu, grad)
-        l1 = self.loss == "l1"
-        value = identity_loss(mu, self.index, self.y, self.w, l1, grad)
+        value = 0.0
         for _, where, query, y, w in self.general:
             r = w * (query @ mu[where] - y)
-            if l1:
+            if self.loss == "l1":
                 value += float(np.abs(r).sum())
                 grad[where] += query.T @ (w * np.sign(r))
             else:
                 value += 0.5 * float(r @ r)
                 grad[where] += query.T @ (w * r)
-        return float(value), grad
+        return value
 
     def _custom(self, mu, grad):
         domain, oracle = self.oracle.domain, self.oracle
         marginals = CliqueVector({cl: Factor(domain.project(cl), oracle.block(mu, cl).copy()) for cl in oracle.cliques})
         value, gradient = self.loss(marginals)
-        grad[:] = 0.0
         for cl, factor in gradient.items():
             canon = canonical(domain, cl)
             if canon not in oracle.index:
                 raise ValueError(f"custom loss returned a gradient on clique {list(cl)}, which is not a model clique")
             oracle.block(grad, canon)[...] += factor.transpose(canon).values
-        return float(value), grad
+        return float(value)
 
     def first_step(self, total: float) -> float:
         """Initial mirror-descent step: ``1 / (total * K)`` for L2 (``K`` from :meth:`lipschitz`),
@@ -124,71 +133,34 @@ class Objective:
         return float(per_clique.max()) if per_clique.size else 0.0
 
 
-def _finish(oracle, theta, total, value):
+def _finish(oracle, theta, total, value, iterations):
     model = GraphicalModel.from_flat(oracle, theta, total)
-    model.loss = value
+    model.loss, model.iterations = value, iterations
     return model
 
 
 def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
                    iters: int = 1000, tol: float = 0.0, step: float | None = None,
                    callback: Callable | None = None) -> GraphicalModel:
-    """Algorithm 1 (entropic mirror descent over the marginal polytope) with Armijo line search.
+    """Algorithm 1 (entropic mirror descent over the marginal polytope) with Armijo line search,
+    compiled (:func:`ektelo_pgm.kernels.mirror.mirror_descent` says how steps are chosen).
 
-    ``theta <- theta - alpha * grad L(mu)``, ``mu = MARGINAL-ORACLE(theta)`` (counts).  Each
-    iteration first doubles ``alpha`` then halves it (at most 25 times) until the loss drops by at
-    least 1e-4 times the decrease predicted by the gradient (Armijo) and by more than 1e-9 of
-    itself.  The first ``alpha`` is ``step`` or :meth:`Objective.first_step`.  When no step
-    qualifies, a smooth (L2) loss has converged and the iterations stop; for non-smooth losses
-    (L1, callables) a subgradient step of ``first alpha / sqrt(iteration)`` is taken instead.
-    Stops after ``iters`` iterations or when the relative loss change is at most ``tol``.
-    Returns the model of the best iterate; ``callback(iteration, loss)`` runs after every one.
+    The first step is ``step`` or :meth:`Objective.first_step`; the loss is smooth for L2.  Stops
+    after ``iters`` iterations or when the relative loss change is at most ``tol``.  Returns the
+    model of the best iterate, with ``loss`` and ``iterations`` (how many ran);
+    ``callback(iteration, loss)`` runs after every one.
     """
-    # two slots (current, trial) of parameter-sized buffers and one tree-sized workspace, all
-    # preallocated: no allocation per iteration, and the working set stays as small as it can
-    thetas = [np.array(theta, dtype=np.float64), np.empty(len(theta))]
-    mus = [np.empty(oracle.size), np.empty(oracle.size)]
-    grads = [np.empty(oracle.size), np.empty(oracle.size)]
-    work = oracle.workspace()
-    cur = 0
-    value = objective(oracle.calibrate(thetas[cur], total, mus[cur], work)[0], grads[cur])[0]
-    if step is None:
-        step = objective.first_step(total)
-    alpha = float(step)
-    smooth = objective.loss == "l2"
-    best_value, best_theta = value, thetas[cur].copy()
-    streak = 4  # iterations in a row whose first trial step was accepted
-    for t in range(1, iters + 1):
-        nxt = 1 - cur
-        if streak >= 4:
-            alpha *= 2.0
-            streak = 0
-        for trial_number in range(25):
-            step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
-            new_value = objective(oracle.calibrate(thetas[nxt], total, mus[nxt], work)[0], grads[nxt])[0]
-            decrease = value - new_value
-            if decrease >= 1e-4 * predicted_decrease(grads[cur], mus[cur], mus[nxt]) and decrease > 1e-9 * value:
-                streak = streak + 1 if trial_number == 0 else 0
-                break
-            alpha *= 0.5
-        else:
-            if smooth:
-                break  # no step decreases a smooth loss: converged
-            alpha = step / np.sqrt(t)  # a kink: take a diminishing subgradient step instead
-            step_kernel(thetas[cur], alpha, grads[cur], thetas[nxt])
-            new_value = objective(oracle.calibrate(thetas[nxt], total, mus[nxt], work)[0], grads[nxt])[0]
-        previous = value
-        cur, value = nxt, new_value
-        if value < best_value:
-            best_value = value
-            np.copyto(best_theta, thetas[cur])
-        if callback is not None:
-            callback(t, value)
-        if abs(previous - value) <= tol * max(abs(previous), TINY):
-            break
-    if best_value < value:  # a non-smooth loss went up since its best iterate
-        return _finish(oracle, best_theta, total, best_value)
-    return _finish(oracle, thetas[cur], total, value)
+    first = objective.first_step(total) if step is None else float(step)
+    key = id(objective)
+    HOOKS[key] = (objective.python_part, callback)
+    try:
+        theta, value, iterations = compiled_mirror_descent(
+            np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters), float(tol), first,
+            objective.loss == "l2", objective.index, objective.y, objective.w, objective.loss == "l1", key,
+            objective.needs_python, callback is not None, *oracle._kernel_args, *oracle.workspace())
+    finally:
+        del HOOKS[key]
+    return _finish(oracle, theta, total, value, iterations)
 
 
 def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
@@ -200,7 +172,8 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
     measurements' Q^T W^2 Q (the loss is in counts; the polytope in probabilities).  The
     prox-centre is the model of the initial ``theta`` (warm start).  ``callback(iteration, loss)``
     sees the loss of the averaged marginals ``mu``; the returned model is the one whose
-    parameters were computed last (its marginals are ``nu``), with ``model.loss`` its own loss.
+    parameters were computed last (its marginals are ``nu``), with ``model.loss`` its own loss
+    and ``model.iterations`` how many ran.
     """
     if lipschitz is None:
         if objective.loss != "l2":
@@ -213,7 +186,9 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
     mu = nu = oracle.calibrate(theta0, total, work=work)[0]
     gbar = np.zeros_like(mu)
     value = objective(mu)[0]
+    iterations = 0
     for t in range(1, iters + 1):
+        iterations = t
         c = 2.0 / (t + 1)
         gbar = (1 - c) * gbar + c * objective((1 - c) * mu + c * nu)[1]
         theta = theta0 - t * (t + 1) / (4.0 * lipschitz) * gbar
@@ -224,7 +199,7 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
             callback(t, value)
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
-    return _finish(oracle, theta, total, objective(nu)[0])
+    return _finish(oracle, theta, total, objective(nu)[0], iterations)
 
 
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "mirror",

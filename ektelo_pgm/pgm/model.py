@@ -60,7 +60,7 @@ class GraphicalModel(Estimate):
         self._total = total
         self.mu, self.log_beliefs, self.log_z = oracle.beliefs(theta, total)
         self._marginals = total * np.exp(self.log_beliefs)
-        self.loss = None
+        self.loss = self.iterations = None  # set by the estimators: loss reached, iterations run
 
     @property
     def total(self) -> float:
