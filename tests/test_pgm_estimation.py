@@ -8,7 +8,7 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.measurement import estimate_total
-from ektelo_pgm.pgm.estimation import Objective, _power_iteration
+from ektelo_pgm.pgm.estimation import Objective, _power_iteration, mirror_descent
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
@@ -53,6 +53,58 @@ def test_recovers_noiseless_marginals(method, loss, known, iters, tolerance):
     assert seen and model.loss <= seen[0] + 1e-12
     if method == "mirror" and loss == "l2":
         assert all(b <= a for a, b in zip(seen, seen[1:]))  # the line search is monotone
+
+
+def _reference_mirror_descent(oracle, objective, total, iters, first, smooth):
+    """Algorithm 1 with Armijo line search, step by step in Python (the compiled loop's rules)."""
+    theta = np.zeros(oracle.size)
+    mu = oracle.calibrate(theta, total)[0]
+    value, grad = objective(mu)
+    alpha, streak, losses, kinks = first, 4, [], 0
+    best_theta, best_value = theta, value
+    for t in range(1, iters + 1):
+        if streak >= 4:
+            alpha, streak = 2 * alpha, 0
+        for trial in range(25):
+            new_theta = theta - alpha * grad
+            new_mu = oracle.calibrate(new_theta, total)[0]
+            new_value, new_grad = objective(new_mu)
+            if value - new_value >= 1e-4 * grad @ (mu - new_mu) and value - new_value > 1e-9 * value:
+                streak = streak + 1 if trial == 0 else 0
+                break
+            alpha /= 2
+        else:
+            if smooth:
+                break
+            alpha, kinks = first / np.sqrt(t), kinks + 1
+            new_theta = theta - alpha * grad
+            new_mu = oracle.calibrate(new_theta, total)[0]
+            new_value, new_grad = objective(new_mu)
+        theta, mu, value, grad = new_theta, new_mu, new_value, new_grad
+        losses.append(value)
+        if value < best_value:
+            best_theta, best_value = theta, value
+    if not smooth and best_value < value:
+        return best_theta, best_value, losses, kinks
+    return theta, value, losses, kinks
+
+
+@pytest.mark.parametrize("loss,general,iters", [("l2", False, 60), ("l2", True, 60), ("l1", True, 600)])
+def test_compiled_mirror_descent_matches_python_reference(loss, general, iters):
+    truth = _truth()
+    ms = [m for m in _measurements(truth) if general or m.query is None]
+    oracle = MarginalOracle(DOM, [m.attrs for m in ms])
+    objective = Objective(oracle, ms, loss)
+    first = objective.first_step(1000.0)
+    seen = []
+    model = mirror_descent(oracle, objective, 1000.0, np.zeros(oracle.size), iters=iters,
+                           callback=lambda t, v: seen.append((t, v)))
+    theta, value, losses, kinks = _reference_mirror_descent(oracle, objective, 1000.0, iters, first, loss == "l2")
+    assert objective.needs_python == general and (kinks > 0) == (loss == "l1")  # L1 takes a subgradient step
+    assert [t for t, _ in seen] == list(range(1, len(losses) + 1)) and model.iterations == len(losses)
+    np.testing.assert_allclose([v for _, v in seen], losses, rtol=1e-9)
+    np.testing.assert_allclose(model.theta, theta, rtol=1e-8, atol=1e-10)
+    assert model.loss == pytest.approx(value, rel=1e-9)
 
 
 def test_total_estimation_inverse_variance():
