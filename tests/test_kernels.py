@@ -5,8 +5,9 @@ from hypothesis import strategies as st
 
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, exp_shifted,
-                                identity_loss, identity_loss_reference, predicted_decrease, predicted_decrease_reference,
-                                project, project_reference, runs_to_maps, step, step_reference)
+                                identity_loss, identity_loss_reference, predicted_decrease,
+                                predicted_decrease_reference, project, project_reference, runs_to_maps, step,
+                                step_reference)
 from ektelo_pgm.kernels.tree import BLOCK, PARALLEL_CELLS
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import index_map, index_runs
@@ -58,7 +59,8 @@ def _scratch(args):
     clique_off, sep_off = args[0], args[5]
     widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
     return (np.full(sep_off[-1], np.nan), np.full(sep_off[-1], np.nan), np.full(widest_sep, np.nan),
-            np.full(widest_sep, np.nan), np.full(int(np.diff(clique_off).max()), np.nan))
+            np.full(widest_sep, np.nan), np.full(int(np.diff(clique_off).max()), np.nan),
+            np.empty(BLOCK, dtype=np.int64))
 
 
 def _check_calibrate(args, theta, total):

@@ -45,7 +45,7 @@ def _loss(mu, grad, index, y, w, l1, key, python):
 def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key, python, report,
                    clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
                    down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-                   belief, log_norm, up, down, acc, peak, tmp):
+                   belief, log_norm, up, down, acc, peak, tmp, bits):
     """Algorithm 1 from the log-potentials ``theta`` (flat, parameter cliques; not modified).
 
     ``theta <- theta - alpha * grad L(mu)``, ``mu = MARGINAL-ORACLE(theta)`` (counts, scaled to
@@ -69,7 +69,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     cur = 0
     calibrate_core(thetas[0], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
               up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mus[0], up, down, acc, peak, tmp)
+              belief, log_norm, mus[0], up, down, acc, peak, tmp, bits)
     value = _loss(mus[0], grads[0], index, y, w, l1, key, python)
     best = thetas[0].copy()
     best_value = value
@@ -86,7 +86,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
             calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                       up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp)
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
             decrease = value - new_value
             if (decrease >= ARMIJO * predicted_decrease(grads[cur], mus[cur], mus[nxt])
@@ -102,7 +102,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
             calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                       up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp)
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
         previous = value
         cur, value = nxt, new_value

@@ -158,7 +158,7 @@ def _exp_table(block, bound, out, bits):
     """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
     bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30; then
     it is ``max(block)``, so no cell underflows that would not with the exact maximum."""
-    z = exp_shifted(block, bound, out, bits)
+    z = _exp_block(block, bound, out, bits) if block.shape[0] <= BLOCK else exp_shifted(block, bound, out, bits)
     if z >= 1e-30:
         return bound, z
     top = _max(block)
@@ -242,7 +242,7 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
 @njit
 def calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
                    up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
-                   rows, belief, log_norm, mu, up, down, acc, peak, tmp):
+                   rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
     Forest: ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique
@@ -265,10 +265,10 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
     normalisers into ``log_norm`` (one per clique; ``belief - log_norm`` is the log-probability),
     the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
     partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down``
-    (``sep_off[-1]`` cells), ``acc`` and ``peak`` (widest separator), ``tmp`` (widest clique).
+    (``sep_off[-1]`` cells), ``acc`` and ``peak`` (widest separator), ``tmp`` (widest clique),
+    ``bits`` (int64, :data:`BLOCK` cells).
     """
     k = order.shape[0]
-    bits = np.empty(BLOCK, dtype=np.int64)
     bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
     for c in range(k):  # assembly
         start = clique_off[c]
@@ -344,11 +344,11 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
 @njit(cache=True)
 def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
               down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mu, up, down, acc, peak, tmp):
+              belief, log_norm, mu, up, down, acc, peak, tmp, bits):
     """The MARGINAL-ORACLE (:func:`calibrate_core`) as a cached entry point for Python callers."""
     return calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                           up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp)
+                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits)
 
 
 def _logsumexp_by(values, index, size):
@@ -359,7 +359,7 @@ def _logsumexp_by(values, index, size):
 
 def calibrate_reference(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                         up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp):
+                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits):
     """numpy twin of :func:`calibrate` (plain maps, every message recomputed from scratch, no
     division, normalised beliefs: ``log_norm`` is all zeros)."""
     k = len(order)

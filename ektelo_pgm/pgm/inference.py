@@ -18,6 +18,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..kernels import calibrate
+from ..kernels.tree import BLOCK
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
 
@@ -71,7 +72,7 @@ class MarginalOracle:
         widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
         widest = int(np.diff(clique_off).max())
         return (np.empty(clique_off[-1]), np.empty(len(clique_off) - 1), np.empty(sep_off[-1]), np.empty(sep_off[-1]),
-                np.empty(widest_sep), np.empty(widest_sep), np.empty(widest))
+                np.empty(widest_sep), np.empty(widest_sep), np.empty(widest), np.empty(BLOCK, dtype=np.int64))
 
     def calibrate(self, theta: np.ndarray, total: float, mu: np.ndarray | None = None,
                   work: tuple | None = None) -> tuple[np.ndarray, float]:
