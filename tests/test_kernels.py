@@ -96,7 +96,7 @@ def test_calibrate_on_junction_trees(seed, d, m, scale):
     domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, 5, size=d).tolist())
     cliques = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 4) + 1), replace=False)) for _ in range(m)]
     oracle = MarginalOracle(domain, cliques)
-    _check_calibrate(oracle._kernel_args, rng.normal(size=oracle.size) * scale, 7.0)
+    _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 7.0)
 
 
 def test_calibrate_on_cliques_big_enough_for_all_cores():
@@ -105,7 +105,7 @@ def test_calibrate_on_cliques_big_enough_for_all_cores():
     oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d"), ("a",), ("d", "c"), ("d", "e")])
     assert np.diff(oracle.layout["clique_off"]).max() >= PARALLEL_CELLS
     for scale in (1.0, 50.0):
-        _check_calibrate(oracle._kernel_args, rng.normal(size=oracle.size) * scale, 1000.0)
+        _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 1000.0)
 
 
 @settings(max_examples=30, deadline=None)

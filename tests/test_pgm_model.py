@@ -59,6 +59,9 @@ def test_unmeasured_attributes_and_single_covering_clique():
     np.testing.assert_allclose(model.project(("d", "a")), _marginal(domain, p, ("d", "a")), atol=1e-12)
     lonely = GraphicalModel(domain, [("a",)], total=12.0)  # b, c, d never measured: uniform
     np.testing.assert_allclose(lonely.project(("c", "b")), np.full((4, 2), 12.0 / 8))
+    empty = GraphicalModel(domain, [], total=12.0)  # no cliques at all: uniform, log Z = log(cells)
+    np.testing.assert_allclose(empty.project(("d", "a")), np.full((2, 3), 12.0 / 6))
+    assert np.isclose(empty.log_z, np.log(domain.size()))
 
 
 def test_large_domain_out_of_model_marginals():

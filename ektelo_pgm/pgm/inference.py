@@ -28,7 +28,8 @@ class MarginalOracle:
     The parameter cliques (attributes in domain order, duplicates removed) each hold a
     log-potential table; they are hosted by the smallest maximal clique of the junction tree
     containing them.  All tables live in flat float64 buffers (``p_off`` delimits the parameter
-    cliques, ``tree.layout()`` the maximal cliques) so that one numba call does the whole pass.
+    cliques, ``tree.layout()`` the maximal cliques) so that one numba call does the whole pass;
+    ``kernel_args`` are the tree and parameter arrays of :func:`ektelo_pgm.kernels.calibrate`.
     """
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
@@ -45,14 +46,14 @@ class MarginalOracle:
         hosted = np.argsort(host, kind="stable")
         hosted_off = np.concatenate([[0], np.cumsum(np.bincount(host, minlength=len(self.tree.cliques)))])
         lay = self.layout
-        self._kernel_args = (
+        self.kernel_args = (
             lay["clique_off"], lay["order"], lay["parent"], lay["child_off"], lay["children"], lay["sep_off"],
             lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"],
             lay["down_run"], lay["down_kept"], lay["down_off"], lay["down_rows"],
             hosted_off.astype(np.int64), hosted.astype(np.int64), self.p_off,
             np.array([r[0] for r in runs], dtype=np.int64), np.array([r[1] for r in runs], dtype=np.bool_),
             np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
-            np.concatenate([r[2] for r in runs]))
+            np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
         self.index = {cl: i for i, cl in enumerate(self.cliques)}
 
     @property
@@ -85,7 +86,7 @@ class MarginalOracle:
         """
         mu = np.empty(self.size) if mu is None else mu
         work = self.workspace() if work is None else work
-        log_z = calibrate(theta, float(total), *self._kernel_args, work[0], work[1], mu, *work[2:])
+        log_z = calibrate(theta, float(total), *self.kernel_args, work[0], work[1], mu, *work[2:])
         return mu, log_z
 
     def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:

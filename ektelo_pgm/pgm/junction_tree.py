@@ -43,7 +43,7 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
 
 
 def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tuple[int, bool, np.ndarray]:
-    """:func:`index_map` as runs: ``(length, kept, rows)`` for the kernels ``*_runs``.
+    """:func:`index_map` as runs: ``(length, kept, rows)`` for :func:`ektelo_pgm.kernels.calibrate`.
 
     The cells over ``big`` split into rows of ``length`` consecutive cells (the trailing
     attributes of ``big`` that are all in ``small``, or all out of it); ``rows[r]`` is the cell of
