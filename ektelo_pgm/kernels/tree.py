@@ -156,8 +156,9 @@ def _max(x):
 @njit
 def _exp_table(block, bound, out, bits):
     """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
-    bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30; then
-    it is ``max(block)``, so no cell underflows that would not with the exact maximum."""
+    bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30 (the
+    bound is over 69 too high); then it is ``max(block)``.  Either way only cells below e^-639
+    times the largest one underflow to 0."""
     z = _exp_block(block, bound, out, bits) if block.shape[0] <= BLOCK else exp_shifted(block, bound, out, bits)
     if z >= 1e-30:
         return bound, z
