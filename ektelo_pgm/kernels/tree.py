@@ -1,4 +1,6 @@
-"""Junction-tree kernels over flat buffers: potential assembly, log-space calibration, projection.
+"""Private-PGM's compiled engine over flat junction-tree buffers (McKenna et al. 2019, sec. 3.2):
+potential assembly, log-space calibration (the MARGINAL-ORACLE), projection, the losses of
+identity measurements, and Algorithm 1's whole loop.
 
 All cliques of a junction tree live in one flat float64 buffer (clique ``k`` occupies
 ``off[k]:off[k+1]``, its cells raveled in C order).  Relations between a clique and a smaller
@@ -6,18 +8,21 @@ table (a separator, or a clique hosted inside it) are int32 *index maps*: for ea
 big clique, the raveled index of the matching cell of the small table; the junction-tree
 kernels store them as runs (see :func:`runs_to_maps`).  Every kernel is a numba function
 compiled once with ``cache=True`` (fixed dtypes: float64 values, int64 offsets, int32 maps) and
-has a plain numpy twin ``*_reference`` with the same semantics, used by the tests.
+has a plain numpy twin ``*_reference`` with the same semantics, used by the tests (the loop's
+twin is a test).
 
-Functions with parallel loops, and those calling them, are not cached themselves: numba writes a
-broken cache entry (a segfault when a later process loads it) for a cached function compiled
-against a callee with parallel code that was itself loaded from the cache.  They are compiled
-into the cached entry points that use them: :func:`calibrate` and
-:func:`ektelo_pgm.kernels.mirror.mirror_descent`.
+One module, because numba's cache checks only the source file of each cached function, and a
+cached function embeds the code it calls: the loop embeds the oracle and the losses, so they
+must live (and change) together.  Functions with parallel loops, and those calling them, are not
+cached themselves: numba writes a broken cache entry (a segfault when a later process loads it)
+for a cached function compiled against a callee with parallel code that was itself loaded from
+the cache.  They are compiled into the cached entry points that use them, :func:`calibrate` and
+:func:`mirror_descent`.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, objmode, prange
 
 
 @njit(cache=True)
@@ -420,3 +425,168 @@ def calibrate_reference(theta, total, clique_off, order, parent, child_off, chil
         mu[p_off[j]:p_off[j + 1]] = np.bincount(p_maps[p_map_off[j]:p_map_off[j + 1]], marginals[cells[c]],
                                                 minlength=p_off[j + 1] - p_off[j])
     return log_z
+
+
+@njit(cache=True)
+def identity_loss(mu, index, y, w, l1, grad):
+    """Loss of identity (marginal) measurements: the weighted residuals ``r = w * (mu[index] - y)``,
+    ``index[i]`` the cell of the flat marginal buffer answered by ``y[i]`` with weight ``w[i] =
+    1/std`` (supplement C.1, C.2); its gradient (w.r.t. ``mu``) overwrites ``grad``.
+
+    L2: ``0.5 * sum r**2`` with gradient ``w * r``; L1: ``sum |r|`` with subgradient ``w * sign(r)``.
+    """
+    grad[:] = 0.0
+    value = 0.0
+    for i in range(index.shape[0]):
+        j = index[i]
+        r = w[i] * (mu[j] - y[i])
+        if l1:
+            value += abs(r)
+            grad[j] += w[i] * np.sign(r)
+        else:
+            value += 0.5 * r * r
+            grad[j] += w[i] * r
+    return value
+
+
+def identity_loss_reference(mu, index, y, w, l1, grad):
+    """numpy twin of :func:`identity_loss`."""
+    r = w * (mu[index] - y)
+    grad[:] = np.bincount(index, w * (np.sign(r) if l1 else r), minlength=mu.size)
+    return float(np.abs(r).sum()) if l1 else float(0.5 * r @ r)
+
+
+@njit(cache=True)
+def step(theta, alpha, grad, out):
+    """``out = theta - alpha * grad`` without temporaries (the mirror-descent update)."""
+    for i in range(theta.shape[0]):
+        out[i] = theta[i] - alpha * grad[i]
+
+
+def step_reference(theta, alpha, grad, out):
+    """numpy twin of :func:`step`."""
+    out[:] = theta - alpha * grad
+
+
+@njit(cache=True)
+def predicted_decrease(grad, before, after):
+    """``grad . (before - after)`` without temporaries (the Armijo test)."""
+    total = 0.0
+    for i in range(grad.shape[0]):
+        total += grad[i] * (before[i] - after[i])
+    return total
+
+
+def predicted_decrease_reference(grad, before, after):
+    """numpy twin of :func:`predicted_decrease`."""
+    return float(grad @ (before - after))
+
+
+ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts,
+MIN_DECREASE = 1e-9  # and by more than this fraction of the loss itself
+HALVINGS = 25  # trial steps per iteration before the search gives up
+GROW_AFTER = 4  # iterations in a row whose first trial was accepted before the step doubles
+TINY = float(np.finfo(float).tiny)
+
+# Python reached from the compiled loop through ``numba.objmode``, registered for one run:
+# key -> (loss of the measurements that are not identity ones, or of a callable loss:
+# (mu, grad) -> value, gradient added into grad; callback: (t, loss))
+HOOKS: dict = {}
+
+
+def _python_loss(key, mu, grad):
+    return float(HOOKS[key][0](mu, grad))
+
+
+def _report(key, t, value):
+    HOOKS[key][1](t, value)
+
+
+@njit(cache=True)
+def _loss(mu, grad, index, y, w, l1, key, python):
+    value = identity_loss(mu, index, y, w, l1, grad)
+    if python:
+        with objmode(extra="float64"):
+            extra = _python_loss(key, mu, grad)
+        value += extra
+    return value
+
+
+@njit(cache=True)
+def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key, python, report,
+                   clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
+                   down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
+                   belief, log_norm, up, down, acc, peak, tmp, bits):
+    """Algorithm 1 from the log-potentials ``theta`` (flat, parameter cliques; not modified), the
+    whole loop in one numba call.
+
+    ``theta <- theta - alpha * grad L(mu)``, ``mu = MARGINAL-ORACLE(theta)`` (counts, scaled to
+    ``total``).  Each iteration doubles ``alpha`` after :data:`GROW_AFTER` iterations whose first
+    trial was accepted, then halves it (at most :data:`HALVINGS` trials) until the loss drops by
+    at least :data:`ARMIJO` times the decrease the gradient predicts and by more than
+    :data:`MIN_DECREASE` of itself.  ``alpha`` starts at ``first``.  When no trial qualifies, a
+    ``smooth`` loss has converged and the run stops; otherwise a subgradient step of
+    ``first / sqrt(t)`` is taken.  Stops after ``iters`` iterations or when the relative loss
+    change is at most ``tol``.
+    Loss: identity measurements (``index``, ``y``, ``w``: see :func:`identity_loss`, L1 if
+    ``l1``) plus, if ``python``, ``HOOKS[key][0]``; if ``report``, ``HOOKS[key][1](t, loss)``
+    runs after every iteration.  The remaining arguments are those of :func:`calibrate_core`.
+    Returns ``(theta, loss, iterations)`` of the best iterate (the last one for a smooth loss).
+    """
+    n, m = theta.shape[0], p_off[-1]
+    thetas = np.empty((2, n))
+    thetas[0] = theta
+    mus = np.empty((2, m))
+    grads = np.empty((2, m))
+    cur = 0
+    calibrate_core(thetas[0], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
+              up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
+              belief, log_norm, mus[0], up, down, acc, peak, tmp, bits)
+    value = _loss(mus[0], grads[0], index, y, w, l1, key, python)
+    best = thetas[0].copy()
+    best_value = value
+    alpha = first
+    streak = GROW_AFTER
+    done = 0
+    for t in range(1, iters + 1):
+        nxt = 1 - cur
+        if streak >= GROW_AFTER:
+            alpha *= 2.0
+            streak = 0
+        accepted = False
+        for trial in range(HALVINGS):
+            step(thetas[cur], alpha, grads[cur], thetas[nxt])
+            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
+                      up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
+            new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
+            decrease = value - new_value
+            if (decrease >= ARMIJO * predicted_decrease(grads[cur], mus[cur], mus[nxt])
+                    and decrease > MIN_DECREASE * value):
+                streak = streak + 1 if trial == 0 else 0
+                accepted = True
+                break
+            alpha *= 0.5
+        if not accepted:
+            if smooth:
+                break  # no step decreases a smooth loss: converged
+            alpha = first / np.sqrt(t)  # a kink: a diminishing subgradient step instead
+            step(thetas[cur], alpha, grads[cur], thetas[nxt])
+            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
+                      up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
+            new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
+        previous = value
+        cur, value = nxt, new_value
+        done = t
+        if not smooth and value < best_value:  # smooth losses only ever go down: no copies
+            best_value = value
+            best[:] = thetas[cur]
+        if report:
+            with objmode():
+                _report(key, t, value)
+        if abs(previous - value) <= tol * max(abs(previous), TINY):
+            break
+    if not smooth and best_value < value:  # a non-smooth loss went up since its best iterate
+        return best, best_value, done
+    return thetas[cur].copy(), value, done

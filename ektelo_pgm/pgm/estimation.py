@@ -15,7 +15,7 @@ import numpy as np
 from ..domain import Domain
 from ..measurement import resolve_total
 from ..kernels import identity_loss
-from ..kernels.mirror import HOOKS, TINY, mirror_descent as compiled_mirror_descent
+from ..kernels.tree import HOOKS, TINY, mirror_descent as compiled_mirror_descent
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
@@ -143,7 +143,7 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
                    iters: int = 1000, tol: float = 0.0, step: float | None = None,
                    callback: Callable | None = None) -> GraphicalModel:
     """Algorithm 1 (entropic mirror descent over the marginal polytope) with Armijo line search,
-    compiled (:func:`ektelo_pgm.kernels.mirror.mirror_descent` says how steps are chosen).
+    compiled (:func:`ektelo_pgm.kernels.mirror_descent` says how steps are chosen).
 
     The first step is ``step`` or :meth:`Objective.first_step`; the loss is smooth for L2.  Stops
     after ``iters`` iterations or when the relative loss change is at most ``tol``.  Returns the
