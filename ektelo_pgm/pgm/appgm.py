@@ -17,6 +17,7 @@ from ..estimate import Estimate
 from ..kernels import assemble, project
 from ..kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ..measurement import resolve_total
+from .clique_vector import FlatCliques
 from .estimation import Objective, _power_iteration
 from .factor import Factor
 from .junction_tree import index_map
@@ -135,12 +136,12 @@ class ConvexGBP:
         return float(np.max(np.abs(below - beliefs[self._lay["msg_cell"]])))
 
 
-class MeasuredCliques:
+class MeasuredCliques(FlatCliques):
     """The measured cliques hosted in a region graph, and the loss over their marginals.
 
     The cliques (attributes in domain order, duplicates removed) get one flat buffer of
-    marginals in counts, laid out like the parameter cliques of Private-PGM, so that the loss is
-    Private-PGM's :class:`~ektelo_pgm.pgm.estimation.Objective` (L2, L1 weighted by 1/std, or a
+    marginals in counts (:class:`FlatCliques`, as Private-PGM's parameter cliques), so that the
+    loss is Private-PGM's :class:`~ektelo_pgm.pgm.estimation.Objective` (L2, L1 weighted by 1/std, or a
     custom callable of a CliqueVector of marginals; McKenna et al. 2019, supplement C and 2021,
     Problem 2).  ``marginals(beliefs)`` sums every clique out of its host region;
     ``gradient_to_regions`` broadcasts a gradient over the buffer back onto the regions.
@@ -148,12 +149,11 @@ class MeasuredCliques:
 
     def __init__(self, graph: RegionGraph, measurements, loss="l2"):
         domain = graph.domain
-        self.graph, self.domain = graph, domain
+        self.graph = graph
         measurements = list(measurements)
         for m in measurements:
             m.check(domain)
-        self.cliques = list(dict.fromkeys(domain.canonical(m.attrs) for m in measurements))
-        self.index = {c: i for i, c in enumerate(self.cliques)}
+        super().__init__(domain, dict.fromkeys(domain.canonical(m.attrs) for m in measurements))
         host = []
         for c in self.cliques:
             h = graph.host(c)
@@ -161,8 +161,6 @@ class MeasuredCliques:
                 raise ValueError(f"the region graph does not support the measured clique {list(c)}")
             host.append(h)
         self.host = np.array(host, dtype=np.int64)
-        self.p_off = np.zeros(len(self.cliques) + 1, dtype=np.int64)
-        self.p_off[1:] = np.cumsum([domain.size(c) for c in self.cliques])
         self.map_off = np.zeros(len(self.cliques) + 1, dtype=np.int64)
         self.map_off[1:] = np.cumsum(graph.sizes[self.host])
         maps = [index_map(domain, graph.regions[h], c) for h, c in zip(self.host, self.cliques)]
@@ -170,16 +168,6 @@ class MeasuredCliques:
         self.objective = Objective(self, measurements, loss)
         self.loss = loss
         self.measurements = measurements
-
-    @property
-    def size(self) -> int:
-        """Number of cells of the measured cliques."""
-        return int(self.p_off[-1])
-
-    def block(self, flat: np.ndarray, clique) -> np.ndarray:
-        """The table of measured clique ``clique`` (domain order) inside a flat clique buffer."""
-        i = self.index[tuple(clique)]
-        return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
 
     def _layout(self):
         return self.p_off, self.host, self.map_off, self.maps, self.graph.offsets

@@ -1,11 +1,37 @@
-"""Vectors of factors indexed by cliques (McKenna et al. 2019, sec. 3: theta and mu)."""
+"""Vectors of factors indexed by cliques (McKenna et al. 2019, sec. 3: theta and mu), as a
+mapping (:class:`CliqueVector`) or laid out in one flat buffer (:class:`FlatCliques`)."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Iterable
 
+import numpy as np
+
 from ..domain import Domain
 from .factor import Factor
+
+
+class FlatCliques:
+    """Tables over ``cliques`` (tuples of attributes, no duplicates) one after another in one flat
+    float64 buffer, C order within each: clique ``i`` holds ``p_off[i]:p_off[i + 1]``."""
+
+    def __init__(self, domain: Domain, cliques: Iterable):
+        self.domain = domain
+        self.cliques = [tuple(cl) for cl in cliques]
+        self.index = {cl: i for i, cl in enumerate(self.cliques)}
+        sizes = [math.prod(domain.config[a] for a in cl) for cl in self.cliques]
+        self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @property
+    def size(self) -> int:
+        """Number of cells of all the cliques."""
+        return int(self.p_off[-1])
+
+    def block(self, flat: np.ndarray, clique) -> np.ndarray:
+        """The table of ``clique`` (as listed) inside a flat buffer, shaped by its attributes' sizes."""
+        i = self.index[tuple(clique)]
+        return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
 
 
 class CliqueVector(dict):

@@ -19,29 +19,28 @@ import numpy as np
 from ..domain import Domain
 from ..kernels import calibrate
 from ..kernels.tree import BLOCK
+from .clique_vector import FlatCliques
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
 
-class MarginalOracle:
+class MarginalOracle(FlatCliques):
     """Calibrated belief propagation for a fixed set of parameter cliques (sec. 3.2, MARGINAL-ORACLE).
 
     The parameter cliques (attributes in domain order, duplicates removed) each hold a
-    log-potential table; they are hosted by the smallest maximal clique of the junction tree
-    containing them.  All tables live in flat float64 buffers (``p_off`` delimits the parameter
-    cliques, ``tree.layout()`` the maximal cliques) so that one numba call does the whole pass;
-    ``kernel_args`` are the tree and parameter arrays of :func:`ektelo_pgm.kernels.calibrate`.
+    log-potential table in one flat buffer (:class:`FlatCliques`); they are hosted by the smallest
+    maximal clique of the junction tree containing them, whose tables live in another flat buffer
+    (``tree.layout()``), so that one numba call does the whole pass; ``kernel_args`` are the tree
+    and parameter arrays of :func:`ektelo_pgm.kernels.calibrate`.
     """
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
-        self.domain = domain
-        self.cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
-        self.tree = JunctionTree(domain, self.cliques, max_mb)
-        if set(self.cliques) == set(self.tree.cliques):
-            self.cliques = list(self.tree.cliques)  # same layout as the tree: assembly is a copy
+        cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
+        self.tree = JunctionTree(domain, cliques, max_mb)
+        if set(cliques) == set(self.tree.cliques):
+            cliques = list(self.tree.cliques)  # same layout as the tree: assembly is a copy
+        super().__init__(domain, cliques)
         self.layout = self.tree.layout()
         host = np.array([self.tree.host(cl) for cl in self.cliques], dtype=np.int64)
-        sizes = [cells(domain, cl) for cl in self.cliques]
-        self.p_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         runs = [index_runs(domain, self.tree.cliques[h], cl) for cl, h in zip(self.cliques, host)]
         hosted = np.argsort(host, kind="stable")
         hosted_off = np.concatenate([[0], np.cumsum(np.bincount(host, minlength=len(self.tree.cliques)))])
@@ -54,17 +53,6 @@ class MarginalOracle:
             np.array([r[0] for r in runs], dtype=np.int64), np.array([r[1] for r in runs], dtype=np.bool_),
             np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
             np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
-        self.index = {cl: i for i, cl in enumerate(self.cliques)}
-
-    @property
-    def size(self) -> int:
-        """Number of cells of the parameter cliques."""
-        return int(self.p_off[-1])
-
-    def block(self, flat: np.ndarray, clique) -> np.ndarray:
-        """The table of parameter clique ``clique`` (domain order) inside a flat parameter buffer."""
-        i = self.index[tuple(clique)]
-        return flat[self.p_off[i]:self.p_off[i + 1]].reshape(self.domain.project(clique).shape)
 
     def workspace(self) -> tuple:
         """Scratch for :meth:`calibrate`, reusable across calls: ``(beliefs, log-normalisers, ...)``
