@@ -1,4 +1,6 @@
 """The numba kernels agree with their numpy twins."""
+import multiprocessing
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,7 +10,7 @@ from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibra
                                 identity_loss, identity_loss_reference, predicted_decrease,
                                 predicted_decrease_reference, project, project_reference, runs_to_maps, step,
                                 step_reference)
-from ektelo_pgm.kernels.tree import BLOCK, PARALLEL_CELLS
+from ektelo_pgm.kernels.tree import BLOCK, PARALLEL_CELLS, SERIAL, parallel_cells
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
@@ -63,14 +65,14 @@ def _scratch(args):
             np.empty(BLOCK, dtype=np.int64))
 
 
-def _check_calibrate(args, theta, total):
+def _check_calibrate(args, theta, total, parallel_cells=PARALLEL_CELLS):
     """calibrate = calibrate_reference on one tree: log-probabilities, parameter marginals, log Z."""
     clique_off, p_off = args[0], args[16]
     k, n, size = len(clique_off) - 1, clique_off[-1], p_off[-1]
     results = []
     for kernel in (calibrate, calibrate_reference):
         belief, log_norm, mu = np.full(n, np.nan), np.full(k, np.nan), np.full(size, np.nan)
-        log_z = kernel(theta, total, *args, belief, log_norm, mu, *_scratch(args))
+        log_z = kernel(theta, total, *args, belief, log_norm, mu, *_scratch(args), parallel_cells)
         results.append((belief - np.repeat(log_norm, np.diff(clique_off)), mu, log_z))
     (fast_b, fast_mu, fast_z), (slow_b, slow_mu, slow_z) = results
     scale = max(1.0, np.abs(theta).max(initial=0))
@@ -104,8 +106,24 @@ def test_calibrate_on_cliques_big_enough_for_all_cores():
     domain = Domain(list("abcde"), [40, 30, 40, 30, 3])
     oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d"), ("a",), ("d", "c"), ("d", "e")])
     assert np.diff(oracle.layout["clique_off"]).max() >= PARALLEL_CELLS
-    for scale in (1.0, 50.0):
-        _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 1000.0)
+    for scale, parallel_cells in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
+        _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 1000.0, parallel_cells)
+
+
+def _big_oracle_marginals(seed):
+    """Parameter marginals of a model with a 48,000-cell clique (parallel paths in a parent process)."""
+    domain = Domain(list("abcd"), [40, 30, 40, 30])
+    oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d")])
+    return oracle.calibrate(np.random.default_rng(seed).normal(size=oracle.size), 100.0)[0]
+
+
+def test_forked_children_run_the_kernels_serially():
+    expected = _big_oracle_marginals(0)  # the parent has started parallel work
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_big_oracle_marginals, (0,)).get(timeout=120)
+        assert pool.apply_async(parallel_cells).get(timeout=120) == SERIAL
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    assert parallel_cells() == PARALLEL_CELLS
 
 
 @settings(max_examples=30, deadline=None)
@@ -157,7 +175,7 @@ def test_exp_shifted_matches_numpy(seed, n):
     x[rng.random(x.size) < 0.1] = -np.inf
     shift = float(rng.exponential())  # at least every value: the arguments are <= 0
     y = np.full(n, np.nan)
-    total = exp_shifted(x, shift, y, np.empty(BLOCK, dtype=np.int64))
+    total = exp_shifted(x, shift, y, np.empty(BLOCK, dtype=np.int64), PARALLEL_CELLS)
     expected = np.where(x - shift < -708, 0.0, np.exp(x - shift))
     np.testing.assert_allclose(y, expected, rtol=1e-15, atol=0)
     assert np.isclose(total, expected.sum(), rtol=1e-13, atol=0)

@@ -21,6 +21,8 @@ the cache.  They are compiled into the cached entry points that use them, :func:
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from numba import njit, objmode, prange
 
@@ -96,6 +98,24 @@ LN2_HI = 0.6931471803691238
 LN2_LO = 1.9082149292705877e-10
 BLOCK = 1024  # cells per block of the exp loop: its int64 scratch (8 KB) stays in the L1 cache
 PARALLEL_CELLS = 1 << 15  # tables from this many cells spread exp and gather over all cores
+SERIAL = 1 << 62  # a threshold no table reaches
+_forked = False
+
+
+def _after_fork_in_child():
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def parallel_cells() -> int:
+    """The ``parallel_cells`` argument of the kernels: :data:`PARALLEL_CELLS`, or :data:`SERIAL` in a
+    process forked from another (e.g. a ``multiprocessing`` pool).  GNU OpenMP, numba's threading
+    layer here, terminates a forked child that starts parallel work once its parent has; a pool
+    of processes keeps the cores busy anyway."""
+    return SERIAL if _forked else PARALLEL_CELLS
 
 
 @njit(cache=True)
@@ -119,17 +139,17 @@ def _exp_block(values, shift, out, bits):
 
 
 @njit(parallel=True)
-def exp_shifted(src, shift, dst, bits):
+def exp_shifted(src, shift, dst, bits, parallel_cells):
     """``dst = exp(src - shift)`` (arguments <= 0, ``dst`` as long as ``src``); returns ``sum(dst)``.
 
     Cody-Waite range reduction and a degree-12 Taylor polynomial (relative error below 1e-15),
     results below exp(-708) flush to 0; blocks of :data:`BLOCK` cells (``bits``: int64 scratch
-    of ``BLOCK`` cells), spread over all cores from :data:`PARALLEL_CELLS` cells.  Several
+    of ``BLOCK`` cells), spread over all cores from ``parallel_cells`` cells.  Several
     times faster than the scalar libm ``exp`` that numba calls (no SVML here).
     """
     n = src.shape[0]
     blocks = (n + BLOCK - 1) // BLOCK
-    if n < PARALLEL_CELLS:
+    if n < parallel_cells:
         total = 0.0
         for b in range(blocks):
             lo, hi = b * BLOCK, min(n, (b + 1) * BLOCK)
@@ -159,16 +179,19 @@ def _max(x):
 
 
 @njit
-def _exp_table(block, bound, out, bits):
+def _exp_table(block, bound, out, bits, parallel_cells):
     """``out = exp(block - top)``; returns ``(top, sum(out))``.  ``top`` is ``bound`` (an upper
     bound of ``block``, which saves a pass over it) unless that leaves a sum below 1e-30 (the
     bound is over 69 too high); then it is ``max(block)``.  Either way only cells below e^-639
     times the largest one underflow to 0."""
-    z = _exp_block(block, bound, out, bits) if block.shape[0] <= BLOCK else exp_shifted(block, bound, out, bits)
+    if block.shape[0] <= BLOCK:
+        z = _exp_block(block, bound, out, bits)
+    else:
+        z = exp_shifted(block, bound, out, bits, parallel_cells)
     if z >= 1e-30:
         return bound, z
     top = _max(block)
-    return top, exp_shifted(block, top, out, bits)
+    return top, exp_shifted(block, top, out, bits, parallel_cells)
 
 
 @njit(cache=True, fastmath=True)
@@ -189,13 +212,13 @@ def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
 
 
 @njit(fastmath=True, parallel=True)
-def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0):
+def _gather_add_runs(dst, start, n, length, kept, rows, roff, values, v0, parallel_cells):
     """dst[start + i] += values[v0 + s(i)] over the cells i < n of a run-structured map, row by
-    row (rows write disjoint cells: over all cores from :data:`PARALLEL_CELLS` cells).
+    row (rows write disjoint cells: over all cores from ``parallel_cells`` cells).
 
     The inner loops run over contiguous slice views and are written out in both branches: so
     LLVM vectorises them (not when indexing the flat buffers, nor through a helper function)."""
-    if n < PARALLEL_CELLS:
+    if n < parallel_cells:
         for r in range(n // length):
             p = v0 + rows[roff + r]
             target = dst[start + r * length:start + (r + 1) * length]
@@ -248,7 +271,7 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
 @njit
 def calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
                    up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
-                   rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits):
+                   rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
     Forest: ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique
@@ -272,7 +295,8 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
     the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
     partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down``
     (``sep_off[-1]`` cells), ``acc`` and ``peak`` (widest separator), ``tmp`` (widest clique),
-    ``bits`` (int64, :data:`BLOCK` cells).
+    ``bits`` (int64, :data:`BLOCK` cells).  Tables from ``parallel_cells`` cells use all cores
+    (see :func:`parallel_cells`).
     """
     k = order.shape[0]
     bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
@@ -282,7 +306,7 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
         belief[start:start + n] = 0.0
         for h in range(hosted_off[c], hosted_off[c + 1]):
             j = hosted[h]
-            _gather_add_runs(belief, start, n, run[j], kept[j], rows, row_off[j], theta, p_off[j])
+            _gather_add_runs(belief, start, n, run[j], kept[j], rows, row_off[j], theta, p_off[j], parallel_cells)
             bound[c] += _max(theta[p_off[j]:p_off[j + 1]])
     for t in range(k):  # collect: children send to parents
         c = order[t]
@@ -293,7 +317,7 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
         n = clique_off[c + 1] - start
         s0 = sep_off[c]
         m = sep_off[c + 1] - s0
-        top = _exp_table(belief[start:start + n], bound[c], tmp[:n], bits)[0]
+        top = _exp_table(belief[start:start + n], bound[c], tmp[:n], bits, parallel_cells)[0]
         acc[:m] = 0.0
         _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0)
         exact = True
@@ -306,15 +330,16 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
             up[s0:s0 + m] = acc[:m]
         bound[p] += _max(up[s0:s0 + m])
         _gather_add_runs(belief, clique_off[p], clique_off[p + 1] - clique_off[p], down_run[c], down_kept[c],
-                         down_rows, down_off[c], up, s0)
+                         down_rows, down_off[c], up, s0, parallel_cells)
     log_z = 0.0
     for t in range(k - 1, -1, -1):  # distribute: parents first
         p = order[t]
         start = clique_off[p]
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
-            _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p])
-        top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n], bits)
+            _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p],
+                             parallel_cells)
+        top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n], bits, parallel_cells)
         lz = top + np.log(z)
         log_norm[p] = lz
         if parent[p] < 0:
@@ -350,11 +375,11 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
 @njit(cache=True)
 def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
               down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mu, up, down, acc, peak, tmp, bits):
+              belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
     """The MARGINAL-ORACLE (:func:`calibrate_core`) as a cached entry point for Python callers."""
     return calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                           up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits)
+                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells)
 
 
 def _logsumexp_by(values, index, size):
@@ -365,7 +390,7 @@ def _logsumexp_by(values, index, size):
 
 def calibrate_reference(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                         up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits):
+                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
     """numpy twin of :func:`calibrate` (plain maps, every message recomputed from scratch, no
     division, normalised beliefs: ``log_norm`` is all zeros)."""
     k = len(order)
@@ -516,7 +541,7 @@ def _loss(mu, grad, index, y, w, l1, key, python):
 def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key, python, report,
                    clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
                    down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-                   belief, log_norm, up, down, acc, peak, tmp, bits):
+                   belief, log_norm, up, down, acc, peak, tmp, bits, parallel_cells):
     """Algorithm 1 from the log-potentials ``theta`` (flat, parameter cliques; not modified), the
     whole loop in one numba call.
 
@@ -541,7 +566,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     cur = 0
     calibrate_core(thetas[0], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
               up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mus[0], up, down, acc, peak, tmp, bits)
+              belief, log_norm, mus[0], up, down, acc, peak, tmp, bits, parallel_cells)
     value = _loss(mus[0], grads[0], index, y, w, l1, key, python)
     best = thetas[0].copy()
     best_value = value
@@ -558,7 +583,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
             calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                       up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits, parallel_cells)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
             decrease = value - new_value
             if (decrease >= ARMIJO * predicted_decrease(grads[cur], mus[cur], mus[nxt])
@@ -574,7 +599,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
             calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
                       up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits)
+                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits, parallel_cells)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
         previous = value
         cur, value = nxt, new_value

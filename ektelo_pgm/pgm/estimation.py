@@ -15,7 +15,7 @@ import numpy as np
 from ..domain import Domain
 from ..measurement import resolve_total
 from ..kernels import identity_loss
-from ..kernels.tree import HOOKS, TINY, mirror_descent as compiled_mirror_descent
+from ..kernels.tree import HOOKS, TINY, mirror_descent as compiled_mirror_descent, parallel_cells
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
@@ -157,7 +157,7 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
         theta, value, iterations = compiled_mirror_descent(
             np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters), float(tol), first,
             objective.loss == "l2", objective.index, objective.y, objective.w, objective.loss == "l1", key,
-            objective.needs_python, callback is not None, *oracle.kernel_args, *oracle.workspace())
+            objective.needs_python, callback is not None, *oracle.kernel_args, *oracle.workspace(), parallel_cells())
     finally:
         del HOOKS[key]
     return _finish(oracle, theta, total, value, iterations)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..kernels import calibrate
-from ..kernels.tree import BLOCK
+from ..kernels.tree import BLOCK, parallel_cells
 from .clique_vector import FlatCliques
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
@@ -74,7 +74,7 @@ class MarginalOracle(FlatCliques):
         """
         mu = np.empty(self.size) if mu is None else mu
         work = self.workspace() if work is None else work
-        log_z = calibrate(theta, float(total), *self.kernel_args, work[0], work[1], mu, *work[2:])
+        log_z = calibrate(theta, float(total), *self.kernel_args, work[0], work[1], mu, *work[2:], parallel_cells())
         return mu, log_z
 
     def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:
