@@ -1,4 +1,7 @@
 """Private-PGM estimation: noiseless recovery, losses, unknown totals, warm starts, the operator."""
+import signal
+import time
+
 import numpy as np
 import pytest
 
@@ -107,6 +110,28 @@ def test_compiled_mirror_descent_matches_python_reference(loss, general, iters):
     assert model.loss == pytest.approx(value, rel=1e-9)
 
 
+def test_a_signal_interrupts_the_compiled_loop():
+    domain = Domain(list("abc"), [40, 30, 40])
+    ms = [Measurement(("a", "b", "c"), np.random.default_rng(0).normal(10.0, 5.0, 48_000), 1.0)]
+    oracle = MarginalOracle(domain, [("a", "b", "c")])
+    objective = Objective(oracle, ms, "l1")
+    mirror_descent(oracle, objective, 48_000.0, np.zeros(oracle.size), iters=1)  # compiled before the alarm
+
+    def alarm(signum, frame):
+        raise TimeoutError("alarm")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    start = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(TimeoutError, match="alarm"):  # L1 with a negative tol never stops: hours of work
+            mirror_descent(oracle, objective, 48_000.0, np.zeros(oracle.size), iters=10**8, tol=-1.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.perf_counter() - start < 5.0
+
+
 def test_total_estimation_inverse_variance():
     truth = _truth(total=500.0)
     cells = truth.project(("c",))
@@ -176,6 +201,8 @@ def test_operator_validation_and_size_refusal():
         PGM(method="newton")
     with pytest.raises(ValueError, match="loss"):
         PGM(loss="huber")
+    with pytest.raises(ValueError, match="tol"):
+        PGM(tol=-0.5)
     big = Domain([f"x{i}" for i in range(4)], [100] * 4)
     ms = [Measurement(("x0", "x1", "x2"), np.zeros(10**6), 1.0), Measurement(("x2", "x3", "x0"), np.zeros(10**6), 1.0)]
     with pytest.raises(ModelTooLargeError, match="MB"):

@@ -512,6 +512,7 @@ MIN_DECREASE = 1e-9  # and by more than this fraction of the loss itself
 HALVINGS = 25  # trial steps per iteration before the search gives up
 GROW_AFTER = 4  # iterations in a row whose first trial was accepted before the step doubles
 TINY = float(np.finfo(float).tiny)
+INTERRUPT_CELLS = 1 << 25  # tree cells calibrated between two moments of Python (so that Ctrl-C works)
 
 # Python reached from the compiled loop through ``numba.objmode``, registered for one run:
 # key -> (loss of the measurements that are not identity ones, or of a callable loss:
@@ -525,6 +526,10 @@ def _python_loss(key, mu, grad):
 
 def _report(key, t, value):
     HOOKS[key][1](t, value)
+
+
+def _interrupt_point():
+    """A moment of Python inside the compiled loop: a pending Ctrl-C raises KeyboardInterrupt here."""
 
 
 @njit(cache=True)
@@ -555,7 +560,9 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     change is at most ``tol``.
     Loss: identity measurements (``index``, ``y``, ``w``: see :func:`identity_loss`, L1 if
     ``l1``) plus, if ``python``, ``HOOKS[key][0]``; if ``report``, ``HOOKS[key][1](t, loss)``
-    runs after every iteration.  The remaining arguments are those of :func:`calibrate_core`.
+    runs after every iteration; otherwise Python runs a no-op every :data:`INTERRUPT_CELLS`
+    calibrated cells, so that Ctrl-C interrupts a long run.  The remaining arguments are those of
+    :func:`calibrate_core`.
     Returns ``(theta, loss, iterations)`` of the best iterate (the last one for a smooth loss).
     """
     n, m = theta.shape[0], p_off[-1]
@@ -573,6 +580,7 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     alpha = first
     streak = GROW_AFTER
     done = 0
+    pending = 0  # tree cells calibrated since Python last ran
     for t in range(1, iters + 1):
         nxt = 1 - cur
         if streak >= GROW_AFTER:
@@ -607,9 +615,14 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
         if not smooth and value < best_value:  # smooth losses only ever go down: no copies
             best_value = value
             best[:] = thetas[cur]
+        pending += clique_off[-1]
         if report:
             with objmode():
                 _report(key, t, value)
+        elif pending >= INTERRUPT_CELLS:
+            with objmode():
+                _interrupt_point()
+            pending = 0
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
     if not smooth and best_value < value:  # a non-smooth loss went up since its best iterate

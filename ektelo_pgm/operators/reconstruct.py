@@ -24,6 +24,8 @@ class PGM:
             raise ValueError(f"PGM: loss must be 'l1', 'l2' or a callable, got {loss!r}")
         if int(iters) < 0:
             raise ValueError(f"PGM: iters must be non-negative, got {iters}")
+        if not float(tol) >= 0:
+            raise ValueError(f"PGM: tol must be a non-negative relative loss change, got {tol}")
         self.iters, self.method, self.loss = int(iters), method, loss
         self.max_model_mb, self.tol = float(max_model_mb), float(tol)
         self.callback = callback
