@@ -572,8 +572,8 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     grads = np.empty((2, m))
     cur = 0
     calibrate_core(thetas[0], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
-              up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mus[0], up, down, acc, peak, tmp, bits, parallel_cells)
+                   up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
+                   rows, belief, log_norm, mus[0], up, down, acc, peak, tmp, bits, parallel_cells)
     value = _loss(mus[0], grads[0], index, y, w, l1, key, python)
     best = thetas[0].copy()
     best_value = value
@@ -586,29 +586,29 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
         if streak >= GROW_AFTER:
             alpha *= 2.0
             streak = 0
-        accepted = False
-        for trial in range(HALVINGS):
+        converged = False
+        for trial in range(HALVINGS + 1):
+            if trial == HALVINGS:  # no trial step qualified
+                if smooth:
+                    converged = True  # no step decreases a smooth loss
+                    break
+                alpha = first / np.sqrt(t)  # a kink: a diminishing subgradient step, taken as it is
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
-            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
-                      up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits, parallel_cells)
+            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run,
+                           up_kept, up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted,
+                           p_off, run, kept, row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp,
+                           bits, parallel_cells)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
+            if trial == HALVINGS:
+                break
             decrease = value - new_value
             if (decrease >= ARMIJO * predicted_decrease(grads[cur], mus[cur], mus[nxt])
                     and decrease > MIN_DECREASE * value):
                 streak = streak + 1 if trial == 0 else 0
-                accepted = True
                 break
             alpha *= 0.5
-        if not accepted:
-            if smooth:
-                break  # no step decreases a smooth loss: converged
-            alpha = first / np.sqrt(t)  # a kink: a diminishing subgradient step instead
-            step(thetas[cur], alpha, grads[cur], thetas[nxt])
-            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
-                      up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept,
-                      row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp, bits, parallel_cells)
-            new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
+        if converged:
+            break
         previous = value
         cur, value = nxt, new_value
         done = t
