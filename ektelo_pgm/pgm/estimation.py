@@ -111,8 +111,9 @@ class Objective:
     def first_step(self, total: float) -> float:
         """Initial mirror-descent step: ``1 / (total * K)`` for L2 (``K`` from :meth:`lipschitz`),
         ``1 / max weight`` for L1 (log-potentials then move by about 1), ``1 / total`` otherwise."""
-        if self.loss == "l2" and self.lipschitz() > 0:
-            return 1.0 / (total * self.lipschitz())
+        lipschitz = self.lipschitz() if self.loss == "l2" else 0.0
+        if lipschitz > 0:
+            return 1.0 / (total * lipschitz)
         weights = [self.w] + [w for *_, w in self.general]
         if self.loss == "l1" and max(w.size for w in weights) > 0:
             return 1.0 / max(float(w.max()) for w in weights if w.size)
