@@ -1,6 +1,4 @@
 """Private-PGM estimation: noiseless recovery, losses, unknown totals, warm starts, the operator."""
-import signal
-import time
 
 import numpy as np
 import pytest
@@ -108,28 +106,6 @@ def test_compiled_mirror_descent_matches_python_reference(loss, general, iters):
     np.testing.assert_allclose([v for _, v in seen], losses, rtol=1e-9)
     np.testing.assert_allclose(model.theta, theta, rtol=1e-8, atol=1e-10)
     assert model.loss == pytest.approx(value, rel=1e-9)
-
-
-def test_a_signal_interrupts_the_compiled_loop():
-    domain = Domain(list("abc"), [40, 30, 40])
-    ms = [Measurement(("a", "b", "c"), np.random.default_rng(0).normal(10.0, 5.0, 48_000), 1.0)]
-    oracle = MarginalOracle(domain, [("a", "b", "c")])
-    objective = Objective(oracle, ms, "l1")
-    mirror_descent(oracle, objective, 48_000.0, np.zeros(oracle.size), iters=1)  # compiled before the alarm
-
-    def alarm(signum, frame):
-        raise TimeoutError("alarm")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    start = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
-    try:
-        with pytest.raises(TimeoutError, match="alarm"):  # L1 with a negative tol never stops: hours of work
-            mirror_descent(oracle, objective, 48_000.0, np.zeros(oracle.size), iters=10**8, tol=-1.0)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.perf_counter() - start < 5.0
 
 
 def test_total_estimation_inverse_variance():

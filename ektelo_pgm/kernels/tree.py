@@ -26,6 +26,8 @@ import os
 import numpy as np
 from numba import njit, objmode, prange
 
+from .interrupt import sigint_received
+
 
 @njit(cache=True)
 def assemble(theta_p, p_off, host, map_off, maps, clique_off, out):
@@ -512,7 +514,7 @@ MIN_DECREASE = 1e-9  # and by more than this fraction of the loss itself
 HALVINGS = 25  # trial steps per iteration before the search gives up
 GROW_AFTER = 4  # iterations in a row whose first trial was accepted before the step doubles
 TINY = float(np.finfo(float).tiny)
-INTERRUPT_CELLS = 1 << 25  # tree cells calibrated between two moments of Python (so that Ctrl-C works)
+INTERRUPT_CELLS = 1 << 20  # tree cells calibrated between two looks at Ctrl-C (about 10 ms of work)
 
 # Python reached from the compiled loop through ``numba.objmode``, registered for one run:
 # key -> (loss of the measurements that are not identity ones, or of a callable loss:
@@ -526,10 +528,6 @@ def _python_loss(key, mu, grad):
 
 def _report(key, t, value):
     HOOKS[key][1](t, value)
-
-
-def _interrupt_point():
-    """A moment of Python inside the compiled loop: a pending Ctrl-C raises KeyboardInterrupt here."""
 
 
 @njit(cache=True)
@@ -560,9 +558,11 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     change is at most ``tol``.
     Loss: identity measurements (``index``, ``y``, ``w``: see :func:`identity_loss`, L1 if
     ``l1``) plus, if ``python``, ``HOOKS[key][0]``; if ``report``, ``HOOKS[key][1](t, loss)``
-    runs after every iteration; otherwise Python runs a no-op every :data:`INTERRUPT_CELLS`
-    calibrated cells, so that Ctrl-C interrupts a long run.  The remaining arguments are those of
-    :func:`calibrate_core`.
+    runs after every iteration.  Every :data:`INTERRUPT_CELLS` calibrated cells (counting every
+    calibration, line-search trials included) the loop asks
+    :func:`~ektelo_pgm.kernels.interrupt.sigint_received` and stops early if Ctrl-C was pressed
+    (the caller raises it, see :func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`).  The
+    remaining arguments are those of :func:`calibrate_core`.
     Returns ``(theta, loss, iterations)`` of the best iterate (the last one for a smooth loss).
     """
     n, m = theta.shape[0], p_off[-1]
@@ -599,6 +599,13 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
                            p_off, run, kept, row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp,
                            bits, parallel_cells)
             new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
+            pending += clique_off[-1]
+            if pending >= INTERRUPT_CELLS:
+                pending = 0
+                with objmode(stop="int64"):
+                    stop = int(sigint_received())
+                if stop:
+                    return thetas[cur].copy(), value, done
             if trial == HALVINGS:
                 break
             decrease = value - new_value
@@ -615,14 +622,9 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
         if not smooth and value < best_value:  # smooth losses only ever go down: no copies
             best_value = value
             best[:] = thetas[cur]
-        pending += clique_off[-1]
         if report:
             with objmode():
                 _report(key, t, value)
-        elif pending >= INTERRUPT_CELLS:
-            with objmode():
-                _interrupt_point()
-            pending = 0
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
     if not smooth and best_value < value:  # a non-smooth loss went up since its best iterate

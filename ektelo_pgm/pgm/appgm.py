@@ -16,6 +16,7 @@ from ..domain import Domain
 from ..estimate import Estimate
 from ..kernels import assemble, project
 from ..kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
+from ..kernels.interrupt import deferred_sigint, sigint_received
 from ..measurement import resolve_total
 from .clique_vector import FlatCliques
 from .estimation import Objective, _power_iteration
@@ -242,6 +243,7 @@ def preconditioning_counting_numbers(graph: RegionGraph, measurements) -> dict:
     return dict(zip(graph.regions, share.tolist()))
 
 
+@deferred_sigint()  # Ctrl-C ends the loops below between two oracle calls and is raised on return
 def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", iters: int = 1000,
                    stepsize: float | None = None, damping: float = 0.5, final_iters: int = 2000,
                    tol: float = 1e-8, warm_start=None, callback=None):
@@ -281,6 +283,8 @@ def mirror_descent(graph: RegionGraph, measurements, total: float, loss="l2", it
     history = []
     streak = 0
     for t in range(iters):
+        if sigint_received():
+            break
         for _ in range(HALVINGS):
             saved = oracle.state()
             new_theta = theta - (stepsize if smooth else stepsize / np.sqrt(t + 1.0)) * grad
@@ -319,7 +323,7 @@ def consistent_beliefs(oracle: ConvexGBP, theta: np.ndarray, total: float, iters
     """
     beliefs = oracle.beliefs(theta, total)
     gap, done = oracle.violation(beliefs), 0
-    while gap > tol * total and done < iters:
+    while gap > tol * total and done < iters and not sigint_received():
         batch = min(10, iters - done)
         beliefs = oracle(theta, total, iters=batch)
         done += batch

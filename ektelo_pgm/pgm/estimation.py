@@ -15,6 +15,7 @@ import numpy as np
 from ..domain import Domain
 from ..measurement import resolve_total
 from ..kernels import identity_loss
+from ..kernels.interrupt import deferred_sigint
 from ..kernels.tree import HOOKS, TINY, mirror_descent as compiled_mirror_descent, parallel_cells
 from .clique_vector import CliqueVector
 from .factor import Factor
@@ -155,10 +156,12 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
     key = id(objective)
     HOOKS[key] = (objective.python_part, callback)
     try:
-        theta, value, iterations = compiled_mirror_descent(
-            np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters), float(tol), first,
-            objective.loss == "l2", objective.index, objective.y, objective.w, objective.loss == "l1", key,
-            objective.needs_python, callback is not None, *oracle.kernel_args, *oracle.workspace(), parallel_cells())
+        with deferred_sigint():  # Ctrl-C stops the compiled loop and is raised here
+            theta, value, iterations = compiled_mirror_descent(
+                np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters), float(tol), first,
+                objective.loss == "l2", objective.index, objective.y, objective.w, objective.loss == "l1", key,
+                objective.needs_python, callback is not None, *oracle.kernel_args, *oracle.workspace(),
+                parallel_cells())
     finally:
         del HOOKS[key]
     return _finish(oracle, theta, total, value, iterations)
