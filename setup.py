@@ -9,11 +9,10 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["ektelo_pgm", "ektelo_pgm.*"]),
     python_requires=">=3.11",
-    install_requires=["numpy>=1.24", "scipy>=1.10", "networkx>=3.0", "numba>=0.58"],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "networkx>=3.0", "numba>=0.58", "pandas>=2.0"],
     extras_require={
         "sparse": ["scikit-sparse==0.4.16"],
-        "pandas": ["pandas>=2.0"],
-        "test": ["pytest>=7", "hypothesis>=6", "pandas>=2.0", "pytest-xdist>=3"],
+        "test": ["pytest>=7", "hypothesis>=6", "pytest-xdist>=3"],
     },
     entry_points={"console_scripts": ["ektelo-pgm=ektelo_pgm.cli:main"]},
 )

@@ -16,8 +16,7 @@ synthetic records) back into values of the original kind:
   without missing values at fit time has no such code.
 
 Strings are stripped of surrounding whitespace before anything else (UCI
-Adult writes ``" State-gov"``).  pandas is needed here and only here:
-``pip install ektelo_pgm[pandas]``.
+Adult writes ``" State-gov"``).
 """
 from __future__ import annotations
 
@@ -37,13 +36,9 @@ _FORMAT = "ektelo_pgm.TableEncoder"
 
 
 def _pandas():
-    try:
-        import pandas
-    except ImportError as err:  # pragma: no cover - exercised by monkeypatching sys.modules
-        raise ImportError(
-            "ektelo_pgm.encoding needs pandas, an optional dependency; "
-            "install it with `pip install ektelo_pgm[pandas]`"
-        ) from err
+    """pandas, imported on first use (importing it takes a while)."""
+    import pandas
+
     return pandas
 
 

@@ -1,5 +1,4 @@
 import json
-import sys
 
 import numpy as np
 import pandas as pd
@@ -274,9 +273,3 @@ def test_inverse_transform_errors():
     # A subset of the columns, in any order, decodes.
     out = encoder.inverse_transform(Dataset([[1, 0]], Domain(["b", "a"], [2, 2])))
     assert out.to_dict("list") == {"b": ["v"], "a": ["x"]}
-
-
-def test_missing_pandas_gives_a_clear_import_error(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ImportError, match=r"pip install ektelo_pgm\[pandas\]"):
-        read_table(tmp_path / "x.csv")
