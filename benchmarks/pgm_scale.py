@@ -60,8 +60,8 @@ def child(d: int, iters: int) -> dict:
     PGM(iters=1).reconstruct(domain, measurements)
     first = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
     stamps = []
-    model = PGM(iters=iters, callback=lambda t, loss: stamps.append((time.perf_counter(), time.process_time(), loss)))
-    fitted = model.reconstruct(domain, measurements)
+    fitted = PGM(iters=iters).reconstruct(
+        domain, measurements, callback=lambda t, loss: stamps.append((time.perf_counter(), time.process_time(), loss)))
     n = len(stamps) - 1
     return {
         "first_call_s": first,

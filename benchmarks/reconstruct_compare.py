@@ -37,10 +37,10 @@ from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.operators import select
 from ektelo_pgm.operators.least_squares import weighted_system
 from ektelo_pgm.operators.measure import Laplace
+from ektelo_pgm.operators.multiplicative_weights import FactoredEstimate
 from ektelo_pgm.operators.reconstruct import (APPGM, PGM, LeastSquares, LocalLeastSquares, MultiplicativeWeights,
                                               NonNegativeLeastSquares)
 from ektelo_pgm.plans import compare
-from ektelo_pgm.plans.mwem import uniform
 from ektelo_pgm.workload import range_marginals
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def part1(pgm_iters: int, appgm_iters: int) -> list[dict]:
         start = time.perf_counter()
         queries = select.HDMMMarginals(workload).select(data.domain)
         strategy_seconds = time.perf_counter() - start
-        baseline = workload_error(workload, data, uniform(data.domain, len(data)))
+        baseline = workload_error(workload, data, FactoredEstimate.uniform(data.domain, len(data)))
         print(f"{name}: domain {data.domain.size():.3g} cells, HDMM strategy of {len(queries)} marginals "
               f"in {strategy_seconds:.1f} s; the uniform estimate's error is {baseline:.3f}", flush=True)
         for epsilon in EPSILONS:

@@ -3,7 +3,7 @@ and the integer-coded datasets of the shared data directory.
 
 ``synthetic_bayes_net(n, rng)`` needs no files: it samples ``n`` records from
 :func:`census_network`, a Bayesian network of 10 attributes (sizes 2 to 50)
-whose exact marginals are available through :meth:`BayesNet.marginal`, so
+whose exact marginals are available through :meth:`BayesNet.project`, so
 that tests and demos can compare estimates with the truth.
 """
 from __future__ import annotations
@@ -11,95 +11,14 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import MAX_DENSE_MB, Dataset, check_dense_size
+from .dataset import Dataset
 from .domain import Domain
+from .estimate import BayesNet
 
 DATA_ENV = "EKTELO_PGM_DATA"
-
-
-class BayesNet:
-    """A discrete Bayesian network over a Domain listed in topological order.
-
-    ``parents[a]`` is a tuple of attributes before ``a`` in the domain;
-    ``cpts[a]`` holds the conditional probabilities P(a | parents), an array
-    shaped ``(sizes of the parents..., size of a)`` whose last axis sums to 1.
-    """
-
-    def __init__(self, domain: Domain, parents: Mapping[str, Sequence[str]], cpts: Mapping[str, np.ndarray]):
-        self.domain = domain
-        self.parents = {}
-        self.cpts = {}
-        for i, attr in enumerate(domain.attrs):
-            pa = domain.check(parents.get(attr, ()))
-            late = [p for p in pa if domain.attrs.index(p) >= i]
-            if late:
-                raise ValueError(f"parents {late} of {attr!r} do not come before it in the domain order")
-            if attr not in cpts:
-                raise KeyError(f"no conditional probability table for {attr!r}")
-            table = np.array(cpts[attr], dtype=np.float64)
-            shape = domain.project(pa).shape + (domain[attr],)
-            if table.shape != shape:
-                raise ValueError(f"table of {attr!r} has shape {table.shape}, expected {shape} "
-                                 f"(parents {list(pa)} then {attr!r})")
-            if not np.all(table >= 0) or not np.allclose(table.sum(axis=-1), 1.0, rtol=0, atol=1e-9):
-                raise ValueError(f"table of {attr!r} is not a conditional distribution "
-                                 "(non-negative, summing to 1 over its last axis)")
-            table.flags.writeable = False
-            self.parents[attr], self.cpts[attr] = pa, table
-
-    def ancestors(self, attrs: Iterable[str]) -> tuple[str, ...]:
-        """``attrs`` and all their ancestors, in domain order."""
-        todo, seen = list(self.domain.check(attrs)), set()
-        while todo:
-            a = todo.pop()
-            if a not in seen:
-                seen.add(a)
-                todo.extend(self.parents[a])
-        return self.domain.canonical(seen)
-
-    def marginal(self, attrs: Iterable[str], limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
-        """Exact probabilities over ``attrs``, an array shaped by their sizes in the order asked.
-
-        Only the ancestral set of ``attrs`` matters (every other table sums to
-        1); it is contracted by ``np.einsum`` in a greedy elimination order.
-        """
-        attrs = self.domain.check(attrs)
-        check_dense_size(self.domain, attrs, limit_mb, "exact marginal")
-        label = {a: i for i, a in enumerate(self.domain.attrs)}
-        operands = []
-        for a in self.ancestors(attrs):
-            operands += [self.cpts[a], [label[p] for p in self.parents[a]] + [label[a]]]
-        if not operands:
-            return np.array(1.0)
-        return np.einsum(*operands, [label[a] for a in attrs], optimize="greedy")
-
-    def sample(self, n: int, rng=None) -> Dataset:
-        """``n`` records drawn independently from the network (ancestral sampling)."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"number of records must be a positive integer, got {n!r}")
-        rng = np.random.default_rng(rng)
-        records = np.empty((int(n), len(self.domain)), dtype=np.int64)
-        for j, attr in enumerate(self.domain.attrs):
-            pa = self.parents[attr]
-            cdf = np.cumsum(self.cpts[attr].reshape(-1, self.domain[attr]), axis=1)
-            cdf[:, -1] = 1.0
-            config = np.zeros(int(n), dtype=np.int64)
-            if pa:
-                config = np.ravel_multi_index(records[:, list(self.domain.axes(pa))].T, self.domain.project(pa).shape)
-            u = rng.random(int(n))
-            order = np.argsort(config, kind="stable")
-            starts = np.flatnonzero(np.diff(config[order], prepend=-1))
-            for rows in np.split(order, starts[1:]):
-                records[rows, j] = np.searchsorted(cdf[config[rows[0]]], u[rows], side="right")
-        return Dataset(records, self.domain)
-
-    def __repr__(self) -> str:
-        edges = sum(len(p) for p in self.parents.values())
-        return f"BayesNet({self.domain}, {edges} edges)"
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -175,7 +94,7 @@ def census_network() -> BayesNet:
 
 def synthetic_bayes_net(n: int = 10000, rng=0) -> Dataset:
     """``n`` records (counts 1 each) sampled from :func:`census_network`; same ``rng``, same data."""
-    return census_network().sample(n, rng)
+    return census_network().synthetic_data(n, rng)
 
 
 def _resolve(data_dir) -> Path:

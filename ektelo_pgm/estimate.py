@@ -1,12 +1,15 @@
-"""What every reconstruction returns."""
+"""What every reconstruction returns: the Estimate base and the estimates that are not
+graphical models."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import Dataset, check_dense_size
+from .dataset import MAX_DENSE_MB, Dataset, check_dense_size
 from .domain import Domain
+from .measurement import check_total
 
 
 class Estimate(ABC):
@@ -76,3 +79,128 @@ class VectorEstimate(Estimate):
         cells = np.repeat(np.arange(weights.size), counts)
         records = np.stack(np.unravel_index(cells, self.domain.shape), axis=1)
         return Dataset(records, self.domain)
+
+
+class AverageEstimate(Estimate):
+    """The average of several estimates (counts): MWEM's output ``avg_i A_i`` (Hardt, Ligett
+    and McSherry 2012, Fig. 1)."""
+
+    def __init__(self, estimates):
+        self.estimates = list(estimates)
+        if not self.estimates:
+            raise ValueError("AverageEstimate: no estimates to average")
+        self.domain = self.estimates[0].domain
+        if any(e.domain != self.domain for e in self.estimates):
+            raise ValueError("AverageEstimate: the estimates are over different domains")
+
+    @property
+    def total(self) -> float:
+        return float(np.mean([e.total for e in self.estimates]))
+
+    def project(self, attrs) -> np.ndarray:
+        return np.mean([e.project(attrs) for e in self.estimates], axis=0)
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total) from the equal-weight mixture."""
+        rng = np.random.default_rng(rng)
+        n = int(round(self.total)) if n is None else int(n)
+        if n < 1:
+            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+        counts = rng.multinomial(n, np.full(len(self.estimates), 1.0 / len(self.estimates)))
+        parts = [e.synthetic_data(int(k), rng).records for e, k in zip(self.estimates, counts) if k > 0]
+        return Dataset(rng.permutation(np.vstack(parts)), self.domain)
+
+
+class BayesNet(Estimate):
+    """A discrete Bayesian network over a Domain listed in topological order, as an Estimate of
+    ``total`` records (default 1: :meth:`project` gives probabilities).
+
+    ``parents[a]`` is a tuple of attributes before ``a`` in the domain;
+    ``cpts[a]`` holds the conditional probabilities P(a | parents), an array
+    shaped ``(sizes of the parents..., size of a)`` whose last axis sums to 1
+    (Zhang et al. 2017, PrivBayes, sec. 3: the network a private mechanism releases).
+    """
+
+    def __init__(self, domain: Domain, parents: Mapping[str, Sequence[str]], cpts: Mapping[str, np.ndarray],
+                 total: float = 1.0):
+        if total is None:
+            raise ValueError("BayesNet: total must be a positive number of records (1 for probabilities)")
+        self.domain = domain
+        self._total = check_total(total)
+        self.parents = {}
+        self.cpts = {}
+        for i, attr in enumerate(domain.attrs):
+            pa = domain.check(parents.get(attr, ()))
+            late = [p for p in pa if domain.attrs.index(p) >= i]
+            if late:
+                raise ValueError(f"parents {late} of {attr!r} do not come before it in the domain order")
+            if attr not in cpts:
+                raise KeyError(f"no conditional probability table for {attr!r}")
+            table = np.array(cpts[attr], dtype=np.float64)
+            shape = domain.project(pa).shape + (domain[attr],)
+            if table.shape != shape:
+                raise ValueError(f"table of {attr!r} has shape {table.shape}, expected {shape} "
+                                 f"(parents {list(pa)} then {attr!r})")
+            if not np.all(table >= 0) or not np.allclose(table.sum(axis=-1), 1.0, rtol=0, atol=1e-9):
+                raise ValueError(f"table of {attr!r} is not a conditional distribution "
+                                 "(non-negative, summing to 1 over its last axis)")
+            table.flags.writeable = False
+            self.parents[attr], self.cpts[attr] = pa, table
+
+    def ancestors(self, attrs: Iterable[str]) -> tuple[str, ...]:
+        """``attrs`` and all their ancestors, in domain order."""
+        todo, seen = list(self.domain.check(attrs)), set()
+        while todo:
+            a = todo.pop()
+            if a not in seen:
+                seen.add(a)
+                todo.extend(self.parents[a])
+        return self.domain.canonical(seen)
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    def project(self, attrs: Iterable[str], limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+        """Exact marginal over ``attrs`` (``total`` times the probabilities), an array shaped by
+        their sizes in the order asked.
+
+        Only the ancestral set of ``attrs`` matters (every other table sums to
+        1); it is contracted by ``np.einsum`` in a greedy elimination order.
+        """
+        attrs = self.domain.check(attrs)
+        check_dense_size(self.domain, attrs, limit_mb, "exact marginal")
+        label = {a: i for i, a in enumerate(self.domain.attrs)}
+        operands = []
+        for a in self.ancestors(attrs):
+            operands += [self.cpts[a], [label[p] for p in self.parents[a]] + [label[a]]]
+        if not operands:
+            return np.array(self._total)
+        return self._total * np.einsum(*operands, [label[a] for a in attrs], optimize="greedy")
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total) drawn independently from the network
+        (ancestral sampling)."""
+        if n is None:
+            n = int(round(self._total))
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"number of records must be a positive integer, got {n!r}")
+        rng = np.random.default_rng(rng)
+        records = np.empty((int(n), len(self.domain)), dtype=np.int64)
+        for j, attr in enumerate(self.domain.attrs):
+            pa = self.parents[attr]
+            cdf = np.cumsum(self.cpts[attr].reshape(-1, self.domain[attr]), axis=1)
+            cdf[:, -1] = 1.0
+            config = np.zeros(int(n), dtype=np.int64)
+            if pa:
+                config = np.ravel_multi_index(records[:, list(self.domain.axes(pa))].T, self.domain.project(pa).shape)
+            u = rng.random(int(n))
+            order = np.argsort(config, kind="stable")
+            starts = np.flatnonzero(np.diff(config[order], prepend=-1))
+            for rows in np.split(order, starts[1:]):
+                records[rows, j] = np.searchsorted(cdf[config[rows[0]]], u[rows], side="right")
+        return Dataset(records, self.domain)
+
+    def __repr__(self) -> str:
+        edges = sum(len(p) for p in self.parents.values())
+        return f"BayesNet({self.domain}, {edges} edges, total={self._total:g})"

@@ -76,13 +76,13 @@ def test_exact_marginal_matches_brute_force(net, data):
     joint = brute_joint(net)
     assert np.isclose(joint.sum(), 1.0)
     attrs = data.draw(st.permutations(net.domain.attrs))[: data.draw(st.integers(0, len(net.domain)))]
-    np.testing.assert_allclose(net.marginal(attrs), brute_marginal(joint, net.domain, attrs), atol=1e-12)
+    np.testing.assert_allclose(net.project(attrs), brute_marginal(joint, net.domain, attrs), atol=1e-12)
 
 
 @settings(max_examples=15, deadline=None)
 @given(net=small_networks(), seed=st.integers(0, 1000))
 def test_sample_of_small_networks_fits_the_joint(net, seed):
-    ds = net.sample(4000, seed)
+    ds = net.synthetic_data(4000, seed)
     assert ds.domain == net.domain and len(ds) == 4000
     joint = brute_joint(net)
     assert np.all(ds.marginal(net.domain.attrs)[joint == 0] == 0)
@@ -106,13 +106,13 @@ def test_census_marginal_is_product_of_tables():
     net = census_network()
     race, age, edu = net.cpts["race"], net.cpts["age"], net.cpts["education"]  # edu: (age, race, education)
     want = race[:, None, None] * age[None, :, None] * np.transpose(edu, (1, 0, 2))
-    np.testing.assert_allclose(net.marginal(["race", "age", "education"]), want, atol=1e-15)
+    np.testing.assert_allclose(net.project(["race", "age", "education"]), want, atol=1e-15)
     # Roots are independent; a marginal in another order is the transpose; the empty marginal is 1.
-    np.testing.assert_allclose(net.marginal(["age", "sex"]), np.outer(age, net.cpts["sex"]), atol=1e-15)
-    pair = net.marginal(["income", "workclass"])
-    np.testing.assert_allclose(net.marginal(["workclass", "income"]), pair.T, atol=1e-15)
-    assert net.marginal([]) == 1.0
-    assert np.isclose(net.marginal(["income", "relationship", "workclass"]).sum(), 1.0)
+    np.testing.assert_allclose(net.project(["age", "sex"]), np.outer(age, net.cpts["sex"]), atol=1e-15)
+    pair = net.project(["income", "workclass"])
+    np.testing.assert_allclose(net.project(["workclass", "income"]), pair.T, atol=1e-15)
+    assert net.project([]) == 1.0
+    assert np.isclose(net.project(["income", "relationship", "workclass"]).sum(), 1.0)
 
 
 def test_synthetic_is_seeded():
@@ -134,7 +134,7 @@ def test_sampled_families_fit_the_exact_conditionals(sample):
     net = census_network()
     for a in SIZES:
         family = list(net.parents[a]) + [a]
-        assert chi_square_pvalue(sample.marginal(family), net.marginal(family)) > 1e-3, a
+        assert chi_square_pvalue(sample.marginal(family), net.project(family)) > 1e-3, a
     # Conditionals directly: P(income | education, hours) where the parents are common.
     counts = sample.marginal(["education", "hours", "income"])
     given = counts.sum(axis=-1)
@@ -148,7 +148,7 @@ def test_sampled_families_fit_the_exact_conditionals(sample):
 def test_sampled_pairs_fit_the_exact_marginals(sample):
     net = census_network()
     for pair in [("age", "income"), ("race", "occupation"), ("sex", "workclass"), ("marital", "hours")]:
-        assert chi_square_pvalue(sample.marginal(pair), net.marginal(pair)) > 1e-3, pair
+        assert chi_square_pvalue(sample.marginal(pair), net.project(pair)) > 1e-3, pair
 
 
 def test_dependencies_are_real(sample):
@@ -156,13 +156,13 @@ def test_dependencies_are_real(sample):
     n = len(sample)
     for child in SIZES:
         for parent in net.parents[child]:
-            exact = mutual_information(net.marginal([parent, child]))
+            exact = mutual_information(net.project([parent, child]))
             empirical = mutual_information(sample.marginal([parent, child]))
             null_bias = (SIZES[parent] - 1) * (SIZES[child] - 1) / (2 * n)  # E[MI] under independence
             assert exact > 0.015, (parent, child)
             assert empirical > 5 * null_bias and abs(empirical - exact) < 0.25 * exact + 2 * null_bias
     # Roots are independent of each other.
-    assert mutual_information(net.marginal(["age", "race"])) < 1e-12
+    assert mutual_information(net.project(["age", "race"])) < 1e-12
 
 
 def test_bayes_net_validation():
@@ -180,15 +180,15 @@ def test_bayes_net_validation():
         BayesNet(d, {"b": ("z",)}, uniform)
     net = BayesNet(d, {"b": ("a",)}, uniform)
     with pytest.raises(ValueError, match="positive integer"):
-        net.sample(0)
+        net.synthetic_data(0)
     with pytest.raises(MemoryError, match="MB"):
-        net.marginal(["a", "b"], limit_mb=1e-9)
+        net.project(["a", "b"], limit_mb=1e-9)
 
 
 def test_zero_probability_values_are_never_sampled():
     d = Domain(["a", "b"], [2, 4])
     cpt = np.array([[0.0, 0.5, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0]])
-    ds = BayesNet(d, {"b": ("a",)}, {"a": np.array([0.3, 0.7]), "b": cpt}).sample(5000, rng=1)
+    ds = BayesNet(d, {"b": ("a",)}, {"a": np.array([0.3, 0.7]), "b": cpt}).synthetic_data(5000, rng=1)
     counts = ds.marginal(["a", "b"])
     assert np.all(counts[cpt == 0] == 0) and np.all(counts[cpt > 0] > 0)
 

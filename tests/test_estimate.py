@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ektelo_pgm import Domain, VectorEstimate
+from ektelo_pgm import Domain, Estimate, VectorEstimate
+from ektelo_pgm.estimate import BayesNet
 from ektelo_pgm.matrix import Prefix
 
 
@@ -41,3 +42,29 @@ def test_refusals():
         VectorEstimate(Domain(["a", "b"], [10**6, 10**6]), np.ones(1))
     with pytest.raises(ValueError, match="no positive mass"):
         VectorEstimate(Domain(["a"], [2]), [-1.0, 0.0]).synthetic_data(5)
+
+
+def test_a_bayes_net_is_an_estimate_of_its_total():
+    """project = total times the exact probabilities (probabilities for total 1), answer follows,
+    synthetic_data draws the rounded total by default and matches the network's marginals."""
+    domain = Domain(["a", "b", "c"], [2, 3, 2])
+    cpts = {"a": np.array([0.25, 0.75]), "b": np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]),
+            "c": np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])}
+    parents = {"b": ("a",), "c": ("b",)}
+    probabilities = BayesNet(domain, parents, cpts)
+    counts = BayesNet(domain, parents, cpts, total=1000)
+    joint = np.einsum("a,ab,bc->abc", cpts["a"], cpts["b"], cpts["c"])
+    assert isinstance(counts, Estimate) and counts.total == 1000 and probabilities.total == 1
+    np.testing.assert_allclose(probabilities.project(("c", "a")), joint.sum(axis=1).T, atol=1e-15)
+    np.testing.assert_allclose(counts.project(("c", "a")), 1000 * joint.sum(axis=1).T, atol=1e-12)
+    np.testing.assert_allclose(counts.answer(Prefix(2), ("c",)), np.cumsum(1000 * joint.sum(axis=(0, 1))))
+    assert counts.project(()) == 1000
+    sample = counts.synthetic_data(rng=3)
+    assert len(sample) == 1000 and sample.domain == domain
+    np.testing.assert_array_equal(sample.records, counts.synthetic_data(rng=3).records)
+    big = counts.synthetic_data(100_000, rng=4)
+    np.testing.assert_allclose(big.marginal(("a", "c")) / 100_000, joint.sum(axis=1), atol=0.01)
+    with pytest.raises(ValueError, match="total"):
+        BayesNet(domain, parents, cpts, total=0)
+    with pytest.raises(ValueError, match="total"):
+        BayesNet(domain, parents, cpts, total=None)

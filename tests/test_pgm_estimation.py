@@ -47,8 +47,8 @@ def _error(model, truth):
 def test_recovers_noiseless_marginals(method, loss, known, iters, tolerance):
     truth = _truth()
     seen = []
-    model = PGM(iters=iters, method=method, loss=loss, callback=lambda t, v: seen.append(v)).reconstruct(
-        DOM, _measurements(truth), total=1000.0 if known else None)
+    model = PGM(iters=iters, method=method, loss=loss).reconstruct(
+        DOM, _measurements(truth), total=1000.0 if known else None, callback=lambda t, v: seen.append(v))
     assert np.isclose(model.total, 1000.0)
     assert _error(model, truth) < tolerance  # counts, out of 1000 records
     assert seen and model.loss <= seen[0] + 1e-12

@@ -1,5 +1,6 @@
 """Select operators against brute-force references: trees, branching, HDMM's error, EM selection."""
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -217,12 +218,12 @@ def test_scores_and_sensitivity_against_brute_force(per_query):
         expected = np.concatenate(rows) - 0.5
     else:
         expected = np.array([r.sum() - 0.5 * r.size for r in rows])
-    np.testing.assert_allclose(selector.scores(data, estimate), expected)
+    np.testing.assert_allclose(selector._scores(data, estimate), expected)
     # sensitivity: the largest change of any score when one record is added, over all cells
     changes = []
     for cell in np.ndindex(*DOMAIN.shape):
         bigger = Dataset(np.vstack([data.records, cell]), DOMAIN)
-        changes.append(np.abs(selector.scores(bigger, estimate) - selector.scores(data, estimate)).max())
+        changes.append(np.abs(selector._scores(bigger, estimate) - selector._scores(data, estimate)).max())
     assert max(changes) <= selector.sensitivity(DOMAIN) + 1e-9
     bound = [q.weight * (np.abs(full_dense(DOMAIN, q) / q.weight).max() if per_query
                          else np.abs(full_dense(DOMAIN, q) / q.weight).sum(axis=0).max()) for q in candidates()]
@@ -234,15 +235,16 @@ def test_selection_charges_first_and_follows_the_exponential_mechanism():
     estimate = VectorEstimate(DOMAIN, np.full(DOMAIN.size(), len(data) / DOMAIN.size()))
     selector = select.WorstApproximated(candidates())
     budget = Budget.pure(1.0)
-    chosen = selector.select(data, estimate, 0.25, budget=budget, rng=0)
+    (chosen,) = selector.select(data, estimate, budget, 0.25, rng=0)
     assert [(c.mechanism, c.parameter, c.amount) for c in budget.ledger] == [("exponential", 0.25, 0.25)]
     assert chosen in selector.candidates
-    probs = exponential_probabilities(selector.scores(data, estimate), selector.sensitivity(DOMAIN), 0.25)
+    probs = exponential_probabilities(selector._scores(data, estimate), selector.sensitivity(DOMAIN), 0.25)
     rng = np.random.default_rng(5)
-    draws = [selector.candidates.index(selector.select(data, estimate, 0.25, rng=rng)) for _ in range(3000)]
+    plenty = Budget.pure(3000 * 0.25)
+    draws = [selector.candidates.index(selector.select(data, estimate, plenty, 0.25, rng=rng)[0]) for _ in range(3000)]
     np.testing.assert_allclose(np.bincount(draws, minlength=3) / 3000, probs, atol=0.03)
     with pytest.raises(BudgetExceededError):
-        selector.select(data, estimate, 0.8, budget=budget, rng=0)
+        selector.select(data, estimate, budget, 0.8, rng=0)
     assert len(budget.ledger) == 1
 
 
@@ -250,12 +252,35 @@ def test_per_query_selection_returns_the_row_and_huge_epsilon_picks_the_worst():
     data = toy_data()
     estimate = VectorEstimate(DOMAIN, np.random.default_rng(2).uniform(0, 4, size=DOMAIN.size()))
     selector = select.WorstApproximated(candidates(), per_query=True)
-    scores = selector.scores(data, estimate)
+    scores = selector._scores(data, estimate)
     assert np.sum(scores == scores.max()) == 1
-    chosen = selector.select(data, estimate, 1e6, rng=0)
+    (chosen,) = selector.select(data, estimate, Budget.pure(1e6), 1e6, rng=0)
     worst = int(np.argmax(scores))
     sizes = np.cumsum([0] + [q.local(DOMAIN).shape[0] for q in candidates()])
     owner = int(np.searchsorted(sizes, worst, side="right") - 1)
     source = candidates()[owner]
     assert chosen.attrs == source.attrs and chosen.weight == source.weight
     np.testing.assert_allclose(chosen.local(DOMAIN).dense()[0], source.local(DOMAIN).dense()[worst - sizes[owner]])
+
+
+def test_k_selections_are_distinct_sequential_exponential_mechanisms_within_the_amount():
+    """k choices: k exponential mechanisms over the candidates left, each spending 1/k of the
+    amount (exactly, on a zCDP budget too), the first distributed as a single choice."""
+    data = toy_data()
+    estimate = VectorEstimate(DOMAIN, np.full(DOMAIN.size(), len(data) / DOMAIN.size()))
+    budget = Budget.zcdp(Fraction(1, 3))
+    chosen = select.WorstApproximated(candidates(), k=3).select(data, estimate, budget, Fraction(1, 3), rng=0)
+    assert len({q.attrs for q in chosen}) == 3 and 0 <= budget.remaining < 1e-12
+    assert [c.label for c in budget.ledger] == [f"select worst approximated ({i} of 3)" for i in (1, 2, 3)]
+    assert sum(c.amount for c in budget.ledger) <= Fraction(1, 3)
+    assert all(c.amount <= Fraction(1, 9) and float(c.amount) == pytest.approx(1 / 9) for c in budget.ledger)
+    single = select.WorstApproximated(candidates())
+    pair = select.WorstApproximated(candidates(), k=2)
+    rng = np.random.default_rng(6)
+    firsts = [pair.candidates.index(pair.select(data, estimate, Budget.pure(1.0), 0.5, rng)[0]) for _ in range(3000)]
+    probs = exponential_probabilities(single._scores(data, estimate), single.sensitivity(DOMAIN), 0.25)
+    np.testing.assert_allclose(np.bincount(firsts, minlength=3) / 3000, probs, atol=0.03)
+    with pytest.raises(ValueError, match="k=4 but only 3 candidates"):
+        select.WorstApproximated(candidates(), k=4).select(data, estimate, Budget.pure(1.0), 1.0, rng=0)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        select.WorstApproximated(candidates(), k=0)

@@ -55,6 +55,13 @@ def weighted_system(domain: Domain, measurements):
     return A, b
 
 
+def _loss(domain: Domain, measurements, x: np.ndarray) -> float:
+    """``0.5 ||A x - b||^2`` of the measurements weighted by ``1/std`` at the data vector ``x``."""
+    A, b = weighted_system(domain, measurements)
+    residual = A @ x - b
+    return 0.5 * float(residual @ residual)
+
+
 def _centre(v: np.ndarray) -> np.ndarray:
     """Projection onto the sum-zero subspace: ``v - mean(v)``."""
     return v - v.mean()
@@ -150,6 +157,11 @@ class LeastSquares:
     A known ``total`` is imposed exactly (``sum(x) = total``) in both paths.  The domain size is
     checked first: above ``max_domain_mb`` of float64 the call refuses with a ``MemoryError``.
     After each call ``solver_`` says which path ran (``"lsmr"`` or ``"cholmod"``).
+
+    ``reconstruct`` follows :class:`~ektelo_pgm.stages.Reconstruct`.  ``warm_start`` is accepted
+    and not used: the result is the minimum-norm minimiser, which a start would change.
+    ``callback(1, loss)`` is called once after the solve with its loss ``0.5 ||A x - b||^2``
+    (``A``, ``b`` the measurements weighted by ``1/std``): the solvers expose no iterates.
     """
 
     def __init__(self, atol: float = 1e-10, btol: float = 1e-10, maxiter: int | None = None,
@@ -166,11 +178,13 @@ class LeastSquares:
         self.cholmod_max_nnz = int(cholmod_max_nnz)
         self.solver_ = None
 
-    def reconstruct(self, domain: Domain, measurements, total=None) -> VectorEstimate:
+    def reconstruct(self, domain: Domain, measurements, total=None, warm_start=None, callback=None) -> VectorEstimate:
         """The least-squares data vector (counts) as a ``VectorEstimate``."""
         check_dense_size(domain, domain.attrs, self.max_domain_mb, f"{type(self).__name__}: the full data vector")
         measurements = check_measurements(domain, measurements)
         x = self._solve(domain, measurements, check_total(total))
+        if callback is not None:
+            callback(1, _loss(domain, measurements, x))
         return VectorEstimate(domain, x, limit_mb=self.max_domain_mb)
 
     def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
@@ -235,9 +249,11 @@ class LocalLeastSquares(LeastSquares):
     least-squares solution (same options as ``LeastSquares``) of that group's measurements alone,
     independently of every other group, super-cliques included.  A known ``total`` is imposed on
     every clique.  ``max_domain_mb`` bounds each clique's marginal, checked for all before solving.
+    ``warm_start`` is not used; ``callback(1, loss)`` is called once with the loss summed over
+    the cliques.
     """
 
-    def reconstruct(self, domain: Domain, measurements, total=None) -> LocalEstimate:
+    def reconstruct(self, domain: Domain, measurements, total=None, warm_start=None, callback=None) -> LocalEstimate:
         measurements = check_measurements(domain, measurements)
         total = check_total(total)
         groups: dict[tuple, list] = {}
@@ -245,10 +261,15 @@ class LocalLeastSquares(LeastSquares):
             groups.setdefault(domain.canonical(m.attrs), []).append(m)
         for clique in groups:
             check_dense_size(domain, clique, self.max_domain_mb, "LocalLeastSquares: the clique marginal")
-        marginals = {}
+        marginals, loss = {}, 0.0
         for clique, group in groups.items():
             sub = domain.project(clique)
-            marginals[clique] = self._solve(sub, group, total).reshape(sub.shape)
+            x = self._solve(sub, group, total)
+            if callback is not None:
+                loss += _loss(sub, group, x)
+            marginals[clique] = x.reshape(sub.shape)
+        if callback is not None:
+            callback(1, loss)
         return LocalEstimate(domain, marginals)
 
 
@@ -262,7 +283,9 @@ class NonNegativeLeastSquares(LeastSquares):
     A known ``total`` is appended as one heavily weighted row ``sum(x) = total`` whose weight is
     ``total_weight`` times the largest measurement weight: the constraint is met approximately,
     its violation falling as ``1 / total_weight**2`` (with the default, a total 20% away from the
-    measurements' own is met to about 1e-7 relative).
+    measurements' own is met to about 1e-7 relative).  ``reconstruct`` is ``LeastSquares``'
+    (``warm_start`` not used: L-BFGS-B starts from the uniform vector of the known total, so the
+    result depends on the measurements only).
     """
 
     def __init__(self, tol: float = 1e-12, gtol: float = 1e-8, maxiter: int | None = None,

@@ -163,3 +163,14 @@ class Gaussian(_Mechanism):
 
     def _std(self, sensitivity, rho):
         return gaussian_sigma(sensitivity, rho)
+
+
+def mechanism(noise: str, parameter: float | None = None):
+    """The measurement operator ``Laplace(parameter)`` for ``noise='laplace'`` (pure DP) or
+    ``Gaussian(parameter)`` for ``'gaussian'`` (zCDP); without a parameter it spends all that
+    remains of the budget it is given."""
+    if noise == "laplace":
+        return Laplace(parameter)
+    if noise == "gaussian":
+        return Gaussian(parameter)
+    raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")

@@ -62,6 +62,12 @@ class FactoredEstimate(Estimate):
             raise ValueError(f"factor groups {[list(a) for a, _ in self.factors]} do not partition the "
                              f"domain {list(domain.attrs)}")
 
+    @classmethod
+    def uniform(cls, domain: Domain, total: float) -> "FactoredEstimate":
+        """``total`` records spread uniformly over ``domain`` (MWEM's ``A_0``), one factor per
+        attribute, never materialised."""
+        return cls(domain, total, [((a,), np.full(n, 1.0 / n)) for a, n in zip(domain.attrs, domain.shape)])
+
     @property
     def total(self) -> float:
         return self._total
@@ -112,6 +118,8 @@ class MultiplicativeWeights:
     The total is the one given, else ``ektelo_pgm.measurement.estimate_total``.  ``warm_start`` (an Estimate on the same
     domain, e.g. the previous round's) gives the starting distribution (its group marginals when
     factored); the default start is uniform.  Measurements on no attributes only inform the total.
+    ``callback(t, loss)`` is called for ``t = 0..iters`` with the loss
+    ``0.5 sum ||(Q p - y)/std||^2`` (counts) of the ``t``-th iterate (summed over the factors).
     """
 
     def __init__(self, iters: int = 1000, stepsize: float | None = None, factored: bool = True,
@@ -125,7 +133,8 @@ class MultiplicativeWeights:
         self.factored = bool(factored)
         self.max_domain_mb = float(max_domain_mb)
 
-    def reconstruct(self, domain: Domain, measurements, total=None, warm_start: Estimate | None = None) -> Estimate:
+    def reconstruct(self, domain: Domain, measurements, total=None, warm_start: Estimate | None = None,
+                    callback=None) -> Estimate:
         """The multiplicative-weights estimate (counts) from ``measurements``."""
         measurements = check_measurements(domain, measurements)
         updating = [m for m in measurements if m.attrs]
@@ -136,22 +145,29 @@ class MultiplicativeWeights:
         if warm_start is not None and warm_start.domain != domain:
             raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
         total = resolve_total(domain, measurements, total)
-        factors = []
+        factors, losses = [], np.zeros(self.iters + 1)
         for group in groups:
             sub = domain.project(group)
             start = np.ones(sub.shape) if warm_start is None else np.clip(warm_start.project(group), 0.0, None)
             if start.sum() <= 0:
                 raise ValueError(f"warm_start has no positive mass on {list(group)}")
             local = [m for m in updating if set(m.attrs) <= set(group)]
-            probs = self._iterate(sub, local, total, start.ravel() / start.sum())
+            probs = self._iterate(sub, local, total, start.ravel() / start.sum(), losses if callback else None)
             factors.append((group, probs.reshape(sub.shape)))
+        if callback is not None:
+            for t, loss in enumerate(losses):
+                callback(t, float(loss))
         if len(factors) == 1:
             return VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_domain_mb)
         return FactoredEstimate(domain, total, factors)
 
-    def _iterate(self, domain: Domain, measurements, total: float, start: np.ndarray) -> np.ndarray:
-        """``iters`` MW updates from the distribution ``start`` over ``domain``; probabilities."""
+    def _iterate(self, domain: Domain, measurements, total: float, start: np.ndarray, losses=None) -> np.ndarray:
+        """``iters`` MW updates from the distribution ``start`` over ``domain``; probabilities.
+        When ``losses`` is given, each iterate's loss is added to its entry."""
         if not measurements or self.iters == 0:
+            if measurements and losses is not None:
+                A, b = weighted_system(domain, measurements)
+                losses += 0.5 * float(np.sum((A @ (total * start) - b) ** 2))
             return start
         A, b = weighted_system(domain, measurements)
         stepsize = self.stepsize
@@ -159,8 +175,13 @@ class MultiplicativeWeights:
             stepsize = 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
         with np.errstate(divide="ignore"):
             logp = np.log(start)
-        for _ in range(self.iters):
-            counts = total * np.exp(logp)
-            logp = logp - stepsize * (A.T @ (A @ counts - b))
+        for t in range(self.iters):
+            residual = A @ (total * np.exp(logp)) - b
+            if losses is not None:
+                losses[t] += 0.5 * float(residual @ residual)
+            logp = logp - stepsize * (A.T @ residual)
             logp -= logsumexp(logp)
+        if losses is not None:
+            residual = A @ (total * np.exp(logp)) - b
+            losses[-1] += 0.5 * float(residual @ residual)
         return np.exp(logp)

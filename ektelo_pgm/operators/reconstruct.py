@@ -13,11 +13,11 @@ class PGM:
     ``method``: ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
     over CliqueVectors of counts; ``max_model_mb`` bounds the junction tree (MB as float64);
-    ``tol`` the relative loss change that stops early; ``callback(iteration, loss)``.  See :func:`ektelo_pgm.pgm.estimation.estimate`.
+    ``tol`` the relative loss change that stops early.  See :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
     def __init__(self, iters: int = 1000, method: str = "mirror", loss="l2", max_model_mb: float = 1024.0,
-                 tol: float = 0.0, callback=None):
+                 tol: float = 0.0):
         if method not in ("mirror", "accelerated"):
             raise ValueError(f"PGM: method must be 'mirror' or 'accelerated', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):
@@ -28,17 +28,17 @@ class PGM:
             raise ValueError(f"PGM: tol must be a non-negative relative loss change, got {tol}")
         self.iters, self.method, self.loss = int(iters), method, loss
         self.max_model_mb, self.tol = float(max_model_mb), float(tol)
-        self.callback = callback
 
-    def reconstruct(self, domain, measurements, total=None, warm_start=None, cliques=()):
+    def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None, *, cliques=()):
         """The estimated GraphicalModel (counts; ``total`` records, estimated when None).
 
         ``warm_start``: a previous GraphicalModel to start from (adaptive plans re-estimate after
-        each round); ``cliques`` adds model cliques that no measurement covers (e.g. for a custom
-        loss).
+        each round); ``callback(iteration, loss)`` after every iteration; ``cliques`` (beyond the
+        :class:`~ektelo_pgm.stages.Reconstruct` protocol) adds model cliques that no measurement
+        covers (e.g. for a custom loss).
         """
         from ..pgm.estimation import estimate
 
         return estimate(domain, measurements, total=total, method=self.method, loss=self.loss, iters=self.iters,
-                        tol=self.tol, warm_start=warm_start, callback=self.callback, cliques=cliques,
+                        tol=self.tol, warm_start=warm_start, callback=callback, cliques=cliques,
                         max_mb=self.max_model_mb)

@@ -2,9 +2,10 @@
 
 A selection is a list of :class:`Query`: a query matrix over the marginal on a
 set of attributes, with a weight saying how accurately it is to be measured
-relative to the others.  Data-independent selectors have one verb,
-``select(domain)``; :class:`WorstApproximated` is the private, data-dependent
-selection of adaptive plans such as MWEM (Zhang et al., "Ektelo", SIGMOD 2018,
+relative to the others.  Data-independent selectors implement
+:class:`~ektelo_pgm.stages.Select` (``select(domain)``); :class:`WorstApproximated`
+implements :class:`~ektelo_pgm.stages.PrivateSelect`, the private, data-dependent
+selection of adaptive mechanisms such as MWEM (Zhang et al., "Ektelo", SIGMOD 2018,
 sec. 4: query-selection operators).
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
 from ..privacy import Budget, exponential
+from ..privacy.budget import to_fraction
 from ..workload import Query, as_workload
 
 
@@ -349,14 +351,21 @@ class WorstApproximated:
     ``per_query=True`` every row of every candidate competes on its own (Fig. 1's single
     linear queries); the score is then the absolute error of one row and the sensitivity
     ``max_q weight * (largest absolute entry of W_q)``.
+
+    ``k`` queries are chosen per call, by ``k`` exponential mechanisms in turn, each over the
+    candidates not chosen yet and spending ``1/k`` of the amount (sequential composition;
+    Dwork and Roth 2014, Thm. 3.16).
     """
 
-    def __init__(self, candidates, per_query: bool = False, penalty: float = 0.0):
+    def __init__(self, candidates, per_query: bool = False, penalty: float = 0.0, k: int = 1):
         self.candidates = workload_queries(candidates)
         self.per_query = bool(per_query)
         self.penalty = float(penalty)
         if not math.isfinite(self.penalty) or self.penalty < 0:
             raise ValueError(f"WorstApproximated: penalty must be non-negative, got {penalty!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"WorstApproximated: k must be a positive integer, got {k!r}")
+        self.k = int(k)
         self._sensitivity = {}
 
     def sensitivity(self, domain: Domain) -> float:
@@ -366,8 +375,9 @@ class WorstApproximated:
             self._sensitivity[domain] = max(q.weight * bound(q.local(domain)) for q in self.candidates)
         return self._sensitivity[domain]
 
-    def scores(self, data: Dataset, estimate: Estimate) -> np.ndarray:
-        """One score per candidate (per row of every candidate with ``per_query``), counts."""
+    def _scores(self, data: Dataset, estimate: Estimate) -> np.ndarray:
+        """One score per candidate (per row of every candidate with ``per_query``), counts.
+        Not private: only :meth:`select` releases anything computed from them."""
         out = []
         for q in self.candidates:
             W = q.local(data.domain)
@@ -387,9 +397,20 @@ class WorstApproximated:
             index -= W.shape[0]
         raise IndexError("candidate index out of range")
 
-    def select(self, data: Dataset, estimate: Estimate, epsilon: float, budget: Budget | None = None,
-               rng=None, label: str | None = "select worst approximated") -> Query:
-        """The chosen query; charges ``budget`` for an ``epsilon`` exponential mechanism first."""
-        scores = self.scores(data, estimate)
-        index = exponential(scores, self.sensitivity(data.domain), epsilon, rng=rng, budget=budget, label=label)
-        return self._chosen(index, data.domain)
+    def select(self, data: Dataset, estimate: Estimate, budget: Budget, amount, rng,
+               label: str | None = None) -> list[Query]:
+        """The ``k`` chosen queries, spending ``amount`` of ``budget`` (its unit: epsilon or rho),
+        each exponential mechanism charged before it draws from ``rng``."""
+        scores = self._scores(data, estimate)
+        if self.k > scores.size:
+            raise ValueError(f"WorstApproximated: k={self.k} but only {scores.size} candidates")
+        epsilon = budget.parameter_for("exponential", to_fraction(amount) / self.k)
+        sensitivity = self.sensitivity(data.domain)
+        label = label or "select worst approximated"
+        chosen = []
+        for i in range(self.k):
+            left = np.delete(np.arange(scores.size), chosen)
+            name = label if self.k == 1 else f"{label} ({i + 1} of {self.k})"
+            chosen.append(int(left[exponential(scores[left], sensitivity, epsilon, rng=rng, budget=budget,
+                                               label=name)]))
+        return [self._chosen(index, data.domain) for index in chosen]

@@ -4,43 +4,26 @@ operators on one set of measurements (McKenna et al. 2019, sec. 5.1)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
-from ..measurement import Measurement
-from ..privacy import Budget, Charge
-
-
-@dataclass
-class PlanResult:
-    """What a plan returns: the estimate, the measurements it took, the queries it selected
-    (in order) and the budget charges it made (in order)."""
-
-    estimate: Estimate
-    measurements: list[Measurement]
-    queries: list
-    charges: list[Charge] = field(default_factory=list)
-
-    @property
-    def spent(self) -> Fraction:
-        """Exact total of this run's charges, in the budget's unit (epsilon or rho)."""
-        return sum((c.amount for c in self.charges), Fraction(0))
+from ..privacy import Budget
+from ..stages import Result
 
 
 class Plan:
-    """A non-adaptive plan: ``select(domain)`` picks queries, ``measure`` answers them
-    privately (charging the budget), ``reconstruct`` estimates the data from the answers.
+    """A non-adaptive plan: ``select`` picks queries, ``measure`` answers them privately
+    (charging the budget), ``reconstruct`` estimates the data from the answers.
 
-    Each stage is an operator: ``select`` has ``.select(domain) -> list[Query]``,
-    ``measure`` has ``.measure(data, queries, budget, rng) -> list[Measurement]`` and
-    ``reconstruct`` has ``.reconstruct(domain, measurements, total=None) -> Estimate``,
-    so the reconstruction (least squares, MW, PGM, APPGM, ...) is swapped by passing
-    another object.  ``total`` (records) is given to the reconstruction when known publicly.
+    The stages are operators implementing the protocols of :mod:`ektelo_pgm.stages`
+    (:class:`~ektelo_pgm.stages.Select`, :class:`~ektelo_pgm.stages.Measure`,
+    :class:`~ektelo_pgm.stages.Reconstruct`), so the reconstruction (least squares, MW, PGM,
+    APPGM, or one of your own) is swapped by passing another object.  ``total`` (records) is
+    given to the reconstruction when known publicly.
     """
 
     def __init__(self, select, measure, reconstruct, total: float | None = None):
@@ -49,14 +32,14 @@ class Plan:
         self.reconstruct = reconstruct
         self.total = total
 
-    def run(self, data: Dataset, budget: Budget, rng=None) -> PlanResult:
+    def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run the plan on ``data`` spending ``budget``; same ``rng`` seed, same result."""
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         queries = self.select.select(data.domain)
         measurements = self.measure.measure(data, queries, budget, rng)
         estimate = self.reconstruct.reconstruct(data.domain, measurements, total=self.total)
-        return PlanResult(estimate, measurements, queries, budget.ledger[start:])
+        return Result(estimate, measurements, queries, budget.ledger[start:])
 
 
 @dataclass

@@ -3,19 +3,8 @@ from __future__ import annotations
 
 from ..operators import select
 from ..operators.least_squares import LeastSquares
-from ..operators.measure import Gaussian, Laplace
+from ..operators.measure import mechanism
 from .plan import Plan
-
-
-def mechanism(noise: str, parameter: float | None = None):
-    """The measurement operator ``Laplace(parameter)`` for ``noise='laplace'`` (pure DP) or
-    ``Gaussian(parameter)`` for ``'gaussian'`` (zCDP); without a parameter it spends all that
-    remains of the budget it is given."""
-    if noise == "laplace":
-        return Laplace(parameter)
-    if noise == "gaussian":
-        return Gaussian(parameter)
-    raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
 
 
 def identity(attrs=None, reconstruct=None, noise: str = "laplace", total=None) -> Plan:

@@ -1,0 +1,103 @@
+"""MWEM: the multiplicative-weights exponential mechanism (Hardt, Ligett and McSherry 2012)
+with its enhancements and a pluggable update, e.g. PGM (McKenna et al. 2019, sec. 4)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..estimate import AverageEstimate, Estimate
+from ..operators.multiplicative_weights import MultiplicativeWeights
+from ..operators.select import WorstApproximated, workload_queries
+from ..operators.measure import mechanism
+from ..workload import Query
+from .adaptive import Adaptive, EqualShares, State
+
+
+class MWEM(Adaptive):
+    """MWEM (Hardt, Ligett and McSherry 2012, Fig. 1) over a workload of linear queries.
+
+    Each of ``rounds`` rounds spends ``1/(2T)`` of the budget (after initialisation) on
+    choosing the worst-approximated candidate with the exponential mechanism
+    (:class:`~ektelo_pgm.operators.select.WorstApproximated`) and ``1/(2T)`` on measuring it
+    (Laplace, or Gaussian for ``noise='gaussian'``; on a zCDP budget each share ``rho/(2T)``
+    is converted to the mechanism's parameter), each charged before it is used (Thm. 2.1).
+    The record count ``n`` is public, as in Fig. 1.  Runs on the adaptive loop of
+    :mod:`ektelo_pgm.mechanisms.adaptive`.  Options:
+
+    - ``per_query``: candidates are single rows of the workload (Fig. 1) rather than whole
+      sub-workloads (the cuboids of sec. 3.3);
+    - ``whole_marginal``: measure the entire marginal of the chosen candidate's attributes
+      (sec. 3.3) instead of the chosen queries themselves;
+    - ``reuse``: the update sees all measurements so far (sec. 2.3.2: MW updates for all
+      measurements, many times); ``reuse=False`` with ``update=None`` is Fig. 1's single MW
+      step ``A_i ~ A_{i-1} exp(q (m - q(A_{i-1})) / 2n)`` on the new measurement;
+    - ``average``: return ``avg_i A_i`` (Fig. 1) instead of the last iterate (sec. 2.3.2);
+    - ``init`` (a select operator, e.g. ``select.Identity()``, Fig. 1's noisy count of every
+      cell, or ``select.KWayMarginals(1)``) measured first with ``init_fraction`` of the budget
+      (sec. 2.3.2's noisy initialisation);
+    - ``update``: the reconstruction (a :class:`~ektelo_pgm.stages.Reconstruct`) run after each
+      measurement, warm started from its previous estimate: default ``MultiplicativeWeights()``;
+      ``PGM()`` or ``APPGM()`` make MWEM run where the full or factored MW representation cannot
+      (McKenna et al. 2019, sec. 4 and 5.1);
+    - ``callback(state)``: after every round (see :class:`~ektelo_pgm.mechanisms.adaptive.State`);
+      returning True stops early.
+    """
+
+    name = "MWEM"
+
+    def __init__(self, workload, rounds: int = 10, update=None, noise: str = "laplace", per_query: bool = False,
+                 whole_marginal: bool = True, reuse: bool = True, average: bool = False, init=None,
+                 init_fraction: float = 0.0, penalty: float = 0.0, callback=None):
+        if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+            raise ValueError(f"MWEM: rounds must be a positive integer, got {rounds!r}")
+        if (init is None) != (init_fraction == 0):
+            raise ValueError("MWEM: give both init (a select operator) and 0 < init_fraction < 1, or neither")
+        if not 0 <= init_fraction < 1:
+            raise ValueError(f"MWEM: init_fraction must lie in [0, 1), got {init_fraction!r}")
+        if not reuse and update is not None:
+            raise ValueError("MWEM: reuse=False is Fig. 1's single MW step and needs update=None")
+        mechanism(noise)
+        self.workload = workload_queries(workload)
+        self.rounds = int(rounds)
+        self.update = MultiplicativeWeights() if update is None else update
+        self.noise = noise
+        self.per_query = per_query
+        self.whole_marginal = whole_marginal
+        self.reuse = reuse
+        self.average = average
+        self.init = init
+        self.init_fraction = float(init_fraction)
+        self.penalty = penalty
+        self.callback = callback
+        self.schedule = EqualShares(self.rounds, Fraction(1, 2))
+        self.selector = WorstApproximated(self.workload, per_query=per_query, penalty=penalty)
+        self.keep_iterates = average
+
+    def known_total(self, data: Dataset) -> float:
+        return float(len(data))
+
+    def initialise(self, state: State, data: Dataset, budget, rng) -> None:
+        """The uniform estimate, or the update's fit of the ``init`` measurements (sec. 2.3.2)."""
+        super().initialise(state, data, budget, rng)
+        if self.init is not None:
+            queries = self.init.select(state.domain)
+            state.add(queries, self.measure(state, data, queries, budget, budget.fraction(self.init_fraction), rng,
+                                            label="MWEM initialisation"))
+            state.estimate = state.fitted = Adaptive.fit(self, state)
+
+    def select(self, state: State, data: Dataset, budget, rng) -> list[Query]:
+        chosen = super().select(state, data, budget, rng)
+        return [Query(q.attrs) for q in chosen] if self.whole_marginal else chosen
+
+    def fit(self, state: State) -> Estimate:
+        if self.reuse:
+            return super().fit(state)
+        # Fig. 1 step 3: stepsize std^2 / 2n makes the rate on the new answers 1 / 2n
+        (new,) = state.measured
+        step = MultiplicativeWeights(iters=1, stepsize=new.std ** 2 / (2.0 * state.total), factored=False)
+        return step.reconstruct(state.domain, state.measured, total=state.total, warm_start=state.estimate)
+
+    def finish(self, state: State) -> Estimate:
+        return AverageEstimate(state.iterates) if self.average else state.estimate
