@@ -33,11 +33,11 @@ import numpy as np
 
 from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
+from ektelo_pgm.estimate import FactoredEstimate
 from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.operators import select
 from ektelo_pgm.operators.least_squares import weighted_system
 from ektelo_pgm.operators.measure import Laplace
-from ektelo_pgm.operators.multiplicative_weights import FactoredEstimate
 from ektelo_pgm.operators.reconstruct import (APPGM, PGM, LeastSquares, LocalLeastSquares, MultiplicativeWeights,
                                               NonNegativeLeastSquares)
 from ektelo_pgm.plans import compare

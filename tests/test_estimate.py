@@ -68,3 +68,27 @@ def test_a_bayes_net_is_an_estimate_of_its_total():
         BayesNet(domain, parents, cpts, total=0)
     with pytest.raises(ValueError, match="total"):
         BayesNet(domain, parents, cpts, total=None)
+
+
+def test_every_estimate_of_the_package_is_listed_in_one_place():
+    """ektelo_pgm.estimate names every Estimate the package defines (the graphical ones are
+    re-exported from their engines), so a user finds them all in one module."""
+    import importlib
+    import pkgutil
+
+    import ektelo_pgm
+    from ektelo_pgm import estimate
+
+    for info in pkgutil.walk_packages(ektelo_pgm.__path__, "ektelo_pgm."):
+        try:
+            importlib.import_module(info.name)
+        except ImportError as missing:  # a module behind an optional extra
+            if missing.name not in ("torch", "sksparse", "dask", "matplotlib"):
+                raise
+
+    def subclasses(cls):
+        return {cls} | {s for sub in cls.__subclasses__() for s in subclasses(sub)}
+
+    defined = {c for c in subclasses(Estimate) if c.__module__.startswith("ektelo_pgm.")}
+    assert {c.__name__ for c in defined} == set(estimate.__all__)
+    assert all(getattr(estimate, c.__name__) is c for c in defined)

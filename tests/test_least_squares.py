@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from scipy.optimize import nnls
 
 from ektelo_pgm.domain import Domain
-from ektelo_pgm.estimate import VectorEstimate
+from ektelo_pgm.estimate import LocalEstimate, VectorEstimate
 from ektelo_pgm.matrix import AllRange, Dense, Identity, Marginal, Prefix, Total
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators import least_squares
-from ektelo_pgm.operators.least_squares import (LeastSquares, LocalEstimate, LocalLeastSquares,
-                                                NonNegativeLeastSquares)
+from ektelo_pgm.operators.least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 
 HAVE_CHOLMOD = least_squares.cholesky is not None
 needs_cholmod = pytest.mark.skipif(not HAVE_CHOLMOD, reason="scikit-sparse (sksparse.cholmod) is not installed; "

@@ -7,11 +7,11 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from ektelo_pgm.domain import Domain
-from ektelo_pgm.estimate import VectorEstimate
+from ektelo_pgm.estimate import FactoredEstimate, VectorEstimate
 from ektelo_pgm.matrix import Dense, Identity, Marginal, Prefix, Total
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.measurement import estimate_total
-from ektelo_pgm.operators.multiplicative_weights import FactoredEstimate, MultiplicativeWeights, attribute_groups
+from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights, attribute_groups
 
 DOMAIN = Domain(["a", "b", "c", "d"], [3, 4, 2, 3])
 

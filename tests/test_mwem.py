@@ -8,12 +8,12 @@ import pytest
 
 from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
-from ektelo_pgm.estimate import AverageEstimate
+from ektelo_pgm.estimate import AverageEstimate, FactoredEstimate
 from ektelo_pgm.mechanisms import MWEM
 from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.operators import select
 from ektelo_pgm.operators.measure import Laplace
-from ektelo_pgm.operators.multiplicative_weights import FactoredEstimate, MultiplicativeWeights
+from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.operators.select import WorstApproximated
 from ektelo_pgm.privacy import Budget

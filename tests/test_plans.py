@@ -14,7 +14,8 @@ from ektelo_pgm.operators import select
 from ektelo_pgm.operators.least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from ektelo_pgm.operators.measure import Laplace
 from ektelo_pgm.mechanisms import MWEM
-from ektelo_pgm.operators.multiplicative_weights import FactoredEstimate, MultiplicativeWeights
+from ektelo_pgm.estimate import FactoredEstimate
+from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.workload import Query
 from ektelo_pgm.metrics import workload_error

@@ -50,10 +50,9 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..estimate import Estimate
+from ..estimate import Estimate, FactoredEstimate
 from ..measurement import Measurement
 from ..operators.measure import mechanism
-from ..operators.multiplicative_weights import FactoredEstimate
 from ..privacy import Budget
 from ..privacy.budget import to_fraction
 from ..stages import Result

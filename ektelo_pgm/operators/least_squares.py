@@ -16,9 +16,9 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, minimize
 from scipy.sparse.linalg import LinearOperator, lsmr
 
-from ..dataset import Dataset, check_dense_size
+from ..dataset import check_dense_size
 from ..domain import Domain
-from ..estimate import Estimate, VectorEstimate
+from ..estimate import LocalEstimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
 from ..measurement import Measurement, check_measurements, check_total
 
@@ -201,45 +201,6 @@ class LeastSquares:
         self.solver_ = "lsmr"
         A, b = weighted_system(domain, measurements)
         return _lsmr(A, b, total, self.atol, self.btol, self.maxiter)
-
-
-class LocalEstimate(Estimate):
-    """Independent marginal estimates (counts), one per measured clique (local least squares).
-
-    ``project(attrs)`` sums out the smallest measured clique that contains ``attrs``; cliques are
-    estimated separately, so they need not agree with one another nor be non-negative.
-    """
-
-    def __init__(self, domain: Domain, marginals: dict):
-        self.domain = domain
-        self.marginals = {domain.canonical(c): np.asarray(v, dtype=np.float64) for c, v in marginals.items()}
-        for clique, values in self.marginals.items():
-            if values.shape != domain.project(clique).shape:
-                raise ValueError(f"marginal on {list(clique)} has shape {values.shape}, "
-                                 f"expected {domain.project(clique).shape}")
-
-    @property
-    def total(self) -> float:
-        """The total of the smallest measured clique (``project(())``)."""
-        return float(self.project(()))
-
-    def project(self, attrs) -> np.ndarray:
-        attrs = self.domain.check(attrs)
-        covering = [c for c in self.marginals if set(attrs) <= set(c)]
-        if not covering:
-            raise ValueError(f"local least squares estimated only the measured cliques "
-                             f"{[list(c) for c in self.marginals]}; none contains {list(attrs)}")
-        clique = min(covering, key=self.domain.size)
-        values = self.marginals[clique]
-        kept = [a for a in clique if a in attrs]
-        summed = values.sum(axis=tuple(i for i, a in enumerate(clique) if a not in attrs))
-        return np.transpose(summed, [kept.index(a) for a in attrs])
-
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """Not available: the per-clique estimates are not one distribution over the domain."""
-        raise ValueError("local least squares estimates each measured clique separately; the "
-                         "estimates may disagree and be negative, so they define no distribution to "
-                         "sample records from (use LeastSquares, MultiplicativeWeights or PGM)")
 
 
 class LocalLeastSquares(LeastSquares):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from ..dataset import Dataset, check_dense_size
+from ..dataset import check_dense_size
 from ..domain import Domain
-from ..estimate import Estimate, VectorEstimate
-from ..measurement import check_measurements, check_total, resolve_total
+from ..estimate import Estimate, FactoredEstimate, VectorEstimate
+from ..measurement import check_measurements, resolve_total
 from .least_squares import MAX_DOMAIN_MB, weighted_system
 
 
@@ -34,64 +34,6 @@ def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
     for a in domain.attrs:
         groups.setdefault(root(a), []).append(a)
     return [tuple(g) for g in groups.values()]
-
-
-class FactoredEstimate(Estimate):
-    """``total`` times a product of independent distributions over disjoint attribute groups
-    (Hardt et al. 2012, sec. 4); never materialises the full data vector.
-
-    ``factors`` is a list of ``(attrs, probabilities)`` with the probabilities shaped by the
-    attributes' sizes in the order given; the groups must partition the domain.
-    """
-
-    def __init__(self, domain: Domain, total: float, factors):
-        self.domain = domain
-        self._total = check_total(total)
-        self.factors = []
-        seen = []
-        for attrs, probs in factors:
-            attrs = domain.check(attrs)
-            probs = np.asarray(probs, dtype=np.float64)
-            if probs.shape != domain.project(attrs).shape:
-                raise ValueError(f"factor on {list(attrs)} has shape {probs.shape}, expected {domain.project(attrs).shape}")
-            if np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
-                raise ValueError(f"factor on {list(attrs)} is not a probability distribution")
-            seen.extend(attrs)
-            self.factors.append((attrs, probs))
-        if sorted(seen) != sorted(domain.attrs):
-            raise ValueError(f"factor groups {[list(a) for a, _ in self.factors]} do not partition the "
-                             f"domain {list(domain.attrs)}")
-
-    @classmethod
-    def uniform(cls, domain: Domain, total: float) -> "FactoredEstimate":
-        """``total`` records spread uniformly over ``domain`` (MWEM's ``A_0``), one factor per
-        attribute, never materialised."""
-        return cls(domain, total, [((a,), np.full(n, 1.0 / n)) for a, n in zip(domain.attrs, domain.shape)])
-
-    @property
-    def total(self) -> float:
-        return self._total
-
-    def project(self, attrs) -> np.ndarray:
-        attrs = self.domain.check(attrs)
-        result, order = np.array(self._total), []
-        for group, probs in self.factors:
-            kept = [a for a in group if a in attrs]
-            if kept:
-                marginal = probs.sum(axis=tuple(i for i, a in enumerate(group) if a not in attrs))
-                result = np.multiply.outer(result, marginal)
-                order.extend(kept)
-        return np.transpose(result, [order.index(a) for a in attrs])
-
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total), each group's values drawn independently."""
-        rng = np.random.default_rng(rng)
-        n = int(round(self._total)) if n is None else int(n)
-        records = np.empty((n, len(self.domain)), dtype=np.int64)
-        for group, probs in self.factors:
-            cells = rng.choice(probs.size, size=n, p=probs.ravel())
-            records[:, list(self.domain.axes(group))] = np.stack(np.unravel_index(cells, probs.shape), axis=1)
-        return Dataset(records, self.domain)
 
 
 class MultiplicativeWeights:
