@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import datasets
+from . import sample_data
 from .dataset import Dataset
 from .privacy import Budget
 
@@ -30,14 +30,14 @@ def reconstruction_operators() -> dict:
 def load_data(args) -> Dataset:
     """The dataset the arguments name, restricted to ``--attrs`` when given."""
     if args.data == "builtin":
-        data = datasets.synthetic_bayes_net(args.records, rng=args.seed)
+        data = sample_data.synthetic_bayes_net(args.records, rng=args.seed)
         attrs = args.attrs or BUILTIN_ATTRS
     elif args.data.endswith(".csv"):
         if not args.domain:
             raise SystemExit("--data CSV needs --domain DOMAIN.json (the {attribute: size} file)")
         data, attrs = Dataset.load(args.data, args.domain), args.attrs
     else:
-        data, attrs = datasets.load(args.data, args.data_dir), args.attrs
+        data, attrs = sample_data.load(args.data, args.data_dir), args.attrs
     return data.project(attrs) if attrs else data
 
 

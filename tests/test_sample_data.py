@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from ektelo_pgm.dataset import Dataset
-from ektelo_pgm.datasets import BayesNet, available, census_network, load, synthetic_bayes_net
+from ektelo_pgm.estimate import BayesNet
+from ektelo_pgm.sample_data import available, census_network, load, synthetic_bayes_net
 from ektelo_pgm.domain import Domain
 
 SIZES = {"age": 50, "sex": 2, "race": 5, "education": 16, "marital": 7, "relationship": 6,

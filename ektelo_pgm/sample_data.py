@@ -1,5 +1,6 @@
-"""Datasets: a built-in synthetic census drawn from a fixed Bayesian network,
-and the integer-coded datasets of the shared data directory.
+"""Sample data: the integer-coded benchmark datasets of the shared data directory
+(adult, titanic, nltcs, salary) and a built-in synthetic census drawn from a fixed
+Bayesian network (a :class:`~ektelo_pgm.estimate.BayesNet`).
 
 ``synthetic_bayes_net(n, rng)`` needs no files: it samples ``n`` records from
 :func:`census_network`, a Bayesian network of 10 attributes (sizes 2 to 50)
