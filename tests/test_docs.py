@@ -19,3 +19,26 @@ def test_the_guide_runs_and_states_the_std_its_custom_query_gets(monkeypatch, da
     std = namespace["measurements"][0].std
     assert std == pytest.approx(np.sqrt(2) * 2 / 1.0)  # Laplace(1.0), stacked sensitivity 2
     assert stated == pytest.approx(std, abs=0.005)
+
+
+def test_the_architecture_page_lists_the_layout_and_its_custom_reconstruction_plugs_in(capsys):
+    """Every module and package of ektelo_pgm is in the page's layout (and nothing else is), and
+    the custom reconstruction written against the Reconstruct protocol runs in a Plan and in MWEM."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    layout = re.search(r"```\nektelo_pgm/\n(.*?)```", page, re.S).group(1)
+    listed = {m.group(1) for line in layout.splitlines() if (m := re.match(r"  ([a-z_]+(?:\.py|/))", line))}
+    package = ROOT / "ektelo_pgm"
+    present = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    present |= {p.name + "/" for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert listed == present
+    block = re.search(r"## A reconstruction of your own.*?```python\n(.*?)```", page, re.S).group(1)
+    namespace = {}
+    exec(compile(block, "architecture.md custom reconstruction", "exec"), namespace)
+    printed = capsys.readouterr().out
+    data = namespace["data"]
+    for result in (namespace["planned"], namespace["adaptive"]):
+        assert result.spent == 1
+        counts = result.estimate.project(["age", "income"])
+        assert counts.min() >= 0 and counts.sum() == pytest.approx(len(data), rel=0.05)
+        assert np.abs(counts - data.marginal(["age", "income"])).sum() < 0.25 * len(data)
+    assert len(namespace["adaptive"].measurements) == 4 and printed.count("\n") == 2
