@@ -30,7 +30,8 @@ def test_the_architecture_page_lists_the_layout_and_its_custom_reconstruction_pl
     package = ROOT / "ektelo_pgm"
     present = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
     present |= {p.name + "/" for p in package.iterdir() if (p / "__init__.py").exists()}
-    assert listed == present
+    assert listed == present, (f"docs/architecture.md's layout is out of date: add {sorted(present - listed)}, "
+                               f"remove {sorted(listed - present)}")
     block = re.search(r"## A reconstruction of your own.*?```python\n(.*?)```", page, re.S).group(1)
     namespace = {}
     exec(compile(block, "architecture.md custom reconstruction", "exec"), namespace)
