@@ -14,6 +14,7 @@ An :class:`Estimate` is an estimated distribution of records over a domain, in c
 from __future__ import annotations
 
 import importlib
+import warnings
 from abc import ABC, abstractmethod
 from typing import Iterable, Mapping, Sequence
 
@@ -25,7 +26,7 @@ from .measurement import check_total
 
 
 __all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "BayesNet",
-           "GraphicalModel", "APPGMEstimate"]
+           "GraphicalModel", "APPGMEstimate", "UnmeasuredAttributeWarning"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
 _ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
@@ -36,6 +37,26 @@ def __getattr__(name: str):
     if name in _ENGINE_ESTIMATES:
         return getattr(importlib.import_module(_ENGINE_ESTIMATES[name], __package__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class UnmeasuredAttributeWarning(UserWarning):
+    """Synthetic records include attributes that nothing was measured about (drawn uniformly)."""
+
+
+def synthetic_attrs(domain: Domain, attrs, modelled) -> tuple:
+    """The attributes to draw synthetic records over: ``attrs`` (default: all of ``domain``).
+
+    Warns (:class:`UnmeasuredAttributeWarning`) when some are not among the ``modelled``
+    attributes: no measurement touched them, so their values are uniform noise, not data.
+    """
+    attrs = domain.attrs if attrs is None else domain.check(attrs)
+    blind = [a for a in attrs if a not in set(modelled)]
+    if blind:
+        warnings.warn(UnmeasuredAttributeWarning(
+            f"synthetic_data: nothing was measured about {blind}, so their values are drawn uniformly at "
+            f"random, unrelated to the data; measure them, or pass attrs= to draw only measured attributes "
+            f"(e.g. attrs={[a for a in attrs if a in set(modelled)]})"), stacklevel=3)
+    return attrs
 
 
 class Estimate(ABC):

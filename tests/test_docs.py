@@ -1,9 +1,12 @@
-"""The user guide's examples run as written, and the numbers its text states are the ones they print."""
+"""The README's and the user guide's examples run as written, and say what they print."""
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from ektelo_pgm.estimate import UnmeasuredAttributeWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,3 +46,17 @@ def test_the_architecture_page_lists_the_layout_and_its_custom_reconstruction_pl
         assert counts.min() >= 0 and counts.sum() == pytest.approx(len(data), rel=0.05)
         assert np.abs(counts - data.marginal(["age", "income"])).sum() < 0.25 * len(data)
     assert len(namespace["adaptive"].measurements) == 4 and printed.count("\n") == 2
+
+
+def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes(monkeypatch, data_dir, capsys):
+    readme = (ROOT / "README.md").read_text()
+    monkeypatch.chdir(ROOT)
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnmeasuredAttributeWarning)
+        exec(compile(re.search(r"```python\n(.*?)```", readme, re.S).group(1), "README.md", "exec"), namespace)
+    assert "| pgm |" in capsys.readouterr().out
+    result, attrs = namespace["result"], namespace["attrs"]
+    assert result.estimate.synthetic_data(20, rng=0, attrs=attrs).domain.attrs == tuple(attrs)
+    with pytest.warns(UnmeasuredAttributeWarning, match="native-country"):
+        result.estimate.synthetic_data(20, rng=0)

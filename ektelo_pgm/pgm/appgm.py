@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
-from ..estimate import Estimate
+from ..estimate import Estimate, synthetic_attrs
 from ..kernels import assemble, project
 from ..kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ..kernels.interrupt import deferred_sigint, sigint_received
@@ -483,12 +483,14 @@ class APPGMEstimate(Estimate):
     ``project`` sums in-model marginals out of the smallest region containing them and answers
     out-of-model ones by :func:`max_entropy_marginal` (McKenna et al. 2021, sec. 4, "Inference").
     ``theta`` (log-potentials) and the oracle's messages allow a warm start; ``history`` holds
-    the loss after every accepted proximal step and ``rejected`` the steps that were undone.
+    the loss after every accepted proximal step and ``rejected`` the steps that were undone;
+    ``measured`` the attributes some measurement touched (default: those of the regions).
     """
 
     def __init__(self, graph: RegionGraph, beliefs: np.ndarray, theta: np.ndarray, oracle: ConvexGBP,
-                 history=(), out_of_model_iters: int = 3000, rejected=()):
+                 history=(), out_of_model_iters: int = 3000, rejected=(), measured=None):
         self.domain = graph.domain
+        self.measured = frozenset(a for r in graph.regions for a in r) if measured is None else frozenset(measured)
         self.graph = graph
         self.beliefs = beliefs
         self.theta = theta
@@ -517,15 +519,16 @@ class APPGMEstimate(Estimate):
             return max_entropy_marginal(self.graph, self.beliefs, attrs, iters=self.out_of_model_iters)
         return self.region_marginal(host).project(attrs).values
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total) sampled attribute by attribute.
-
-        See :func:`sample_records`.
+    def synthetic_data(self, n: int | None = None, rng=None, attrs=None) -> Dataset:
+        """``n`` records (default: the rounded total) sampled attribute by attribute (see
+        :func:`sample_records`), over ``attrs`` (default: every attribute; those no measurement
+        touched are uniform, with a warning).
         """
+        attrs = synthetic_attrs(self.domain, attrs, self.measured)
         n = int(round(self.total)) if n is None else int(n)
         if n < 1:
             raise ValueError(f"synthetic_data needs at least one record, got n={n}")
-        return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain)
+        return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain).project(attrs)
 
 
 class APPGM:
@@ -589,7 +592,8 @@ class APPGM:
         beliefs, theta, oracle, history, rejected = mirror_descent(
             graph, measurements, total, loss=self.loss, iters=self.iters, stepsize=self.stepsize,
             damping=self.damping, final_iters=self.final_iters, tol=self.tol, warm_start=start, callback=callback)
-        return APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters, rejected)
+        return APPGMEstimate(graph, beliefs, theta, oracle, history, self.out_of_model_iters, rejected,
+                             measured={a for m in measurements for a in m.attrs})
 
 
 def _transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):

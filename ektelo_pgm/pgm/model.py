@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..estimate import Estimate
+from ..estimate import Estimate, synthetic_attrs
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import (MarginalOracle, clique_tables, eliminate, round_records, sample_records,
@@ -144,12 +144,14 @@ class GraphicalModel(Estimate):
             tables[a] = q
         return self._eliminate(tables, attrs)
 
-    def synthetic_data(self, n: int | None = None, rng=None, method: str = "sample") -> Dataset:
-        """``n`` records (default: the rounded total) from the model (sec. 3.3).
+    def synthetic_data(self, n: int | None = None, rng=None, method: str = "sample", attrs=None) -> Dataset:
+        """``n`` records (default: the rounded total) from the model (sec. 3.3), over ``attrs``
+        (default: every attribute; those in no clique of the model are uniform, with a warning).
 
         ``method="sample"`` draws i.i.d. records exactly; ``"round"`` keeps the counts of every
         junction-tree conditional at roundings of their expectations (see ``round_records``).
         """
+        attrs = synthetic_attrs(self.domain, attrs, {a for cl in self.oracle.cliques for a in cl})
         rng = np.random.default_rng(rng)
         n = int(round(self._total)) if n is None else int(n)
         if n < 1:
@@ -160,7 +162,7 @@ class GraphicalModel(Estimate):
             records = round_records(self.tree, self.log_beliefs, n, rng)
         else:
             raise ValueError(f"synthetic_data: method must be 'sample' or 'round', got {method!r}")
-        return Dataset(records, self.domain)
+        return Dataset(records, self.domain).project(attrs)
 
     def save(self, path) -> None:
         """Write domain, cliques, log-potentials and total to an ``.npz`` file (no pickled code)."""
