@@ -1,4 +1,5 @@
 """numba kernels of the hot loops, each with a plain numpy reference twin (``*_reference``)."""
+from . import compiling  # noqa: F401  (says so on a terminal when the kernels compile)
 from .tree import (assemble, assemble_reference, calibrate, calibrate_reference, exp_shifted, identity_loss,
                    identity_loss_reference, mirror_descent, predicted_decrease, predicted_decrease_reference, project,
                    project_reference, runs_to_maps, step, step_reference)

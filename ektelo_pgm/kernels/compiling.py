@@ -1,0 +1,36 @@
+"""A one-time note on a terminal while the numba kernels compile.
+
+numba compiles a kernel only when its on-disk cache has no entry for it (the first run after
+installing or changing the package); it announces that as a ``"numba:compile"`` event.  The
+first such event for one of this package's functions prints one line on stderr if stderr is a
+terminal; pipes, files and test runs stay silent.
+"""
+from __future__ import annotations
+
+import sys
+
+from numba.core import event
+
+MESSAGE = "ektelo_pgm: compiling kernels, once per installation (about 20 s)..."
+
+
+class CompileNotice(event.Listener):
+    """Prints :data:`MESSAGE` at the first compilation of a function of ``ektelo_pgm``."""
+
+    def __init__(self):
+        self.shown = False
+
+    def on_start(self, ev):
+        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        stream = sys.stderr
+        if self.shown or not module.startswith("ektelo_pgm.") or stream is None or not stream.isatty():
+            return
+        self.shown = True
+        print(MESSAGE, file=stream, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+NOTICE = CompileNotice()
+event.register("numba:compile", NOTICE)
