@@ -11,6 +11,9 @@ from .privacy import Budget
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
 #: full-vector reconstruction.
 BUILTIN_ATTRS = ("age", "education", "hours", "income")
+#: Said when a CSV is not what ``--data`` takes.
+RAW_CSV = ("--data takes an integer-coded CSV with its domain JSON; encode a raw one (strings, numbers) "
+           "first with ektelo_pgm.TableEncoder")
 
 
 def reconstruction_operators() -> dict:
@@ -34,8 +37,11 @@ def load_data(args) -> Dataset:
         attrs = args.attrs or BUILTIN_ATTRS
     elif args.data.endswith(".csv"):
         if not args.domain:
-            raise SystemExit("--data CSV needs --domain DOMAIN.json (the {attribute: size} file)")
-        data, attrs = Dataset.load(args.data, args.domain), args.attrs
+            raise ValueError(f"--data CSV needs --domain DOMAIN.json (the {{attribute: size}} file); {RAW_CSV}")
+        try:
+            data, attrs = Dataset.load(args.data, args.domain), args.attrs
+        except ValueError as err:
+            raise ValueError(f"{err}; {RAW_CSV}") from None
     else:
         data, attrs = sample_data.load(args.data, args.data_dir), args.attrs
     return data.project(attrs) if attrs else data
@@ -49,7 +55,7 @@ def run(args) -> None:
     operators = reconstruction_operators()
     unknown = [name for name in args.reconstruct if name not in operators]
     if unknown:
-        raise SystemExit(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
+        raise ValueError(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
     data = load_data(args)
     k = min(args.k, len(data.domain))
     workload = kway_marginals(data.domain, k)
@@ -84,7 +90,12 @@ def main(argv=None) -> int:
                    help="reconstruction operators compared on the same measurements")
     p.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    run(args)
+    try:
+        run(args)
+    except (ValueError, OSError, KeyError, MemoryError) as err:  # the user's input: one line, no traceback
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"ektelo-pgm: error: {message}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -17,14 +17,20 @@ def _mb(cells: int) -> float:
     return cells * 8 / 2**20
 
 
-def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what: str) -> int:
-    """Number of cells over ``attrs``; raise MemoryError naming the size in MB above ``limit_mb``."""
+#: What to do instead when a full data vector is refused for its size.
+FULL_VECTOR_ADVICE = ("instead, reconstruct over marginals (PGM, APPGM, LocalLeastSquares or "
+                      "MultiplicativeWeights(factored=True)) or keep fewer attributes (Dataset.project)")
+
+
+def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what: str, advice: str = "") -> int:
+    """Number of cells over ``attrs``; raise MemoryError naming the size in MB above ``limit_mb``
+    (followed by ``advice``, what to do instead, when given)."""
     attrs = domain.check(attrs)
     cells = domain.size(attrs)
     if _mb(cells) > limit_mb:
         raise MemoryError(
             f"{what} over {list(attrs)} has {cells:,} cells ({_mb(cells):,.1f} MB as float64), "
-            f"above the limit of {limit_mb:,.1f} MB"
+            f"above the limit of {limit_mb:,.1f} MB" + (f"; {advice}" if advice else "")
         )
     return cells
 

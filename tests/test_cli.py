@@ -1,10 +1,15 @@
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ektelo_pgm.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def errors(output: str) -> dict:
@@ -44,8 +49,24 @@ def test_csv_and_shared_dataset(tmp_path, capsys, data_dir):
     assert "50 records" in capsys.readouterr().out
 
 
-def test_bad_arguments_are_named():
-    with pytest.raises(SystemExit, match="unknown reconstruction \\['magic'\\]"):
-        main(["run", "--reconstruct", "magic"])
-    with pytest.raises(SystemExit, match="needs --domain"):
-        main(["run", "--data", "x.csv"])
+def test_bad_arguments_are_named_in_one_line_with_a_failing_exit_code(capsys, tmp_path):
+    (tmp_path / "raw.csv").write_text("age,sex\n39, Male\n50, Female\n")
+    (tmp_path / "d.json").write_text(json.dumps({"age": 100, "sex": 2}))
+    cases = [(["--reconstruct", "magic"], r"unknown reconstruction \['magic'\]"),
+             (["--data", "x.csv"], "needs --domain"),
+             (["--data", str(tmp_path / "raw.csv"), "--domain", str(tmp_path / "d.json")],
+              r"column 'sex' row 0 holds 'Male', not an integer code; .*TableEncoder"),
+             (["--data", str(tmp_path / "none.csv"), "--domain", str(tmp_path / "d.json")], "No such file"),
+             (["--data", "nosuch"], "no dataset 'nosuch'")]
+    for arguments, message in cases:
+        assert main(["run", *arguments]) == 1
+        err = capsys.readouterr().err
+        assert re.fullmatch(f"ektelo-pgm: error: .*{message}.*\n", err), err
+
+
+def test_the_command_prints_no_traceback_for_a_raw_csv(tmp_path):
+    (tmp_path / "raw.csv").write_text("age,sex\n39, Male\n")
+    done = subprocess.run([sys.executable, "-m", "ektelo_pgm.cli", "run", "--data", str(tmp_path / "raw.csv")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "TableEncoder" in done.stderr

@@ -54,7 +54,7 @@ from ..estimate import Estimate, FactoredEstimate
 from ..measurement import Measurement
 from ..operators.measure import mechanism
 from ..privacy import Budget
-from ..privacy.budget import to_fraction
+from ..privacy.budget import check_budget, to_fraction
 from ..stages import Result
 from ..workload import Query
 
@@ -219,6 +219,7 @@ class Adaptive:
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run the mechanism on ``data`` spending ``budget`` (as its schedule says); same
         ``rng`` seed, same result."""
+        check_budget(budget, f"{type(self).__name__}.run")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         state = State(data.domain, self.known_total(data))

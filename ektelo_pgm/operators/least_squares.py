@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, minimize
 from scipy.sparse.linalg import LinearOperator, lsmr
 
-from ..dataset import check_dense_size
+from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
 from ..estimate import LocalEstimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
@@ -180,7 +180,8 @@ class LeastSquares:
 
     def reconstruct(self, domain: Domain, measurements, total=None, warm_start=None, callback=None) -> VectorEstimate:
         """The least-squares data vector (counts) as a ``VectorEstimate``."""
-        check_dense_size(domain, domain.attrs, self.max_domain_mb, f"{type(self).__name__}: the full data vector")
+        check_dense_size(domain, domain.attrs, self.max_domain_mb, f"{type(self).__name__}: the full data vector",
+                         FULL_VECTOR_ADVICE)
         measurements = check_measurements(domain, measurements)
         x = self._solve(domain, measurements, check_total(total))
         if callback is not None:

@@ -16,6 +16,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..measurement import Measurement
 from ..privacy import Budget, gaussian, gaussian_sigma, laplace, laplace_scale
+from ..privacy.budget import check_budget
 from ..workload import Query
 
 #: Largest intermediate table (cells) of the exact max-sum used for stacked sensitivities.
@@ -107,6 +108,8 @@ class _Mechanism:
         """Noisy answers (counts) to ``queries`` (a list of :class:`Query`), one Measurement
         each with its noise std; charges ``budget`` once for the stacked query, before
         drawing noise.  Without a parameter, spends all that remains of ``budget``."""
+        if budget is not None:
+            check_budget(budget, f"{type(self).__name__}.measure")
         queries = [q if isinstance(q, Query) else Query(q) for q in queries]
         if not queries:
             raise ValueError(f"{type(self).__name__}: no queries to measure")

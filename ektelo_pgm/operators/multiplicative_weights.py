@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from ..dataset import check_dense_size
+from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..measurement import check_measurements, resolve_total
@@ -83,7 +83,8 @@ class MultiplicativeWeights:
         groups = attribute_groups(domain, [m.attrs for m in updating]) if self.factored else [domain.attrs]
         what = "MultiplicativeWeights: the factor" if self.factored else "MultiplicativeWeights: the full data vector"
         for group in groups:
-            check_dense_size(domain, group, self.max_domain_mb, what)
+            check_dense_size(domain, group, self.max_domain_mb, what, "instead, reconstruct with PGM or APPGM "
+                             "(graphical models over the measured cliques)" if self.factored else FULL_VECTOR_ADVICE)
         if warm_start is not None and warm_start.domain != domain:
             raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
         total = resolve_total(domain, measurements, total)

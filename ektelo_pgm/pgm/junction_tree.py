@@ -182,7 +182,9 @@ class JunctionTree:
             detail = ", ".join(f"{list(c)} ({_cells(domain, c) * 8 / 2**20:,.1f} MB)" for c in biggest)
             raise ModelTooLargeError(
                 f"the junction tree of these cliques needs {self.mb:,.1f} MB as float64, above the limit of "
-                f"{max_mb:,.1f} MB; largest cliques: {detail}"
+                f"{max_mb:,.1f} MB; largest cliques: {detail}; instead, reconstruct with APPGM (no junction "
+                f"tree: its memory grows with the measured cliques only), measure fewer or smaller cliques "
+                f"(choose them under a model-size limit), or raise max_mb"
             )
         self._tree()
 

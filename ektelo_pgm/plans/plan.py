@@ -12,7 +12,10 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
 from ..privacy import Budget
+from ..privacy.budget import check_budget
 from ..stages import Result
+
+STAGES = ("select", "measure", "reconstruct")  # a Plan's stages in order, each named by its verb
 
 
 class Plan:
@@ -27,6 +30,13 @@ class Plan:
     """
 
     def __init__(self, select, measure, reconstruct, total: float | None = None):
+        for stage, operator in zip(STAGES, (select, measure, reconstruct)):
+            if not callable(getattr(operator, stage, None)):
+                verbs = [verb for verb in STAGES if callable(getattr(operator, verb, None))]
+                what = f"a {verbs[0]} stage" if verbs else f"not a stage (no {'/'.join(STAGES)} method)"
+                raise TypeError(f"Plan: the {stage} stage must have a .{stage}(...) method, but "
+                                f"{type(operator).__name__} is {what}; the order is Plan(select, measure, "
+                                f"reconstruct), e.g. Plan(select.Workload(w), measure.Laplace(), PGM())")
         self.select = select
         self.measure = measure
         self.reconstruct = reconstruct
@@ -34,6 +44,10 @@ class Plan:
 
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run the plan on ``data`` spending ``budget``; same ``rng`` seed, same result."""
+        if not isinstance(data, Dataset):
+            raise TypeError(f"Plan.run: data must be a Dataset (e.g. Dataset.load(csv, domain_json)), "
+                            f"got {type(data).__name__}")
+        check_budget(budget, "Plan.run")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         queries = self.select.select(data.domain)

@@ -244,3 +244,14 @@ class Budget:
     def __repr__(self) -> str:
         return (f"Budget({self.notion}, {self.unit}={self.total:.6g}, spent={self.spent:.6g}, "
                 f"remaining={self.remaining:.6g}, charges={len(self.ledger)})")
+
+
+def check_budget(budget, where: str) -> Budget:
+    """``budget`` itself when it is a :class:`Budget`; otherwise a TypeError, raised by the entry
+    points that take one (``where`` names the caller) before anything is measured."""
+    if not isinstance(budget, Budget):
+        hint = (f"e.g. Budget.pure({budget!r}) for epsilon = {budget!r} or Budget.zcdp({budget!r}) for rho"
+                if isinstance(budget, (int, float)) and not isinstance(budget, bool) else
+                "e.g. Budget.pure(1.0) or Budget.zcdp(0.5)")
+        raise TypeError(f"{where}: the budget must be a Budget ({hint}), got {type(budget).__name__} {budget!r}")
+    return budget

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .budget import Budget
+from .budget import Budget, check_budget
 
 
 def _positive_finite(x, name: str) -> float:
@@ -58,7 +58,7 @@ def laplace(answers, sensitivity: float, epsilon: float, rng=None,
     answers = _finite_array(answers, "answers")
     scale = laplace_scale(sensitivity, epsilon)
     if budget is not None:
-        budget.charge("pure", epsilon, label)
+        check_budget(budget, "laplace").charge("pure", epsilon, label)
     rng = np.random.default_rng(rng)
     return answers + rng.laplace(0.0, scale, size=answers.shape)
 
@@ -74,7 +74,7 @@ def gaussian(answers, sensitivity: float, rho: float, rng=None,
     answers = _finite_array(answers, "answers")
     sigma = gaussian_sigma(sensitivity, rho)
     if budget is not None:
-        budget.charge("gaussian", rho, label)
+        check_budget(budget, "gaussian").charge("gaussian", rho, label)
     rng = np.random.default_rng(rng)
     return answers + rng.normal(0.0, sigma, size=answers.shape)
 
@@ -112,6 +112,6 @@ def exponential(scores, sensitivity: float, epsilon: float, rng=None,
     """
     logits = _exponential_logits(scores, sensitivity, epsilon, monotonic)
     if budget is not None:
-        budget.charge("exponential", epsilon, label)
+        check_budget(budget, "exponential").charge("exponential", epsilon, label)
     rng = np.random.default_rng(rng)
     return int(np.argmax(logits + rng.gumbel(size=logits.size)))
