@@ -26,7 +26,7 @@ from .measurement import check_total
 
 
 __all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "BayesNet",
-           "GraphicalModel", "APPGMEstimate", "UnmeasuredAttributeWarning"]
+           "GraphicalModel", "APPGMEstimate"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
 _ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
