@@ -13,7 +13,7 @@ from ektelo_pgm import matrix as mx
 from ektelo_pgm.operators import measure
 from ektelo_pgm.operators.measure import Gaussian, Laplace, stacked_sensitivity
 from ektelo_pgm.workload import Query
-from ektelo_pgm.privacy import Budget, BudgetExceededError
+from ektelo_pgm.privacy import Budget, BudgetExceededError, laplace_std
 from conftest import dense_marginal
 
 DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 4, 2])
@@ -78,7 +78,8 @@ def test_laplace_charges_once_before_noise_with_the_stacked_sensitivity():
     assert (budget.ledger[0].mechanism, budget.ledger[0].amount) == ("pure", Fraction(1, 2))
     for q, m in zip(queries, ms):
         assert m.attrs == q.attrs and m.query is q.matrix
-        assert m.std == pytest.approx(math.sqrt(2) * sens / 0.5 / q.weight)
+        assert m.std == pytest.approx(laplace_std(sens, 0.5) / q.weight)
+        assert m.std == pytest.approx(math.sqrt(2) * sens / 0.5 / q.weight, rel=1e-3)
     assert ms[2].y.size == 1
     with pytest.raises(BudgetExceededError):
         Laplace(0.6).measure(data(), queries, budget, rng=0)
@@ -88,10 +89,10 @@ def test_laplace_charges_once_before_noise_with_the_stacked_sensitivity():
 def test_noise_has_the_stated_std_and_no_bias():
     queries = [Query(("a", "b", "c", "d"))]
     truth = data().datavector()
-    for mech, budget, draws in [(Laplace(2.0), None, 400), (Gaussian(0.5), None, 400)]:
+    for mech, budget, draws in [(Laplace(2.0), Budget.pure(1e9), 400), (Gaussian(0.5), Budget.zcdp(1e9), 400)]:
         rng = np.random.default_rng(1)
         ys = np.array([mech.measure(data(), queries, budget, rng=rng)[0].y for _ in range(draws)])
-        std = mech.measure(data(), queries, rng=0)[0].std
+        std = mech.measure(data(), queries, budget, rng=0)[0].std
         assert np.std(ys - truth) == pytest.approx(std, rel=0.03)
         assert abs(np.mean(ys - truth)) < 4 * std / math.sqrt(ys.size)
 
@@ -107,22 +108,22 @@ def test_gaussian_needs_zcdp_and_spends_all_that_remains_by_default():
     laplace_on_zcdp = Budget.zcdp(0.5)
     Laplace().measure(data(), [Query(("a",))], laplace_on_zcdp, rng=0)
     assert laplace_on_zcdp.ledger[0].parameter == pytest.approx(1.0) and laplace_on_zcdp.remaining >= 0
-    with pytest.raises(ValueError, match="give a privacy parameter or a budget"):
-        Laplace().measure(data(), [Query(("a",))], None, rng=0)
+    with pytest.raises(TypeError, match="the budget must be a Budget"):
+        Laplace(1.0).measure(data(), [Query(("a",))], None, rng=0)
     with pytest.raises(ValueError, match="positive and finite"):
         Laplace(-1.0)
     with pytest.raises(ValueError, match="no queries"):
-        Laplace(1.0).measure(data(), [], None, rng=0)
+        Laplace(1.0).measure(data(), [], Budget.pure(1.0), rng=0)
 
 
 def test_weighted_queries_rescale_answers_and_identical_seeds_repeat():
     queries = [Query(("a",), None, 4.0), Query(("b",), None, 1.0)]
-    first = Laplace(1.0).measure(data(), queries, rng=7)
-    again = Laplace(1.0).measure(data(), queries, rng=7)
+    first = Laplace(1.0).measure(data(), queries, Budget.pure(1.0), rng=7)
+    again = Laplace(1.0).measure(data(), queries, Budget.pure(1.0), rng=7)
     for m, n in zip(first, again):
         np.testing.assert_array_equal(m.y, n.y)
     assert first[0].std * 4 == pytest.approx(first[1].std)
-    huge = Laplace(1e9).measure(data(), queries, rng=0)
+    huge = Laplace(1e9).measure(data(), queries, Budget.pure(1e9), rng=0)
     np.testing.assert_allclose(huge[0].y, data().marginal(("a",)), atol=1e-6)
 
 
@@ -130,7 +131,7 @@ def test_a_custom_query_matrix_is_measured_with_its_exact_sensitivity():
     rng = np.random.default_rng(3)
     array = rng.normal(size=(5, 6))
     custom = LinearOperator((5, 6), matvec=lambda x: array @ x, rmatvec=lambda y: array.T @ y, dtype=float)
-    (m,) = Laplace(1.0).measure(data(), [Query(("b", "d"), custom)], rng=0)
-    assert m.std == pytest.approx(math.sqrt(2) * np.abs(array).sum(axis=0).max())
-    huge = Laplace(1e9).measure(data(), [Query(("b", "d"), custom)], rng=0)[0]
+    (m,) = Laplace(1.0).measure(data(), [Query(("b", "d"), custom)], Budget.pure(1.0), rng=0)
+    assert m.std == pytest.approx(math.sqrt(2) * np.abs(array).sum(axis=0).max(), rel=1e-6)
+    huge = Laplace(1e9).measure(data(), [Query(("b", "d"), custom)], Budget.pure(1e9), rng=0)[0]
     np.testing.assert_allclose(huge.y, array @ data().marginal(("b", "d")).ravel(), atol=1e-6)

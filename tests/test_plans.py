@@ -19,7 +19,7 @@ from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.workload import Query
 from ektelo_pgm.metrics import workload_error
-from ektelo_pgm.privacy import Budget, BudgetExceededError
+from ektelo_pgm.privacy import Budget, BudgetExceededError, laplace_std
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
@@ -60,7 +60,7 @@ def test_identity_plan_returns_the_noisy_counts():
     result = plans.identity().run(toy(), Budget.pure(1.0), rng=0)
     (m,) = result.measurements
     np.testing.assert_allclose(result.estimate.project(DOMAIN.attrs).ravel(), m.y, atol=1e-6)
-    assert m.std == pytest.approx(np.sqrt(2))
+    assert m.std == pytest.approx(laplace_std(1.0, 1.0))
 
 
 def test_a_plan_refuses_to_overspend_and_releases_nothing():
@@ -98,7 +98,7 @@ def test_hb_plan_on_titanic_age_is_least_squares_on_the_tree():
     result = plans.hb("Age").run(data, budget, rng=0)
     (m,) = result.measurements
     tree = select.hierarchy(91, select.best_branching(91)).dense()
-    assert m.std == pytest.approx(np.sqrt(2) * select.tree_levels(91, select.best_branching(91)) / 0.5)
+    assert m.std == pytest.approx(laplace_std(select.tree_levels(91, select.best_branching(91)), 0.5))
     expected = np.linalg.lstsq(tree, m.y, rcond=None)[0]
     np.testing.assert_allclose(result.estimate.project(["Age"]), expected, atol=1e-6)
     assert result.spent == Fraction(1, 2)
@@ -109,7 +109,7 @@ def test_hb_plan_on_titanic_age_is_least_squares_on_the_tree():
 
 def test_compare_runs_every_operator_on_the_same_measurements_and_reports_refusals():
     data = toy()
-    measurements = Laplace(1.0).measure(data, select.HDMMMarginals(WORKLOAD).select(DOMAIN), rng=0)
+    measurements = Laplace(1.0).measure(data, select.HDMMMarginals(WORKLOAD).select(DOMAIN), Budget.pure(1.0), rng=0)
     snapshot = [m.y.copy() for m in measurements]
     rows = plans.compare(DOMAIN, measurements,
                          {"LS": LeastSquares(), "LLS": LocalLeastSquares(), "MW": MultiplicativeWeights(),
@@ -140,7 +140,8 @@ def test_a_custom_query_matrix_is_measured_and_reconstructed_everywhere(operator
     custom = LinearOperator((5, 12), matvec=lambda x: array @ x, rmatvec=lambda y: array.T @ y, dtype=float)
     estimates = {}
     for name, query in [("custom", custom), ("dense", mx.Dense(array))]:
-        measurements = Laplace(1e7).measure(data, [Query(("b", "c"), query), Query(("a",))], rng=0)
+        measurements = Laplace(1e7).measure(data, [Query(("b", "c"), query), Query(("a",))], Budget.pure(1e7),
+                                            rng=0)
         estimates[name] = operator.reconstruct(DOMAIN, measurements, total=len(data))
     np.testing.assert_allclose(estimates["custom"].project(("b", "c")), estimates["dense"].project(("b", "c")),
                                rtol=1e-9, atol=1e-9)

@@ -1,4 +1,5 @@
 import math
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -7,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from ektelo_pgm.privacy import (Budget, BudgetExceededError, approx_to_zcdp,
-                                exponential, exponential_probabilities, gaussian,
-                                gaussian_sigma, laplace, laplace_scale,
-                                zcdp_to_approx)
+                                approx_to_zcdp_simple, exponential, exponential_probabilities,
+                                gaussian, gaussian_sigma, gaussian_std, laplace, laplace_scale,
+                                laplace_std, zcdp_delta, zcdp_to_approx, zcdp_to_approx_simple)
 
 # ---------------------------------------------------------------- budgets
 
@@ -124,28 +125,121 @@ def test_charge_records_mechanism():
     assert b.spent == 0.12  # exact: 0.4**2/8 + 0.1, no float drift
     assert b.affords("gaussian", 0.88) and not b.affords("gaussian", 0.8800001)
 
+# ---------------------------------------------------------------- threads
+
+
+def test_threads_hammering_one_budget_never_overspend():
+    """Issue 12 item 2: 8 threads charging one pure budget of 1 in steps of 0.01."""
+    for trial in range(20):
+        b = Budget.pure(1.0)
+        granted = [0] * 8
+        start = threading.Barrier(8)
+
+        def worker(i):
+            start.wait()
+            for _ in range(40):
+                try:
+                    b.charge("pure", 0.01)
+                    granted[i] += 1
+                except BudgetExceededError:
+                    pass
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sum(granted) == 100 == len(b.ledger)
+        assert sum(c.amount for c in b.ledger) == Fraction(1) and b.spent == 1.0 and b.remaining == 0.0
+
+
+def test_a_budget_survives_pickling_with_its_ledger():
+    import pickle
+
+    b = Budget.zcdp(1.0, neighbours="substitute", secure=True)
+    b.charge("gaussian", 0.25, "m")
+    c = pickle.loads(pickle.dumps(b))
+    assert (c.spent, c.neighbours, c.secure, c.ledger) == (0.25, "substitute", True, b.ledger)
+    c.charge("gaussian", 0.75)
+    assert c.remaining == 0.0 and b.remaining == 0.75
+
+
+def test_neighbouring_relation_is_declared_on_the_budget():
+    assert Budget.pure(1.0).neighbours == "add/remove" and not Budget.pure(1.0).public_total
+    sub = Budget.zcdp(1.0, neighbours="substitute")
+    assert sub.public_total and sub.sensitivity(1.5) == 3.0 and Budget.pure(1.0).sensitivity(1.5) == 1.5
+    with pytest.raises(ValueError, match="neighbours"):
+        Budget.pure(1.0, neighbours="bounded")
+
 # ---------------------------------------------------------------- conversions
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(eps=st.floats(1e-3, 50.0), log10_delta=st.floats(-15, -1))
-def test_approx_conversion_closed_form_and_round_trip(eps, log10_delta):
+def test_simple_conversion_closed_form_and_round_trip(eps, log10_delta):
     delta = 10.0 ** log10_delta
-    rho = approx_to_zcdp(eps, delta)
+    rho = approx_to_zcdp_simple(eps, delta)
     L = math.log(1 / delta)
     assert math.isclose(rho, (math.sqrt(L + eps) - math.sqrt(L)) ** 2, rel_tol=1e-9)
-    assert zcdp_to_approx(rho, delta) <= eps
-    assert math.isclose(zcdp_to_approx(rho, delta), eps, rel_tol=1e-12)
-    assert Budget.approx(eps, delta).total == rho
+    assert zcdp_to_approx_simple(rho, delta) <= eps
+    assert math.isclose(zcdp_to_approx_simple(rho, delta), eps, rel_tol=1e-12)
 
 
-def test_conversion_known_value():
+def test_simple_conversion_known_value():
     # rho = 0.5, delta = e^-2: eps = 0.5 + 2 sqrt(0.5 * 2) = 2.5
-    assert math.isclose(zcdp_to_approx(0.5, math.exp(-2)), 2.5, rel_tol=1e-15)
-    assert math.isclose(approx_to_zcdp(2.5, math.exp(-2)), 0.5, rel_tol=1e-12)
+    assert math.isclose(zcdp_to_approx_simple(0.5, math.exp(-2)), 2.5, rel_tol=1e-15)
+    assert math.isclose(approx_to_zcdp_simple(2.5, math.exp(-2)), 0.5, rel_tol=1e-12)
     for bad in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="delta"):
             zcdp_to_approx(0.5, bad)
+
+
+def _delta_by_mpmath(rho, eps):
+    """CKS 2020 Corollary 13 minimised over alpha with 50-digit arithmetic (an independent reference)."""
+    import mpmath
+
+    mpmath.mp.dps = 50
+    rho, eps = mpmath.mpf(rho), mpmath.mpf(eps)
+
+    def log_delta(a):
+        return (a - 1) * (a * rho - eps) - mpmath.log(a) + (a - 1) * mpmath.log(1 - 1 / a)
+
+    best = mpmath.findroot(lambda a: (2 * a - 1) * rho - eps + mpmath.log(1 - 1 / a),
+                           ((eps + 1) / (2 * rho) + 1.5,), solver="secant")
+    return float(mpmath.exp(log_delta(best)))
+
+
+@pytest.mark.parametrize("rho,eps", [(0.5, 2.5), (0.1, 1.0), (0.01, 0.5), (1.0, 8.0), (0.02, 1.0)])
+def test_tight_delta_matches_a_high_precision_minimisation(rho, eps):
+    assert zcdp_delta(rho, eps) == pytest.approx(_delta_by_mpmath(rho, eps), rel=1e-9)
+    # the tight delta is below the simple one's: exp(-(eps - rho)^2 / (4 rho))
+    assert zcdp_delta(rho, eps) < math.exp(-(eps - rho) ** 2 / (4 * rho))
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps=st.floats(1e-2, 20.0), log10_delta=st.floats(-12, -2))
+def test_tight_conversion_inverts_and_beats_the_simple_one(eps, log10_delta):
+    """Issue 12 item 7: the tight conversion gives more rho for the same (eps, delta)."""
+    delta = 10.0 ** log10_delta
+    rho = approx_to_zcdp(eps, delta)
+    assert zcdp_delta(rho, eps) <= delta < zcdp_delta(float(np.nextafter(rho, np.inf)) * (1 + 1e-9), eps)
+    assert rho > approx_to_zcdp_simple(eps, delta)
+    assert zcdp_to_approx(rho, delta) <= eps * (1 + 1e-12)
+    assert zcdp_to_approx(rho, delta) <= zcdp_to_approx_simple(rho, delta)
+    assert Budget.approx(eps, delta).total == rho
+
+
+def test_tight_conversion_is_monotone():
+    deltas = [zcdp_delta(0.1, e) for e in np.linspace(0.1, 5, 30)]
+    assert all(a > b for a, b in zip(deltas, deltas[1:]))
+    deltas = [zcdp_delta(r, 1.0) for r in np.linspace(0.01, 1, 30)]
+    assert all(a < b for a, b in zip(deltas, deltas[1:]))
+    rhos = [approx_to_zcdp(1.0, d) for d in (1e-10, 1e-8, 1e-6, 1e-4)]
+    assert all(a < b for a, b in zip(rhos, rhos[1:]))
+    assert zcdp_delta(0.0, 1.0) == 0.0
+    # the gain quoted for (1, 1e-6): 39% more rho, a Gaussian sigma 15% smaller
+    gain = approx_to_zcdp(1.0, 1e-6) / approx_to_zcdp_simple(1.0, 1e-6)
+    assert 1.35 < gain < 1.45
 
 # ---------------------------------------------------------------- mechanisms
 
@@ -157,6 +251,21 @@ def test_noise_scale_helpers():
         laplace_scale(1.0, -1.0)
     with pytest.raises(ValueError, match="sensitivity"):
         gaussian_sigma(0.0, 1.0)
+    # the discrete Laplace of scale b has variance 2q/(1-q)^2, q = exp(-1/b)
+    q = math.exp(-1 / 4)
+    assert laplace_std(2.0, 0.5) == pytest.approx(math.sqrt(2 * q) / (1 - q), rel=1e-14)
+    assert gaussian_std(3.0, 0.5) == 3.0
+
+
+def test_noise_is_only_drawn_through_a_budget():
+    """Issue 10: no budget=None path that releases anything."""
+    for call in (lambda: laplace([1.0], 1.0, 1.0, rng=0, budget=None),
+                 lambda: gaussian([1.0], 1.0, 1.0, rng=0, budget=None),
+                 lambda: exponential([1.0], 1.0, 1.0, rng=0, budget=None)):
+        with pytest.raises(TypeError, match="the budget must be a Budget"):
+            call()
+    with pytest.raises(TypeError):
+        laplace([1.0], 1.0, 1.0, 0)  # the budget is a required keyword
 
 
 def _std_within(sample, sigma, kurtosis):
@@ -167,38 +276,79 @@ def _std_within(sample, sigma, kurtosis):
 
 def test_laplace_noise_distribution():
     n, b = 200_000, laplace_scale(2.0, 0.5)
-    noise = laplace(np.zeros(n), 2.0, 0.5, rng=11)
-    assert _std_within(noise, math.sqrt(2) * b, kurtosis=6)
-    assert not _std_within(noise, math.sqrt(2) * b * 1.02, kurtosis=6)
-    assert stats.kstest(noise, stats.laplace(scale=b).cdf).pvalue > 1e-3
-    assert stats.kstest(noise, stats.norm(scale=math.sqrt(2) * b).cdf).pvalue < 1e-6
+    noise = laplace(np.zeros(n), 2.0, 0.5, rng=11, budget=Budget.pure(0.5))
+    assert noise.dtype == np.int64
+    std = laplace_std(2.0, 0.5)
+    assert _std_within(noise, std, kurtosis=6)
+    assert not _std_within(noise, std * 1.02, kurtosis=6)
+    values, counts = np.unique(np.abs(noise), return_counts=True)
+    keep = values <= 30  # P[|x| = k] proportional to exp(-k / b) (twice for k > 0)
+    pmf = np.exp(-values[keep] / b) * np.where(values[keep] == 0, 1, 2)
+    expected = pmf / (1 + 2 * math.exp(-1 / b) / (1 - math.exp(-1 / b))) * n
+    assert stats.chisquare(counts[keep], expected, sum_check=False).pvalue > 1e-3
 
 
 def test_gaussian_noise_distribution():
     n, sigma = 200_000, gaussian_sigma(2.0, 0.08)
-    noise = gaussian(np.zeros(n), 2.0, 0.08, rng=12)
-    assert sigma == 5.0
+    noise = gaussian(np.zeros(n), 2.0, 0.08, rng=12, budget=Budget.zcdp(0.08))
+    assert sigma == 5.0 and gaussian_std(2.0, 0.08) == 5.0 and noise.dtype == np.int64
     assert _std_within(noise, sigma, kurtosis=3)
     assert not _std_within(noise, sigma * 1.02, kurtosis=3)
-    assert stats.kstest(noise, stats.norm(scale=sigma).cdf).pvalue > 1e-3
+    values, counts = np.unique(noise, return_counts=True)
+    support = np.arange(-30, 31)
+    pmf = np.exp(-support ** 2 / (2 * sigma ** 2))
+    observed = np.array([counts[values == v].sum() for v in support])
+    assert stats.chisquare(observed, pmf / pmf.sum() * observed.sum()).pvalue > 1e-3
+
+
+def test_small_gaussian_parameter_has_the_exact_smaller_variance():
+    # sigma = 0.5: the discrete Gaussian's variance is well below sigma^2
+    z = np.arange(-20, 21)
+    w = np.exp(-z ** 2 / (2 * 0.25))
+    exact = float((z ** 2 * w).sum() / w.sum())
+    assert gaussian_std(1.0, 2.0) == pytest.approx(math.sqrt(exact), rel=1e-12) and exact < 0.25 * 0.9
+    noise = gaussian(np.zeros(100_000), 1.0, 2.0, rng=3, budget=Budget.zcdp(2.0))
+    assert _std_within(noise, math.sqrt(exact), kurtosis=6)
 
 
 def test_mechanisms_keep_shape_and_add_to_answers():
     answers = np.arange(12.0).reshape(3, 4)
-    out = laplace(answers, 1.0, 1e9, rng=0)
-    assert out.shape == (3, 4) and out.dtype == np.float64
-    assert np.allclose(out, answers, atol=1e-6)
-    out = gaussian(answers, 1.0, 1e18, rng=0)
-    assert np.allclose(out, answers, atol=1e-6)
+    out = laplace(answers, 1.0, 1e9, rng=0, budget=Budget.pure(1e9))
+    assert out.shape == (3, 4) and out.dtype == np.int64
+    np.testing.assert_array_equal(out, answers)
+    out = gaussian(answers, 1.0, 1e18, rng=0, budget=Budget.zcdp(1e18))
+    np.testing.assert_array_equal(out, answers)
+    real = answers / 3
+    out = laplace(real, 1.0, 1e9, rng=0, budget=Budget.pure(1e9), integer=False)
+    assert out.dtype == np.float64 and np.allclose(out, real, atol=1e-8)
+    with pytest.raises(ValueError, match="not integers"):
+        laplace(real, 1.0, 1.0, rng=0, budget=Budget.pure(1.0))
 
 
-def test_same_seed_same_output():
+def test_real_answers_are_released_on_a_power_of_two_grid():
+    b = Budget.pure(10.0)
+    out = laplace(np.full(1000, 0.3), 1.0, 1.0, rng=1, budget=b, integer=False)
+    step = 2.0 ** (math.floor(math.log2(1.0 / 1000)) - 30)
+    assert np.all(out / step == np.rint(out / step))
+    assert _std_within(out - 0.3, laplace_std(1.0, 1.0, integer=False, size=1000), kurtosis=6)
+    assert laplace_std(1.0, 1.0, integer=False, size=1000) == pytest.approx(math.sqrt(2), rel=1e-6)
+
+
+def test_same_seed_same_output_and_secure_draws_ignore_the_seed():
     x = np.ones(50)
-    assert np.array_equal(laplace(x, 1, 1, rng=5), laplace(x, 1, 1, rng=5))
-    assert np.array_equal(gaussian(x, 1, 1, rng=5), gaussian(x, 1, 1, rng=5))
-    assert not np.array_equal(laplace(x, 1, 1, rng=5), laplace(x, 1, 1, rng=6))
+
+    def run(f, seed, notion="pure", secure=False):
+        return f(x, 1, 1, rng=seed, budget=Budget(10, notion, secure=secure))
+
+    assert np.array_equal(run(laplace, 5), run(laplace, 5))
+    assert np.array_equal(run(gaussian, 5, "zcdp"), run(gaussian, 5, "zcdp"))
+    assert not np.array_equal(run(laplace, 5), run(laplace, 6))
+    assert not np.array_equal(run(laplace, 5, secure=True), run(laplace, 5, secure=True))
     s = np.linspace(0, 3, 20)
-    assert [exponential(s, 1, 1, rng=k) for k in range(20)] == [exponential(s, 1, 1, rng=k) for k in range(20)]
+    picks = [exponential(s, 1, 1, rng=k, budget=Budget.pure(1)) for k in range(20)]
+    assert picks == [exponential(s, 1, 1, rng=k, budget=Budget.pure(1)) for k in range(20)]
+    secure = np.concatenate([run(laplace, 0, secure=True) for _ in range(200)]) - 1
+    assert _std_within(secure, laplace_std(1, 1), kurtosis=6)
 
 
 @pytest.mark.parametrize("monotonic", [False, True])
@@ -210,12 +360,21 @@ def test_exponential_frequencies_match_exact_probabilities(monotonic):
     expected = np.exp(factor * scores) / np.exp(factor * scores).sum()
     assert np.allclose(p, expected, rtol=1e-14)
     rng = np.random.default_rng(2024)
-    n = 40_000
-    draws = np.array([exponential(scores, sens, eps, rng, monotonic=monotonic) for _ in range(n)])
+    n = 4000
+    budget = Budget.pure(n * eps)
+    draws = np.array([exponential(scores, sens, eps, rng, budget=budget, monotonic=monotonic) for _ in range(n)])
     counts = np.bincount(draws, minlength=scores.size)
     assert stats.chisquare(counts, n * p).pvalue > 1e-3
     other = exponential_probabilities(scores, sens, eps, not monotonic)
     assert stats.chisquare(counts, n * other).pvalue < 1e-6
+
+
+def test_exponential_handles_extreme_scores_exactly():
+    budget = Budget.pure(1e9)
+    # one candidate 1e300 ahead: the others have probability exp(-5e299), i.e. never
+    assert exponential([0.0, 1e300, -1e300], 1.0, 1.0, rng=0, budget=budget) == 1
+    # tiny differences still matter: 1e-300 apart, weights 1 : exp(50)
+    assert exponential([0.0, 1e-300], 1e-300, 100.0, rng=0, budget=budget) == 1
 
 
 def test_exponential_charges_and_validates():
@@ -223,13 +382,13 @@ def test_exponential_charges_and_validates():
     i = exponential([1.0, 2.0], 1.0, 2.0, rng=0, budget=b, label="pick")
     assert i in (0, 1) and b.spent == 0.5 and b.ledger[0].label == "pick"
     with pytest.raises(ValueError, match=r"scores must be finite; entry \(1,\) is nan"):
-        exponential([1.0, np.nan], 1.0, 1.0, rng=0)
+        exponential([1.0, np.nan], 1.0, 1.0, rng=0, budget=b)
     with pytest.raises(ValueError, match="non-empty 1-D"):
-        exponential([], 1.0, 1.0, rng=0)
+        exponential([], 1.0, 1.0, rng=0, budget=b)
     with pytest.raises(ValueError, match="sensitivity"):
-        exponential([1.0], 0.0, 1.0, rng=0)
+        exponential([1.0], 0.0, 1.0, rng=0, budget=b)
     with pytest.raises(ValueError, match="epsilon"):
-        exponential([1.0], 1.0, -0.5, rng=0)
+        exponential([1.0], 1.0, -0.5, rng=0, budget=b)
     assert b.spent == 0.5  # invalid calls charge nothing
 
 
@@ -267,7 +426,21 @@ def test_laplace_on_zcdp_budget_costs_half_eps_squared():
 
 @pytest.mark.parametrize("answers", [[1.0, np.inf], [np.nan]])
 def test_non_finite_answers_are_refused(answers):
+    b = Budget.zcdp(10.0)
     with pytest.raises(ValueError, match="answers must be finite"):
-        laplace(answers, 1.0, 1.0, rng=0)
+        laplace(answers, 1.0, 1.0, rng=0, budget=b)
     with pytest.raises(ValueError, match="answers must be finite"):
-        gaussian(answers, 1.0, 1.0, rng=0)
+        gaussian(answers, 1.0, 1.0, rng=0, budget=b)
+    assert b.spent == 0.0
+
+
+def test_subnormal_epsilon_is_refused_before_anything_is_charged():
+    """Issue 12 item 6: epsilon 1e-320 was charged and released +-inf."""
+    b = Budget.pure(1.0)
+    for call in (lambda: laplace([1.0], 1.0, 1e-320, rng=0, budget=b),
+                 lambda: b.charge("pure", 1e-320), lambda: Budget.pure(1e-320)):
+        with pytest.raises(ValueError, match="subnormal"):
+            call()
+    with pytest.raises(ValueError, match="too large"):
+        laplace([1.0], 1e200, 1e-200, rng=0, budget=b)
+    assert b.spent == 0.0 and not b.ledger

@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
+from .. import matrix as mx
 from ..dataset import Dataset
 from ..domain import Domain
 from ..measurement import Measurement
-from ..privacy import Budget, gaussian, gaussian_sigma, laplace, laplace_scale
+from ..privacy import Budget, gaussian, gaussian_std, laplace, laplace_std
 from ..privacy.budget import check_budget
 from ..workload import Query
 
@@ -82,6 +83,29 @@ def stacked_sensitivity(domain: Domain, queries, p: int) -> float:
     return (constant + _max_of_sum(domain, tables, MAX_SENSITIVITY_CELLS)) ** (1.0 / p)
 
 
+def integer_entries(matrix: mx.Matrix) -> bool:
+    """Whether every entry of ``matrix`` is known, from its structure, to be an integer
+    (then its answers on counts are integers and get integer noise).  False when unsure."""
+    if isinstance(matrix, mx.ZeroOne):
+        return True
+    if isinstance(matrix, mx.Weighted):
+        return float(matrix.weight).is_integer() and integer_entries(matrix.base)
+    if isinstance(matrix, mx.Dense):
+        return bool(np.all(matrix.array == np.rint(matrix.array)))
+    if isinstance(matrix, mx.Sparse):
+        data = matrix.matrix.data
+        return bool(np.all(data == np.rint(data)))
+    parts = {mx.Kronecker: "factors", mx.VStack: "blocks", mx.HStack: "blocks", mx.Sum: "terms"}
+    for kind, name in parts.items():
+        if isinstance(matrix, kind):
+            return all(integer_entries(m) for m in getattr(matrix, name))
+    if isinstance(matrix, mx.Product):
+        return integer_entries(matrix.A) and integer_entries(matrix.B)
+    if isinstance(matrix, mx.Transpose):
+        return integer_entries(matrix.base)
+    return False
+
+
 class _Mechanism:
     """Shared logic of the measurement operators; subclasses set the mechanism."""
 
@@ -96,39 +120,40 @@ class _Mechanism:
                                  f"got {parameter!r}")
         self.parameter = parameter
 
-    def _parameter(self, budget: Budget | None) -> float:
+    def _parameter(self, budget: Budget) -> float:
         if self.parameter is not None:
             return self.parameter
-        if budget is None:
-            raise ValueError(f"{type(self).__name__}: give a privacy parameter or a budget to spend")
         return budget.parameter_for(self.mechanism, budget.fraction(1))
 
-    def measure(self, data: Dataset, queries, budget: Budget | None = None, rng=None,
+    def measure(self, data: Dataset, queries, budget: Budget, rng=None,
                 label: str | None = None) -> list[Measurement]:
         """Noisy answers (counts) to ``queries`` (a list of :class:`Query`), one Measurement
         each with its noise std; charges ``budget`` once for the stacked query, before
-        drawing noise.  Without a parameter, spends all that remains of ``budget``."""
-        if budget is not None:
-            check_budget(budget, f"{type(self).__name__}.measure")
+        drawing noise.  The sensitivity is the stacked query's under the budget's
+        neighbouring relation; queries with integer entries and weights get integer
+        noise.  Without a parameter, spends all that remains of ``budget``."""
+        check_budget(budget, f"{type(self).__name__}.measure")
         queries = [q if isinstance(q, Query) else Query(q) for q in queries]
         if not queries:
             raise ValueError(f"{type(self).__name__}: no queries to measure")
         domain = data.domain
-        sensitivity = stacked_sensitivity(domain, queries, self.norm)
+        sensitivity = budget.sensitivity(stacked_sensitivity(domain, queries, self.norm))
         parameter = self._parameter(budget)
+        integer = all(float(q.weight).is_integer() and integer_entries(q.local(domain)) for q in queries)
         answers = [q.weight * q.answer(data.marginal(q.attrs), domain) for q in queries]
         sizes = np.cumsum([0] + [a.size for a in answers])
         if label is None:
             label = f"{type(self).__name__} on {[list(q.attrs) for q in queries]}"
-        noisy = self._noisy(np.concatenate(answers), sensitivity, parameter, rng, budget, label)
-        std = self._std(sensitivity, parameter)
+        stacked = np.concatenate(answers)
+        noisy = self._noisy(stacked, sensitivity, parameter, rng, budget, label, integer)
+        std = self._std(sensitivity, parameter, integer, stacked.size)
         return [Measurement(q.attrs, noisy[sizes[i]:sizes[i + 1]] / q.weight, std / q.weight, q.matrix)
                 for i, q in enumerate(queries)]
 
 
 class Laplace(_Mechanism):
-    """The Laplace mechanism: noise of scale ``L1 sensitivity / epsilon`` on the stacked
-    query (epsilon-DP; Dwork and Roth 2014, Thm. 3.6).  Charges a pure ``epsilon`` (or
+    """The Laplace mechanism: discrete Laplace noise of scale ``L1 sensitivity / epsilon``
+    on the stacked query (epsilon-DP; Dwork and Roth 2014, Thm. 3.6; Canonne et al. 2020).  Charges a pure ``epsilon`` (or
     ``epsilon^2 / 2`` on a zCDP budget); ``epsilon=None`` spends all that remains."""
 
     mechanism, norm = "pure", 1
@@ -140,16 +165,17 @@ class Laplace(_Mechanism):
     def epsilon(self):
         return self.parameter
 
-    def _noisy(self, answers, sensitivity, epsilon, rng, budget, label):
-        return laplace(answers, sensitivity, epsilon, rng=rng, budget=budget, label=label)
+    def _noisy(self, answers, sensitivity, epsilon, rng, budget, label, integer):
+        return laplace(answers, sensitivity, epsilon, rng=rng, budget=budget, label=label, integer=integer)
 
-    def _std(self, sensitivity, epsilon):
-        return math.sqrt(2.0) * laplace_scale(sensitivity, epsilon)
+    def _std(self, sensitivity, epsilon, integer, size):
+        return laplace_std(sensitivity, epsilon, integer, size)
 
 
 class Gaussian(_Mechanism):
-    """The Gaussian mechanism: noise of std ``L2 sensitivity / sqrt(2 rho)`` on the stacked
-    query (rho-zCDP; Bun and Steinke 2016, Prop. 1.6).  Charges ``rho`` to a zCDP budget;
+    """The Gaussian mechanism: discrete Gaussian noise of parameter ``L2 sensitivity /
+    sqrt(2 rho)`` on the stacked query (rho-zCDP; Bun and Steinke 2016, Prop. 1.6;
+    Canonne et al. 2020, Theorem 14).  Charges ``rho`` to a zCDP budget;
     ``rho=None`` spends all that remains."""
 
     mechanism, norm = "gaussian", 2
@@ -161,11 +187,11 @@ class Gaussian(_Mechanism):
     def rho(self):
         return self.parameter
 
-    def _noisy(self, answers, sensitivity, rho, rng, budget, label):
-        return gaussian(answers, sensitivity, rho, rng=rng, budget=budget, label=label)
+    def _noisy(self, answers, sensitivity, rho, rng, budget, label, integer):
+        return gaussian(answers, sensitivity, rho, rng=rng, budget=budget, label=label, integer=integer)
 
-    def _std(self, sensitivity, rho):
-        return gaussian_sigma(sensitivity, rho)
+    def _std(self, sensitivity, rho, integer, size):
+        return gaussian_std(sensitivity, rho, integer, size)
 
 
 def mechanism(noise: str, parameter: float | None = None):

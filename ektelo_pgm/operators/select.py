@@ -405,7 +405,7 @@ class WorstApproximated:
         if self.k > scores.size:
             raise ValueError(f"WorstApproximated: k={self.k} but only {scores.size} candidates")
         epsilon = budget.parameter_for("exponential", to_fraction(amount) / self.k)
-        sensitivity = self.sensitivity(data.domain)
+        sensitivity = budget.sensitivity(self.sensitivity(data.domain))  # under the budget's relation
         label = label or "select worst approximated"
         chosen = []
         for i in range(self.k):

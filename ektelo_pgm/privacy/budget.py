@@ -15,13 +15,27 @@ proof of Theorem 1):
 * the Gaussian mechanism with parameter ``rho`` costs ``rho`` on a zCDP budget
   and cannot be charged to a pure budget (it is not pure DP).
 
-A zCDP budget converts to and from (epsilon, delta)-DP with the standard
-bound ``eps = rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016, Prop. 1.3;
-Liu et al. 2021, Theorem 1).
+A zCDP budget converts to and from (epsilon, delta)-DP with the tight bound
+of Canonne, Kamath and Steinke (2020, Corollary 13):
+``delta = inf_{alpha > 1} exp((alpha-1)(alpha rho - eps)) / alpha * (1 - 1/alpha)^(alpha-1)``;
+the simpler ``eps = rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016,
+Prop. 1.3; Liu et al. 2021, Theorem 1) stays available as
+:func:`zcdp_to_approx_simple` / :func:`approx_to_zcdp_simple`.
+
+A budget also fixes the neighbouring relation that every sensitivity is
+computed under: ``'add/remove'`` (one record added or removed; the default,
+under which the number of records is private) or ``'substitute'`` (one record
+replaced by another; the number of records is then public, and a query's
+sensitivity is at most twice its add/remove sensitivity).
+
+A budget is safe to share between threads: the check and the charge happen
+under one lock.
 """
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Real
@@ -31,6 +45,9 @@ import numpy as np
 PURE = "pure"
 ZCDP = "zcdp"
 MECHANISMS = ("pure", "exponential", "gaussian")
+ADD_REMOVE = "add/remove"
+SUBSTITUTE = "substitute"
+NEIGHBOURS = (ADD_REMOVE, SUBSTITUTE)
 
 
 class BudgetExceededError(RuntimeError):
@@ -53,6 +70,9 @@ def to_fraction(x, name: str = "amount") -> Fraction:
     else:
         if not math.isfinite(float(x)):
             raise ValueError(f"{name} must be finite, got {x!r}")
+        if 0.0 < abs(float(x)) < sys.float_info.min:
+            raise ValueError(f"{name} = {float(x)!r} is subnormal (below {sys.float_info.min:.3g}): "
+                             "too small to be a meaningful privacy amount")
         value = Fraction(repr(float(x)))
     if value < 0:
         raise ValueError(f"{name} must be non-negative, got {float(value):.6g}")
@@ -83,22 +103,92 @@ def _largest(guess: float, fits) -> float:
     return guess
 
 
-def zcdp_to_approx(rho: float, delta: float) -> float:
-    """Epsilon of the (epsilon, delta)-DP guarantee implied by rho-zCDP:
-    ``rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016, Prop. 1.3)."""
+def zcdp_to_approx_simple(rho: float, delta: float) -> float:
+    """Epsilon of the (epsilon, delta)-DP guarantee implied by rho-zCDP by the simple
+    bound ``rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016, Prop. 1.3)."""
     rho = float(to_fraction(rho, "rho"))
     delta = _check_delta(delta)
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
-def approx_to_zcdp(epsilon: float, delta: float) -> float:
-    """Largest rho whose (epsilon, delta) conversion ``zcdp_to_approx(rho, delta)``
-    is at most ``epsilon``: ``rho = (sqrt(L + eps) - sqrt(L))**2`` with ``L = log(1/delta)``."""
+def approx_to_zcdp_simple(epsilon: float, delta: float) -> float:
+    """Largest rho whose simple conversion ``zcdp_to_approx_simple(rho, delta)`` is at
+    most ``epsilon``: ``rho = (sqrt(L + eps) - sqrt(L))**2`` with ``L = log(1/delta)``."""
     epsilon = float(_positive(epsilon, "epsilon"))
     delta = _check_delta(delta)
     log_inv = math.log(1.0 / delta)
     root = epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))
-    return _largest(root * root, lambda rho: zcdp_to_approx(rho, delta) <= epsilon)
+    return _largest(root * root, lambda rho: zcdp_to_approx_simple(rho, delta) <= epsilon)
+
+
+def _log_delta_at(rho: float, epsilon: float, alpha: float) -> float:
+    """Log of the delta that rho-zCDP implies at Renyi order ``alpha`` for this epsilon:
+    ``(alpha-1)(alpha rho - eps) - log(alpha) + (alpha-1) log(1 - 1/alpha)`` (CKS 2020, Cor. 13)."""
+    return (alpha - 1.0) * (alpha * rho - epsilon) - math.log(alpha) + (alpha - 1.0) * math.log1p(-1.0 / alpha)
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """Smallest delta such that rho-zCDP implies (epsilon, delta)-DP by the conversion of
+    Canonne, Kamath and Steinke (2020, Corollary 13): the infimum over Renyi orders
+    ``alpha > 1`` of ``exp((alpha-1)(alpha rho - eps)) / alpha * (1 - 1/alpha)^(alpha-1)``.
+
+    The exponent is convex in ``alpha``; its minimiser is found by bisection on the
+    derivative ``(2 alpha - 1) rho - eps + log(1 - 1/alpha)``.  Every ``alpha`` gives a
+    valid bound, so an inexact minimiser only makes delta (slightly) larger."""
+    rho = float(to_fraction(rho, "rho"))
+    epsilon = float(to_fraction(epsilon, "epsilon"))
+    if rho == 0.0:
+        return 0.0
+    lo, hi = 1.0 + 1e-12, max(2.0, (epsilon + 1.0) / (2.0 * rho) + 2.0)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if (2.0 * mid - 1.0) * rho - epsilon + math.log1p(-1.0 / mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    log_delta = min(_log_delta_at(rho, epsilon, a) for a in (lo, hi))
+    return min(1.0, math.exp(log_delta))
+
+
+def zcdp_to_approx(rho: float, delta: float) -> float:
+    """Smallest epsilon (to float precision, rounded up) such that rho-zCDP implies
+    (epsilon, delta)-DP by the tight conversion :func:`zcdp_delta` (CKS 2020, Cor. 13);
+    never more than :func:`zcdp_to_approx_simple`."""
+    rho = float(to_fraction(rho, "rho"))
+    delta = _check_delta(delta)
+    hi = zcdp_to_approx_simple(rho, delta)
+    if rho == 0.0:
+        return 0.0
+    lo = 0.0
+    while True:
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            return hi
+        if zcdp_delta(rho, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+
+
+def approx_to_zcdp(epsilon: float, delta: float) -> float:
+    """Largest float rho such that rho-zCDP implies (epsilon, delta)-DP by the tight
+    conversion :func:`zcdp_delta` (CKS 2020, Cor. 13); at least :func:`approx_to_zcdp_simple`."""
+    epsilon = float(_positive(epsilon, "epsilon"))
+    delta = _check_delta(delta)
+    lo = approx_to_zcdp_simple(epsilon, delta)
+    hi = 2.0 * lo + epsilon
+    while zcdp_delta(hi, epsilon) <= delta:
+        lo, hi = hi, 2.0 * hi
+    while True:
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            return lo
+        if zcdp_delta(mid, epsilon) <= delta:
+            lo = mid
+        else:
+            hi = mid
 
 
 @dataclass(frozen=True)
@@ -116,32 +206,65 @@ class Budget:
 
     Every measurement and private selection charges the budget *before* it
     draws any randomness; a charge that would overspend raises
-    :class:`BudgetExceededError` and leaves the budget unchanged.
+    :class:`BudgetExceededError` and leaves the budget unchanged.  Noise is
+    only ever drawn through a budget (see :mod:`ektelo_pgm.privacy.noise`).
+
+    ``neighbours`` is the neighbouring relation every sensitivity is computed
+    under: ``'add/remove'`` (default) or ``'substitute'``.  ``secure=True``
+    makes every draw charged to this budget come from the operating system's
+    cryptographically secure generator instead of the ``rng`` given.
     """
 
-    def __init__(self, total, notion: str):
+    def __init__(self, total, notion: str, neighbours: str = ADD_REMOVE, secure: bool = False):
         if notion not in (PURE, ZCDP):
             raise ValueError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
+        if neighbours not in NEIGHBOURS:
+            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
         self.notion = notion
+        self.neighbours = neighbours
+        self.secure = bool(secure)
         self._total = _positive(total, self.unit)
         self._spent = Fraction(0)
+        self._lock = threading.Lock()
         self.ledger: list[Charge] = []
 
     @classmethod
-    def pure(cls, epsilon) -> "Budget":
+    def pure(cls, epsilon, neighbours: str = ADD_REMOVE, secure: bool = False) -> "Budget":
         """A pure epsilon-DP budget."""
-        return cls(epsilon, PURE)
+        return cls(epsilon, PURE, neighbours, secure)
 
     @classmethod
-    def zcdp(cls, rho) -> "Budget":
+    def zcdp(cls, rho, neighbours: str = ADD_REMOVE, secure: bool = False) -> "Budget":
         """A rho-zCDP budget."""
-        return cls(rho, ZCDP)
+        return cls(rho, ZCDP, neighbours, secure)
 
     @classmethod
-    def approx(cls, epsilon, delta) -> "Budget":
-        """The rho-zCDP budget with the largest rho that implies (epsilon, delta)-DP
-        (see :func:`approx_to_zcdp`)."""
-        return cls(approx_to_zcdp(epsilon, delta), ZCDP)
+    def approx(cls, epsilon, delta, neighbours: str = ADD_REMOVE, secure: bool = False) -> "Budget":
+        """The rho-zCDP budget with the largest rho that implies (epsilon, delta)-DP by the
+        tight conversion (see :func:`approx_to_zcdp`)."""
+        return cls(approx_to_zcdp(epsilon, delta), ZCDP, neighbours, secure)
+
+    def __getstate__(self):
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def sensitivity(self, add_remove: float) -> float:
+        """Sensitivity, under this budget's neighbouring relation, of a query whose
+        sensitivity to adding or removing one record is ``add_remove``: the same under
+        ``'add/remove'``, twice it under ``'substitute'`` (a removal then an addition)."""
+        return float(add_remove) * (2.0 if self.neighbours == SUBSTITUTE else 1.0)
+
+    @property
+    def public_total(self) -> bool:
+        """Whether the number of records is public: true only under ``'substitute'``
+        neighbours, where neighbouring datasets have the same size."""
+        return self.neighbours == SUBSTITUTE
 
     @property
     def total(self) -> float:
@@ -149,11 +272,13 @@ class Budget:
 
     @property
     def spent(self) -> float:
-        return float(self._spent)
+        with self._lock:
+            return float(self._spent)
 
     @property
     def remaining(self) -> float:
-        return float(self._total - self._spent)
+        with self._lock:
+            return float(self._total - self._spent)
 
     def cost(self, mechanism: str, parameter) -> Fraction:
         """Exact cost, in this budget's unit, of ``mechanism`` run with ``parameter``.
@@ -206,20 +331,23 @@ class Budget:
         return self._record(Charge(label, amount, mechanism, float(parameter)))
 
     def _record(self, charge: Charge) -> Fraction:
-        remaining = self._total - self._spent
-        if charge.amount > remaining:
-            what = f" for {charge.label!r}" if charge.label else ""
-            raise BudgetExceededError(
-                f"privacy budget exceeded{what}: asked {self.unit}={float(charge.amount):.6g} "
-                f"but only {float(remaining):.6g} remains; nothing was charged or released",
-                charge.amount, remaining)
-        self._spent += charge.amount
-        self.ledger.append(charge)
-        return charge.amount
+        with self._lock:  # check and charge as one step: threads never overspend
+            remaining = self._total - self._spent
+            if charge.amount > remaining:
+                what = f" for {charge.label!r}" if charge.label else ""
+                raise BudgetExceededError(
+                    f"privacy budget exceeded{what}: asked {self.unit}={float(charge.amount):.6g} "
+                    f"but only {float(remaining):.6g} remains; nothing was charged or released",
+                    charge.amount, remaining)
+            self._spent += charge.amount
+            self.ledger.append(charge)
+            return charge.amount
 
     def affords(self, mechanism: str, parameter) -> bool:
         """Whether charging ``mechanism`` with ``parameter`` would succeed now."""
-        return self.cost(mechanism, parameter) <= self._total - self._spent
+        cost = self.cost(mechanism, parameter)
+        with self._lock:
+            return cost <= self._total - self._spent
 
     def split(self, k: int) -> float:
         """Largest float amount of which ``k`` charges fit in what remains (equal shares)."""
@@ -235,7 +363,8 @@ class Budget:
         return self._share(f)
 
     def _share(self, f: Fraction) -> float:
-        remaining = self._total - self._spent
+        with self._lock:
+            remaining = self._total - self._spent
         if remaining == 0:
             raise BudgetExceededError(f"no {self.unit} remains to share", Fraction(0), remaining)
         target = remaining * f
@@ -243,7 +372,8 @@ class Budget:
 
     def __repr__(self) -> str:
         return (f"Budget({self.notion}, {self.unit}={self.total:.6g}, spent={self.spent:.6g}, "
-                f"remaining={self.remaining:.6g}, charges={len(self.ledger)})")
+                f"remaining={self.remaining:.6g}, charges={len(self.ledger)}, neighbours={self.neighbours!r}"
+                f"{', secure' if self.secure else ''})")
 
 
 def check_budget(budget, where: str) -> Budget:

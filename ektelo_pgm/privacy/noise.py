@@ -1,0 +1,262 @@
+"""The Laplace, Gaussian and exponential mechanisms, floating-point safe.
+
+Every mechanism validates its inputs, charges ``budget`` *before* drawing
+any randomness (a refused charge releases nothing and leaves ``rng``
+untouched), and draws through the exact samplers of
+:mod:`ektelo_pgm.privacy.samplers`; there is no way to draw noise without a
+budget.  ``rng`` is a ``numpy.random.Generator`` or a seed; a budget made
+with ``secure=True`` ignores it and draws from the operating system.
+
+* Integer answers (counts; ``integer=True``, the default) get discrete
+  Laplace or discrete Gaussian noise (Canonne, Kamath and Steinke 2020) and
+  are released as integers (int64).
+* Real answers (``integer=False``) are first rounded to a grid of spacing
+  ``2**k`` fine enough that rounding adds at most ``2**-30`` of the
+  sensitivity to it (the rounding's worst case, ``size * 2**k`` in L1 or
+  ``ceil(sqrt(size)) * 2**k`` in L2, is added to the sensitivity that
+  calibrates the noise); the discrete noise is then drawn on that grid.  The
+  output is a multiple of ``2**k``: no float noise is ever added, which is
+  the protection that Mironov's (2012) snapping mechanism gives, without
+  its clamping.
+* The exponential mechanism samples its exact distribution by rejection:
+  propose a candidate uniformly, accept it with probability
+  ``exp(-eps (max score - score) / (2 sensitivity))`` drawn exactly from the
+  scores' binary expansions.
+
+The sensitivity given is the one under the budget's neighbouring relation
+(see :meth:`Budget.sensitivity`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .budget import Budget, check_budget, to_fraction
+from .samplers import (Source, bernoulli_exp, discrete_gaussian, discrete_gaussian_variance,
+                       discrete_laplace, discrete_laplace_variance)
+
+#: Rounding real answers to the grid adds at most this fraction to the sensitivity.
+GRID_SLACK_BITS = 30
+#: Reported noise std is at least 2**-STD_FLOOR_BITS grid units.
+STD_FLOOR_BITS = 30
+#: Largest noise scale (in units of the answers) that the samplers accept.
+MAX_SCALE = 1e290
+#: Integers below this add in int64 without overflow.
+SAFE_INT = 2 ** 61
+
+
+def _positive_finite(x, name: str) -> float:
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number, got {x!r}")
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {x!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {x!r}")
+    to_fraction(value, name)  # refuses subnormal values
+    return value
+
+
+def _exact(x, name: str) -> Fraction:
+    """A privacy parameter as the exact Fraction the budget charges (see ``to_fraction``)."""
+    return to_fraction(_positive_finite(x, name), name)
+
+
+def _finite_array(values, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = np.argwhere(bad)[0] if arr.ndim else ()
+        raise ValueError(f"{name} must be finite; entry {tuple(int(i) for i in where)} is {arr[tuple(where)]}")
+    return arr
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Scale ``b = sensitivity / epsilon`` of Laplace noise giving epsilon-DP
+    for a query of L1 ``sensitivity``."""
+    return _positive_finite(sensitivity, "sensitivity") / _positive_finite(epsilon, "epsilon")
+
+
+def gaussian_sigma(sensitivity: float, rho: float) -> float:
+    """Scale ``sensitivity / sqrt(2 rho)`` of Gaussian noise giving rho-zCDP for a
+    query of L2 ``sensitivity`` (Bun & Steinke 2016, Prop. 1.6)."""
+    rho = _positive_finite(rho, "rho")
+    return _positive_finite(sensitivity, "sensitivity") / math.sqrt(2.0 * rho)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Where noise is drawn: multiples of ``2**exponent`` (``exponent=0`` for integer
+    answers), with the sensitivity in grid units including the rounding's share."""
+
+    exponent: int
+    sensitivity: Fraction
+
+    @classmethod
+    def for_answers(cls, sensitivity: float, size: int, integer: bool, norm: int) -> "Grid":
+        """The grid for ``size`` answers of L``norm`` ``sensitivity`` (a data-independent choice)."""
+        exact = Fraction(_positive_finite(sensitivity, "sensitivity"))
+        if integer:
+            return cls(0, exact)
+        spread = size if norm == 1 else math.isqrt(max(size - 1, 0)) + 1  # bound on ||rounding||
+        exponent = math.floor(math.log2(float(exact) / max(spread, 1))) - GRID_SLACK_BITS
+        return cls(exponent, exact / Fraction(2) ** exponent + spread)
+
+    def std(self, variance: float) -> float:
+        """The std, in the answers' units, of noise of ``variance`` grid units squared, at
+        least ``2**-STD_FLOOR_BITS`` of a grid unit (smaller noise is zero in practice, and
+        estimators divide by the std)."""
+        return math.ldexp(max(math.sqrt(variance), 2.0 ** -STD_FLOOR_BITS), self.exponent)
+
+    def units(self, answers: np.ndarray, integer: bool) -> np.ndarray:
+        """The answers in grid units, as integers (int64, or Python ints when large)."""
+        if integer:
+            if not np.array_equal(answers, np.rint(answers)):
+                row = int(np.flatnonzero((answers != np.rint(answers)).ravel())[0])
+                raise ValueError(f"answers are not integers (entry {row} is {answers.ravel()[row]!r}); "
+                                 "pass integer=False for real-valued answers")
+            scaled = answers
+        else:
+            scaled = np.rint(np.ldexp(answers, -self.exponent))
+        if np.abs(scaled).max(initial=0.0) < SAFE_INT:
+            return scaled.astype(np.int64)
+        return np.array([int(v) for v in scaled.ravel()], dtype=object).reshape(scaled.shape)
+
+    def release(self, units: np.ndarray, noise: np.ndarray, integer: bool) -> np.ndarray:
+        """``units + noise`` back in the answers' units: int64 for integer answers (float64 if
+        too large), else float64 multiples of ``2**exponent`` (exact below 2**53 units)."""
+        small = units.dtype != object and noise.dtype != object and np.abs(noise).max(initial=0) < SAFE_INT
+        total = units.ravel() + noise if small else units.ravel().astype(object) + noise.astype(object)
+        if integer and small:
+            return total.reshape(units.shape)
+        values = np.array([float(v) for v in total], dtype=np.float64) if total.dtype == object \
+            else total.astype(np.float64)
+        return np.ldexp(values, self.exponent).reshape(units.shape)
+
+
+def laplace_std(sensitivity: float, epsilon: float, integer: bool = True, size: int = 1) -> float:
+    """Std (answers' units) of the noise :func:`laplace` adds to each of ``size`` answers:
+    that of the discrete Laplace of scale ``sensitivity / epsilon`` (grid units), about
+    ``sqrt(2) * sensitivity / epsilon``."""
+    grid = Grid.for_answers(sensitivity, size, integer, 1)
+    scale = grid.sensitivity / _exact(epsilon, "epsilon")
+    return grid.std(discrete_laplace_variance(scale))
+
+
+def gaussian_std(sensitivity: float, rho: float, integer: bool = True, size: int = 1) -> float:
+    """Std (answers' units) of the noise :func:`gaussian` adds to each of ``size`` answers:
+    that of the discrete Gaussian of parameter ``sensitivity / sqrt(2 rho)`` (grid units),
+    equal to it for parameters of at least one grid unit."""
+    grid = Grid.for_answers(sensitivity, size, integer, 2)
+    sigma2 = grid.sensitivity ** 2 / (2 * _exact(rho, "rho"))
+    return grid.std(discrete_gaussian_variance(sigma2))
+
+
+def _too_large(scale: Fraction, exponent: int, what: str) -> None:
+    if scale * Fraction(2) ** exponent > MAX_SCALE:
+        raise ValueError(f"{what}: noise scale {float(min(scale * Fraction(2) ** exponent, 10 ** 308)):.3g} "
+                         "is too large to release "
+                         "finite values; increase the privacy parameter")
+
+
+def laplace(answers, sensitivity: float, epsilon: float, rng=None, *, budget: Budget,
+            label: str | None = None, integer: bool = True) -> np.ndarray:
+    """``answers`` plus iid discrete Laplace noise of scale ``sensitivity / epsilon``.
+
+    epsilon-DP when ``sensitivity`` bounds the L1 change of ``answers`` between
+    neighbours; charges ``budget`` a pure ``epsilon`` (``eps**2 / 2`` on a zCDP
+    budget).  Counts (``integer=True``) come back as int64; real answers as float64
+    multiples of a fine power-of-two grid (see the module docstring).
+    """
+    check_budget(budget, "laplace")  # noise is only drawn through a Budget
+    answers = _finite_array(answers, "answers")
+    grid = Grid.for_answers(sensitivity, answers.size, integer, 1)
+    scale = grid.sensitivity / _exact(epsilon, "epsilon")
+    _too_large(scale, grid.exponent, "laplace")
+    units = grid.units(answers, integer)
+    budget.charge("pure", epsilon, label)
+    noise = discrete_laplace(Source(rng, budget.secure), scale, answers.size)
+    return grid.release(units, noise, integer)
+
+
+def gaussian(answers, sensitivity: float, rho: float, rng=None, *, budget: Budget,
+             label: str | None = None, integer: bool = True) -> np.ndarray:
+    """``answers`` plus iid discrete Gaussian noise of parameter ``sensitivity / sqrt(2 rho)``.
+
+    rho-zCDP when ``sensitivity`` bounds the L2 change of ``answers`` between neighbours
+    (CKS 2020, Theorem 14); charges ``budget`` ``rho`` (refused on a pure budget).  Counts
+    (``integer=True``) come back as int64; real answers as float64 multiples of a fine
+    power-of-two grid (see the module docstring).
+    """
+    check_budget(budget, "gaussian")  # noise is only drawn through a Budget
+    answers = _finite_array(answers, "answers")
+    grid = Grid.for_answers(sensitivity, answers.size, integer, 2)
+    sigma2 = grid.sensitivity ** 2 / (2 * _exact(rho, "rho"))
+    _too_large(sigma2, 2 * grid.exponent, "gaussian")
+    units = grid.units(answers, integer)
+    budget.charge("gaussian", rho, label)
+    noise = discrete_gaussian(Source(rng, budget.secure), sigma2, answers.size)
+    return grid.release(units, noise, integer)
+
+
+def exponential_probabilities(scores, sensitivity: float, epsilon: float,
+                              monotonic: bool = False) -> np.ndarray:
+    """Output distribution of :func:`exponential` (floats, for analysis): probabilities
+    proportional to ``exp(epsilon * score / (2 * sensitivity))`` (or
+    ``exp(epsilon * score / sensitivity)`` when ``monotonic``)."""
+    scores = _scores(scores)
+    factor = _positive_finite(epsilon, "epsilon") / _positive_finite(sensitivity, "sensitivity")
+    logits = scores * (factor if monotonic else factor / 2.0)
+    weights = np.exp(logits - logits.max())
+    return weights / weights.sum()
+
+
+def _scores(scores) -> np.ndarray:
+    scores = _finite_array(scores, "scores")
+    if scores.ndim != 1 or scores.size == 0:
+        raise ValueError(f"scores must be a non-empty 1-D array, got shape {scores.shape}")
+    return scores
+
+
+def _exact_gaps(scores: np.ndarray) -> tuple[np.ndarray, int]:
+    """``max(scores) - scores`` exactly, as Python ints times ``2**shift``."""
+    mantissa, exponent = np.frexp(scores)
+    ints = np.ldexp(mantissa, 53).astype(np.int64).astype(object)  # scores = ints * 2**(exponent-53)
+    powers = (exponent - 53).astype(np.int64)
+    shift = int(powers.min())
+    values = ints * np.array([1 << int(p - shift) for p in powers], dtype=object)
+    return max(values) - values, shift
+
+
+def exponential(scores, sensitivity: float, epsilon: float, rng=None, *, budget: Budget,
+                monotonic: bool = False, label: str | None = None) -> int:
+    """Index of a candidate chosen by the exponential mechanism (McSherry & Talwar 2007).
+
+    Candidate ``i`` is chosen with probability proportional to
+    ``exp(epsilon * scores[i] / (2 * sensitivity))``, or
+    ``exp(epsilon * scores[i] / sensitivity)`` when every score moves in the same
+    direction between neighbouring datasets (``monotonic=True``), exactly: by rejection
+    from uniform proposals with exact Bernoulli(exp(-gap)) acceptances.  epsilon-DP and
+    epsilon-bounded-range: charges ``budget`` ``epsilon`` (pure) or ``epsilon**2 / 8``
+    (zCDP; Cesar & Rogers 2021, as used by Liu, Vietri & Wu 2021, sec. 3.1).
+    """
+    check_budget(budget, "exponential")  # noise is only drawn through a Budget
+    scores = _scores(scores)
+    eps = _exact(epsilon, "epsilon")
+    sens = Fraction(_positive_finite(sensitivity, "sensitivity"))
+    gaps, shift = _exact_gaps(scores)
+    # acceptance exp(-eps * gap * 2**shift / (c * sens)) = exp(-num / den)
+    rate = eps / ((1 if monotonic else 2) * sens) * Fraction(2) ** shift
+    num = gaps * rate.numerator
+    budget.charge("exponential", epsilon, label)
+    source = Source(rng, budget.secure)
+    n = scores.size
+    while True:
+        proposals = source.below(n, n)
+        accepted = np.flatnonzero(bernoulli_exp(source, num[proposals], rate.denominator, n))
+        if accepted.size:
+            return int(proposals[accepted[0]])
