@@ -8,6 +8,7 @@ from typing import Iterable
 import numpy as np
 
 from .domain import Domain
+from .files import atomic_write
 
 # Largest dense array (in MB) that ``marginal`` and ``datavector`` will allocate.
 MAX_DENSE_MB = 2048.0
@@ -15,6 +16,11 @@ MAX_DENSE_MB = 2048.0
 
 def _mb(cells: int) -> float:
     return cells * 8 / 2**20
+
+
+def _amount(x) -> str:
+    """``x`` with thousands separators, or in scientific notation when astronomically large."""
+    return f"{x:,.1f}" if isinstance(x, float) and x < 1e15 else f"{x:,}" if x < 1e15 else f"{float(x):.3g}"
 
 
 #: What to do instead when a full data vector is refused for its size.
@@ -29,7 +35,7 @@ def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what
     cells = domain.size(attrs)
     if _mb(cells) > limit_mb:
         raise MemoryError(
-            f"{what} over {list(attrs)} has {cells:,} cells ({_mb(cells):,.1f} MB as float64), "
+            f"{what} over {list(attrs)} has {_amount(cells)} cells ({_amount(_mb(cells))} MB as float64), "
             f"above the limit of {limit_mb:,.1f} MB" + (f"; {advice}" if advice else "")
         )
     return cells
@@ -69,6 +75,18 @@ def _validate_records(values: np.ndarray, domain: Domain, source: str) -> np.nda
     return values
 
 
+def _unique_keys(path):
+    """A ``json.load`` hook building a dict that refuses a repeated key (naming it)."""
+    def build(pairs):
+        seen = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ValueError(f"{path}: the key {key!r} appears twice")
+            seen[key] = value
+        return seen
+    return build
+
+
 def _show(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
@@ -87,6 +105,8 @@ class Dataset:
     def __init__(self, records, domain: Domain):
         if not isinstance(domain, Domain):
             raise TypeError(f"Dataset: domain must be a Domain, got {type(domain).__name__}")
+        if len(domain) == 0:
+            raise ValueError("Dataset: the domain has no attributes")
         self.domain = domain
         self.records = _validate_records(np.asarray(records), domain, "Dataset")
 
@@ -94,26 +114,35 @@ class Dataset:
     def load(cls, csv_path, domain_json_path) -> "Dataset":
         """Read an integer-coded CSV with a header row and a ``{name: size}`` JSON domain file.
 
-        Columns are taken in the domain file's order; extra CSV columns are ignored.
+        Columns are taken in the domain file's order; extra CSV columns are ignored.  A
+        byte-order mark is skipped; a repeated key in the domain file, and a row with more
+        or fewer fields than the header, are refused naming the key or the line.
         """
-        with open(domain_json_path, encoding="utf-8") as f:
-            domain = Domain.fromdict(json.load(f))
-        with open(csv_path, newline="", encoding="utf-8") as f:
-            header = next(csv.reader(f), None)
-        if not header:
-            raise ValueError(f"{csv_path}: no header row")
-        header = [h.strip() for h in header]
-        missing = [a for a in domain.attrs if a not in header]
-        if missing:
-            raise ValueError(f"{csv_path}: columns {missing} of the domain file are missing from the CSV header")
+        with open(domain_json_path, encoding="utf-8-sig") as f:
+            domain = Domain.fromdict(json.load(f, object_pairs_hook=_unique_keys(domain_json_path)))
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header:
+                raise ValueError(f"{csv_path}: no header row")
+            header = [h.strip() for h in header]
+            missing = [a for a in domain.attrs if a not in header]
+            if missing:
+                raise ValueError(f"{csv_path}: columns {missing} of the domain file are missing from the CSV header")
+            rows = []
+            for row in reader:
+                if len(row) != len(header):
+                    if not row:  # a blank line
+                        continue
+                    raise ValueError(f"{csv_path}: line {reader.line_num} has {len(row)} fields "
+                                     f"but the header has {len(header)}")
+                rows.append(row)
         columns = [header.index(a) for a in domain.attrs]
+        text = np.array(rows, dtype=str).reshape(len(rows), len(header))[:, columns]
         try:
-            values = np.loadtxt(csv_path, delimiter=",", skiprows=1, usecols=columns, dtype=np.int64, ndmin=2)
-        except ValueError:
-            # Re-read as text so that the error names the offending column and row.
-            with open(csv_path, newline="", encoding="utf-8") as f:
-                rows = list(csv.reader(f))[1:]
-            values = np.array([[row[c].strip() if c < len(row) else "" for c in columns] for row in rows], dtype=object)
+            values = np.char.strip(text).astype(np.int64)
+        except ValueError:  # re-checked one by one so that the error names the column and row
+            values = np.char.strip(text).astype(object)
         return cls(_validate_records(values, domain, str(csv_path)), domain)
 
     @classmethod
@@ -131,9 +160,11 @@ class Dataset:
         return pd.DataFrame(self.records, columns=list(self.domain.attrs))
 
     def save(self, csv_path) -> None:
-        """Write the records as an integer-coded CSV with a header row."""
+        """Write the records as an integer-coded CSV with a header row, atomically (a
+        temporary file renamed: an interrupted save leaves the old file or none)."""
         header = ",".join(self.domain.attrs)
-        np.savetxt(csv_path, self.records, fmt="%d", delimiter=",", header=header, comments="")
+        with atomic_write(csv_path) as f:
+            np.savetxt(f, self.records, fmt="%d", delimiter=",", header=header, comments="")
 
     def project(self, attrs) -> "Dataset":
         """The records restricted to ``attrs`` (in the order given)."""

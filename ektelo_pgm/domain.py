@@ -32,7 +32,12 @@ class Domain:
 
     @classmethod
     def fromdict(cls, sizes: Mapping[str, int]) -> "Domain":
-        """Domain from ``{name: size}`` in the mapping's order."""
+        """Domain from ``{name: size}`` in the mapping's order (at least one attribute)."""
+        if not isinstance(sizes, Mapping):
+            raise TypeError(f"Domain.fromdict: expected a mapping of attribute names to sizes, "
+                            f"got {type(sizes).__name__}")
+        if not sizes:
+            raise ValueError("Domain.fromdict: the domain is empty (no attributes)")
         return cls(list(sizes.keys()), list(sizes.values()))
 
     def check(self, attrs: Iterable[str]) -> tuple[str, ...]:

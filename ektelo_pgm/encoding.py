@@ -17,20 +17,42 @@ synthetic records) back into values of the original kind:
 
 Strings are stripped of surrounding whitespace before anything else (UCI
 Adult writes ``" State-gov"``).
+
+The codes are themselves a release: a category that appears, or a bin edge
+that moves, tells something about the records.  So :meth:`TableEncoder.fit`
+is private by default: every column's codes come from what the user declares
+(``categories`` of a categorical column, ``bounds`` of a numeric one) and
+whatever is read from the data is read through a Budget:
+
+* ``threshold`` keeps only the declared categories whose noisy count
+  (Laplace, integer noise) reaches it; the values of the others are encoded
+  as missing;
+* ``binning="quantile"`` places the bin edges at noisy quantiles chosen by
+  the exponential mechanism among a grid of candidates inside the bounds
+  (``binning="uniform"`` needs no data);
+* every column has a missing code (a data-independent choice).
+
+``fit(table, public=True)`` reads everything from the data without noise;
+use it only for tables that are public.
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .dataset import Dataset
 from .domain import Domain
+from .files import atomic_write
+from .privacy import Budget, exponential, laplace
 
 BINNINGS = ("uniform", "quantile")
+#: Most candidate edges the exponential mechanism chooses among per quantile.
+QUANTILE_CANDIDATES = 1024
 WITHIN_BIN = ("midpoint", "uniform")
 _FORMAT = "ektelo_pgm.TableEncoder"
 
@@ -104,6 +126,14 @@ def _numbers(name: str, values):
     return numbers.to_numpy()
 
 
+def _whole_numbers(values, present: np.ndarray) -> np.ndarray:
+    """The non-missing values (``present`` marks them) as exact Python ints (object array):
+    integers keep every digit, even beyond 2**53 where float64 would round them."""
+    pd = _pandas()
+    exact = pd.to_numeric(values[present])
+    return np.array([int(v) for v in exact], dtype=object)
+
+
 def _first_row(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -116,6 +146,7 @@ class CategoricalColumn:
     name: str
     categories: tuple
     missing: bool
+    others_missing: bool = False  # values outside the categories get the missing code
 
     kind = "categorical"
 
@@ -131,12 +162,30 @@ class CategoricalColumn:
         cats = sorted(present, key=lambda v: (isinstance(v, str), v))
         return cls(name, tuple(cats), bool(values.isna().any()))
 
+    @classmethod
+    def private(cls, name: str, values, universe, threshold: float | None, epsilon: float | None,
+                budget: Budget | None, rng) -> "CategoricalColumn":
+        """The declared categories ``universe`` (with a missing code).  With a ``threshold``,
+        only those whose noisy count (integer Laplace noise, ``epsilon``; one record is in
+        one category, so the counts' L1 sensitivity is 1) reaches it are kept."""
+        universe = tuple(dict.fromkeys(_python(v) for v in universe))
+        if not universe:
+            raise ValueError(f"column {name!r}: the declared categories are empty")
+        if threshold is None:
+            return cls(name, universe, True, True)
+        pd = _pandas()
+        codes = pd.Index(list(universe), dtype=object).get_indexer(values.dropna().to_numpy(dtype=object))
+        counts = np.bincount(codes[codes >= 0], minlength=len(universe)).astype(float)
+        noisy = laplace(counts, budget.sensitivity(1.0), epsilon, rng, budget=budget,
+                        label=f"TableEncoder: categories of {name!r}")
+        return cls(name, tuple(c for c, n in zip(universe, noisy) if n >= threshold), True, True)
+
     def encode(self, values, clip: bool = False) -> np.ndarray:
         """Codes of a cleaned column; raises on a value not seen at fit time
         (``clip`` concerns numeric columns only)."""
         pd = _pandas()
         codes = pd.Index(list(self.categories), dtype=object).get_indexer(values.to_numpy(dtype=object))
-        absent = values.isna().to_numpy()
+        absent = values.isna().to_numpy() | (self.others_missing & (codes < 0))
         if absent.any():
             if not self.missing:
                 row = _first_row(absent)
@@ -161,7 +210,7 @@ class CategoricalColumn:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
-                "missing": self.missing}
+                "missing": self.missing, "others_missing": self.others_missing}
 
 
 @dataclass(frozen=True)
@@ -203,6 +252,8 @@ class NumericColumn:
             row = _first_row(np.isinf(numbers))
             raise ValueError(f"column {name!r}: value {numbers[row]!r} in row {row} is infinite")
         integer = bool(np.all(present == np.round(present)))
+        if integer and np.abs(present).max() >= 2.0 ** 53:  # beyond float precision: exact ints
+            return cls._fit_large_integers(name, values, ~np.isnan(numbers), bins, binning)
         lo, hi = float(present.min()), float(present.max())
         top = hi + 1 if integer else hi
         if binning == "uniform":
@@ -217,6 +268,63 @@ class NumericColumn:
             edges = np.array([lo, lo])
         return cls(name, tuple(_python(e) for e in edges), integer, bool(np.isnan(numbers).any()))
 
+    @classmethod
+    def _fit_large_integers(cls, name, values, present, bins, binning) -> "NumericColumn":
+        """:meth:`fit` for whole numbers beyond 2**53, in exact integer arithmetic (edges
+        rounded up as in the float path; quantiles taken as order statistics)."""
+        ints = np.sort(_whole_numbers(values, present))
+        lo, top = int(ints[0]), int(ints[-1]) + 1
+        if binning == "uniform":
+            edges = [lo - (-(top - lo) * i // bins) for i in range(bins + 1)]
+        else:
+            edges = [lo] + [int(ints[-(-(ints.size - 1) * i // bins)]) for i in range(1, bins)] + [top]
+        return cls(name, tuple(sorted(set(edges))), True, bool((~present).any()))
+
+    @classmethod
+    def from_bounds(cls, name: str, bounds, bins: int) -> "NumericColumn":
+        """``bins`` equal-width bins over the declared ``bounds = (lo, hi)`` (whole numbers
+        when both bounds are ints), with a missing code; reads no data."""
+        lo, hi, integer = _check_bounds(name, bounds)
+        edges = np.linspace(lo, hi + 1 if integer else hi, bins + 1)
+        return cls._from_edges(name, edges, lo, hi, integer)
+
+    @classmethod
+    def _from_edges(cls, name, edges, lo, hi, integer) -> "NumericColumn":
+        edges = np.unique(np.ceil(edges) if integer else edges)
+        if edges.size == 1:
+            edges = np.array([lo, hi])
+        return cls(name, tuple(_python(e) for e in edges), integer, True)
+
+    @classmethod
+    def private_quantiles(cls, name: str, values, bounds, bins: int, epsilon: float,
+                          budget: Budget, rng) -> "NumericColumn":
+        """Bins whose ``bins - 1`` inner edges are noisy quantiles of a cleaned column within
+        the declared ``bounds``: each edge is chosen by an ``epsilon`` exponential mechanism
+        among at most ``QUANTILE_CANDIDATES`` evenly spaced candidates, scoring a candidate
+        ``c`` for quantile ``q`` by ``-|(1-q) #{x < c} - q #{x >= c}|`` (counts; one record
+        moves it by at most 1).  Missing values are ignored, values outside the bounds
+        clipped into them; one exponential-mechanism charge per edge."""
+        lo, hi, integer = _check_bounds(name, bounds)
+        top = hi + 1 if integer else hi
+        numbers = _numbers(name, values)
+        present = np.sort(np.clip(numbers[~np.isnan(numbers)], lo, hi))
+        if integer and top - lo <= QUANTILE_CANDIDATES:
+            candidates = np.arange(lo + 1, top, dtype=float)
+        else:
+            candidates = np.linspace(lo, top, QUANTILE_CANDIDATES + 2)[1:-1]
+            candidates = np.unique(np.ceil(candidates)) if integer else candidates
+        below = np.searchsorted(present, candidates, side="left").astype(float)
+        above = present.size - below
+        inner = []
+        if candidates.size:
+            for j in range(1, bins):
+                q = j / bins
+                scores = -np.abs((1 - q) * below - q * above)
+                pick = exponential(scores, budget.sensitivity(1.0), epsilon, rng, budget=budget,
+                                   label=f"TableEncoder: quantile {j}/{bins} of {name!r}")
+                inner.append(candidates[pick])
+        return cls._from_edges(name, np.array([lo, *sorted(inner), top], dtype=float), lo, hi, integer)
+
     def encode(self, values, clip: bool = False) -> np.ndarray:
         """Codes of a cleaned column.  A value outside the fitted range raises,
         or with ``clip`` goes to the first or last bin."""
@@ -227,14 +335,24 @@ class NumericColumn:
             row = _first_row(absent)
             raise ValueError(f"column {self.name!r}: missing value in row {row}, "
                              "but the column had no missing values when the encoder was fitted")
-        high = numbers >= edges[-1] if self.integer else numbers > edges[-1]
-        outside = ~absent & ((numbers < edges[0]) | high)
+        if self.integer:
+            whole = np.zeros(numbers.size, dtype=object)
+            whole[~absent] = _whole_numbers(values, ~absent)
+            outside = ~absent & ((whole < self.edges[0]) | (whole >= self.edges[-1])).astype(bool)
+        else:
+            outside = ~absent & ((numbers < edges[0]) | (numbers > edges[-1]))
         if outside.any() and not clip:
             row = _first_row(outside)
             top = f"{self.edges[-1]!r})" if self.integer else f"{self.edges[-1]!r}]"
-            raise ValueError(f"column {self.name!r}: value {_python(numbers[row])!r} in row {row} is outside "
+            shown = whole[row] if self.integer else _python(numbers[row])
+            raise ValueError(f"column {self.name!r}: value {shown!r} in row {row} is outside "
                              f"the fitted range [{self.edges[0]!r}, {top}")
-        codes = np.searchsorted(edges, np.where(absent, edges[0], numbers), side="right") - 1
+        if self.integer:  # compare whole numbers exactly, beyond 2**53 too
+            codes = np.zeros(numbers.size, dtype=np.int64)
+            codes[~absent] = np.searchsorted(np.array(self.edges, dtype=object),
+                                             _whole_numbers(values, ~absent), side="right") - 1
+        else:
+            codes = np.searchsorted(edges, np.where(absent, edges[0], numbers), side="right") - 1
         codes = np.clip(codes, 0, self.bins - 1)
         codes[absent] = self.bins
         return codes.astype(np.int64)
@@ -276,9 +394,23 @@ class NumericColumn:
                 "integer": self.integer, "missing": self.missing}
 
 
+def _check_bounds(name: str, bounds):
+    """``(lo, hi, integer)`` of declared bounds; integer when both are ints."""
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"column {name!r}: bounds must be a pair (lo, hi), got {bounds!r}") from None
+    integer = all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lo, hi))
+    if not all(isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool) and
+               np.isfinite(b) for b in (lo, hi)) or not lo < hi:
+        raise ValueError(f"column {name!r}: bounds must be finite numbers with lo < hi, got {bounds!r}")
+    return (int(lo), int(hi), True) if integer else (float(lo), float(hi), False)
+
+
 def _column_from_dict(spec: dict):
     if spec.get("kind") == "categorical":
-        return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]))
+        return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]),
+                                 bool(spec.get("others_missing", False)))
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]))
     raise ValueError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
@@ -300,6 +432,10 @@ class TableEncoder:
         column with a missing value at fit time gets one extra code, its last.
     clip : put numbers outside the fitted range into the first or last bin
         instead of raising (e.g. to encode a test set with a training encoder).
+    categories : ``{column: candidate values}``, the public categories of
+        categorical columns (see :meth:`fit`).
+    bounds : ``{column: (lo, hi)}``, the public range of numeric columns (whole
+        numbers when both are ints; values outside are clipped into it; see :meth:`fit`).
 
     Values unseen at fit time (a new category, a number outside the fitted
     range unless ``clip``, a missing value in a column that had none) make
@@ -309,7 +445,8 @@ class TableEncoder:
 
     def __init__(self, bins: int = 32, categorical: Iterable[str] | None = None,
                  numeric: Iterable[str] | None = None, binning: str = "uniform",
-                 missing: Iterable[str] = ("?", ""), clip: bool = False):
+                 missing: Iterable[str] = ("?", ""), clip: bool = False,
+                 categories: dict | None = None, bounds: dict | None = None):
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
             raise ValueError(f"bins must be a positive integer, got {bins!r}")
         if binning not in BINNINGS:
@@ -323,25 +460,85 @@ class TableEncoder:
         self.binning = binning
         self.missing = tuple(missing)
         self.clip = bool(clip)
+        self.categories = {str(k): list(v) for k, v in (categories or {}).items()}
+        self.bounds = {str(k): tuple(v) for k, v in (bounds or {}).items()}
+        for name, spec in self.bounds.items():
+            _check_bounds(name, spec)
+        both = sorted(set(self.categories) & set(self.bounds))
+        wrong = sorted((set(self.categories) & set(self.numeric)) | (set(self.bounds) & set(self.categorical)))
+        if both or wrong:
+            raise ValueError(f"columns {both or wrong} are declared both categorical and numeric")
         self.columns: dict | None = None
 
     # fitting -----------------------------------------------------------------
-    def fit(self, table) -> "TableEncoder":
-        """Learn every column's kind and codes from ``table`` (DataFrame or CSV path)."""
+    def fit(self, table, budget: Budget | None = None, rng=None, amount=None, threshold: float | None = None,
+            public: bool = False) -> "TableEncoder":
+        """Learn every column's codes for ``table`` (DataFrame or CSV path).
+
+        Private (default): every column needs declared ``categories`` or ``bounds``;
+        the data is read only where asked, through ``budget``: the noisy category
+        ``threshold`` (counts) and ``binning="quantile"``.  Those steps share ``amount``
+        (in the budget's unit; default all that remains) equally, in sequence.  Without
+        such a step no data is read and no budget is needed.
+
+        ``public=True``: learn kinds, categories, ranges and bins from the data itself,
+        without noise.  Not private: only for public tables.
+        """
         frame = _as_frame(table)
-        unknown = sorted(set(self.categorical + self.numeric) - set(frame.columns))
+        declared = set(self.categorical + self.numeric) | set(self.categories) | set(self.bounds)
+        unknown = sorted(declared - set(frame.columns))
         if unknown:
             raise KeyError(f"columns {unknown} were declared but are not in the table {list(frame.columns)}")
         markers = frozenset(self.missing)
+        if public:
+            self.columns = self._fit_public(frame, markers)
+            return self
+        bare = [c for c in frame.columns if c not in self.categories and c not in self.bounds]
+        if bare:
+            raise ValueError(f"columns {bare} have no declared categories or bounds: declare them "
+                             "(categories={...}, bounds={...}) so that the codes do not reveal the data, "
+                             "or fit(table, public=True) for a public table")
+        steps = sum(threshold is not None for c in frame.columns if c in self.categories) + \
+            sum(self.bins - 1 for c in frame.columns if c in self.bounds and self.binning == "quantile")
+        share = None
+        if steps:
+            if not isinstance(budget, Budget):
+                raise TypeError("fit: the noisy category threshold and quantile bins read the data; give a "
+                                "Budget (budget=...), or use binning='uniform' and no threshold")
+            total = budget.fraction(1) if amount is None else amount
+            share = Fraction(repr(float(total))) / steps
+            share = float(share) if Fraction(repr(float(share))) <= share else float(np.nextafter(float(share), 0))
+        rng = np.random.default_rng(rng)
         columns = {}
         for name in frame.columns:
             values = _clean(frame[name], markers)
-            if self._is_numeric(name, values):
+            if name in self.categories:
+                eps = budget.parameter_for("pure", share) if threshold is not None else None
+                columns[name] = CategoricalColumn.private(name, values, self.categories[name], threshold, eps,
+                                                          budget, rng)
+            elif self.binning == "quantile" and self.bins > 1:
+                eps = budget.parameter_for("exponential", share)
+                columns[name] = NumericColumn.private_quantiles(name, values, self.bounds[name], self.bins, eps,
+                                                                budget, rng)
+            else:
+                columns[name] = NumericColumn.from_bounds(name, self.bounds[name], self.bins)
+        self.columns = columns
+        return self
+
+    def _fit_public(self, frame, markers) -> dict:
+        """Every column learnt from the data without noise (``fit(public=True)``)."""
+        columns = {}
+        for name in frame.columns:
+            values = _clean(frame[name], markers)
+            if name in self.categories:
+                columns[name] = CategoricalColumn.private(name, values, self.categories[name], None, None, None, None)
+            elif name in self.bounds:
+                columns[name] = NumericColumn.from_bounds(name, self.bounds[name], self.bins)
+            elif self._is_numeric(name, values):
                 columns[name] = NumericColumn.fit(name, values, self.bins, self.binning)
             else:
                 columns[name] = CategoricalColumn.fit(name, values)
-        self.columns = columns
-        return self
+        return columns
 
     def _is_numeric(self, name: str, values) -> bool:
         if name in self.numeric or name in self.categorical:
@@ -371,13 +568,14 @@ class TableEncoder:
         if absent:
             raise KeyError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
         markers = frozenset(self.missing)
-        records = np.column_stack([col.encode(_clean(frame[name], markers), self.clip) for name, col in columns.items()])
+        records = np.column_stack([col.encode(_clean(frame[name], markers), self.clip or name in self.bounds)
+                                   for name, col in columns.items()])
         return Dataset(records, self.domain)
 
-    def fit_transform(self, table) -> Dataset:
-        """``fit(table)`` then ``transform(table)`` (the table is read once)."""
+    def fit_transform(self, table, **fit_options) -> Dataset:
+        """``fit(table, **fit_options)`` then ``transform(table)`` (the table is read once)."""
         frame = _as_frame(table)
-        return self.fit(frame).transform(frame)
+        return self.fit(frame, **fit_options).transform(frame)
 
     def inverse_transform(self, dataset: Dataset, within_bin: str = "midpoint", rng=None):
         """Decode a Dataset (e.g. synthetic records) into a DataFrame of original values.
@@ -408,7 +606,9 @@ class TableEncoder:
         """The fitted encoder as plain JSON-compatible data."""
         return {"format": _FORMAT, "version": 1, "bins": self.bins, "binning": self.binning,
                 "categorical": list(self.categorical), "numeric": list(self.numeric),
-                "missing": list(self.missing), "clip": self.clip, "columns": [c.to_dict() for c in self._fitted().values()]}
+                "missing": list(self.missing), "clip": self.clip, "categories": self.categories,
+                "bounds": {k: list(v) for k, v in self.bounds.items()},
+                "columns": [c.to_dict() for c in self._fitted().values()]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "TableEncoder":
@@ -416,13 +616,13 @@ class TableEncoder:
         if data.get("format") != _FORMAT or data.get("version") != 1:
             raise ValueError(f"not a saved TableEncoder (format {data.get('format')!r}, version {data.get('version')!r})")
         encoder = cls(data["bins"], data["categorical"], data["numeric"], data["binning"], data["missing"],
-                      data["clip"])
+                      data["clip"], data.get("categories"), data.get("bounds"))
         encoder.columns = {spec["name"]: _column_from_dict(spec) for spec in data["columns"]}
         return encoder
 
     def save(self, path) -> None:
-        """Write the fitted encoder to a JSON file."""
-        with open(path, "w", encoding="utf-8") as f:
+        """Write the fitted encoder to a JSON file (atomically: a temporary file renamed)."""
+        with atomic_write(path) as f:
             json.dump(self.to_dict(), f, indent=1)
 
     @classmethod

@@ -97,3 +97,60 @@ def test_marginal_refuses_huge_before_allocating(data_dir):
     ds = Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
     with pytest.raises(MemoryError, match="MB"):
         ds.datavector()
+
+
+# ---------------------------------------------------------------- bad files (issue 12 items 5 and 6)
+
+
+def _write(path, text, bom=False):
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8"))
+    return path
+
+
+def test_a_row_with_an_extra_or_missing_field_is_refused_naming_the_line(tmp_path):
+    domain = _write(tmp_path / "d.json", '{"a": 3, "b": 2}')
+    good = _write(tmp_path / "good.csv", "a,b\n0,1\n2,0\n\n")
+    assert len(Dataset.load(good, domain)) == 2
+    for body, line in [("a,b\n0,1\n2,0,1\n", 3), ("a,b\n0\n", 2)]:
+        with pytest.raises(ValueError, match=f"line {line} has"):
+            Dataset.load(_write(tmp_path / "bad.csv", body), domain)
+
+
+def test_a_duplicate_key_in_the_domain_file_is_refused(tmp_path):
+    csv_path = _write(tmp_path / "x.csv", "a,b\n0,1\n")
+    with pytest.raises(ValueError, match="the key 'a' appears twice"):
+        Dataset.load(csv_path, _write(tmp_path / "d.json", '{"a": 3, "b": 2, "a": 5}'))
+
+
+def test_byte_order_marks_are_skipped(tmp_path):
+    data = Dataset.load(_write(tmp_path / "x.csv", "a,b\n0,1\n2,0\n", bom=True),
+                        _write(tmp_path / "d.json", '{"a": 3, "b": 2}', bom=True))
+    assert data.domain.attrs == ("a", "b") and data.records.tolist() == [[0, 1], [2, 0]]
+
+
+def test_the_empty_domain_is_refused_at_construction(tmp_path):
+    with pytest.raises(ValueError, match="empty"):
+        Domain.fromdict({})
+    with pytest.raises(ValueError, match="no attributes"):
+        Dataset(np.zeros((3, 0), dtype=int), Domain([], []))
+    with pytest.raises(ValueError, match="empty"):
+        Dataset.load(_write(tmp_path / "x.csv", "a\n0\n"), _write(tmp_path / "d.json", "{}"))
+
+
+def test_an_interrupted_save_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    domain = Domain(["a", "b"], [3, 2])
+    path = tmp_path / "data.csv"
+    Dataset(np.array([[0, 1], [2, 0]]), domain).save(path)
+    before = path.read_bytes()
+
+    def interrupted(f, records, **kwargs):
+        f.write("a,b\n1,")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savetxt", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Dataset(np.array([[1, 1]] * 1000), domain).save(path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["data.csv"]
+    monkeypatch.undo()
+    Dataset(np.array([[1, 1]]), domain).save(path)
+    assert len(Dataset.load(path, _write(tmp_path / "d.json", '{"a": 3, "b": 2}'))) == 1

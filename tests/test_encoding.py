@@ -1,4 +1,5 @@
 import json
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -7,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
+from ektelo_pgm.privacy import Budget
 from ektelo_pgm.encoding import CategoricalColumn, NumericColumn, TableEncoder, read_table
 
 # The column names listed in adult.names (the file itself has no header line).
@@ -24,7 +26,7 @@ def adult_raw(data_dir):
 @pytest.fixture(scope="module")
 def adult(adult_raw):
     encoder = TableEncoder(bins=32)
-    return encoder, encoder.fit_transform(adult_raw)
+    return encoder, encoder.fit_transform(adult_raw, public=True)
 
 
 def stripped(series):
@@ -126,7 +128,7 @@ def test_save_load_json_round_trip(adult, adult_raw, tmp_path):
 
 def test_quantile_binning_balances_counts(adult_raw):
     encoder = TableEncoder(bins=16, binning="quantile", numeric=["capital-gain"])
-    ds = encoder.fit_transform(adult_raw[["fnlwgt", "capital-gain"]])
+    ds = encoder.fit_transform(adult_raw[["fnlwgt", "capital-gain"]], public=True)
     counts = ds.marginal(["fnlwgt"])
     assert encoder.columns["fnlwgt"].bins == 16
     assert counts.min() > 0.8 * len(ds) / 16 and counts.max() < 1.2 * len(ds) / 16
@@ -138,11 +140,11 @@ def test_quantile_binning_balances_counts(adult_raw):
 
 def test_inference_threshold_and_overrides(adult_raw):
     table = adult_raw[["age", "education-num", "hours-per-week"]]
-    inferred = TableEncoder(bins=80).fit(table)
+    inferred = TableEncoder(bins=80).fit(table, public=True)
     # age has 73 distinct values <= 80 bins: kept exactly as categories.
     assert inferred.columns["age"].kind == "categorical" and inferred.columns["age"].size == 73
     assert inferred.columns["hours-per-week"].kind == "numeric"
-    forced = TableEncoder(bins=4, categorical=["age"], numeric=["education-num"]).fit(table)
+    forced = TableEncoder(bins=4, categorical=["age"], numeric=["education-num"]).fit(table, public=True)
     assert forced.columns["age"].kind == "categorical" and forced.columns["age"].size == 73
     assert forced.columns["education-num"].kind == "numeric" and forced.columns["education-num"].size == 4
 
@@ -151,7 +153,7 @@ def test_fit_on_csv_path_with_header(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("colour,weight\n red,1.5\nblue, 2.25\n?,NaN\nred,3.75\n")
     encoder = TableEncoder(bins=2, numeric=["weight"])
-    ds = encoder.fit_transform(path)
+    ds = encoder.fit_transform(path, public=True)
     assert ds.domain == Domain(["colour", "weight"], [3, 3])
     np.testing.assert_array_equal(ds.records, [[1, 0], [0, 0], [2, 2], [1, 1]])
     assert encoder.columns["weight"] == NumericColumn("weight", (1.5, 2.625, 3.75), False, True)
@@ -163,7 +165,7 @@ def test_fit_on_csv_path_with_header(tmp_path):
 
 def test_mixed_numbers_and_strings_are_categories():
     table = pd.DataFrame({"code": pd.Series([3, "x", 1, " x ", None], dtype=object)})
-    encoder = TableEncoder().fit(table)
+    encoder = TableEncoder().fit(table, public=True)
     assert encoder.columns["code"] == CategoricalColumn("code", (1, 3, "x"), True)
     ds = encoder.transform(table)
     np.testing.assert_array_equal(ds.records[:, 0], [1, 2, 0, 2, 3])
@@ -185,7 +187,7 @@ def test_numeric_binning_properties(seed, n, bins, binning, integer, scale, miss
         values[0] = 1.0
     table = pd.DataFrame({"x": values})
     encoder = TableEncoder(bins=bins, binning=binning, numeric=["x"])
-    ds = encoder.fit_transform(table)
+    ds = encoder.fit_transform(table, public=True)
     col = encoder.columns["x"]
     assert 1 <= col.bins <= bins and col.size == col.bins + int(np.isnan(values).any())
     edges = np.asarray(col.edges, dtype=float)
@@ -221,7 +223,7 @@ def test_unseen_category_names_column_value_and_row(adult, data_dir):
 
 def test_transform_errors():
     table = pd.DataFrame({"a": ["x", "y", "x"], "n": [0.0, 10.0, 20.5]})
-    encoder = TableEncoder(bins=2, numeric=["n"]).fit(table)
+    encoder = TableEncoder(bins=2, numeric=["n"]).fit(table, public=True)
     with pytest.raises(ValueError, match=r"column 'n': value 25 in row 1 is outside the fitted range \[0, 20.5\]"):
         encoder.transform(pd.DataFrame({"a": ["x", "x"], "n": [0.0, 25.0]}))
     with pytest.raises(ValueError, match=r"column 'n': value 'ten' in row 1 is not a number"):
@@ -247,15 +249,15 @@ def test_fit_and_parameter_errors():
     with pytest.raises(ValueError, match=r"columns \['a'\] are declared both"):
         TableEncoder(categorical=["a"], numeric=["a"])
     with pytest.raises(KeyError, match=r"columns \['zz'\] were declared"):
-        TableEncoder(numeric=["zz"]).fit(table)
+        TableEncoder(numeric=["zz"]).fit(table, public=True)
     with pytest.raises(ValueError, match=r"column 'a': value 'x' in row 0 is not a number"):
-        TableEncoder(numeric=["a"]).fit(table)
+        TableEncoder(numeric=["a"]).fit(table, public=True)
     with pytest.raises(ValueError, match=r"column 'n' is numeric but has no values"):
-        TableEncoder(numeric=["n"]).fit(pd.DataFrame({"n": ["?", None]}))
+        TableEncoder(numeric=["n"]).fit(pd.DataFrame({"n": ["?", None]}), public=True)
     with pytest.raises(ValueError, match="repeats the column names"):
-        TableEncoder().fit(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+        TableEncoder().fit(pd.DataFrame([[1, 2]], columns=["a", "a"]), public=True)
     with pytest.raises(ValueError, match="no columns"):
-        TableEncoder().fit(pd.DataFrame(index=range(3)))
+        TableEncoder().fit(pd.DataFrame(index=range(3)), public=True)
     with pytest.raises(RuntimeError, match="not fitted yet"):
         TableEncoder().transform(table)
     with pytest.raises(ValueError, match="not a saved TableEncoder"):
@@ -263,7 +265,7 @@ def test_fit_and_parameter_errors():
 
 
 def test_inverse_transform_errors():
-    encoder = TableEncoder().fit(pd.DataFrame({"a": ["x", "y"], "b": ["u", "v"]}))
+    encoder = TableEncoder().fit(pd.DataFrame({"a": ["x", "y"], "b": ["u", "v"]}), public=True)
     with pytest.raises(ValueError, match=r"attribute 'a' has size 3 in the dataset but 2 in the encoder"):
         encoder.inverse_transform(Dataset([[0]], Domain(["a"], [3])))
     with pytest.raises(KeyError, match=r"attribute 'c' is not a column"):
@@ -273,3 +275,80 @@ def test_inverse_transform_errors():
     # A subset of the columns, in any order, decodes.
     out = encoder.inverse_transform(Dataset([[1, 0]], Domain(["b", "a"], [2, 2])))
     assert out.to_dict("list") == {"b": ["v"], "a": ["x"]}
+
+
+# ---------------------------------------------------------------- private fit (issue 12 item 4)
+
+def _income_table(n=2000, seed=0, outlier=None):
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame({"income": np.round(rng.lognormal(10.5, 0.6, n)).astype(int),
+                          "job": rng.choice(["a", "b", "c"], n, p=[0.6, 0.39, 0.01])})
+    if outlier is not None:
+        table.loc[len(table)] = outlier
+    return table
+
+
+def test_the_default_fit_refuses_to_read_undeclared_columns():
+    with pytest.raises(ValueError, match=r"columns \['income', 'job'\] have no declared categories or bounds"):
+        TableEncoder().fit(_income_table())
+    with pytest.raises(TypeError, match="give a Budget"):
+        TableEncoder(binning="quantile", bounds={"income": (0, 10 ** 6)}, categories={"job": "abc"}) \
+            .fit(_income_table())
+
+
+def test_a_declared_schema_reads_nothing_and_one_outlier_changes_nothing():
+    """Issue 12 item 4: an outlier used to add a category and move a bin edge to 1e7."""
+    encoder = TableEncoder(bins=8, bounds={"income": (0, 200_000)}, categories={"job": ["a", "b", "c", "z"]})
+    plain = encoder.fit(_income_table()).to_dict()["columns"]
+    with_outlier = encoder.fit(_income_table(outlier=[10_000_000, "new"])).to_dict()["columns"]
+    assert plain == with_outlier
+    assert plain[0]["edges"] == [int(e) for e in np.ceil(np.linspace(0, 200_001, 9))]
+    coded = encoder.transform(_income_table(outlier=[150, "new"]))
+    assert coded.records[-1, 1] == encoder.columns["job"].size - 1  # an unknown category codes as missing
+
+
+def test_private_quantile_bins_and_category_threshold_are_charged_and_stable():
+    budget = Budget.pure(1.0)
+    encoder = TableEncoder(bins=4, binning="quantile", bounds={"income": (0, 200_000)},
+                           categories={"job": ["a", "b", "c", "z"]})
+    encoder.fit(_income_table(), budget=budget, rng=0, amount=0.8, threshold=50)
+    assert budget.spent == pytest.approx(0.8) and len(budget.ledger) == 4  # 3 quantiles + 1 histogram
+    assert sum(c.amount for c in budget.ledger) <= Fraction(4, 5)
+    assert encoder.columns["job"].categories == ("a", "b")  # c (1%, ~20 records) and z (none) fall below 50
+    edges = encoder.columns["income"].edges
+    truth = np.quantile(_income_table()["income"], [0.25, 0.5, 0.75])
+    assert np.all(np.abs(np.array(edges[1:-1]) - truth) < 0.1 * truth)
+    # one outlier moves no edge beyond what the noise does anyway: edges stay inside the bounds
+    again = TableEncoder(bins=4, binning="quantile", bounds={"income": (0, 200_000)},
+                         categories={"job": ["a", "b", "c", "z"]})
+    again.fit(_income_table(outlier=[10_000_000, "new"]), budget=Budget.pure(1.0), rng=0, amount=0.8, threshold=50)
+    assert again.columns["income"].edges[-1] == 200_001 and again.columns["job"].categories == ("a", "b")
+
+
+def test_private_fit_is_reproducible_and_saved_encoders_keep_the_declarations(tmp_path):
+    def fit():
+        return TableEncoder(bins=4, binning="quantile", bounds={"income": (0.0, 2e5)},
+                            categories={"job": ["a", "b"]}).fit(_income_table(), budget=Budget.zcdp(1.0), rng=3)
+
+    assert fit().to_dict() == fit().to_dict()
+    encoder = fit()
+    encoder.save(tmp_path / "enc.json")
+    loaded = TableEncoder.load(tmp_path / "enc.json")
+    assert loaded.to_dict() == encoder.to_dict() and loaded.bounds == {"income": (0.0, 2e5)}
+    assert not encoder.columns["income"].integer
+
+
+@pytest.mark.parametrize("base", [2 ** 53, 2 ** 62])
+@pytest.mark.parametrize("binning", ["uniform", "quantile"])
+def test_whole_numbers_beyond_two_to_the_53_encode_their_own_training_data(base, binning):
+    """Issue 12 item 6: fit_transform refused its own training data above 2**53."""
+    table = pd.DataFrame({"id": (base + np.random.default_rng(0).integers(0, 10 ** 6, 100)).astype(np.int64)})
+    encoder = TableEncoder(bins=4, binning=binning)
+    codes = encoder.fit_transform(table, public=True).records[:, 0]
+    edges = encoder.columns["id"].edges
+    assert edges[0] == int(table["id"].min()) and edges[-1] == int(table["id"].max()) + 1
+    expected = np.searchsorted(np.array(edges, dtype=object), table["id"].map(int).to_numpy(dtype=object),
+                               side="right") - 1
+    np.testing.assert_array_equal(codes, expected)
+    if binning == "quantile":
+        assert np.bincount(codes).tolist() == [25, 25, 25, 25]

@@ -311,3 +311,22 @@ def test_bad_input_is_refused_clearly():
         LeastSquares().reconstruct(DOMAIN, [Measurement(("z",), np.zeros(3), 1.0)])
     with pytest.raises(ValueError, match="answers"):
         LeastSquares().reconstruct(DOMAIN, [Measurement(("a",), np.zeros(4), 1.0)])
+
+
+def test_nonnegative_least_squares_on_counts_of_a_trillion():
+    """Issue 12 item 6: counts of 1e12 used to come back as all zeros (L-BFGS-B stopped abnormally)."""
+    domain = Domain(["a", "b"], [16, 2])
+    y = np.random.default_rng(0).uniform(0, 2e12, 32)
+    estimate = least_squares.NonNegativeLeastSquares().reconstruct(domain, [Measurement(("a", "b"), y, 1.0)])
+    np.testing.assert_allclose(estimate.project(("a", "b")).ravel(), y, rtol=1e-9)
+
+
+def test_an_abnormal_solver_stop_is_an_error_not_an_estimate(monkeypatch):
+    from scipy.optimize import OptimizeResult
+
+    def abnormal(*args, **kwargs):
+        return OptimizeResult(x=np.zeros(4), nit=0, success=False, message="ABNORMAL: line search")
+
+    monkeypatch.setattr(least_squares, "minimize", abnormal)
+    with pytest.raises(RuntimeError, match="stopped abnormally.*ABNORMAL"):
+        least_squares.NonNegativeLeastSquares().reconstruct(Domain(["a"], [4]), [Measurement(("a",), np.ones(4), 1.0)])

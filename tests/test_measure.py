@@ -1,5 +1,6 @@
 """Measure operators: stacked sensitivity against dense brute force, budget charges, noise scale."""
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -135,3 +136,13 @@ def test_a_custom_query_matrix_is_measured_with_its_exact_sensitivity():
     assert m.std == pytest.approx(math.sqrt(2) * np.abs(array).sum(axis=0).max(), rel=1e-6)
     huge = Laplace(1e9).measure(data(), [Query(("b", "d"), custom)], Budget.pure(1e9), rng=0)[0]
     np.testing.assert_allclose(huge.y, array @ data().marginal(("b", "d")).ravel(), atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,mb", [((50_000, 10_000), "3,814.7 MB"), ((10 ** 30, 10 ** 30), "7.63e+54 MB")])
+def test_a_measurement_on_a_huge_domain_is_refused_early_with_its_size(shape, mb):
+    """Issue 12 item 6: 5e8 and 1e60 cells died in numpy allocation inside the sensitivity step."""
+    domain = Domain(["a", "b"], list(shape))
+    budget = Budget.pure(1.0)
+    with pytest.raises(MemoryError, match=re.escape(mb)):
+        Laplace(1.0).measure(Dataset(np.zeros((3, 2), dtype=np.int64), domain), [Query(("a", "b"))], budget)
+    assert budget.spent == 0.0

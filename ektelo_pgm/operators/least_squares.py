@@ -264,18 +264,27 @@ class NonNegativeLeastSquares(LeastSquares):
             A = VStack([A, w * Marginal(domain, ())])
             b = np.append(b, w * total)
 
+        # Answers above a million are rescaled to at most a million: L-BFGS-B's line search
+        # stopped at once (abnormally) on counts of 1e12.  Smaller ones are kept as they are
+        # (its relative tolerance is absolute below an objective of 1).
+        unit = max(float(np.max(np.abs(b))) / 1e6, 1.0)
+        b = b / unit
+
         def objective(x):
             residual = A @ x - b
             return 0.5 * float(residual @ residual), A.T @ residual
 
         n = A.shape[1]
         maxiter = 10_000 if self.maxiter is None else self.maxiter
-        start = np.full(n, max(float(total if total is not None else 0.0), 0.0) / n)
+        start = np.full(n, max(float(total if total is not None else 0.0), 0.0) / n / unit)
         result = minimize(objective, start, jac=True, method="L-BFGS-B",
                           bounds=Bounds(np.zeros(n), np.full(n, np.inf)),
                           options={"maxiter": maxiter, "ftol": self.tol, "gtol": self.gtol, "maxcor": 10})
         if result.nit >= maxiter:
             warnings.warn(f"L-BFGS-B stopped after {result.nit} iterations before reaching tol={self.tol:g}",
                           RuntimeWarning, stacklevel=3)
+        elif not result.success:
+            raise RuntimeError(f"NonNegativeLeastSquares: L-BFGS-B stopped abnormally after {result.nit} "
+                               f"iterations ({result.message}); no estimate is returned")
         self.solver_ = "l-bfgs-b"
-        return np.clip(result.x, 0.0, None)
+        return np.clip(result.x * unit, 0.0, None)

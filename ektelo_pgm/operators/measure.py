@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import matrix as mx
-from ..dataset import Dataset
+from ..dataset import MAX_DENSE_MB, Dataset, check_dense_size
 from ..domain import Domain
 from ..measurement import Measurement
 from ..privacy import Budget, gaussian, gaussian_std, laplace, laplace_std
@@ -137,6 +137,8 @@ class _Mechanism:
         if not queries:
             raise ValueError(f"{type(self).__name__}: no queries to measure")
         domain = data.domain
+        for q in queries:  # refuse before the sensitivity step allocates anything
+            check_dense_size(domain, q.attrs, MAX_DENSE_MB, f"{type(self).__name__}: the marginal")
         sensitivity = budget.sensitivity(stacked_sensitivity(domain, queries, self.norm))
         parameter = self._parameter(budget)
         integer = all(float(q.weight).is_integer() and integer_entries(q.local(domain)) for q in queries)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Mapping
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate, synthetic_attrs
+from ..files import atomic_write
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import (MarginalOracle, clique_tables, eliminate, round_records, sample_records,
@@ -165,10 +167,14 @@ class GraphicalModel(Estimate):
         return Dataset(records, self.domain).project(attrs)
 
     def save(self, path) -> None:
-        """Write domain, cliques, log-potentials and total to an ``.npz`` file (no pickled code)."""
-        np.savez(path, attrs=json.dumps(list(self.domain.attrs)), shape=np.array(self.domain.shape),
-                 cliques=json.dumps([list(c) for c in self.oracle.cliques]), theta=self.theta,
-                 total=self._total)
+        """Write domain, cliques, log-potentials and total to an ``.npz`` file (no pickled code;
+        ``.npz`` is appended to ``path`` if missing); atomically (a temporary file renamed)."""
+        path = os.fspath(path)
+        path = path if path.endswith(".npz") else path + ".npz"
+        with atomic_write(path, "wb") as f:
+            np.savez(f, attrs=json.dumps(list(self.domain.attrs)), shape=np.array(self.domain.shape),
+                     cliques=json.dumps([list(c) for c in self.oracle.cliques]), theta=self.theta,
+                     total=self._total)
 
     @classmethod
     def load(cls, path, max_mb: float = DEFAULT_MAX_MB) -> "GraphicalModel":
