@@ -62,28 +62,48 @@ class Source:
         return out.astype(np.int64) if high <= _INT64 else out
 
 
-def _objects(x, n: int) -> np.ndarray:
-    """``x`` (an int or an array of ints) as an object array of ``n`` Python ints."""
+_SMALL = 2 ** 62  # int64 arithmetic below this cannot overflow in the sums and products used here
+
+
+def _ints(x, n: int) -> np.ndarray:
+    """``x`` (an int or an array of ints) as ``n`` integers: int64 when every one is below
+    ``2**62`` in absolute value, else Python ints in an object array."""
     arr = np.asarray(x)
+    if arr.dtype != object and arr.dtype.kind not in "iu":
+        raise TypeError(f"expected integers, got {arr.dtype}")
+    arr = np.broadcast_to(arr, (n,))
     if arr.dtype != object:
-        arr = arr.astype(np.int64).astype(object) if arr.ndim else np.array(int(arr), dtype=object)
-    return np.array(np.broadcast_to(arr, (n,)), dtype=object)
+        return arr.astype(np.int64)
+    if n == 0 or -_SMALL < min(arr) and max(arr) < _SMALL:
+        return arr.astype(np.int64)
+    return np.array(arr, dtype=object)
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b`` elementwise, exactly (int64 when it cannot overflow, else Python ints)."""
+    if a.dtype != object and b.dtype != object and a.size:
+        if float(np.abs(a).max()) * float(np.abs(b).max()) < _SMALL:
+            return a * b
+    return a.astype(object) * b.astype(object)
 
 
 def bernoulli(source: Source, num, den, n: int | None = None) -> np.ndarray:
     """Independent Bernoulli(``num / den``) draws (bool array), exactly.
 
-    ``num`` and ``den`` are integers or integer arrays with ``0 <= num <= den``.
-    A uniform real ``U`` in [0, 1) is compared with ``p = num/den`` one base-2^64
-    digit at a time: the first differing digit decides ``U < p``."""
+    ``num`` and ``den`` are integers or integer arrays with ``0 <= num <= den``.  With a
+    numpy Generator and ``den < 2**62``, ``U < num`` for ``U`` uniform on ``{0..den-1}``
+    (numpy's bounded integers are exact); otherwise a uniform real ``U`` in [0, 1) is
+    compared with ``num/den`` one base-2^64 digit at a time: the first differing digit
+    decides."""
     if n is None:
         n = max(np.size(num), np.size(den))
-    num, den = _objects(num, n), _objects(den, n)
+    num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any() or (num > den).any():
         raise ValueError("bernoulli: need 0 <= num <= den and den > 0")
-    if not source.secure and n and max(den) <= _INT64:  # numpy's bounded integers are exact
-        return source.rng.integers(0, den.astype(np.int64), dtype=np.int64) < num.astype(np.int64)
-    out = num == den
+    if not source.secure and den.dtype != object:
+        return source.rng.integers(0, den, dtype=np.int64) < num
+    num, den = num.astype(object), den.astype(object)
+    out = np.asarray(num == den, dtype=bool)
     todo = np.flatnonzero((num > 0) & ~out)
     num, den = num[todo], den[todo]
     while todo.size:
@@ -98,7 +118,7 @@ def bernoulli(source: Source, num, den, n: int | None = None) -> np.ndarray:
         todo = todo[tie]
         more = num > 0
         todo, num, den = todo[more], num[more], den[more]
-    return out.astype(bool)
+    return out
 
 
 def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
@@ -107,7 +127,7 @@ def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
     fractional part by the alternating series trick."""
     if n is None:
         n = max(np.size(num), np.size(den))
-    num, den = _objects(num, n), _objects(den, n)
+    num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any():
         raise ValueError("bernoulli_exp: need num >= 0 and den > 0")
     whole = num // den
@@ -115,9 +135,9 @@ def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
     alive = np.ones(n, dtype=bool)
     left = whole.copy()
     active = np.flatnonzero(left > 0)
+    ones = np.ones(n, dtype=np.int64)
     while active.size:
-        alive[active] = _bernoulli_exp_unit(source, np.ones(active.size, dtype=object),
-                                            np.ones(active.size, dtype=object))
+        alive[active] = _bernoulli_exp_unit(source, ones[:active.size], ones[:active.size])
         left[active] -= 1
         active = active[alive[active] & (left[active] > 0)]
     idx = np.flatnonzero(alive)
@@ -132,7 +152,7 @@ def _bernoulli_exp_unit(source: Source, num: np.ndarray, den: np.ndarray) -> np.
     k = np.ones(num.size, dtype=np.int64)
     running = np.arange(num.size)
     while running.size:
-        a = bernoulli(source, num[running], den[running] * k[running].astype(object))
+        a = bernoulli(source, num[running], _product(den[running], k[running]))
         k[running[a]] += 1
         running = running[a]
     return k % 2 == 1
@@ -142,7 +162,7 @@ def geometric_exp(source: Source, n: int) -> np.ndarray:
     """Number of successes before the first failure of Bernoulli(exp(-1)) trials (int64)."""
     count = np.zeros(n, dtype=np.int64)
     running = np.arange(n)
-    ones = np.ones(n, dtype=object)
+    ones = np.ones(n, dtype=np.int64)
     while running.size:
         hit = _bernoulli_exp_unit(source, ones[:running.size], ones[:running.size])
         count[running[hit]] += 1
@@ -168,11 +188,13 @@ def discrete_laplace(source: Source, scale, n: int) -> np.ndarray:
     todo = np.arange(n)
     while todo.size:
         m = todo.size
-        u = source.below(m, t)
+        u = _ints(source.below(m, t), m)
         keep = bernoulli_exp(source, u, t, m)
         u = u[keep]
         v = geometric_exp(source, u.size)
-        y = (u.astype(object) + v.astype(object) * t) // s
+        y = _ints((u.astype(object) + _product(v, _ints(t, v.size)).astype(object)) // s, u.size) \
+            if u.dtype == object or t >= _SMALL or s >= _SMALL or float(t) * (v.max(initial=0) + 1) >= _SMALL \
+            else (u + v * t) // s
         negative = source.below(u.size, 2) == 1
         ok = ~(negative & (y == 0))
         signed = np.where(negative, -y, y)
@@ -196,7 +218,7 @@ def discrete_gaussian(source: Source, sigma2, n: int) -> np.ndarray:
     while todo.size:
         y = discrete_laplace(source, t, todo.size).astype(object)
         # accept with probability exp(-(|y| - sigma2/t)^2 / (2 sigma2)) = exp(-num/den)
-        num = (np.abs(y) * (t * b) - a) ** 2
+        num = _ints((np.abs(y) * (t * b) - a) ** 2, todo.size)
         keep = bernoulli_exp(source, num, 2 * a * t * t * b, todo.size)
         out[todo[keep]] = y[keep]
         todo = todo[~keep]
