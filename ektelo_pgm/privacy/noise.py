@@ -35,8 +35,8 @@ from fractions import Fraction
 import numpy as np
 
 from .budget import Budget, check_budget, to_fraction
-from .samplers import (Source, bernoulli_exp, discrete_gaussian, discrete_gaussian_variance,
-                       discrete_laplace, discrete_laplace_variance)
+from .samplers import (Source, discrete_gaussian, discrete_gaussian_variance,
+                       discrete_laplace, discrete_laplace_variance, weighted_index)
 
 #: Rounding real answers to the grid adds at most this fraction to the sensitivity.
 GRID_SLACK_BITS = 30
@@ -253,10 +253,4 @@ def exponential(scores, sensitivity: float, epsilon: float, rng=None, *, budget:
     rate = eps / ((1 if monotonic else 2) * sens) * Fraction(2) ** shift
     num = gaps * rate.numerator
     budget.charge("exponential", epsilon, label)
-    source = Source(rng, budget.secure)
-    n = scores.size
-    while True:
-        proposals = source.below(n, n)
-        accepted = np.flatnonzero(bernoulli_exp(source, num[proposals], rate.denominator, n))
-        if accepted.size:
-            return int(proposals[accepted[0]])
+    return weighted_index(Source(rng, budget.secure), num, rate.denominator)

@@ -73,6 +73,8 @@ def _ints(x, n: int) -> np.ndarray:
         raise TypeError(f"expected integers, got {arr.dtype}")
     arr = np.broadcast_to(arr, (n,))
     if arr.dtype != object:
+        if n and np.abs(arr).max() >= _SMALL:
+            return np.array([int(v) for v in arr], dtype=object)
         return arr.astype(np.int64)
     if n == 0 or -_SMALL < min(arr) and max(arr) < _SMALL:
         return arr.astype(np.int64)
@@ -100,6 +102,11 @@ def bernoulli(source: Source, num, den, n: int | None = None) -> np.ndarray:
     num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any() or (num > den).any():
         raise ValueError("bernoulli: need 0 <= num <= den and den > 0")
+    return _bernoulli(source, num, den)
+
+
+def _bernoulli(source: Source, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """:func:`bernoulli` on checked arrays of equal length (int64 or object)."""
     if not source.secure and den.dtype != object:
         return source.rng.integers(0, den, dtype=np.int64) < num
     num, den = num.astype(object), den.astype(object)
@@ -130,6 +137,12 @@ def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
     num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any():
         raise ValueError("bernoulli_exp: need num >= 0 and den > 0")
+    return _bernoulli_exp(source, num, den)
+
+
+def _bernoulli_exp(source: Source, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """:func:`bernoulli_exp` on checked arrays of equal length (int64 or object)."""
+    n = num.size
     whole = num // den
     frac = num - whole * den
     alive = np.ones(n, dtype=bool)
@@ -152,7 +165,7 @@ def _bernoulli_exp_unit(source: Source, num: np.ndarray, den: np.ndarray) -> np.
     k = np.ones(num.size, dtype=np.int64)
     running = np.arange(num.size)
     while running.size:
-        a = bernoulli(source, num[running], _product(den[running], k[running]))
+        a = _bernoulli(source, num[running], _product(den[running], k[running]))
         k[running[a]] += 1
         running = running[a]
     return k % 2 == 1
@@ -168,6 +181,23 @@ def geometric_exp(source: Source, n: int) -> np.ndarray:
         count[running[hit]] += 1
         running = running[hit]
     return count
+
+
+def weighted_index(source: Source, num, den: int) -> int:
+    """An index ``i`` drawn with probability proportional to ``exp(-num[i] / den)`` (integers
+    ``num >= 0`` with at least one 0, ``den > 0``), exactly: propose indices uniformly, accept
+    with probability ``exp(-num[i]/den)``, return the first accepted (rejection sampling;
+    at least one proposal in ``len(num)`` is accepted on average)."""
+    n = np.size(num)
+    num = _ints(num, n)
+    if n == 0 or (num < 0).any() or min(num) != 0 or den <= 0:
+        raise ValueError("weighted_index: need integers num >= 0 including a 0, and den > 0")
+    den = _ints(den, n)
+    while True:
+        proposals = source.below(n, n)
+        accepted = np.flatnonzero(_bernoulli_exp(source, num[proposals], den))
+        if accepted.size:
+            return int(proposals[accepted[0]])
 
 
 def _as_ratio(x, name: str) -> Fraction:
@@ -189,7 +219,7 @@ def discrete_laplace(source: Source, scale, n: int) -> np.ndarray:
     while todo.size:
         m = todo.size
         u = _ints(source.below(m, t), m)
-        keep = bernoulli_exp(source, u, t, m)
+        keep = _bernoulli_exp(source, u, _ints(t, m))
         u = u[keep]
         v = geometric_exp(source, u.size)
         y = _ints((u.astype(object) + _product(v, _ints(t, v.size)).astype(object)) // s, u.size) \
@@ -219,7 +249,7 @@ def discrete_gaussian(source: Source, sigma2, n: int) -> np.ndarray:
         y = discrete_laplace(source, t, todo.size).astype(object)
         # accept with probability exp(-(|y| - sigma2/t)^2 / (2 sigma2)) = exp(-num/den)
         num = _ints((np.abs(y) * (t * b) - a) ** 2, todo.size)
-        keep = bernoulli_exp(source, num, 2 * a * t * t * b, todo.size)
+        keep = _bernoulli_exp(source, num, _ints(2 * a * t * t * b, todo.size))
         out[todo[keep]] = y[keep]
         todo = todo[~keep]
     return _int64_if_fits(out)
