@@ -59,7 +59,7 @@ def test_mwem_accounting_step_by_step_matches_a_replay_by_hand():
     data = toy()
     budget = Budget.pure(1.0)
     mwem = MWEM(WORKLOAD, rounds=3, update=MultiplicativeWeights(iters=200), init=select.KWayMarginals(1),
-                      init_fraction=0.25)
+                init_fraction=0.25, total=len(data))  # Fig. 1's public n, declared
     result = mwem.run(data, budget, rng=11)
     expected = [("MWEM initialisation", "pure", Fraction(1, 4))]
     for t in range(1, 4):
@@ -77,7 +77,7 @@ def test_mwem_accounting_step_by_step_matches_a_replay_by_hand():
 
 def test_mwem_on_a_zcdp_budget_converts_each_share():
     budget = Budget.zcdp(0.5)
-    MWEM(WORKLOAD, rounds=4, noise="gaussian").run(toy(), budget, rng=0)
+    MWEM(WORKLOAD, rounds=4, noise="gaussian", total=300).run(toy(), budget, rng=0)
     share = Fraction(1, 16)
     assert [c.mechanism for c in budget.ledger] == ["exponential", "gaussian"] * 4
     for c in budget.ledger:
@@ -90,7 +90,7 @@ def test_mwem_on_a_zcdp_budget_converts_each_share():
 def test_mwem_figure1_step_is_the_multiplicative_weights_rule():
     data = toy()
     n = len(data)
-    result = MWEM(WORKLOAD, rounds=1, reuse=False, per_query=True, whole_marginal=False).run(
+    result = MWEM(WORKLOAD, rounds=1, reuse=False, per_query=True, whole_marginal=False, total=n).run(
         data, Budget.pure(1.0), rng=2)
     (m,) = result.measurements
     q = m.full_query(DOMAIN).dense()[0]
@@ -110,7 +110,8 @@ def test_mwem_average_is_the_mean_of_the_iterates():
     mean = np.mean([e.project(("b", "a")) for e in averaged.estimate.estimates], axis=0)
     np.testing.assert_allclose(averaged.estimate.project(("b", "a")), mean)
     sample = averaged.estimate.synthetic_data(20000, rng=0)
-    np.testing.assert_allclose(sample.marginal(("a", "b")) / 20000, averaged.estimate.project(("a", "b")) / len(data),
+    np.testing.assert_allclose(sample.marginal(("a", "b")) / 20000,
+                               averaged.estimate.project(("a", "b")) / averaged.estimate.total,
                                atol=0.02)
 
 
@@ -139,7 +140,34 @@ def test_mwem_with_pgm_runs_on_adult_where_multiplicative_weights_refuses():
         MWEM(workload, rounds=3, update=MultiplicativeWeights(max_domain_mb=1.0)).run(data, Budget.pure(1.0), rng=0)
     budget = Budget.pure(1.0)
     result = MWEM(workload, rounds=3, update=PGM(iters=200)).run(data, budget, rng=0)
-    assert float(result.spent) == pytest.approx(1.0) and result.spent <= 1 and len(budget.ledger) == 6
+    assert float(result.spent) == pytest.approx(1.0) and result.spent <= 1 and len(budget.ledger) == 7
+    assert budget.ledger[0].label == "MWEM total" and abs(result.estimate.total - len(data)) < 1000
     assert len({q.attrs for q in result.queries}) > 1  # overlapping cliques were measured
     uniform = FactoredEstimate.uniform(data.domain, len(data))
     assert workload_error(workload, data, result.estimate) < 0.5 * workload_error(workload, data, uniform)
+
+
+def test_mwem_releases_no_exact_count_unless_it_is_declared_public():
+    """Issue 12 item 3: estimate.total was len(data) for every seed, even at epsilon 0.01."""
+    data = toy()
+    for epsilon in (0.01, 1.0):
+        totals = []
+        for seed in range(5):
+            budget = Budget.pure(epsilon)
+            result = MWEM(WORKLOAD, rounds=2).run(data, budget, rng=seed)
+            assert budget.ledger[0].label == "MWEM total"
+            assert budget.ledger[0].amount == Fraction(repr(epsilon)) / 20
+            assert result.measurements[0].attrs == () and result.spent <= Fraction(repr(epsilon))
+            totals.append(result.estimate.total)
+        assert len(data) not in totals and (epsilon < 1 or len(set(totals)) == 5)
+    noisy = MWEM(WORKLOAD, rounds=2).run(data, Budget.pure(10.0), rng=0).estimate.total
+    assert noisy != len(data) and abs(noisy - len(data)) < 20  # a small share still counts well
+    # declared public: by the user, or by substitution neighbours (then every sensitivity doubles)
+    assert MWEM(WORKLOAD, rounds=2, total=300).run(data, Budget.pure(1.0), rng=0).estimate.total == \
+        pytest.approx(300)
+    budget = Budget.pure(1.0, neighbours="substitute")
+    result = MWEM(WORKLOAD, rounds=2).run(data, budget, rng=0)
+    assert result.estimate.total == pytest.approx(len(data)) and budget.ledger[0].label == "MWEM round 1 select"
+    added = Budget.pure(1.0)
+    same = MWEM(WORKLOAD, rounds=2, total=300).run(data, added, rng=0)
+    assert result.measurements[0].std == pytest.approx(2 * same.measurements[0].std, rel=1e-2)  # discrete: ~2x

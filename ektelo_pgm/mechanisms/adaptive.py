@@ -33,8 +33,10 @@ overrides only the hooks it changes (all receive the loop's :class:`State`):
   :class:`~ektelo_pgm.stages.Reconstruct`) on all measurements so far, warm started from its
   previous estimate.
 - ``finish(state) -> Estimate``: the released estimate; the default is the last one.
-- ``known_total(data)``: the number of records when the mechanism treats it as public (MWEM's
-  ``n``), None otherwise (then reconstructions estimate it from the measurements).
+- ``known_total(data)``: the number of records when the user declared it public (e.g. MWEM's
+  ``total=``), None otherwise: then ``initialise`` must measure it (MWEM) or the reconstructions
+  estimate it from the measurements.  Never ``len(data)`` under add/remove neighbours: the
+  exact count is private (``budget.public_total`` says when it is not; see docs/privacy.md).
 
 ``self.callback(state)``, when set, runs after every round; returning True stops the loop (the
 budget left is not spent).  Every charge goes through the Budget before any noise is drawn, and

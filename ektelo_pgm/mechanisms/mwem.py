@@ -23,8 +23,12 @@ class MWEM(Adaptive):
     (:class:`~ektelo_pgm.operators.select.WorstApproximated`) and ``1/(2T)`` on measuring it
     (Laplace, or Gaussian for ``noise='gaussian'``; on a zCDP budget each share ``rho/(2T)``
     is converted to the mechanism's parameter), each charged before it is used (Thm. 2.1).
-    The record count ``n`` is public, as in Fig. 1.  Runs on the adaptive loop of
-    :mod:`ektelo_pgm.mechanisms.adaptive`.  Options:
+    Runs on the adaptive loop of :mod:`ektelo_pgm.mechanisms.adaptive`.
+
+    Fig. 1 takes the record count ``n`` as public.  Here it is public only when declared:
+    ``total=`` given by the user, or a budget with ``neighbours='substitute'`` (neighbours
+    have the same size).  Otherwise (add/remove neighbours, the default) MWEM first measures
+    the count with ``total_fraction`` of the budget and uses the noisy count.  Options:
 
     - ``per_query``: candidates are single rows of the workload (Fig. 1) rather than whole
       sub-workloads (the cuboids of sec. 3.3);
@@ -49,7 +53,8 @@ class MWEM(Adaptive):
 
     def __init__(self, workload, rounds: int = 10, update=None, noise: str = "laplace", per_query: bool = False,
                  whole_marginal: bool = True, reuse: bool = True, average: bool = False, init=None,
-                 init_fraction: float = 0.0, penalty: float = 0.0, callback=None):
+                 init_fraction: float = 0.0, penalty: float = 0.0, callback=None, total: float | None = None,
+                 total_fraction: float = 0.05):
         if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
             raise ValueError(f"MWEM: rounds must be a positive integer, got {rounds!r}")
         if (init is None) != (init_fraction == 0):
@@ -58,7 +63,13 @@ class MWEM(Adaptive):
             raise ValueError(f"MWEM: init_fraction must lie in [0, 1), got {init_fraction!r}")
         if not reuse and update is not None:
             raise ValueError("MWEM: reuse=False is Fig. 1's single MW step and needs update=None")
+        if total is not None and not (np.isfinite(total) and total > 0):
+            raise ValueError(f"MWEM: total must be a positive number of records, got {total!r}")
+        if not 0 < total_fraction < 1:
+            raise ValueError(f"MWEM: total_fraction must lie in (0, 1), got {total_fraction!r}")
         mechanism(noise)
+        self.total = None if total is None else float(total)
+        self.total_fraction = float(total_fraction)
         self.workload = workload_queries(workload)
         self.rounds = int(rounds)
         self.update = MultiplicativeWeights() if update is None else update
@@ -75,11 +86,21 @@ class MWEM(Adaptive):
         self.selector = WorstApproximated(self.workload, per_query=per_query, penalty=penalty)
         self.keep_iterates = average
 
-    def known_total(self, data: Dataset) -> float:
-        return float(len(data))
+    def known_total(self, data: Dataset) -> float | None:
+        return self.total
 
     def initialise(self, state: State, data: Dataset, budget, rng) -> None:
-        """The uniform estimate, or the update's fit of the ``init`` measurements (sec. 2.3.2)."""
+        """The record count (declared, public under substitution, or measured with
+        ``total_fraction`` of the budget), then the uniform estimate, or the update's fit of the
+        ``init`` measurements (sec. 2.3.2)."""
+        if state.total is None and budget.public_total:
+            state.total = float(len(data))
+        elif state.total is None:
+            queries = [Query(())]
+            count = self.measure(state, data, queries, budget, budget.fraction(self.total_fraction), rng,
+                                 label="MWEM total")
+            state.add(queries, count)
+            state.total = max(float(count[0].y[0]), 1.0)
         super().initialise(state, data, budget, rng)
         if self.init is not None:
             queries = self.init.select(state.domain)
