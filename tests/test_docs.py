@@ -45,7 +45,7 @@ def test_the_architecture_page_lists_the_layout_and_its_custom_reconstruction_pl
         counts = result.estimate.project(["age", "income"])
         assert counts.min() >= 0 and counts.sum() == pytest.approx(len(data), rel=0.05)
         assert np.abs(counts - data.marginal(["age", "income"])).sum() < 0.25 * len(data)
-    assert len(namespace["adaptive"].measurements) == 4 and printed.count("\n") == 2
+    assert len(namespace["adaptive"].measurements) == 5 and printed.count("\n") == 2  # noisy total + 4 rounds
 
 
 def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes(monkeypatch, data_dir, capsys):
