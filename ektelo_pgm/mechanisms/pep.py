@@ -1,0 +1,36 @@
+"""PEP, private entropy projection (Liu, Vietri and Wu 2021, sec. 4 and appendix C), over the
+full vector, over a graphical model, or over a public dataset's records (PEP-Pub, appendix D.2)."""
+from __future__ import annotations
+
+from ..pgm.junction_tree import DEFAULT_MAX_MB
+from .entropy import FullDistribution, GraphicalDistribution, PEPLoss, PublicSupport
+from .framework import AdaptiveMeasurements
+
+REPRESENTATIONS = ("vector", "graphical")
+
+
+class PEP(AdaptiveMeasurements):
+    """PEP in the Adaptive Measurements framework: family the maximum-entropy distributions
+    ``D ∝ D_0 exp(sum_i lambda_i q_i)``, loss :class:`PEPLoss` (``max_steps`` projections per
+    round, the paper's ``T_max = 25``; tolerance ``gamma``, 0 in the paper's experiments).
+
+    ``representation='vector'`` holds ``D`` as the full vector (refused above ``max_mb``);
+    ``'graphical'`` as a graphical model on the measured marginals (Private-PGM's junction tree,
+    refused above ``max_mb``), for domains the vector cannot hold.  ``public`` (a Dataset on
+    the same domain) restricts ``D`` to its records and starts at its distribution (PEP-Pub).
+    Other arguments as :class:`AdaptiveMeasurements`."""
+
+    def __init__(self, workload, rounds: int = 50, k: int = 1, alpha: float = 0.5, max_steps: int = 25,
+                 gamma: float = 0.0, representation: str = "vector", public=None, unit: str = "marginal",
+                 selection: str = "exponential", total: float | None = None, total_share: float = 0.01,
+                 max_mb: float | None = None):
+        if representation not in REPRESENTATIONS:
+            raise ValueError(f"PEP: representation must be one of {REPRESENTATIONS}, got {representation!r}")
+        if public is not None:
+            family = PublicSupport(public)
+        elif representation == "vector":
+            family = FullDistribution(512.0 if max_mb is None else max_mb)
+        else:
+            family = GraphicalDistribution(DEFAULT_MAX_MB if max_mb is None else max_mb)
+        super().__init__(workload, family, PEPLoss(max_steps, gamma), rounds, k, alpha, unit, selection, total,
+                         total_share)

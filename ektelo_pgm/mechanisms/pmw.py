@@ -1,0 +1,20 @@
+"""MWEM as Liu, Vietri and Wu 2021 run it (sec. 7): multiplicative weights with past queries
+reused and the last iterate returned; with a public dataset, PMW-Pub (Liu et al. 2021,
+"Leveraging public data for practical private query release")."""
+from __future__ import annotations
+
+from .entropy import FullDistribution, MWEMLoss, PublicSupport
+from .framework import AdaptiveMeasurements
+
+
+class PMW(AdaptiveMeasurements):
+    """MWEM in the Adaptive Measurements framework: family ``Delta(X)`` (the full vector, or
+    the distributions over a ``public`` dataset's records started at its distribution: PMW-Pub),
+    loss :class:`MWEMLoss` (step ``eta``, past queries with error at least ``past`` times the
+    new one's).  Other arguments as :class:`AdaptiveMeasurements`."""
+
+    def __init__(self, workload, rounds: int = 50, k: int = 1, alpha: float = 0.5, eta: float = 0.5,
+                 past: float | None = 0.5, public=None, unit: str = "marginal", selection: str = "exponential",
+                 total: float | None = None, total_share: float = 0.01, max_mb: float = 512.0):
+        family = FullDistribution(max_mb) if public is None else PublicSupport(public)
+        super().__init__(workload, family, MWEMLoss(eta, past), rounds, k, alpha, unit, selection, total, total_share)

@@ -1,0 +1,156 @@
+"""Adaptive Measurements (Liu, Vietri and Wu 2021, sec. 3): selection, accounting, convergence."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ektelo_pgm import Budget, Dataset, Domain
+from ektelo_pgm.mechanisms.framework import Candidates, KWorst, permute_and_flip, round_shares
+from ektelo_pgm.mechanisms.pep import PEP
+from ektelo_pgm.mechanisms.pmw import PMW
+from ektelo_pgm.workload import kway_marginals
+
+DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 2, 4])
+
+
+def dataset(n=3000, seed=0):
+    """Correlated records: b and d depend on a, c on b."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(2, size=n)
+    b = (a + rng.integers(2, size=n)) % 3
+    c = (b > 0).astype(int) ^ (rng.random(n) < 0.1)
+    d = np.minimum(3, a * 2 + rng.integers(2, size=n))
+    return Dataset(np.stack([a, b, c, d], axis=1), DOMAIN)
+
+
+WORKLOAD = kway_marginals(DOMAIN, 2)
+
+
+def check_ledger(charges, rho, rounds, k, alpha, counted):
+    """Exact accounting: 2 k T charges (plus the record count), each selection costing
+    alpha^2 / (1 - alpha)^2 times a measurement, all of them at most rho and nearly all of it."""
+    assert len(charges) == 2 * k * rounds + counted
+    spent = sum((c.amount for c in charges), Fraction(0))
+    assert spent <= Fraction(repr(rho))
+    assert float(spent) == pytest.approx(rho, rel=1e-12)
+    selects = [c for c in charges if "select" in c.label]
+    measures = [c for c in charges if "measure" in c.label]
+    assert len(selects) == len(measures) == k * rounds
+    assert len({c.amount for c in selects}) == 1 and len({c.amount for c in measures}) == 1
+    assert float(selects[0].amount / measures[0].amount) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2, rel=1e-9)
+    # the ledger replays exactly on a fresh budget of the same size
+    replay = Budget.zcdp(rho)
+    for c in charges:
+        assert replay.charge(c.mechanism, c.parameter) == c.amount
+    assert replay.spent == float(spent)
+
+
+@pytest.mark.parametrize("mechanism", [
+    lambda: PMW(WORKLOAD, rounds=4, k=2, alpha=0.3),
+    lambda: PEP(WORKLOAD, rounds=4, k=2, alpha=0.3, unit="query"),
+    lambda: PEP(WORKLOAD, rounds=4, k=2, alpha=0.3, representation="graphical", selection="permute_and_flip"),
+])
+def test_accounting_is_exact_and_replayable(mechanism):
+    data = dataset()
+    budget = Budget.zcdp(0.05)
+    result = mechanism().run(data, budget, rng=1)
+    check_ledger(result.charges, 0.05, 4, 2, 0.3, counted=1)
+    assert result.charges[0].label == "record count"
+    assert budget.remaining == pytest.approx(0.0, abs=1e-15)
+    assert len(result.measurements) == 8
+    again = mechanism().run(data, Budget.zcdp(0.05), rng=1)
+    assert [c.amount for c in again.charges] == [c.amount for c in result.charges]
+    np.testing.assert_array_equal(again.estimate.project(["a", "d"]), result.estimate.project(["a", "d"]))
+    other = mechanism().run(data, Budget.zcdp(0.05), rng=2)
+    assert not np.array_equal(other.estimate.project(["a", "d"]), result.estimate.project(["a", "d"]))
+
+
+def test_public_total_spends_nothing_on_the_count():
+    data = dataset()
+    result = PEP(WORKLOAD, rounds=3, total=len(data)).run(data, Budget.approx(1.0, 1e-6), rng=0)
+    check_ledger(result.charges, Budget.approx(1.0, 1e-6).total, 3, 1, 0.5, counted=0)
+    assert result.estimate.total == pytest.approx(len(data))
+
+
+def test_round_shares_split_what_remains():
+    budget = Budget.zcdp(1.0)
+    budget.spend(0.25)
+    select, measure = round_shares(budget, 10, 3, 0.5)
+    assert 30 * (Fraction(repr(select)) + Fraction(repr(measure))) <= Fraction(3, 4)
+    assert select == pytest.approx(0.75 / 60)
+
+
+def test_refusals():
+    data = dataset()
+    with pytest.raises(ValueError, match="zCDP"):
+        PEP(WORKLOAD, rounds=2).run(data, Budget.pure(1.0), rng=0)
+    with pytest.raises(ValueError, match="alpha"):
+        round_shares(Budget.zcdp(1.0), 2, 1, 1.0)
+    from ektelo_pgm.matrix import Prefix
+    with pytest.raises(ValueError, match="query matrix"):
+        PEP([(("a",), Prefix(2))], rounds=2).run(data, Budget.zcdp(1.0), rng=0)
+    with pytest.raises(ValueError, match="cannot choose"):
+        KWorst(3).select(np.zeros(2), 1.0, Budget.zcdp(1.0), np.random.default_rng(0), "x")
+    budget = Budget.zcdp(1.0)
+    budget.spend(1.0)
+    with pytest.raises(Exception, match="remain"):
+        PEP(WORKLOAD, rounds=2).run(data, budget, rng=0)
+
+
+def test_tiny_noise_drives_the_selected_queries_error_to_zero():
+    data = dataset()
+    n = len(data)
+    result = PEP(WORKLOAD, rounds=6, max_steps=2000, total=n).run(data, Budget.zcdp(1e8), rng=0)
+    for q in result.queries:
+        error = np.abs(result.estimate.project(q.attrs) - data.marginal(q.attrs)).max() / n
+        assert error < 1e-4
+    # a = c given b in these data, so matching the measured marginals matches the rest closely
+    errors = [np.abs(result.estimate.project(c) - data.marginal(c)).max() / n for c in WORKLOAD.cliques]
+    assert max(errors) < 0.01
+
+
+def test_mwem_reduces_the_error_with_tiny_noise():
+    data = dataset()
+    n = len(data)
+    uniform = np.abs(data.marginal(("a", "d")) / n - 1 / 8).max()
+    result = PMW(WORKLOAD, rounds=30, total=n).run(data, Budget.zcdp(1e8), rng=0)
+    errors = [np.abs(result.estimate.project(c) - data.marginal(c)).max() / n for c in WORKLOAD.cliques]
+    assert max(errors) < 0.5 * uniform
+
+
+def test_candidates_score_marginals_or_cells():
+    data = dataset()
+    cliques = [("a", "b"), ("c",)]
+    truth = [data.marginal(c).ravel() for c in cliques]
+
+    class Uniform:
+        def marginals(self, cliques):
+            return [np.full(DOMAIN.project(c).shape, 1.0 / DOMAIN.size(c)) for c in cliques]
+
+    n = len(data)
+    cells = Candidates(DOMAIN, cliques, "query")
+    scores = cells.scores(truth, Uniform(), n)
+    assert scores.size == 8
+    np.testing.assert_allclose(scores[:6], np.abs(truth[0] - n / 6))
+    assert cells.query(7) == (("c",), 1)
+    whole = Candidates(DOMAIN, cliques, "marginal")
+    np.testing.assert_allclose(whole.scores(truth, Uniform(), n), [scores[:6].max(), scores[6:].max()])
+    assert whole.query(1) == (("c",), None)
+
+
+def test_kworst_picks_distinct_worst_queries_with_a_large_epsilon():
+    scores = np.array([0.0, 50.0, 3.0, 40.0, 1.0])
+    budget = Budget.zcdp(1e6)
+    for mechanism in ("exponential", "permute_and_flip"):
+        chosen = KWorst(2, mechanism).select(scores, 100.0, budget, np.random.default_rng(0), "select")
+        assert chosen == [1, 3]
+    assert [c.mechanism for c in budget.ledger] == ["exponential"] * 2 + ["pure"] * 2
+
+
+def test_permute_and_flip_distribution():
+    rng = np.random.default_rng(0)
+    epsilon = 1.0
+    draws = np.array([permute_and_flip(np.array([2.0, 0.0]), 1.0, epsilon, rng) for _ in range(20000)])
+    # the lower score is reached only when it comes first and its coin comes up: 1/2 exp(-eps)
+    expected = 0.5 * np.exp(-epsilon * 2.0 / 2.0)
+    assert np.mean(draws == 1) == pytest.approx(expected, abs=4 * np.sqrt(expected / 20000))
