@@ -12,6 +12,7 @@ setup(
     install_requires=["numpy>=1.24", "scipy>=1.10", "networkx>=3.0", "numba>=0.58", "pandas>=2.0"],
     extras_require={
         "sparse": ["scikit-sparse==0.4.16"],
+        "gem": ["torch>=2.0"],
         "test": ["pytest>=7", "hypothesis>=6", "pytest-xdist>=3"],
     },
     entry_points={"console_scripts": ["ektelo-pgm=ektelo_pgm.cli:main"]},

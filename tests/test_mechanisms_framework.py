@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from ektelo_pgm import Budget, Dataset, Domain
-from ektelo_pgm.mechanisms.framework import Candidates, KWorst, permute_and_flip, round_shares
+from ektelo_pgm.estimate import VectorEstimate
+from ektelo_pgm.mechanisms.framework import KWorst, permute_and_flip, select_fraction, split
 from ektelo_pgm.mechanisms.pep import PEP
 from ektelo_pgm.mechanisms.pmw import PMW
 from ektelo_pgm.workload import kway_marginals
@@ -27,18 +28,19 @@ WORKLOAD = kway_marginals(DOMAIN, 2)
 
 
 def check_ledger(charges, rho, rounds, k, alpha, counted):
-    """Exact accounting: 2 k T charges (plus the record count), each selection costing
-    alpha^2 / (1 - alpha)^2 times a measurement, all of them at most rho and nearly all of it."""
-    assert len(charges) == 2 * k * rounds + counted
+    """Exact accounting: per round k selections and one measurement of the k queries together,
+    the k selections costing alpha^2 / (1 - alpha)^2 times the measurement (sec. 3.1), all of
+    them at most rho and nearly all of it; the ledger replays exactly on a fresh budget."""
+    assert len(charges) == (k + 1) * rounds + counted
     spent = sum((c.amount for c in charges), Fraction(0))
     assert spent <= Fraction(repr(rho))
     assert float(spent) == pytest.approx(rho, rel=1e-12)
     selects = [c for c in charges if "select" in c.label]
     measures = [c for c in charges if "measure" in c.label]
-    assert len(selects) == len(measures) == k * rounds
+    assert len(selects) == k * rounds and len(measures) == rounds
     assert len({c.amount for c in selects}) == 1 and len({c.amount for c in measures}) == 1
-    assert float(selects[0].amount / measures[0].amount) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2, rel=1e-9)
-    # the ledger replays exactly on a fresh budget of the same size
+    ratio = k * selects[0].amount / measures[0].amount
+    assert float(ratio) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2, rel=1e-9)
     replay = Budget.zcdp(rho)
     for c in charges:
         assert replay.charge(c.mechanism, c.parameter) == c.amount
@@ -55,9 +57,9 @@ def test_accounting_is_exact_and_replayable(mechanism):
     budget = Budget.zcdp(0.05)
     result = mechanism().run(data, budget, rng=1)
     check_ledger(result.charges, 0.05, 4, 2, 0.3, counted=1)
-    assert result.charges[0].label == "record count"
+    assert result.charges[0].label.endswith("record count")
     assert budget.remaining == pytest.approx(0.0, abs=1e-15)
-    assert len(result.measurements) == 8
+    assert len(result.measurements) == 8 and len(result.queries) == 8
     again = mechanism().run(data, Budget.zcdp(0.05), rng=1)
     assert [c.amount for c in again.charges] == [c.amount for c in result.charges]
     np.testing.assert_array_equal(again.estimate.project(["a", "d"]), result.estimate.project(["a", "d"]))
@@ -72,12 +74,13 @@ def test_public_total_spends_nothing_on_the_count():
     assert result.estimate.total == pytest.approx(len(data))
 
 
-def test_round_shares_split_what_remains():
-    budget = Budget.zcdp(1.0)
-    budget.spend(0.25)
-    select, measure = round_shares(budget, 10, 3, 0.5)
-    assert 30 * (Fraction(repr(select)) + Fraction(repr(measure))) <= Fraction(3, 4)
-    assert select == pytest.approx(0.75 / 60)
+def test_budget_split_is_exact():
+    assert select_fraction(0.5) == Fraction(1, 2)
+    assert select_fraction(0.25) == Fraction(1, 10)
+    for amount, k in [(0.1, 3), (1e-7, 7), (0.3, 1)]:
+        part = split(amount, k)
+        assert k * Fraction(repr(part)) <= Fraction(repr(amount))
+        assert part == pytest.approx(amount / k, rel=1e-15)
 
 
 def test_refusals():
@@ -85,12 +88,12 @@ def test_refusals():
     with pytest.raises(ValueError, match="zCDP"):
         PEP(WORKLOAD, rounds=2).run(data, Budget.pure(1.0), rng=0)
     with pytest.raises(ValueError, match="alpha"):
-        round_shares(Budget.zcdp(1.0), 2, 1, 1.0)
+        PEP(WORKLOAD, rounds=2, alpha=1.0)
     from ektelo_pgm.matrix import Prefix
     with pytest.raises(ValueError, match="query matrix"):
         PEP([(("a",), Prefix(2))], rounds=2).run(data, Budget.zcdp(1.0), rng=0)
     with pytest.raises(ValueError, match="cannot choose"):
-        KWorst(3).select(np.zeros(2), 1.0, Budget.zcdp(1.0), np.random.default_rng(0), "x")
+        KWorst([("a",)], k=3).select(data, uniform(), Budget.zcdp(1.0), 0.1, np.random.default_rng(0))
     budget = Budget.zcdp(1.0)
     budget.spend(1.0)
     with pytest.raises(Exception, match="remain"):
@@ -118,33 +121,35 @@ def test_mwem_reduces_the_error_with_tiny_noise():
     assert max(errors) < 0.5 * uniform
 
 
-def test_candidates_score_marginals_or_cells():
+def uniform(n=3000):
+    return VectorEstimate(DOMAIN, np.full(DOMAIN.size(), n / DOMAIN.size()))
+
+
+def test_kworst_scores_marginals_or_cells():
     data = dataset()
+    n = len(data)
     cliques = [("a", "b"), ("c",)]
     truth = [data.marginal(c).ravel() for c in cliques]
-
-    class Uniform:
-        def marginals(self, cliques):
-            return [np.full(DOMAIN.project(c).shape, 1.0 / DOMAIN.size(c)) for c in cliques]
-
-    n = len(data)
-    cells = Candidates(DOMAIN, cliques, "query")
-    scores = cells.scores(truth, Uniform(), n)
-    assert scores.size == 8
+    scores, offsets, _ = KWorst(cliques, unit="query").scores(data, uniform(n))
+    assert scores.size == 8 and offsets.tolist() == [0, 6, 8]
     np.testing.assert_allclose(scores[:6], np.abs(truth[0] - n / 6))
-    assert cells.query(7) == (("c",), 1)
-    whole = Candidates(DOMAIN, cliques, "marginal")
-    np.testing.assert_allclose(whole.scores(truth, Uniform(), n), [scores[:6].max(), scores[6:].max()])
-    assert whole.query(1) == (("c",), None)
+    whole, _, _ = KWorst(cliques, unit="marginal").scores(data, uniform(n))
+    np.testing.assert_allclose(whole, [scores[:6].max(), scores[6:].max()])
 
 
 def test_kworst_picks_distinct_worst_queries_with_a_large_epsilon():
-    scores = np.array([0.0, 50.0, 3.0, 40.0, 1.0])
-    budget = Budget.zcdp(1e6)
+    data = dataset()
+    n = len(data)
+    cliques = list(WORKLOAD.cliques)
+    scores, _, _ = KWorst(cliques, unit="marginal").scores(data, uniform(n))
+    best = [cliques[i] for i in np.argsort(-scores)[:2]]
+    budget = Budget.zcdp(1e8)
     for mechanism in ("exponential", "permute_and_flip"):
-        chosen = KWorst(2, mechanism).select(scores, 100.0, budget, np.random.default_rng(0), "select")
-        assert chosen == [1, 3]
+        chosen = KWorst(cliques, k=2, mechanism=mechanism).select(data, uniform(n), budget, 1e3, np.random.default_rng(0))
+        assert [q.attrs for q in chosen] == best and all(q.matrix is None for q in chosen)
     assert [c.mechanism for c in budget.ledger] == ["exponential"] * 2 + ["pure"] * 2
+    cells = KWorst(cliques, k=3, unit="query").select(data, uniform(n), budget, 1e3, np.random.default_rng(0))
+    assert len({(q.attrs, int(q.matrix.sparse().indices[0])) for q in cells}) == 3
 
 
 def test_permute_and_flip_distribution():

@@ -78,10 +78,11 @@ def test_mixture_synthetic_data_follow_the_mixture():
 def check_ledger(charges, rho, rounds, k, alpha):
     spent = sum((c.amount for c in charges), Fraction(0))
     assert spent <= Fraction(repr(rho)) and float(spent) == pytest.approx(rho, rel=1e-12)
-    assert len(charges) == 2 * k * rounds + 1
+    assert len(charges) == (k + 1) * rounds + 1
     selects = [c for c in charges if "select" in c.label]
     measures = [c for c in charges if "measure" in c.label]
-    assert float(selects[0].amount / measures[0].amount) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2, rel=1e-9)
+    assert float(k * selects[0].amount / measures[0].amount) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2,
+                                                                              rel=1e-9)
     replay = Budget.zcdp(rho)
     assert [replay.charge(c.mechanism, c.parameter) for c in charges] == [c.amount for c in charges]
 

@@ -57,6 +57,10 @@ class _Cached:
     def end_round(self, t: int, rounds: int) -> None:
         """Nothing to do: the output is the last iterate (sec. 7, "Experimental details")."""
 
+    def output(self, total: float) -> Estimate:
+        """The released estimate (counts): the last iterate."""
+        return self.estimate(total)
+
 
 class FullDistribution(_Cached):
     """All distributions over the domain as one log-weight vector, started uniform (MWEM's and

@@ -1,12 +1,15 @@
 """Adaptive Measurements (Liu, Vietri and Wu 2021, sec. 3, Algorithm 1) for k-way marginal
-workloads: the private selection of the k worst-approximated queries, their Gaussian
-measurement, and the zCDP accounting of sec. 3.1 (with the marginal trick of appendix A.1).
+workloads, on the shared adaptive loop (:mod:`ektelo_pgm.mechanisms.adaptive`): the private
+selection of the k worst-approximated queries, their Gaussian measurement, and the zCDP
+accounting of sec. 3.1 (with the marginal trick of appendix A.1).
 
 An algorithm of the framework is a *family* of distributions and a *loss* minimised over it
 after every round on all measurements so far; MWEM, PEP, GEM and RAP-softmax differ only in
-these two (appendix A.2).  A family keeps the current distribution ``D`` (probabilities) and
-answers ``marginal(attrs)``; a loss moves it towards the measured answers (``update``).
-Answers are fractions of the records inside the update (as in the paper) and counts outside.
+these two (appendix A.2).  A family keeps the current distribution ``D`` (probabilities):
+``start(domain, rng)``, ``marginal(attrs)``, ``marginals(cliques)``, ``end_round(t, rounds)``
+and ``estimate(total)`` (counts); a loss moves it towards the measured answers:
+``start(family)`` and ``update(family, measured, new, rng)``.  Answers are fractions of the
+records inside the update (as in the paper) and counts outside.
 """
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..estimate import Estimate
 from ..matrix import Sparse
-from ..operators.measure import Gaussian
 from ..privacy import Budget, exponential
 from ..workload import Query, as_workload
+from .adaptive import Adaptive, EqualShares, State
 
 UNITS = ("marginal", "query")
 SELECTIONS = ("exponential", "permute_and_flip")
@@ -106,158 +110,163 @@ def permute_and_flip(scores, sensitivity: float, epsilon: float, rng, budget: Bu
     return int(order[np.argmax(flips)])
 
 
-class Candidates:
-    """The queries private selection chooses among: every marginal of the workload
-    (``unit='marginal'``, scored by its largest cell error: appendix A.1) or every cell of every
-    marginal (``unit='query'``, the sensitivity-1 queries of sec. 3.1).  Scores are absolute
-    errors in counts; adding or removing a record moves each by at most 1."""
+def one_hot(cells: int, cell: int) -> Sparse:
+    """The 1 x ``cells`` query picking one cell of a marginal."""
+    import scipy.sparse as sp
 
-    def __init__(self, domain: Domain, cliques, unit: str):
-        if unit not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
-        self.domain, self.cliques, self.unit = domain, list(cliques), unit
-        sizes = [domain.size(c) for c in self.cliques] if unit == "query" else [1] * len(self.cliques)
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return Sparse(sp.csr_matrix(([1.0], ([0], [cell])), shape=(1, cells)))
 
-    def scores(self, truth: list[np.ndarray], family, total: float) -> np.ndarray:
-        """Absolute errors (counts) of ``total`` times the family's answers."""
-        out = []
-        for true, estimated in zip(truth, family.marginals(self.cliques)):
-            error = np.abs(true - total * estimated.ravel())
-            out.append(error if self.unit == "query" else np.array([error.max()]))
-        return np.concatenate(out)
 
-    def query(self, index: int) -> tuple[tuple[str, ...], int | None]:
-        """``(attrs, cell)`` of the candidate at ``index``."""
-        j = int(np.searchsorted(self.offsets, index, side="right") - 1)
-        return self.cliques[j], (None if self.unit == "marginal" else int(index - self.offsets[j]))
+def cell_of(query: Query) -> int | None:
+    """The cell a :func:`one_hot` query picks (None for a whole marginal)."""
+    return None if query.matrix is None else int(query.matrix.sparse().indices[0])
+
+
+def split(amount: float, k: int) -> float:
+    """Largest float at most ``amount / k`` (exactly), so that ``k`` of them fit in ``amount``."""
+    target = Fraction(repr(float(amount))) / k
+    part = float(target)
+    while Fraction(repr(part)) > target:
+        part = float(np.nextafter(part, 0.0))
+    return part
 
 
 class KWorst:
-    """Private selection of ``k`` high-error queries per round: ``k`` runs of the exponential
-    mechanism (sampled by Gumbel-max) or of permute-and-flip, each excluding the queries already
-    chosen this round; each run is charged before it draws (sec. 3.1, proof of Theorem 1)."""
+    """Private selection of ``k`` high-error queries of a workload of marginals (a
+    :class:`~ektelo_pgm.stages.PrivateSelect`): ``k`` runs of the exponential mechanism (sampled
+    by Gumbel-max) or of permute-and-flip, each excluding the queries already chosen and spending
+    ``1/k`` of the amount (sec. 3.1, proof of Theorem 1).  Candidates are every marginal
+    (``unit='marginal'``, scored by its largest cell error: appendix A.1) or every cell
+    (``unit='query'``); scores are absolute errors in counts, of sensitivity 1."""
 
-    def __init__(self, k: int = 1, mechanism: str = "exponential"):
+    def __init__(self, workload, k: int = 1, unit: str = "marginal", mechanism: str = "exponential"):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"KWorst: k must be a positive integer, got {k!r}")
+        if unit not in UNITS:
+            raise ValueError(f"KWorst: unit must be one of {UNITS}, got {unit!r}")
         if mechanism not in SELECTIONS:
             raise ValueError(f"KWorst: mechanism must be one of {SELECTIONS}, got {mechanism!r}")
-        self.k, self.mechanism = int(k), mechanism
+        self.workload, self.k, self.unit, self.mechanism = workload, int(k), unit, mechanism
+        self._truth = None
 
     @property
     def budget_mechanism(self) -> str:
         """How one run is charged (see :meth:`Budget.cost`)."""
         return "exponential" if self.mechanism == "exponential" else "pure"
 
-    def select(self, scores: np.ndarray, epsilon: float, budget: Budget, rng, label: str) -> list[int]:
-        """Indices of the ``k`` chosen candidates (scores have sensitivity 1)."""
+    def candidates(self, data: Dataset) -> tuple[list[tuple[str, ...]], list[np.ndarray]]:
+        """The workload's marginals and their true counts (computed once per dataset)."""
+        if self._truth is None or self._truth[0] is not data:
+            cliques = marginal_cliques(data.domain, self.workload)
+            self._truth = (data, cliques, [data.marginal(c).ravel() for c in cliques])
+        return self._truth[1], self._truth[2]
+
+    def scores(self, data: Dataset, estimate: Estimate) -> tuple[np.ndarray, np.ndarray, list]:
+        """Scores (counts) of every candidate, the candidates' offsets, the cliques."""
+        cliques, truth = self.candidates(data)
+        many = getattr(estimate, "projections", None)  # one call for all, where the estimate has it
+        estimated = many(cliques) if many is not None else [estimate.project(c) for c in cliques]
+        errors = [np.abs(t - e.ravel()) for t, e in zip(truth, estimated)]
+        if self.unit == "marginal":
+            errors = [np.array([e.max()]) for e in errors]
+        offsets = np.concatenate([[0], np.cumsum([e.size for e in errors])]).astype(np.int64)
+        return np.concatenate(errors), offsets, cliques
+
+    def select(self, data: Dataset, estimate: Estimate, budget: Budget, amount, rng,
+               label: str | None = None) -> list[Query]:
+        """The ``k`` chosen queries, spending ``amount`` of ``budget`` (charged before each draw)."""
+        scores, offsets, cliques = self.scores(data, estimate)
         if self.k > scores.size:
             raise ValueError(f"KWorst: cannot choose {self.k} of {scores.size} candidates")
-        left = np.arange(scores.size)
-        chosen = []
+        epsilon = budget.parameter_for(self.budget_mechanism, split(amount, self.k))
+        left, chosen = np.arange(scores.size), []
         for i in range(self.k):
-            what = f"{label} ({i + 1}/{self.k})" if self.k > 1 else label
+            what = (label or "select") + (f" ({i + 1}/{self.k})" if self.k > 1 else "")
             if self.mechanism == "exponential":
                 pick = exponential(scores[left], 1.0, epsilon, rng=rng, budget=budget, label=what)
             else:
                 pick = permute_and_flip(scores[left], 1.0, epsilon, rng, budget=budget, label=what)
-            chosen.append(int(left[pick]))
+            index = int(left[pick])
             left = np.delete(left, pick)
+            j = int(np.searchsorted(offsets, index, side="right") - 1)
+            attrs = cliques[j]
+            chosen.append(Query(attrs) if self.unit == "marginal" else
+                          Query(attrs, one_hot(data.domain.size(attrs), index - int(offsets[j]))))
         return chosen
 
 
-def round_shares(budget: Budget, rounds: int, k: int, alpha: float) -> tuple[float, float]:
-    """Per-selection and per-measurement amounts (in rho) of what remains of ``budget``:
-    fractions ``alpha^2 / (k T s)`` and ``(1 - alpha)^2 / (k T s)`` with
-    ``s = alpha^2 + (1 - alpha)^2``, so that ``k T`` of each spend at most all of it (sec. 3.1:
-    the exponential mechanism with ``2 alpha eps0`` and the Gaussian with ``(1 - alpha) eps0``)."""
-    if budget.notion != "zcdp":
-        raise ValueError("Adaptive Measurements accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
+def select_fraction(alpha: float) -> Fraction:
+    """The part of each round's share that goes to selection: ``alpha^2 / (alpha^2 + (1 - alpha)^2)``,
+    so that the exponential mechanism runs with ``2 alpha eps0`` and the Gaussian with
+    ``(1 - alpha) eps0`` (sec. 3.1, Theorem 1)."""
     a = Fraction(repr(float(alpha)))
     if not 0 < a < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    s = a * a + (1 - a) * (1 - a)
-    units = rounds * k * s
-    return budget.fraction(a * a / units), budget.fraction((1 - a) * (1 - a) / units)
+    return a * a / (a * a + (1 - a) * (1 - a))
 
 
-class AdaptiveMeasurements:
+class AdaptiveMeasurements(Adaptive):
     """Algorithm 1 of Liu, Vietri and Wu 2021 over a workload of marginals.
 
     ``rounds`` (T) rounds each choose ``k`` high-error queries with :class:`KWorst`, measure them
-    with the Gaussian mechanism, and update ``family`` by minimising ``loss`` over every
-    measurement so far, warm started from the previous distribution.  The budget (zCDP) left
-    after the record count is split exactly as in sec. 3.1 with ``alpha`` to selection.
-    ``unit`` is ``'marginal'`` (select and measure whole marginals: appendix A.1's trick) or
-    ``'query'`` (single cells).  ``total`` is the record count when declared public; otherwise
-    ``total_share`` of the budget measures it (Gaussian, sensitivity 1).
+    together with the Gaussian mechanism, and update ``family`` by minimising ``loss`` over every
+    measurement so far (warm started from the previous distribution).  The budget (zCDP) left
+    after the record count is split exactly as in sec. 3.1 (:func:`select_fraction` of each
+    round's equal share to selection).  ``unit`` is ``'marginal'`` (select and measure whole
+    marginals: appendix A.1's trick) or ``'query'`` (single cells).  ``total`` is the record
+    count when declared public; otherwise ``total_share`` of the budget measures it (Gaussian,
+    sensitivity 1).  The output is the family's (the last iterate, or GEM's average).
     """
+
+    name = "AdaptiveMeasurements"
+    noise = "gaussian"
 
     def __init__(self, workload, family, loss, rounds: int = 50, k: int = 1, alpha: float = 0.5,
                  unit: str = "marginal", selection: str = "exponential", total: float | None = None,
                  total_share: float = 0.01):
-        if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-            raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
-        if unit not in UNITS:
-            raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
         if total is not None and not (math.isfinite(total) and total > 0):
             raise ValueError(f"total (a public record count) must be positive, got {total!r}")
         if total is None and not 0 < total_share < 1:
             raise ValueError(f"total_share must lie in (0, 1), got {total_share!r}")
         self.workload, self.family, self.loss = workload, family, loss
-        self.rounds, self.alpha, self.unit = int(rounds), float(alpha), unit
-        self.selector = KWorst(k, selection)
-        self.total, self.total_share = total, float(total_share)
+        self.alpha, self.total, self.total_share = float(alpha), total, float(total_share)
+        self.schedule = EqualShares(rounds, select_fraction(alpha))
+        self.selector = KWorst(workload, k, unit, selection)
 
-    def _total(self, data: Dataset, budget: Budget, rng) -> float:
-        if self.total is not None:
-            return float(self.total)
-        rho = budget.parameter_for("gaussian", budget.fraction(self.total_share))
-        count = Gaussian(rho).measure(data, [Query(())], budget, rng, label="record count")[0]
-        return max(1.0, float(count.y[0]))
+    @property
+    def rounds(self) -> int:
+        return self.schedule.rounds
 
-    def run(self, data: Dataset, budget: Budget, rng=None):
-        """Run on ``data`` spending what remains of ``budget``; returns a ``PlanResult`` (the
-        estimate in counts, the measurements in counts, the chosen queries, the charges)."""
-        from ..plans.plan import PlanResult
+    def known_total(self, data: Dataset) -> float | None:
+        return None if self.total is None else float(self.total)
 
-        rng = np.random.default_rng(rng)
-        domain = data.domain
-        cliques = marginal_cliques(domain, self.workload)
-        candidates = Candidates(domain, cliques, self.unit)
+    def initialise(self, state: State, data: Dataset, budget: Budget, rng) -> None:
+        """The record count (measured unless public), then the family's start ``D_0``."""
         if budget.notion != "zcdp":
-            raise ValueError("Adaptive Measurements accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
-        start = len(budget.ledger)
-        total = self._total(data, budget, rng)
-        select_share, measure_share = round_shares(budget, self.rounds, self.selector.k, self.alpha)
-        epsilon = budget.parameter_for(self.selector.budget_mechanism, select_share)
-        rho = budget.parameter_for("gaussian", measure_share)
-        truth = [data.marginal(c).ravel() for c in cliques]
-        self.family.start(domain, rng)
+            raise ValueError(f"{self.name} accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
+        marginal_cliques(data.domain, self.workload)
+        if state.total is None:
+            count = self.measure(state, data, [Query(())], budget, budget.fraction(self.total_share), rng,
+                                 label=f"{self.name} record count")
+            state.total = max(1.0, float(count[0].y[0]))
+        self.family.start(data.domain, rng)
         self.loss.start(self.family)
-        measured, measurements, queries = Measured(), [], []
-        for t in range(1, self.rounds + 1):
-            scores = candidates.scores(truth, self.family, total)
-            chosen = self.selector.select(scores, epsilon, budget, rng, f"round {t} select")
-            new = []
-            for i, index in enumerate(chosen):
-                attrs, cell = candidates.query(index)
-                query = Query(attrs) if cell is None else Query(attrs, one_hot(domain.size(attrs), cell))
-                label = f"round {t} measure" + (f" ({i + 1}/{len(chosen)})" if len(chosen) > 1 else "")
-                m = Gaussian(rho).measure(data, [query], budget, rng, label=label)[0]
-                measurements.append(m)
-                queries.append(query)
-                value = np.clip(m.y / total, 0.0, 1.0)
-                new.append(measured.add(attrs, cell, value.reshape(domain.project(attrs).shape)
-                                        if cell is None else value[0]))
-            self.loss.update(self.family, measured, list(dict.fromkeys(new)), rng)
-            self.family.end_round(t, self.rounds)
-        return PlanResult(self.family.estimate(total), measurements, queries, budget.ledger[start:])
+        state.estimate = self.family.estimate(state.total)
 
+    def fit(self, state: State) -> Estimate:
+        """The loss's update on every measurement so far (fractions of the total, clipped to
+        [0, 1]; a query measured twice keeps the mean), then the round's end for the family."""
+        measured, new = Measured(), []
+        for query, m in zip(state.queries, state.measurements):
+            value = np.clip(m.y / state.total, 0.0, 1.0)
+            cell = cell_of(query)
+            key = measured.add(query.attrs, cell, value.reshape(state.domain.project(query.attrs).shape)
+                               if cell is None else value[0])
+            if any(m is this for this in state.measured):
+                new.append(key)
+        self.loss.update(self.family, measured, list(dict.fromkeys(new)), state.rng)
+        self.family.end_round(state.round, self.rounds)
+        return self.family.estimate(state.total)
 
-def one_hot(cells: int, cell: int) -> Sparse:
-    """The 1 x ``cells`` query picking one cell of a marginal."""
-    import scipy.sparse as sp
-
-    return Sparse(sp.csr_matrix(([1.0], ([0], [cell])), shape=(1, cells)))
+    def finish(self, state: State) -> Estimate:
+        return self.family.output(state.total)

@@ -21,6 +21,8 @@ class GEM(AdaptiveMeasurements):
     workload's largest order), then fine-tuned privately.  ``device`` defaults to a GPU when
     torch sees one.  Other arguments as :class:`AdaptiveMeasurements`."""
 
+    name = "GEM"
+
     def __init__(self, workload, rounds: int = 100, k: int = 1, alpha: float = 0.67, hidden=(512, 1024, 1024),
                  embedding: int = 64, batch: int = 1000, lr: float = 1e-4, max_steps: int = 100, ema: float = 0.5,
                  public=None, pretrain_steps: int = 500, pretrain_batch: int = 16, unit: str = "marginal",

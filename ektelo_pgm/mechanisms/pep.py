@@ -20,6 +20,8 @@ class PEP(AdaptiveMeasurements):
     the same domain) restricts ``D`` to its records and starts at its distribution (PEP-Pub).
     Other arguments as :class:`AdaptiveMeasurements`."""
 
+    name = "PEP"
+
     def __init__(self, workload, rounds: int = 50, k: int = 1, alpha: float = 0.5, max_steps: int = 25,
                  gamma: float = 0.0, representation: str = "vector", public=None, unit: str = "marginal",
                  selection: str = "exponential", total: float | None = None, total_share: float = 0.01,

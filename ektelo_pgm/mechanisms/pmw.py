@@ -13,6 +13,8 @@ class PMW(AdaptiveMeasurements):
     loss :class:`MWEMLoss` (step ``eta``, past queries with error at least ``past`` times the
     new one's).  Other arguments as :class:`AdaptiveMeasurements`."""
 
+    name = "PMW"
+
     def __init__(self, workload, rounds: int = 50, k: int = 1, alpha: float = 0.5, eta: float = 0.5,
                  past: float | None = 0.5, public=None, unit: str = "marginal", selection: str = "exponential",
                  total: float | None = None, total_share: float = 0.01, max_mb: float = 512.0):

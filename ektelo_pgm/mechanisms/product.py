@@ -48,12 +48,27 @@ class MixtureEstimate(Estimate):
         attrs = self.domain.check(attrs)
         if not attrs:
             return np.array(self._total)
-        tables = [self.probs[self.domain.attrs.index(a)] for a in attrs]
-        left = tables[0]
-        for t in tables[1:-1]:
-            left = (left[:, :, None] * t[:, None, :]).reshape(left.shape[0], -1)
-        joint = left.mean(axis=0) if len(tables) == 1 else left.T @ tables[-1] / left.shape[0]
-        return self._total * joint.reshape(self.domain.project(attrs).shape)
+        return self.projections([attrs])[0]
+
+    def projections(self, cliques) -> list[np.ndarray]:
+        """:meth:`project` of each of ``cliques`` (non-empty): the product over all attributes but
+        the last is formed once per distinct prefix, then multiplied by every last table at once."""
+        cliques = [self.domain.check(c) for c in cliques]
+        index = {a: j for j, a in enumerate(self.domain.attrs)}
+        groups, out = {}, {}
+        for c in dict.fromkeys(cliques):
+            groups.setdefault(c[:-1], []).append(c)
+        for prefix, members in groups.items():
+            left = np.ones((self.probs[0].shape[0], 1))
+            for a in prefix:
+                left = (left[:, :, None] * self.probs[index[a]][:, None, :]).reshape(left.shape[0], -1)
+            joint = left.T @ np.concatenate([self.probs[index[c[-1]]] for c in members], axis=1)
+            joint *= self._total / left.shape[0]
+            at = 0
+            for c in members:
+                out[c] = joint[:, at:at + self.domain[c[-1]]].reshape(self.domain.project(c).shape)
+                at += self.domain[c[-1]]
+        return [out[c] for c in cliques]
 
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total): a mixture component each, then every
@@ -234,6 +249,11 @@ class Generator(_ProductMixture):
                 mean.mul_(self.ema).add_(current, alpha=1.0 - self.ema)
 
     def estimate(self, total: float) -> MixtureEstimate:
+        """The current generator's distribution (counts)."""
+        return self._estimate(None, total)
+
+    def output(self, total: float) -> MixtureEstimate:
+        """The released distribution (counts): the averaged generator's (appendix B.2)."""
         return self._estimate(self.averaged, total)
 
 
@@ -259,6 +279,8 @@ class SoftmaxTable(_ProductMixture):
 
     def estimate(self, total: float) -> MixtureEstimate:
         return self._estimate(None, total)
+
+    output = estimate
 
 
 def _residuals(family, measured):

@@ -12,6 +12,8 @@ class RAPSoftmax(AdaptiveMeasurements):
     ``lr`` 0.1 per round), ``k`` queries per round.  Other arguments as
     :class:`AdaptiveMeasurements`."""
 
+    name = "RAP-softmax"
+
     def __init__(self, workload, rounds: int = 25, k: int = 10, alpha: float = 0.5, rows: int = 1000,
                  steps: int = 100, lr: float = 0.1, unit: str = "marginal", selection: str = "exponential",
                  total: float | None = None, total_share: float = 0.01, device: str | None = None,
