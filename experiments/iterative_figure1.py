@@ -18,7 +18,8 @@ workload).  No hyperparameter search: one setting per algorithm (``SETTINGS``), 
                                             [--algorithms GEM PEP] [--out runs.json] [--plot fig.png]
     python experiments/iterative_figure1.py --load runs1.json runs2.json --plot fig.png
 
-Prints a markdown table (mean over runs, with the standard error, and seconds per run).
+Prints a markdown table (means over the runs, the max error's standard error, and the wall and
+CPU seconds per run: on a shared machine the CPU time is the steadier measure).
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def quick(options: dict) -> dict:
     return out
 
 
-def run(names, epsilons, runs: int, fast: bool) -> list[dict]:
+def run(names, epsilons, runs: int, fast: bool, out: Path | None = None, meta: dict | None = None) -> list[dict]:
+    """Every (algorithm, epsilon, run); the rows so far are rewritten to ``out`` after each."""
     adult = Dataset.load(DATA / "adult.csv", DATA / "adult-domain.json")
     order = np.random.default_rng(0).permutation(len(adult))
     cut = int(0.9 * len(adult))
@@ -106,19 +108,23 @@ def run(names, epsilons, runs: int, fast: bool) -> list[dict]:
         for epsilon in epsilons:
             for r in range(runs):
                 budget = Budget.approx(epsilon, delta)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 result = mechanism(name, workload, public[kind], n, options).run(data, budget, rng=r)
-                seconds = time.perf_counter() - start
+                seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
                 worst, mean = errors(workload, data, result.estimate)
                 rows.append(dict(algorithm=name, domain=kind, epsilon=epsilon, run=r, max_error=worst,
-                                 mean_error=mean, seconds=seconds, rho=budget.total, spent=float(result.spent)))
-                print(f"{name:18s} eps={epsilon:<5g} run={r} max={worst:.4f} mean={mean:.5f} {seconds:.1f}s",
-                      flush=True)
+                                 mean_error=mean, seconds=seconds, cpu_seconds=cpu, rho=budget.total,
+                                 spent=float(result.spent)))
+                print(f"{name:18s} eps={epsilon:<5g} run={r} max={worst:.4f} mean={mean:.5f} {seconds:.1f}s wall "
+                      f"{cpu:.1f}s cpu", flush=True)
+                if out is not None:
+                    out.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1))
     return rows
 
 
 def summary(rows: list[dict]) -> dict:
-    """``{(algorithm, epsilon): (max mean, max se, mean mean, mean se, seconds mean, runs)}``."""
+    """``{(algorithm, epsilon): (max mean, max se, mean mean, mean se, wall seconds, runs, CPU seconds)}``
+    (means over the runs; se: standard error)."""
     out = {}
     for key in dict.fromkeys((r["algorithm"], r["epsilon"]) for r in rows):
         group = [r for r in rows if (r["algorithm"], r["epsilon"]) == key]
@@ -126,7 +132,8 @@ def summary(rows: list[dict]) -> dict:
         for field in ("max_error", "mean_error"):
             values = np.array([r[field] for r in group])
             stats += [values.mean(), values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else 0.0]
-        out[key] = (*stats, float(np.mean([r["seconds"] for r in group])), len(group))
+        out[key] = (*stats, float(np.mean([r["seconds"] for r in group])), len(group),
+                    float(np.mean([r["cpu_seconds"] for r in group])))
     return out
 
 
@@ -134,19 +141,22 @@ def markdown(rows: list[dict]) -> str:
     table = summary(rows)
     epsilons = sorted({e for _, e in table})
     names = list(dict.fromkeys(a for a, _ in table))
-    lines = ["| algorithm | data | " + " | ".join(f"eps={e:g} max / mean" for e in epsilons) + " | s / run |",
-             "|---|---|" + "---|" * len(epsilons) + "---|"]
+    lines = ["| algorithm | data | " + " | ".join(f"eps={e:g} max / mean" for e in epsilons) +
+             " | runs | s / run: wall (CPU) |", "|---|---|" + "---|" * len(epsilons) + "---|---|"]
     for name in names:
-        cells, seconds = [], []
+        cells, seconds, cpu, count = [], [], [], set()
         for e in epsilons:
             if (name, e) not in table:
                 cells.append("")
                 continue
-            worst, worst_se, mean, _, secs, _ = table[(name, e)]
-            cells.append(f"{worst:.3f}±{worst_se:.3f} / {mean:.4f}")
+            worst, worst_se, mean, _, secs, runs, cpu_secs = table[(name, e)]
+            cells.append(f"{worst:.3f}±{worst_se:.3f} / {mean:.5f}")
             seconds.append(secs)
+            cpu.append(cpu_secs)
+            count.add(runs)
         kind = SETTINGS[name][0]
-        lines.append(f"| {name} | {kind} | " + " | ".join(cells) + f" | {np.mean(seconds):.0f} |")
+        lines.append(f"| {name} | {kind} | " + " | ".join(cells) +
+                     f" | {'/'.join(map(str, sorted(count)))} | {np.mean(seconds):.0f} ({np.mean(cpu):.0f}) |")
     return "\n".join(lines)
 
 
@@ -200,12 +210,11 @@ def main() -> None:
         order = {name: i for i, name in enumerate(SETTINGS)}
         rows.sort(key=lambda r: (order[r["algorithm"]], r["epsilon"], r["run"]))
     else:
-        rows = run(args.algorithms, epsilons, runs, args.quick)
-    print(markdown(rows))
-    if args.out and not args.load:
         meta = dict(date=datetime.now(timezone.utc).isoformat(timespec="seconds"), machine=platform.platform(),
-                    python=platform.python_version(), quick=args.quick, settings={a: SETTINGS[a][1] for a in args.algorithms})
-        args.out.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1))
+                    python=platform.python_version(), quick=args.quick,
+                    settings={a: SETTINGS[a][1] for a in args.algorithms})
+        rows = run(args.algorithms, epsilons, runs, args.quick, args.out, meta)
+    print(markdown(rows))
     if args.plot:
         plot(rows, args.plot)
 

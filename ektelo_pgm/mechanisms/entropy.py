@@ -50,10 +50,6 @@ class _Cached:
             self._marginals[attrs] = self._marginal(attrs)
         return self._marginals[attrs]
 
-    def marginals(self, cliques) -> list[np.ndarray]:
-        """:meth:`marginal` of each of ``cliques``."""
-        return [self.marginal(c) for c in cliques]
-
     def end_round(self, t: int, rounds: int) -> None:
         """Nothing to do: the output is the last iterate (sec. 7, "Experimental details")."""
 

@@ -6,8 +6,9 @@ accounting of sec. 3.1 (with the marginal trick of appendix A.1).
 An algorithm of the framework is a *family* of distributions and a *loss* minimised over it
 after every round on all measurements so far; MWEM, PEP, GEM and RAP-softmax differ only in
 these two (appendix A.2).  A family keeps the current distribution ``D`` (probabilities):
-``start(domain, rng)``, ``marginal(attrs)``, ``marginals(cliques)``, ``end_round(t, rounds)``
-and ``estimate(total)`` (counts); a loss moves it towards the measured answers:
+``start(domain, rng)``, ``marginal(attrs)`` (probabilities), ``tilt`` or gradient steps,
+``end_round(t, rounds)``, ``estimate(total)`` (the current distribution, counts) and
+``output(total)`` (the released one); a loss moves it towards the measured answers:
 ``start(family)`` and ``update(family, measured, new, rng)``.  Answers are fractions of the
 records inside the update (as in the paper) and counts outside.
 """

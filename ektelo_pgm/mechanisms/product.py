@@ -105,7 +105,7 @@ class _ProductMixture:
         self._changed()
 
     def _changed(self):
-        self._marginals = {}
+        self._current = None
 
     def probabilities(self, params=None) -> list:
         """One ``(B, size)`` tensor of probabilities per attribute (domain order): one softmax
@@ -134,35 +134,9 @@ class _ProductMixture:
 
     def marginal(self, attrs) -> np.ndarray:
         """Probabilities over ``attrs`` of the current distribution (numpy float64)."""
-        attrs = tuple(attrs)
-        if attrs not in self._marginals:
-            self.marginals([attrs])
-        return self._marginals[attrs]
-
-    def marginals(self, cliques) -> list[np.ndarray]:
-        """:meth:`marginal` of each of ``cliques``; the product over all attributes but the last
-        is formed once per distinct prefix and multiplied by every last attribute's table at once."""
-        torch = self.torch
-        missing = [tuple(c) for c in dict.fromkeys(tuple(c) for c in cliques) if tuple(c) not in self._marginals]
-        if missing:
-            groups = {}
-            for c in missing:
-                groups.setdefault(c[:-1], []).append(c)
-            with torch.no_grad():
-                probs = self.probabilities()
-                index = {a: j for j, a in enumerate(self.domain.attrs)}
-                for prefix, members in groups.items():
-                    left = torch.ones(probs[0].shape[0], 1, dtype=self._dtype, device=self._device)
-                    for a in prefix:
-                        left = (left[:, :, None] * probs[index[a]][:, None, :]).reshape(left.shape[0], -1)
-                    last = torch.cat([probs[index[c[-1]]] for c in members], dim=1)
-                    joint = (left.T @ last / left.shape[0]).double().cpu().numpy()
-                    at = 0
-                    for c in members:
-                        size = self.domain[c[-1]]
-                        self._marginals[c] = joint[:, at:at + size].reshape(self.domain.project(c).shape)
-                        at += size
-        return [self._marginals[tuple(c)] for c in cliques]
+        if self._current is None:
+            self._current = self.estimate(1.0)
+        return self._current.project(attrs)
 
     def step(self, optimizer, loss) -> None:
         """One gradient step on ``loss``."""
