@@ -159,3 +159,17 @@ def test_permute_and_flip_distribution():
     # the lower score is reached only when it comes first and its coin comes up: 1/2 exp(-eps)
     expected = 0.5 * np.exp(-epsilon * 2.0 / 2.0)
     assert np.mean(draws == 1) == pytest.approx(expected, abs=4 * np.sqrt(expected / 20000))
+
+
+def test_pep_on_a_graphical_model_runs_where_the_full_vector_cannot():
+    wide = Domain([f"x{i}" for i in range(10)], [16] * 10)
+    rng = np.random.default_rng(5)
+    base = rng.integers(16, size=1500)
+    records = np.stack([(base + i * rng.integers(2, size=1500)) % 16 for i in range(10)], axis=1)
+    data = Dataset(records, wide)
+    workload = kway_marginals(wide, 2)
+    with pytest.raises(MemoryError, match="full distribution"):
+        PEP(workload, rounds=2, total=1500).run(data, Budget.zcdp(1.0), rng=0)
+    result = PEP(workload, rounds=3, total=1500, representation="graphical").run(data, Budget.zcdp(1e6), rng=0)
+    for q in result.queries:
+        assert np.abs(result.estimate.project(q.attrs) - data.marginal(q.attrs)).max() < 1.0
