@@ -43,16 +43,16 @@ DATA = ROOT.parent / "shared" / "data"
 REDUCED = ["sex", "race", "relationship", "marital-status", "workclass", "education-num", "income>50K"]
 PUBLIC_REDUCED = ["sex", "race", "relationship", "marital-status", "occupation", "education-num", "age"]
 EPSILONS = [0.1, 0.15, 0.2, 0.25, 0.5, 1.0]
-GEM_NET = dict(hidden=(128, 256), embedding=32, batch=200, lr=1e-3, max_steps=50)
-SETTINGS = {  # (domain, constructor arguments); the quick run divides rounds and steps
+GEM_NET = dict(hidden=(64, 128), embedding=16, batch=100, lr=1e-3, max_steps=30)
+SETTINGS = {  # (domain, constructor arguments); the quick run divides rounds and steps by 5
     "MWEM": ("reduced", dict(rounds=60)),
     "PEP": ("reduced", dict(rounds=30, max_steps=25)),
     "PMW-Pub": ("reduced", dict(rounds=60)),
     "PEP-Pub": ("reduced", dict(rounds=30, max_steps=25)),
-    "RAP-softmax": ("full", dict(rounds=10, k=5, rows=500, steps=100)),
-    "GEM": ("full", dict(rounds=30, **GEM_NET)),
-    "GEM-Pub": ("full", dict(rounds=15, pretrain_steps=400, **GEM_NET)),
-    "GEM-Pub (reduced)": ("full", dict(rounds=30, pretrain_steps=400, **GEM_NET)),
+    "RAP-softmax": ("full", dict(rounds=8, k=5, rows=200, steps=50)),
+    "GEM": ("full", dict(rounds=20, **GEM_NET)),
+    "GEM-Pub": ("full", dict(rounds=10, pretrain_steps=200, **GEM_NET)),
+    "GEM-Pub (reduced)": ("full", dict(rounds=20, pretrain_steps=200, **GEM_NET)),
 }
 
 
