@@ -79,7 +79,8 @@ class State:
     (``previous``: the one before this round's fit), ``fitted``: the update's last estimate (the
     warm start of the next fit, None before the first), every query and measurement so far and
     this round's (``chosen``, ``measured``), and the estimates after each round when the
-    mechanism keeps them (``iterates``)."""
+    mechanism keeps them (``iterates``); ``rng`` is the run's random generator, for hooks that
+    draw without being handed it (e.g. ``fit`` shuffling its update order)."""
 
     domain: Domain
     total: float | None
@@ -93,6 +94,7 @@ class State:
     chosen: list[Query] = field(default_factory=list)
     measured: list[Measurement] = field(default_factory=list)
     iterates: list[Estimate] = field(default_factory=list)
+    rng: np.random.Generator | None = None
 
     def add(self, queries: list[Query], measurements: list[Measurement]) -> None:
         """Record measured queries (this round's, and in the run's lists)."""
@@ -224,7 +226,7 @@ class Adaptive:
         check_budget(budget, f"{type(self).__name__}.run")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
-        state = State(data.domain, self.known_total(data))
+        state = State(data.domain, self.known_total(data), rng=rng)
         self.initialise(state, data, budget, rng)
         while (share := self.schedule.next(state, budget)) is not None:
             state.round += 1
