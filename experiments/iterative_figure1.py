@@ -50,7 +50,7 @@ SETTINGS = {  # (domain, constructor arguments); the quick run divides rounds an
     "PMW-Pub": ("reduced", dict(rounds=60)),
     "PEP-Pub": ("reduced", dict(rounds=30, max_steps=25)),
     "RAP-softmax": ("full", dict(rounds=8, k=5, rows=200, steps=50)),
-    "GEM": ("full", dict(rounds=20, **GEM_NET)),
+    "GEM": ("full", dict(rounds=40, **GEM_NET)),
     "GEM-Pub": ("full", dict(rounds=10, pretrain_steps=200, **GEM_NET)),
     "GEM-Pub (reduced)": ("full", dict(rounds=20, pretrain_steps=200, **GEM_NET)),
 }

@@ -2,6 +2,12 @@
 the constructor and ``run(data, budget, rng) -> Result``; adaptive ones share the loop of
 :mod:`ektelo_pgm.mechanisms.adaptive`."""
 from .adaptive import Adaptive, Annealing, EqualShares, Share, State
+from .framework import AdaptiveMeasurements, KWorst
+from .gem import GEM
 from .mwem import MWEM
+from .pep import PEP
+from .pmw import PMW
+from .rap import RAPSoftmax
 
-__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "MWEM"]
+__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "MWEM", "AdaptiveMeasurements", "KWorst",
+           "PMW", "PEP", "GEM", "RAPSoftmax"]
