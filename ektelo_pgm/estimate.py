@@ -8,6 +8,8 @@ An :class:`Estimate` is an estimated distribution of records over a domain, in c
 - :class:`LocalEstimate`: one marginal per measured clique (local least squares);
 - :class:`AverageEstimate`: the average of several estimates (MWEM's averaged iterates);
 - :class:`BayesNet`: a Bayesian network (the built-in synthetic census, PrivBayes);
+- :class:`SupportEstimate`: weights over the records of a public dataset (PMW-Pub, PEP-Pub);
+- :class:`MixtureEstimate`: a uniform mixture of product distributions (GEM, RAP-softmax);
 - ``GraphicalModel`` (Private-PGM) and ``APPGMEstimate`` (APPGM's pseudo-marginals) live with
   their engines in :mod:`ektelo_pgm.pgm` and are importable from here too.
 """
@@ -26,7 +28,7 @@ from .measurement import check_total
 
 
 __all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "BayesNet",
-           "GraphicalModel", "APPGMEstimate"]
+           "SupportEstimate", "MixtureEstimate", "GraphicalModel", "APPGMEstimate"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
 _ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
@@ -348,3 +350,86 @@ class BayesNet(Estimate):
     def __repr__(self) -> str:
         edges = sum(len(p) for p in self.parents.values())
         return f"BayesNet({self.domain}, {edges} edges, total={self._total:g})"
+
+
+class SupportEstimate(Estimate):
+    """Weighted records (counts): the distinct ``rows`` of a public dataset with ``weights``."""
+
+    def __init__(self, domain: Domain, rows: np.ndarray, weights: np.ndarray):
+        self.domain, self.rows, self.weights = domain, rows, np.asarray(weights, dtype=np.float64)
+
+    @property
+    def total(self) -> float:
+        return float(self.weights.sum())
+
+    def project(self, attrs) -> np.ndarray:
+        attrs = self.domain.check(attrs)
+        if not attrs:
+            return np.array(self.total)
+        shape = self.domain.project(attrs).shape
+        index = np.ravel_multi_index(self.rows[:, list(self.domain.axes(attrs))].T, shape)
+        return np.bincount(index, self.weights, minlength=int(np.prod(shape))).reshape(shape)
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total) drawn from the weighted rows."""
+        rng = np.random.default_rng(rng)
+        n = int(round(self.total)) if n is None else int(n)
+        if n < 1:
+            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+        picks = rng.choice(len(self.rows), size=n, p=self.weights / self.weights.sum())
+        return Dataset(self.rows[picks], self.domain)
+
+
+class MixtureEstimate(Estimate):
+    """``total`` records from the uniform mixture of product distributions ``probs`` (one
+    ``(B, size)`` array per attribute, domain order; rows sum to one)."""
+
+    def __init__(self, domain: Domain, probs, total: float):
+        self.domain, self.probs, self._total = domain, [np.asarray(p, dtype=np.float64) for p in probs], float(total)
+        if len(self.probs) != len(domain):
+            raise ValueError(f"MixtureEstimate: {len(self.probs)} attribute tables for {len(domain)} attributes")
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    def project(self, attrs) -> np.ndarray:
+        attrs = self.domain.check(attrs)
+        if not attrs:
+            return np.array(self._total)
+        return self.projections([attrs])[0]
+
+    def projections(self, cliques) -> list[np.ndarray]:
+        """:meth:`project` of each of ``cliques`` (non-empty): the product over all attributes but
+        the last is formed once per distinct prefix, then multiplied by every last table at once."""
+        cliques = [self.domain.check(c) for c in cliques]
+        index = {a: j for j, a in enumerate(self.domain.attrs)}
+        groups, out = {}, {}
+        for c in dict.fromkeys(cliques):
+            groups.setdefault(c[:-1], []).append(c)
+        for prefix, members in groups.items():
+            left = np.ones((self.probs[0].shape[0], 1))
+            for a in prefix:
+                left = (left[:, :, None] * self.probs[index[a]][:, None, :]).reshape(left.shape[0], -1)
+            joint = left.T @ np.concatenate([self.probs[index[c[-1]]] for c in members], axis=1)
+            joint *= self._total / left.shape[0]
+            at = 0
+            for c in members:
+                out[c] = joint[:, at:at + self.domain[c[-1]]].reshape(self.domain.project(c).shape)
+                at += self.domain[c[-1]]
+        return [out[c] for c in cliques]
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total): a mixture component each, then every
+        attribute drawn independently from that component."""
+        rng = np.random.default_rng(rng)
+        n = int(round(self._total)) if n is None else int(n)
+        if n < 1:
+            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+        component = rng.integers(self.probs[0].shape[0], size=n)
+        records = np.empty((n, len(self.domain)), dtype=np.int64)
+        for j, p in enumerate(self.probs):
+            cumulative = np.cumsum(p[component], axis=1)
+            u = rng.random(n) * cumulative[:, -1]
+            records[:, j] = np.minimum((cumulative < u[:, None]).sum(axis=1), p.shape[1] - 1)
+        return Dataset(records, self.domain)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ektelo_pgm import Budget, Dataset, Domain
-from ektelo_pgm.mechanisms.product import MixtureEstimate
+from ektelo_pgm.estimate import MixtureEstimate
 
 torch = pytest.importorskip("torch", reason="GEM and RAP-softmax need the optional torch extra (ektelo_pgm[gem])")
 torch.set_num_threads(1)  # small tensors: one thread is fastest on a shared machine

@@ -22,7 +22,7 @@ from scipy.special import logsumexp
 
 from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
-from ..estimate import Estimate, VectorEstimate
+from ..estimate import Estimate, SupportEstimate, VectorEstimate
 from ..pgm import CliqueVector, Factor, GraphicalModel
 from ..pgm.junction_tree import DEFAULT_MAX_MB, canonical
 
@@ -119,34 +119,6 @@ class GraphicalDistribution(_Cached):
 
     def estimate(self, total: float) -> Estimate:
         return GraphicalModel.from_flat(self.model.oracle, self.model.theta, total)
-
-
-class SupportEstimate(Estimate):
-    """Weighted records (counts): the distinct ``rows`` of a public dataset with ``weights``."""
-
-    def __init__(self, domain: Domain, rows: np.ndarray, weights: np.ndarray):
-        self.domain, self.rows, self.weights = domain, rows, np.asarray(weights, dtype=np.float64)
-
-    @property
-    def total(self) -> float:
-        return float(self.weights.sum())
-
-    def project(self, attrs) -> np.ndarray:
-        attrs = self.domain.check(attrs)
-        if not attrs:
-            return np.array(self.total)
-        shape = self.domain.project(attrs).shape
-        index = np.ravel_multi_index(self.rows[:, list(self.domain.axes(attrs))].T, shape)
-        return np.bincount(index, self.weights, minlength=int(np.prod(shape))).reshape(shape)
-
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total) drawn from the weighted rows."""
-        rng = np.random.default_rng(rng)
-        n = int(round(self.total)) if n is None else int(n)
-        if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
-        picks = rng.choice(len(self.rows), size=n, p=self.weights / self.weights.sum())
-        return Dataset(self.rows[picks], self.domain)
 
 
 class PublicSupport(_Cached):

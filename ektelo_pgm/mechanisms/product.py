@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..estimate import Estimate
+from ..estimate import MixtureEstimate
 
 
 def torch_module():
@@ -29,61 +29,6 @@ def torch_module():
         raise ImportError("GEM and RAP-softmax need torch, an optional extra: pip install 'ektelo_pgm[gem]' "
                           "(or pip install torch)") from None
     return torch
-
-
-class MixtureEstimate(Estimate):
-    """``total`` records from the uniform mixture of product distributions ``probs`` (one
-    ``(B, size)`` array per attribute, domain order; rows sum to one)."""
-
-    def __init__(self, domain: Domain, probs, total: float):
-        self.domain, self.probs, self._total = domain, [np.asarray(p, dtype=np.float64) for p in probs], float(total)
-        if len(self.probs) != len(domain):
-            raise ValueError(f"MixtureEstimate: {len(self.probs)} attribute tables for {len(domain)} attributes")
-
-    @property
-    def total(self) -> float:
-        return self._total
-
-    def project(self, attrs) -> np.ndarray:
-        attrs = self.domain.check(attrs)
-        if not attrs:
-            return np.array(self._total)
-        return self.projections([attrs])[0]
-
-    def projections(self, cliques) -> list[np.ndarray]:
-        """:meth:`project` of each of ``cliques`` (non-empty): the product over all attributes but
-        the last is formed once per distinct prefix, then multiplied by every last table at once."""
-        cliques = [self.domain.check(c) for c in cliques]
-        index = {a: j for j, a in enumerate(self.domain.attrs)}
-        groups, out = {}, {}
-        for c in dict.fromkeys(cliques):
-            groups.setdefault(c[:-1], []).append(c)
-        for prefix, members in groups.items():
-            left = np.ones((self.probs[0].shape[0], 1))
-            for a in prefix:
-                left = (left[:, :, None] * self.probs[index[a]][:, None, :]).reshape(left.shape[0], -1)
-            joint = left.T @ np.concatenate([self.probs[index[c[-1]]] for c in members], axis=1)
-            joint *= self._total / left.shape[0]
-            at = 0
-            for c in members:
-                out[c] = joint[:, at:at + self.domain[c[-1]]].reshape(self.domain.project(c).shape)
-                at += self.domain[c[-1]]
-        return [out[c] for c in cliques]
-
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total): a mixture component each, then every
-        attribute drawn independently from that component."""
-        rng = np.random.default_rng(rng)
-        n = int(round(self._total)) if n is None else int(n)
-        if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
-        component = rng.integers(self.probs[0].shape[0], size=n)
-        records = np.empty((n, len(self.domain)), dtype=np.int64)
-        for j, p in enumerate(self.probs):
-            cumulative = np.cumsum(p[component], axis=1)
-            u = rng.random(n) * cumulative[:, -1]
-            records[:, j] = np.minimum((cumulative < u[:, None]).sum(axis=1), p.shape[1] - 1)
-        return Dataset(records, self.domain)
 
 
 class _ProductMixture:
