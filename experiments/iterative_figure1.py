@@ -18,8 +18,9 @@ workload).  No hyperparameter search: one setting per algorithm (``SETTINGS``), 
                                             [--algorithms GEM PEP] [--out runs.json] [--plot fig.png]
     python experiments/iterative_figure1.py --load runs1.json runs2.json --plot fig.png
 
-Prints a markdown table (means over the runs, the max error's standard error, and the wall and
-CPU seconds per run: on a shared machine the CPU time is the steadier measure).
+Prints a markdown table (means over the runs, the max error's standard error when there are
+several, and the wall and CPU seconds per run: on a shared machine the CPU time is the steadier
+measure).
 """
 from __future__ import annotations
 
@@ -150,7 +151,8 @@ def markdown(rows: list[dict]) -> str:
                 cells.append("")
                 continue
             worst, worst_se, mean, _, secs, runs, cpu_secs = table[(name, e)]
-            cells.append(f"{worst:.3f}±{worst_se:.3f} / {mean:.5f}")
+            spread = f"±{worst_se:.3f}" if runs > 1 else ""
+            cells.append(f"{worst:.3f}{spread} / {mean:.5f}")
             seconds.append(secs)
             cpu.append(cpu_secs)
             count.add(runs)
