@@ -65,9 +65,15 @@ class Estimate(ABC):
     """An estimated distribution of records over ``domain``, in counts.
 
     Subclasses give ``total``, ``project`` and ``synthetic_data``; ``answer`` follows.
+    Iterative reconstructions also set ``iterations`` (how many ran), ``converged`` (whether
+    the optimality gap was certified within their tolerance) and ``gap`` (that gap, in loss
+    units); see :mod:`ektelo_pgm.convergence`.  Direct ones leave them None.
     """
 
     domain: Domain
+    iterations: int | None = None
+    converged: bool | None = None
+    gap: float | None = None
 
     @property
     @abstractmethod

@@ -8,7 +8,7 @@ from scipy.special import logsumexp, softmax
 
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.estimate import FactoredEstimate, VectorEstimate
-from ektelo_pgm.matrix import Dense, Identity, Marginal, Prefix, Total
+from ektelo_pgm.matrix import Dense, Identity, Kronecker, Marginal, Prefix, Total
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.measurement import estimate_total
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights, attribute_groups
@@ -127,9 +127,10 @@ def test_attribute_groups_are_the_connected_components():
 def test_factored_equals_unfactored(stepsize):
     rng = np.random.default_rng(4)
     ms = measure(SPLIT, positive_truth(SPLIT, 800.0, rng), SPLIT_SPEC, rng, noise=1.0)
-    iters = 300 if stepsize else 4000
-    factored = MultiplicativeWeights(iters=iters, stepsize=stepsize).reconstruct(SPLIT, ms)
-    full = MultiplicativeWeights(iters=iters, stepsize=stepsize, factored=False).reconstruct(SPLIT, ms)
+    # an explicit stepsize with no early stop runs exactly `iters` identical iterations
+    settings = dict(iters=300, stepsize=stepsize, tol=0.0, ftol=0.0) if stepsize else {}
+    factored = MultiplicativeWeights(**settings).reconstruct(SPLIT, ms)
+    full = MultiplicativeWeights(factored=False, **settings).reconstruct(SPLIT, ms)
     assert isinstance(factored, FactoredEstimate) and isinstance(full, VectorEstimate)
     assert [g for g, _ in factored.factors] == [("a", "b"), ("c", "d"), ("e",)]
     # an explicit stepsize gives identical iterates; the default ones converge to the same point
@@ -190,16 +191,47 @@ def test_estimate_total_is_inverse_variance_weighted():
 
 @pytest.mark.parametrize("factored", [True, False])
 def test_warm_start_continues_the_iterations(factored):
+    """(Unfactored, one step size serves factors of different curvature: thousands of iterations
+    to a certified gap of 1e-6, so that case stops at 1e-3.)"""
     rng = np.random.default_rng(9)
-    ms = measure(SPLIT, positive_truth(SPLIT, 800.0, rng), SPLIT_SPEC, rng, noise=1.0)
-    mw = MultiplicativeWeights(iters=150, factored=factored)
-    first = mw.reconstruct(SPLIT, ms, total=800.0)
+    ms = measure(SPLIT, positive_truth(SPLIT, 800.0, rng), SPLIT_SPEC, rng)  # consistent: an interior optimum
+    tol = 1e-6 if factored else 1e-3
+    first = MultiplicativeWeights(iters=20, factored=factored).reconstruct(SPLIT, ms, total=800.0)
+    assert first.iterations == 20 and not first.converged
+    mw = MultiplicativeWeights(factored=factored, tol=tol)
     resumed = mw.reconstruct(SPLIT, ms, total=800.0, warm_start=first)
-    straight = MultiplicativeWeights(iters=300, factored=factored).reconstruct(SPLIT, ms, total=800.0)
-    np.testing.assert_allclose(resumed.project(SPLIT.attrs), straight.project(SPLIT.attrs), rtol=1e-9)
+    straight = mw.reconstruct(SPLIT, ms, total=800.0)
+    assert resumed.converged and straight.converged
+    np.testing.assert_allclose(resumed.project(SPLIT.attrs), straight.project(SPLIT.attrs), atol=1e3 * tol)
+    again = mw.reconstruct(SPLIT, ms, total=800.0, warm_start=straight)
+    assert again.iterations == 0 and again.converged  # an optimal start is recognised as such
     with pytest.raises(ValueError, match="warm_start"):
-        mw.reconstruct(DOMAIN, measure(DOMAIN, np.ones(DOMAIN.size()), [(("a",), None, 1.0)], rng),
-                       warm_start=first)
+        MultiplicativeWeights().reconstruct(DOMAIN, measure(DOMAIN, np.ones(DOMAIN.size()), [(("a",), None, 1.0)], rng),
+                                            warm_start=first)
+
+
+def test_recovers_noiseless_marginals_with_prefix_queries_by_default():
+    """Default settings on a 60-cell domain with a Prefix x Identity query: the fixed provable
+    step misses the answers by counts; the searched step recovers them and says it converged."""
+    domain = Domain(["a", "b", "c"], [5, 4, 3])
+    rng = np.random.default_rng(13)
+    x = positive_truth(domain, 1000.0, rng)
+    spec = [(("a", "b"), Kronecker([Prefix(5), Identity(4)]), 1.0), (("b", "c"), None, 0.3), (("c",), Prefix(3), 2.0)]
+    ms = measure(domain, x, spec, rng)
+    est = MultiplicativeWeights().reconstruct(domain, ms, total=x.sum())
+    assert est.converged and est.iterations < MultiplicativeWeights().iters and est.gap <= 1e-6
+    for m in ms:
+        answers = m.query_for(domain) @ est.project(m.attrs).ravel()
+        assert np.abs(answers - m.y).max() < 1e-4 * x.sum()
+
+
+def test_a_capped_run_reports_that_it_did_not_converge():
+    rng = np.random.default_rng(14)
+    ms = measure(DOMAIN, positive_truth(DOMAIN, 1000.0, rng), [(("a", "b"), None, 0.01), (("b", "c"), None, 100.0)], rng)
+    seen = []
+    est = MultiplicativeWeights(iters=5).reconstruct(DOMAIN, ms, total=1000.0, callback=lambda t, v: seen.append((t, v)))
+    assert est.iterations == 5 and not est.converged and est.gap > 1e-6
+    assert [t for t, _ in seen] == [1, 2, 3, 4, 5] and all(b <= a for (_, a), (_, b) in zip(seen, seen[1:]))
 
 
 def test_recovers_the_measured_marginals_as_noise_vanishes():
@@ -230,5 +262,7 @@ def test_bad_settings_are_refused():
         MultiplicativeWeights(iters=-1)
     with pytest.raises(ValueError, match="stepsize"):
         MultiplicativeWeights(stepsize=0.0)
+    with pytest.raises(ValueError, match="tol"):
+        MultiplicativeWeights(tol=-1.0)
     with pytest.raises(ValueError, match="no measurements"):
         MultiplicativeWeights().reconstruct(DOMAIN, [], total=10)

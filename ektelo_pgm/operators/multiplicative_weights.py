@@ -10,9 +10,14 @@ from scipy.special import logsumexp
 
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
+from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_tolerances
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..measurement import check_measurements, resolve_total
 from .least_squares import MAX_DOMAIN_MB, weighted_system
+
+ARMIJO = 1e-4  # a searched step must lower the loss by this fraction of the decrease its gradient predicts
+HALVINGS = 40  # trial steps per iteration before the search concludes no step lowers the loss
+GROW_AFTER = 4  # iterations in a row whose first trial was accepted before the searched step doubles
 
 
 def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
@@ -40,40 +45,55 @@ class MultiplicativeWeights:
     """Multiplicative-weights reconstruction of the data distribution, in counts summing to the
     total.
 
-    Each of ``iters`` iterations applies MWEM's update for all measurements at once (Hardt et al.
-    2012, Figure 1 step 3, with the "all measurements, multiple times" enhancement of sec. 2.3.2):
+    Each iteration applies MWEM's update for all measurements at once (Hardt et al. 2012, Figure 1
+    step 3, with the "all measurements, multiple times" enhancement of sec. 2.3.2):
     ``p <- total * normalise(p * exp(-stepsize * Q'W^2 (Q p - y)))`` with ``W = 1/std``, which is
-    entropic mirror descent on ``sum ||(Q p - y)/std||^2`` over ``{p >= 0, sum p = total}``
-    (McKenna et al. 2019, suppl. E.2).  The default ``stepsize`` is ``1 / (total * s^2)`` with ``s``
-    the largest column norm of the weighted stacked query: the largest step for which the loss
-    provably decreases (MWEM's ``1/(2n)`` for one unit query is half of it).  From a positive
-    start with consistent measurements the iterates converge to the entropic (I-)projection of the
-    start onto the measurements' constraint set.
+    entropic mirror descent on ``sum ||(Q p - y)/std||^2 / 2`` over ``{p >= 0, sum p = total}``
+    (McKenna et al. 2019, suppl. E.2).  From a positive start with consistent measurements the
+    iterates converge to the entropic (I-)projection of the start onto the measurements'
+    constraint set.
+
+    With the default ``stepsize=None`` each iteration searches its step (Armijo backtracking,
+    as Private-PGM's Algorithm 1 with line search, McKenna et al. 2019, sec. 3.2): it starts from
+    ``1 / (total * s^2)`` with ``s`` the largest column norm of the weighted stacked query (the
+    largest step for which the loss provably decreases; MWEM's ``1/(2n)`` for one unit query is
+    half of it), doubles after :data:`GROW_AFTER` iterations whose first trial was accepted and
+    halves until the loss drops by :data:`ARMIJO` times the decrease its gradient predicts.  The
+    direction stays MWEM's, so that the iterates stay in the exponential family of the start and
+    reach the I-projection.  A given ``stepsize`` is MWEM's rule as it is, at every iteration.
+
+    ``iters`` is a maximum: the run stops earlier once the Frank-Wolfe duality gap certifies
+    the loss within ``tol`` of its minimum, or when the loss stalls (``ftol``), by the rule of
+    :mod:`ektelo_pgm.convergence`; the estimate reports ``iterations``, ``converged`` and
+    ``gap`` (the largest over the factors, iterations too; converged when every factor is).
 
     With ``factored=True`` the attributes are split into the connected components of the measured
     cliques' co-occurrence graph and each component is an independent factor (Hardt et al. 2012,
-    sec. 4), each with its own default stepsize; with an explicit ``stepsize`` the factored and
-    full iterates are identical.  The result is a ``FactoredEstimate`` when there are several
+    sec. 4), each run on its own; with an explicit ``stepsize`` and ``tol=ftol=0`` the factored
+    and full iterates are identical.  The result is a ``FactoredEstimate`` when there are several
     groups and a ``VectorEstimate`` otherwise.  Each factor's size (the full domain when not
     factored) is checked first against ``max_domain_mb``.
 
-    The total is the one given, else ``ektelo_pgm.measurement.estimate_total``.  ``warm_start`` (an Estimate on the same
-    domain, e.g. the previous round's) gives the starting distribution (its group marginals when
-    factored); the default start is uniform.  Measurements on no attributes only inform the total.
-    ``callback(t, loss)`` is called for ``t = 0..iters`` with the loss
-    ``0.5 sum ||(Q p - y)/std||^2`` (counts) of the ``t``-th iterate (summed over the factors).
+    The total is the one given, else ``ektelo_pgm.measurement.estimate_total``.  ``warm_start`` (an
+    Estimate on the same domain, e.g. the previous round's) gives the starting distribution (its
+    group marginals when factored); the default start is uniform.  Measurements on no attributes
+    only inform the total.  ``callback(t, loss)`` is called for ``t = 0..iterations`` with the loss
+    ``0.5 sum ||(Q p - y)/std||^2`` (counts) of the ``t``-th iterate, summed over the factors (a
+    factor that stopped earlier counts with its last loss).
     """
 
-    def __init__(self, iters: int = 1000, stepsize: float | None = None, factored: bool = True,
-                 max_domain_mb: float = MAX_DOMAIN_MB):
+    def __init__(self, iters: int = 10000, stepsize: float | None = None, factored: bool = True,
+                 max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL):
         if int(iters) < 0:
             raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
         if stepsize is not None and not (np.isfinite(stepsize) and stepsize > 0):
             raise ValueError(f"stepsize must be positive and finite, got {stepsize!r}")
+        check_tolerances(tol, ftol)
         self.iters = int(iters)
         self.stepsize = None if stepsize is None else float(stepsize)
         self.factored = bool(factored)
         self.max_domain_mb = float(max_domain_mb)
+        self.tol, self.ftol = float(tol), float(ftol)
 
     def reconstruct(self, domain: Domain, measurements, total=None, warm_start: Estimate | None = None,
                     callback=None) -> Estimate:
@@ -88,43 +108,70 @@ class MultiplicativeWeights:
         if warm_start is not None and warm_start.domain != domain:
             raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
         total = resolve_total(domain, measurements, total)
-        factors, losses = [], np.zeros(self.iters + 1)
+        factors, rules = [], []
         for group in groups:
             sub = domain.project(group)
             start = np.ones(sub.shape) if warm_start is None else np.clip(warm_start.project(group), 0.0, None)
             if start.sum() <= 0:
                 raise ValueError(f"warm_start has no positive mass on {list(group)}")
             local = [m for m in updating if set(m.attrs) <= set(group)]
-            probs = self._iterate(sub, local, total, start.ravel() / start.sum(), losses if callback else None)
+            losses = []
+            rule = StoppingRule(self.tol, self.ftol, lambda t, loss: losses.append(loss))
+            probs = self._iterate(sub, local, total, start.ravel() / start.sum(), rule)
             factors.append((group, probs.reshape(sub.shape)))
-        if callback is not None:
-            for t, loss in enumerate(losses):
-                callback(t, float(loss))
+            rules.append((rule, [rule.initial] + losses))
         if len(factors) == 1:
-            return VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_domain_mb)
-        return FactoredEstimate(domain, total, factors)
+            estimate = VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_domain_mb)
+        else:
+            estimate = FactoredEstimate(domain, total, factors)
+        estimate.iterations = max(r.iterations for r, _ in rules)
+        estimate.converged = all(r.converged for r, _ in rules)
+        estimate.gap = max(r.gap for r, _ in rules)
+        if callback is not None:
+            for t in range(estimate.iterations + 1):
+                callback(t, sum(losses[min(t, len(losses) - 1)] for _, losses in rules))
+        return estimate
 
-    def _iterate(self, domain: Domain, measurements, total: float, start: np.ndarray, losses=None) -> np.ndarray:
-        """``iters`` MW updates from the distribution ``start`` over ``domain``; probabilities.
-        When ``losses`` is given, each iterate's loss is added to its entry."""
-        if not measurements or self.iters == 0:
-            if measurements and losses is not None:
-                A, b = weighted_system(domain, measurements)
-                losses += 0.5 * float(np.sum((A @ (total * start) - b) ** 2))
+    def _iterate(self, domain: Domain, measurements, total: float, start: np.ndarray,
+                 rule: StoppingRule) -> np.ndarray:
+        """MW updates from the distribution ``start`` over ``domain`` until ``rule`` or ``iters``
+        stops them; probabilities."""
+        if not measurements:
+            rule.start(0.0, 0.0)
             return start
         A, b = weighted_system(domain, measurements)
-        stepsize = self.stepsize
-        if stepsize is None:
-            stepsize = 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
+
+        def evaluate(logp):
+            counts = total * np.exp(logp)
+            residual = A @ counts - b
+            grad = A.T @ residual
+            gap = float(grad @ counts - total * grad.min())  # Frank-Wolfe gap over the scaled simplex
+            return counts, 0.5 * float(residual @ residual), grad, gap
+
         with np.errstate(divide="ignore"):
             logp = np.log(start)
-        for t in range(self.iters):
-            residual = A @ (total * np.exp(logp)) - b
-            if losses is not None:
-                losses[t] += 0.5 * float(residual @ residual)
-            logp = logp - stepsize * (A.T @ residual)
-            logp -= logsumexp(logp)
-        if losses is not None:
-            residual = A @ (total * np.exp(logp)) - b
-            losses[-1] += 0.5 * float(residual @ residual)
+        counts, value, grad, gap = evaluate(logp)
+        if rule.start(value, gap) or self.iters == 0:
+            return start
+        alpha = self.stepsize or 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
+        streak = 0
+        for _ in range(self.iters):
+            if self.stepsize is None and streak >= GROW_AFTER:
+                alpha, streak = 2.0 * alpha, 0
+            for trial in range(HALVINGS):
+                new_logp = logp - alpha * grad
+                new_logp -= logsumexp(new_logp)
+                new = evaluate(new_logp)
+                if self.stepsize is not None:
+                    break
+                decrease = value - new[1]
+                if decrease > 0 and decrease >= ARMIJO * float(grad @ (counts - new[0])):
+                    streak = streak + 1 if trial == 0 else 0
+                    break
+                alpha, streak = 0.5 * alpha, 0
+            else:  # no step lowers the loss any more
+                break
+            logp, (counts, value, grad, gap) = new_logp, new
+            if rule.update(value, gap):
+                break
         return np.exp(logp)
