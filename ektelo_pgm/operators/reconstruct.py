@@ -10,24 +10,30 @@ class PGM:
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the
     measured cliques minimising the noise-weighted loss of the measurements.
 
-    ``method``: ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
+    ``method``: ``"mirror"`` (Algorithm 1, Armijo line search), ``"accelerated"`` (Algorithm 2) or
+    ``"lbfgs"`` (quasi-Newton on the log-potentials after a scaling phase, supplement A.3: robust
+    to noise scales spanning orders of magnitude and to zero cells; smooth losses);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
     over CliqueVectors of counts; ``max_model_mb`` bounds the junction tree (MB as float64);
-    ``tol`` the relative loss change that stops early.  See :func:`ektelo_pgm.pgm.estimation.estimate`.
+    ``tol``: for ``"lbfgs"`` the certified relative optimality gap that stops it (default
+    ``ektelo_pgm.convergence.DEFAULT_TOL``), for the others the relative loss change that stops
+    them early (default 0: never); ``iters`` is a maximum; the model reports ``iterations``,
+    ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  See
+    :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
     def __init__(self, iters: int = 1000, method: str = "mirror", loss="l2", max_model_mb: float = 1024.0,
-                 tol: float = 0.0):
-        if method not in ("mirror", "accelerated"):
-            raise ValueError(f"PGM: method must be 'mirror' or 'accelerated', got {method!r}")
+                 tol: float | None = None):
+        if method not in ("mirror", "accelerated", "lbfgs"):
+            raise ValueError(f"PGM: method must be 'mirror', 'accelerated' or 'lbfgs', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):
             raise ValueError(f"PGM: loss must be 'l1', 'l2' or a callable, got {loss!r}")
         if int(iters) < 0:
             raise ValueError(f"PGM: iters must be non-negative, got {iters}")
-        if not float(tol) >= 0:
-            raise ValueError(f"PGM: tol must be a non-negative relative loss change, got {tol}")
+        if tol is not None and not float(tol) >= 0:
+            raise ValueError(f"PGM: tol must be non-negative, got {tol}")
         self.iters, self.method, self.loss = int(iters), method, loss
-        self.max_model_mb, self.tol = float(max_model_mb), float(tol)
+        self.max_model_mb, self.tol = float(max_model_mb), None if tol is None else float(tol)
 
     def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None, *, cliques=()):
         """The estimated GraphicalModel (counts; ``total`` records, estimated when None).

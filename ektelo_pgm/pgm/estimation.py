@@ -11,8 +11,11 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ..domain import Domain
+from ..matrix import Sparse
 from ..measurement import resolve_total
 from ..kernels import identity_loss
 from ..kernels.interrupt import deferred_sigint
@@ -120,6 +123,16 @@ class Objective:
             return 1.0 / max(float(w.max()) for w in weights if w.size)
         return 1.0 / total
 
+    def curvature(self) -> np.ndarray | None:
+        """Diagonal of the L2 loss's Hessian ``Q^T W^2 Q`` over the flat marginal buffer (1 /
+        counts^2), None for other losses."""
+        if self.loss != "l2":
+            return None
+        diag = np.bincount(self.index, self.w**2, minlength=self.oracle.size)
+        for _, where, query, _, w in self.general:
+            diag[where] += np.asarray((Sparse(sp.diags(w)) @ query).column_norms(2)) ** 2
+        return diag
+
     def lipschitz(self) -> float:
         """Largest eigenvalue of the (block-diagonal) Q^T W^2 Q over the parameter cliques (counts).
 
@@ -135,9 +148,10 @@ class Objective:
         return float(per_clique.max()) if per_clique.size else 0.0
 
 
-def _finish(oracle, theta, total, value, iterations):
+def _finish(oracle, theta, total, rule: StoppingRule):
+    """The model of ``theta`` with what ``rule`` recorded: loss, iterations, converged, gap."""
     model = GraphicalModel.from_flat(oracle, theta, total)
-    model.loss, model.iterations = value, iterations
+    model.loss, model.iterations, model.converged, model.gap = rule.loss, rule.iterations, rule.converged, rule.gap
     return model
 
 
@@ -164,7 +178,18 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
                 parallel_cells())
     finally:
         del HOOKS[key]
-    return _finish(oracle, theta, total, value, iterations)
+    return _assess(oracle, objective, theta, total, iterations)
+
+
+def _assess(oracle, objective, theta, total, iterations, tol: float = DEFAULT_TOL):
+    """The model of ``theta`` after ``iterations`` of a loop that does not track the gap: its
+    loss, and its Frank-Wolfe gap certified or not against ``tol`` (see :mod:`ektelo_pgm.convergence`)."""
+    mu = oracle.calibrate(theta, total)[0]
+    value, grad = objective(mu)
+    rule = StoppingRule(tol)
+    rule.start(value, frank_wolfe_gap(oracle, mu, grad, total, 0.01 * tol * max(value, 1.0) + TINY))
+    rule.iterations = iterations
+    return _finish(oracle, theta, total, rule)
 
 
 def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
@@ -203,21 +228,170 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
             callback(t, value)
         if abs(previous - value) <= tol * max(abs(previous), TINY):
             break
-    return _finish(oracle, theta, total, objective(nu)[0], iterations)
+    return _assess(oracle, objective, theta, total, iterations)
+
+
+FD_STEP = 1e-4  # largest log-potential change of the central differences giving the gradient in theta
+MEMORY = 10  # curvature pairs kept by L-BFGS
+SEARCH = 40  # trial steps of one line search before it concludes that no step lowers the loss
+ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts
+GROW_AFTER = 4  # scaling steps in a row accepted at their first trial before the step doubles
+SCALING_GAIN = 0.05  # the scaling phase ends after SCALING_PATIENCE steps in a row cut the loss
+SCALING_PATIENCE = 5  # by less than this fraction
+
+
+def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
+    """Upper bound on ``L(mu) - min_M L`` for convex ``L`` (counts): the Frank-Wolfe duality gap
+    ``<grad, mu> - total * min_x sum_C grad_C(x_C)`` (Jaggi 2013), within ``resolution`` of it.
+
+    The minimum over the records ``x`` (a MAP problem on the junction tree) is bounded from
+    below by a soft minimum, ``-log(sum_x exp(-beta s(x))) / beta``, one MARGINAL-ORACLE call
+    at inverse temperature ``beta = total * log(domain size) / resolution``: the bound is at
+    most ``total * log(domain size) / beta = resolution`` above the exact gap.
+    """
+    spread = float(np.abs(grad).max())
+    if spread == 0:
+        return 0.0
+    beta = total * max(float(np.sum(np.log(oracle.domain.shape))), 1e-300) / resolution
+    beta = min(beta, 1e12 / spread)  # keep beta * grad within float64's exact integers' range
+    log_z = oracle.calibrate(-beta * grad, 1.0)[1]
+    return max(float(grad @ mu) + total * log_z / beta, 0.0)
+
+
+def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
+                 iters: int = 3000, rule: StoppingRule | None = None) -> GraphicalModel:
+    """``min_theta L(MARGINAL-ORACLE(theta))`` over the log-potentials, the direct method of McKenna
+    et al. 2019, supplement A.3, by L-BFGS (Nocedal and Wright 2006, Algorithm 7.5), after a
+    scaling phase.
+
+    Its stationary points are the optima of the convex problem over the marginal polytope (the
+    gradient in theta is ``J grad L(mu)`` with ``J`` the covariance of the clique indicators, zero
+    exactly when ``grad L`` is orthogonal to the polytope), so the non-convexity in theta that
+    the supplement mentions leaves no spurious minima in the interior.  The gradient comes from
+    central differences of the oracle along ``grad L(mu)`` (two calls).
+
+    Scaling phase (L2 only): steps ``theta -= alpha * g / (h * mu)``, with ``g`` the loss
+    gradient in the marginals and ``h`` the diagonal of ``Q^T W^2 Q``: on consistent measurements
+    this is iterative proportional fitting's update for every clique at once, whatever the noise
+    scales and however close the cells are to zero; ``alpha`` is found by Armijo backtracking.  It
+    ends when no step lowers the loss, or after :data:`SCALING_PATIENCE` steps in a row that
+    lowered it by less than :data:`SCALING_GAIN` of itself (within a few steps on noisy
+    measurements, whose optimum these steps do not reach), and L-BFGS with Armijo backtracking
+    goes on from there, its initial inverse Hessian ``diag(1 / mu)`` (the mirror map's metric).  ``rule`` (:mod:`ektelo_pgm.convergence`)
+    decides when to stop, from the loss and :func:`frank_wolfe_gap`; ``iters`` bounds the
+    iterations of both phases together.
+    """
+    rule = StoppingRule() if rule is None else rule
+    work = oracle.workspace()
+
+    def evaluate(point):
+        mu = oracle.calibrate(point, total, work=work)[0].copy()
+        value, grad = objective(mu)
+        return value, mu, grad
+
+    def gradient(point, grad):
+        step = FD_STEP / max(float(np.abs(grad).max()), TINY)
+        ahead = oracle.calibrate(point + step * grad, total, work=work)[0].copy()
+        behind = oracle.calibrate(point - step * grad, total, work=work)[0]
+        return (ahead - behind) / (2.0 * step)
+
+    def gap(mu, grad, value):
+        return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY)
+
+    theta = np.array(theta, dtype=np.float64)
+    value, mu, grad = evaluate(theta)
+    if rule.start(value, gap(mu, grad, value)) or iters == 0:
+        return _finish(oracle, theta, total, rule)
+    curvature = objective.curvature()
+    scaling = curvature is not None and curvature.max() > 0
+    if scaling:
+        curvature = np.maximum(curvature, curvature.max() * 1e-12)
+    alpha, streak, slow = 1.0, 0, 0
+    pairs, slope_grad = [], None
+    for _ in range(iters):
+        if scaling:
+            direction = -grad / (curvature * np.maximum(mu, total * 1e-300))
+            if streak >= GROW_AFTER:
+                alpha, streak = 2.0 * alpha, 0
+        else:
+            if slope_grad is None:
+                slope_grad = gradient(theta, grad)
+            direction = -_two_loop(slope_grad, pairs, 1.0 / np.maximum(mu, total * 1e-300))
+            if not pairs:
+                direction /= max(float(np.abs(direction).max()), TINY)
+            alpha = 1.0
+        for trial in range(SEARCH):
+            candidate = theta + alpha * direction
+            new_value, new_mu, new_grad = evaluate(candidate)
+            decrease = value - new_value
+            predicted = float(grad @ (mu - new_mu)) if scaling else -alpha * float(slope_grad @ direction)
+            if decrease > 0 and decrease >= ARMIJO * predicted:
+                streak = streak + 1 if trial == 0 else 0
+                break
+            alpha, streak = 0.5 * alpha, 0
+        else:
+            if scaling:  # the scaled steps no longer help: quasi-Newton from here
+                scaling = False
+                continue
+            break  # no step lowers the loss
+        if scaling:  # too slow several times in a row (inconsistent measurements): quasi-Newton
+            slow = slow + 1 if decrease < SCALING_GAIN * value else 0
+            scaling = slow < SCALING_PATIENCE
+        else:
+            new_slope = gradient(candidate, new_grad)
+            s, y = candidate - theta, new_slope - slope_grad
+            if s @ y > 1e-12 * np.sqrt((s @ s) * (y @ y)):
+                pairs = (pairs + [(s, y)])[-MEMORY:]
+            slope_grad = new_slope
+        theta, value, mu, grad = candidate, new_value, new_mu, new_grad
+        if rule.update(value, gap(mu, grad, value)):
+            break
+    return _finish(oracle, theta, total, rule)
+
+
+def _two_loop(grad: np.ndarray, pairs: list, metric: np.ndarray) -> np.ndarray:
+    """L-BFGS's approximate inverse Hessian times ``grad`` (Nocedal and Wright 2006, Algorithm 7.4)
+    from the initial inverse Hessian ``gamma * diag(metric)``, ``gamma = s.y / y.(metric y)`` of
+    the newest pair."""
+    q = grad.copy()
+    history = []
+    for s, y in reversed(pairs):
+        rho = 1.0 / float(s @ y)
+        a = rho * float(s @ q)
+        q -= a * y
+        history.append((rho, a, s, y))
+    q *= metric
+    if pairs:
+        s, y = pairs[-1]
+        q *= float(s @ y) / float(y @ (metric * y))
+    for rho, a, s, y in reversed(history):
+        q += s * (a - rho * float(y @ q))
+    return q
+
+
+METHODS = ("lbfgs", "mirror", "accelerated")
 
 
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "mirror",
-             loss="l2", iters: int = 1000, tol: float = 0.0, warm_start: GraphicalModel | None = None,
+             loss="l2", iters: int = 1000, tol: float | None = None, warm_start: GraphicalModel | None = None,
              callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
              step: float | None = None, lipschitz: float | None = None) -> GraphicalModel:
     """Private-PGM estimation (McKenna et al. 2019, sec. 3.2): the graphical model over the
     measured cliques (plus ``cliques`` and the warm start's) minimising ``loss``.
 
+    ``method``: ``"lbfgs"`` (:func:`quasi_newton`; smooth losses), ``"mirror"`` (Algorithm 1,
+    :func:`mirror_descent`) or ``"accelerated"`` (Algorithm 2, :func:`dual_averaging`).  ``iters``
+    is a maximum.  ``tol``: for ``"lbfgs"`` the certified relative optimality gap of
+    :mod:`ektelo_pgm.convergence` (default ``DEFAULT_TOL``); for the others the relative loss
+    change that stops them (default 0: never), their gap being assessed at the end.  The model
+    reports ``loss``, ``iterations``, ``converged`` and ``gap``.
     ``total`` (records) defaults to the estimate of supplement E.1, then to the warm start's.
     ``warm_start`` starts from a previous model's log-potentials.
     """
-    if method not in ("mirror", "accelerated"):
-        raise ValueError(f"method must be 'mirror' or 'accelerated', got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "lbfgs" and loss == "l1":
+        raise ValueError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     measurements = list(measurements)
     for m in measurements:
         m.check(domain)
@@ -235,6 +409,10 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
         for cl in warm_start.cliques:
             oracle.block(theta, cl)[...] += warm_start.oracle.block(warm_start.theta, cl)
     objective = Objective(oracle, measurements, loss)
+    if method == "lbfgs":
+        rule = StoppingRule(DEFAULT_TOL if tol is None else tol, DEFAULT_FTOL, callback)
+        return quasi_newton(oracle, objective, total, theta, iters, rule)
+    tol = 0.0 if tol is None else tol
     if method == "mirror":
         return mirror_descent(oracle, objective, total, theta, iters, tol, step, callback)
     return dual_averaging(oracle, objective, total, theta, iters, tol, lipschitz, callback)
