@@ -231,7 +231,7 @@ def test_a_capped_run_reports_that_it_did_not_converge():
     seen = []
     est = MultiplicativeWeights(iters=5).reconstruct(DOMAIN, ms, total=1000.0, callback=lambda t, v: seen.append((t, v)))
     assert est.iterations == 5 and not est.converged and est.gap > 1e-6
-    assert [t for t, _ in seen] == [1, 2, 3, 4, 5] and all(b <= a for (_, a), (_, b) in zip(seen, seen[1:]))
+    assert [t for t, _ in seen] == [0, 1, 2, 3, 4, 5] and all(b <= a for (_, a), (_, b) in zip(seen, seen[1:]))
 
 
 def test_recovers_the_measured_marginals_as_noise_vanishes():
