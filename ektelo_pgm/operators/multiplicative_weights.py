@@ -10,6 +10,7 @@ from scipy.special import logsumexp
 
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
+from ..matrix import Sparse
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_tolerances
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..measurement import check_measurements, resolve_total
@@ -18,6 +19,7 @@ from .least_squares import MAX_DOMAIN_MB, weighted_system
 ARMIJO = 1e-4  # a searched step must lower the loss by this fraction of the decrease its gradient predicts
 HALVINGS = 40  # trial steps per iteration before the search concludes no step lowers the loss
 GROW_AFTER = 4  # iterations in a row whose first trial was accepted before the searched step doubles
+SPARSE_CELLS = 1 << 21  # cells times measurements up to which the stacked query is held as a CSR matrix
 
 
 def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
@@ -82,7 +84,7 @@ class MultiplicativeWeights:
     factor that stopped earlier counts with its last loss).
     """
 
-    def __init__(self, iters: int = 10000, stepsize: float | None = None, factored: bool = True,
+    def __init__(self, iters: int = 1000, stepsize: float | None = None, factored: bool = True,
                  max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL):
         if int(iters) < 0:
             raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
@@ -140,6 +142,8 @@ class MultiplicativeWeights:
             rule.start(0.0, 0.0)
             return start
         A, b = weighted_system(domain, measurements)
+        if domain.size() * len(measurements) <= SPARSE_CELLS:
+            A = Sparse(A.sparse())  # small systems: one CSR product instead of the operator tree
 
         def evaluate(logp):
             counts = total * np.exp(logp)

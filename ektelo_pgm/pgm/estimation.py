@@ -277,7 +277,10 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
     ends when no step lowers the loss, or after :data:`SCALING_PATIENCE` steps in a row that
     lowered it by less than :data:`SCALING_GAIN` of itself (within a few steps on noisy
     measurements, whose optimum these steps do not reach), and L-BFGS with Armijo backtracking
-    goes on from there, its initial inverse Hessian ``diag(1 / mu)`` (the mirror map's metric).  ``rule`` (:mod:`ektelo_pgm.convergence`)
+    goes on from there, its initial inverse Hessian ``diag(1 / mu)`` (the mirror map's metric).
+    When its line search fails (the differenced gradient is too inexact), one step of Algorithm
+    1 (the natural gradient, exact; Armijo search from twice its last accepted step) is taken and
+    L-BFGS restarts; when that fails too, no step lowers the loss and the run ends.  ``rule`` (:mod:`ektelo_pgm.convergence`)
     decides when to stop, from the loss and :func:`frank_wolfe_gap`; ``iters`` bounds the
     iterations of both phases together.
     """
@@ -308,11 +311,14 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
         curvature = np.maximum(curvature, curvature.max() * 1e-12)
     alpha, streak, slow = 1.0, 0, 0
     pairs, slope_grad = [], None
+    mirror, mirror_alpha = False, objective.first_step(total)
     for _ in range(iters):
         if scaling:
             direction = -grad / (curvature * np.maximum(mu, total * 1e-300))
             if streak >= GROW_AFTER:
                 alpha, streak = 2.0 * alpha, 0
+        elif mirror:
+            direction, alpha = -grad, 2.0 * mirror_alpha
         else:
             if slope_grad is None:
                 slope_grad = gradient(theta, grad)
@@ -324,7 +330,10 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
             candidate = theta + alpha * direction
             new_value, new_mu, new_grad = evaluate(candidate)
             decrease = value - new_value
-            predicted = float(grad @ (mu - new_mu)) if scaling else -alpha * float(slope_grad @ direction)
+            if scaling or mirror:
+                predicted = float(grad @ (mu - new_mu))
+            else:
+                predicted = -alpha * float(slope_grad @ direction)
             if decrease > 0 and decrease >= ARMIJO * predicted:
                 streak = streak + 1 if trial == 0 else 0
                 break
@@ -333,10 +342,15 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
             if scaling:  # the scaled steps no longer help: quasi-Newton from here
                 scaling = False
                 continue
-            break  # no step lowers the loss
+            if not mirror:  # the differenced gradient misleads: one mirror-descent step, then afresh
+                mirror, pairs, slope_grad = True, [], None
+                continue
+            break  # not even a mirror-descent step lowers the loss
         if scaling:  # too slow several times in a row (inconsistent measurements): quasi-Newton
             slow = slow + 1 if decrease < SCALING_GAIN * value else 0
             scaling = slow < SCALING_PATIENCE
+        elif mirror:
+            mirror, mirror_alpha = False, alpha
         else:
             new_slope = gradient(candidate, new_grad)
             s, y = candidate - theta, new_slope - slope_grad
