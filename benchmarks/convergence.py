@@ -1,0 +1,230 @@
+"""Iterations and seconds to reach a relative loss gap of 1e-3 and 1e-6, per reconstruction, on
+the same measurements: ektelo_pgm's PGM (``lbfgs``, ``mirror``), APPGM, MultiplicativeWeights,
+and mbi 2.0's MirrorDescent.
+
+Run in the peers environment, from the repository root:
+
+    PYTHONPATH=. /work/venvs/peers/bin/python benchmarks/convergence.py [--quick]
+
+Cases (all L2 losses weighted by 1/std):
+
+(a) ``hetero``: the heterogeneous-noise family of tests/test_pgm_convergence.py (3-6 attributes of
+    size 2-4, 2-5 marginals, std log-uniform in [1e-2, 1e2], noiseless answers), seeds 0-9;
+(b) ``adult``: adult, every 1-way marginal plus 3 random 3-way marginals, Gaussian noise std 10;
+(c) ``hdmm``: adult, HDMM's optimised marginal strategy (``select.HDMMMarginals``) for 4 random
+    3-way marginals, Gaussian mechanism at rho = 1 (one std per strategy marginal);
+(d) ``aim``: adult, AIM-like budget annealing: every 1-way marginal at std 100, then 6 random
+    2- and 3-way marginals with std halving from 80 to 2.5.
+
+Each run records ``(seconds since its start, loss)`` after every iteration (mbi: every 50, its
+fused block); the reference optimum ``f*`` of a case is the lowest loss any exact method reached
+(APPGM's local-polytope relaxation may go below it and is not used).  The gap is ``(f - f*) /
+max(f*, 1)`` (loss units: half a squared noise std; ektelo_pgm.convergence).  Times include each
+side's set-up and compilation (numba kernels load from the on-disk cache; mbi's XLA programs are
+compiled per clique structure) and the per-iteration callback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import mbi  # noqa: E402
+import numpy as np  # noqa: E402
+from mbi.estimation import MirrorDescent  # noqa: E402
+
+from ektelo_pgm.dataset import Dataset  # noqa: E402
+from ektelo_pgm.domain import Domain  # noqa: E402
+from ektelo_pgm.measurement import Measurement  # noqa: E402
+from ektelo_pgm.operators.measure import Gaussian  # noqa: E402
+from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights  # noqa: E402
+from ektelo_pgm.operators.reconstruct import APPGM, PGM  # noqa: E402
+from ektelo_pgm.operators.select import HDMMMarginals  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "convergence.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+TARGETS = (1e-3, 1e-6)
+START, END = "<!-- convergence:start -->", "<!-- convergence:end -->"
+
+
+def heterogeneous(seed: int, total: float = 1000.0):
+    """The family of tests/test_pgm_convergence.py (noiseless)."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(3, 7))
+    domain = Domain([f"x{i}" for i in range(d)], rng.integers(2, 5, size=d).tolist())
+    cube = total * rng.dirichlet(np.ones(domain.size())).reshape(domain.shape)
+    out = []
+    for _ in range(int(rng.integers(2, 6))):
+        attrs = tuple(domain.attrs[i] for i in sorted(rng.choice(d, size=int(rng.integers(1, min(3, d) + 1)),
+                                                                 replace=False)))
+        y = cube.sum(axis=tuple(i for i, a in enumerate(domain.attrs) if a not in attrs)).ravel()
+        out.append(Measurement(attrs, y, float(np.exp(rng.uniform(np.log(1e-2), np.log(1e2))))))
+    return domain, out, total
+
+
+def random_cliques(domain, sizes, rng):
+    return [tuple(domain.attrs[i] for i in sorted(rng.choice(len(domain), size=k, replace=False))) for k in sizes]
+
+
+def noisy_marginals(data, cliques, stds, rng):
+    out = []
+    for clique, std in zip(cliques, stds):
+        marginal = data.marginal(clique).ravel()
+        out.append(Measurement(clique, marginal + rng.normal(0.0, std, marginal.size), std))
+    return out
+
+
+def adult_cases(data_dir: Path):
+    data = Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
+    domain, n = data.domain, float(len(data.records))
+    rng = np.random.default_rng(0)
+    ones = [(a,) for a in domain.attrs]
+    cases = {"adult": noisy_marginals(data, ones + random_cliques(domain, [3] * 3, rng), [10.0] * 18, rng)}
+    workload = random_cliques(domain, [3] * 4, np.random.default_rng(1))
+    cases["hdmm"] = Gaussian(1.0).measure(data, HDMMMarginals(workload, noise="gaussian").select(domain), rng=2)
+    rounds = random_cliques(domain, [2, 3, 2, 3, 2, 3], np.random.default_rng(3))
+    stds = [100.0] * len(ones) + [80.0 / 2**r for r in range(len(rounds))]
+    cases["aim"] = noisy_marginals(data, ones + rounds, stds, np.random.default_rng(4))
+    return {name: (domain, ms, n) for name, ms in cases.items()}
+
+
+def l2_loss(project, domain, measurements) -> float:
+    loss = 0.0
+    for m in measurements:
+        residual = (m.query_for(domain) @ np.asarray(project(m.attrs)).ravel() - m.y) * m.weights
+        loss += 0.5 * float(residual @ residual)
+    return loss
+
+
+def traced(run):
+    """``(trace, seconds)``: ``run(callback)`` with ``callback(t, loss)`` recording ``(t, s, loss)``."""
+    trace, start = [], time.perf_counter()
+    run(lambda t, value: trace.append((int(t), time.perf_counter() - start, float(value))))
+    return trace, time.perf_counter() - start
+
+
+def ours(domain, ms, total, method, iters):
+    return traced(lambda cb: PGM(iters=iters, method=method, tol=0.0).reconstruct(domain, ms, total, callback=cb))
+
+
+def appgm(domain, ms, total, iters):
+    return traced(lambda cb: APPGM(iters=iters).reconstruct(domain, ms, total, callback=cb))
+
+
+def mw(domain, ms, total, iters):
+    return traced(lambda cb: MultiplicativeWeights(iters=iters, tol=0.0).reconstruct(domain, ms, total, callback=cb))
+
+
+def mbi_md(domain, ms, total, iters):
+    mdomain = mbi.Domain(domain.attrs, domain.shape)
+    linear = [mbi.LinearMeasurement(m.y, m.attrs, stddev=m.std) for m in ms]
+    blocks = []
+
+    def run(cb):
+        def every_block(marginals):
+            blocks.append(None)
+            project = lambda attrs: np.asarray(marginals.project(tuple(attrs)).transpose(tuple(attrs)).datavector(  # noqa: E731
+                flatten=False))
+            cb(50 * len(blocks), l2_loss(project, domain, ms))
+        MirrorDescent().estimate(mdomain, linear, known_total=total, iters=iters, callback_fn=every_block)
+    return traced(run)
+
+
+def first_reach(trace, best, target):
+    for t, seconds, value in trace:
+        if (value - best) / max(best, 1.0) <= target:
+            return t, seconds
+    return None
+
+
+def run_case(name, domain, ms, total, iters, small):
+    runs = {"PGM lbfgs": ours(domain, ms, total, "lbfgs", iters), "PGM mirror": ours(domain, ms, total, "mirror", iters),
+            "mbi MirrorDescent": mbi_md(domain, ms, total, iters), "APPGM": appgm(domain, ms, total, min(iters, 1000))}
+    if small:
+        runs["MW"] = mw(domain, ms, total, 10 * iters)
+    exact = [k for k in runs if k != "APPGM"]
+    best = min(v for k in exact for _, _, v in runs[k][0])
+    out = {}
+    for label, (trace, seconds) in runs.items():
+        out[label] = {"final_loss": trace[-1][2] if trace else None, "iterations": trace[-1][0] if trace else 0,
+                      "seconds": seconds, "best": best,
+                      "reach": {str(t): first_reach(trace, best, t) for t in TARGETS}}
+    return out
+
+
+def fmt(hit):
+    return "-" if hit is None else f"{hit[0]} / {hit[1]:.2f}"
+
+
+def table(results):
+    labels = ["PGM lbfgs", "PGM mirror", "mbi MirrorDescent", "APPGM", "MW"]
+    lines = ["| case | method | to 1e-3: iterations / s | to 1e-6: iterations / s | ran: iterations / s | final gap |",
+             "|---|---|---|---|---|---|"]
+    for case, runs in results.items():
+        for label in labels:
+            if label not in runs:
+                continue
+            r = runs[label]
+            gap = (r["final_loss"] - r["best"]) / max(r["best"], 1.0)
+            lines.append(f"| {case} | {label} | {fmt(r['reach']['0.001'])} | {fmt(r['reach']['1e-06'])} | "
+                         f"{r['iterations']} / {r['seconds']:.2f} | {gap:.1e} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--iters", type=int, default=3000)
+    parser.add_argument("--seeds", type=int, default=10, help="cases of the heterogeneous family")
+    parser.add_argument("--quick", action="store_true", help="3 family cases, 300 iterations, adult only")
+    args = parser.parse_args()
+    iters, seeds = (300, 3) if args.quick else (args.iters, args.seeds)
+    started = datetime.now(timezone.utc)
+    domain, ms, total = heterogeneous(99)  # load every numba kernel from its cache before timing
+    for method in ("lbfgs", "mirror"):
+        ours(domain, ms, total, method, 5)
+    appgm(domain, ms, total, 5), mw(domain, ms, total, 5)
+    results = {}
+    hetero = [run_case(f"hetero {s}", *heterogeneous(s), iters, small=True) for s in range(seeds)]
+    for label in hetero[0]:  # the family as one row per method: summed iterations and seconds
+        reach = {}
+        for target in map(str, TARGETS):
+            hits = [h[label]["reach"][target] for h in hetero]
+            reach[target] = None if None in hits else (sum(h[0] for h in hits), sum(h[1] for h in hits))
+        results.setdefault(f"(a) hetero, {seeds} cases summed", {})[label] = {
+            "final_loss": sum(h[label]["final_loss"] for h in hetero), "best": sum(h[label]["best"] for h in hetero),
+            "iterations": sum(h[label]["iterations"] for h in hetero),
+            "seconds": sum(h[label]["seconds"] for h in hetero), "reach": reach}
+    for name, (domain, ms, total) in adult_cases(args.data).items():
+        if args.quick and name != "adult":
+            continue
+        key = {"adult": "(b) adult 1-way + 3-way, std 10", "hdmm": "(c) adult HDMM strategy",
+               "aim": "(d) adult AIM-like annealed"}[name]
+        results[key] = run_case(name, domain, ms, total, iters, small=False)
+        print(key, flush=True)
+    load = os.getloadavg()
+    conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
+                  f"{sys.version.split()[0]}, load average at the end {load[0]:.1f} (shared machine: other jobs "
+                  f"running), one run per method, maximum {iters} iterations (APPGM 1000, MW {10 * iters}).")
+    RESULTS.write_text(json.dumps({"conditions": conditions, "results": results, "family_cases": hetero}, indent=1))
+    text = f"{START}\n{conditions}\n\n{table(results)}\n{END}"
+    print(text)
+    if not args.quick:
+        doc = DOCS.read_text()
+        if START in doc:
+            doc = doc[:doc.index(START)] + text + doc[doc.index(END) + len(END):]
+            DOCS.write_text(doc)
+
+
+if __name__ == "__main__":
+    main()
