@@ -8,9 +8,9 @@ from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.matrix import Dense, Identity, Kronecker, Prefix
 from ektelo_pgm.measurement import Measurement
-from ektelo_pgm.operators.reconstruct import PGM
-from ektelo_pgm.pgm.appgm import (APPGM, APPGMEstimate, ConvexGBP, MeasuredCliques, _transfer, max_entropy_marginal,
-                                  mirror_descent, preconditioning_counting_numbers)
+from ektelo_pgm.operators.reconstruct import APPGM, PGM
+from ektelo_pgm.pgm.appgm import (APPGMEstimate, ConvexGBP, MeasuredCliques, max_entropy_marginal, measured_cliques,
+                                  mirror_descent, transfer)
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.region_graph import RegionGraph
 
@@ -259,7 +259,8 @@ def test_step_size_safeguard_recovers_from_a_huge_step():
     data = correlated_data(DOMAIN, seed=9)
     ms = noisy(data, LOOPY, 10.0)
     graph = RegionGraph.build("saturated", DOMAIN, LOOPY)
-    beliefs, theta, oracle, history, rejected = mirror_descent(graph, ms, float(len(data)), iters=1500, stepsize=5.0)
+    beliefs, theta, oracle, history, rejected = mirror_descent(MeasuredCliques(graph, ms), float(len(data)), iters=1500,
+                                                               stepsize=5.0)
     assert len(rejected) >= 5  # 5.0 is about 2**7 times the safe step
     good = APPGM(iters=1500).reconstruct(DOMAIN, ms, total=len(data))
     assert history[-1] <= good.history[-1] * 1.05
@@ -320,18 +321,39 @@ def test_curvature_counting_numbers():
     for m, value in zip(ms, top):
         expected[graph.host(domain.canonical(m.attrs))] += value
     np.testing.assert_allclose(curvature, expected, rtol=1e-5)
-    kappa = preconditioning_counting_numbers(graph, ms)
+    kappa = MeasuredCliques(graph, ms).counting_numbers()
     measured = expected > 0
     np.testing.assert_allclose([kappa[r] for r in np.array(graph.regions, dtype=object)[measured]],
                                expected[measured] / expected.max())
     assert all(kappa[graph.regions[i]] == pytest.approx(expected[measured].min() / expected.max())
                for i in np.flatnonzero(~measured))
-    assert APPGM().graph_for(domain, ms).kappa.tolist() == [kappa[r] for r in graph.regions]
+    assert measured_cliques(domain, ms).graph.kappa.tolist() == [kappa[r] for r in graph.regions]
     # equal curvature everywhere: the plain entropy (all ones); other losses keep ones too
     same = noisy(data, [("A", "B"), ("B", "C")], 5.0)
-    assert set(preconditioning_counting_numbers(RegionGraph.build("saturated", domain, [("A", "B"), ("B", "C")]),
-                                                same).values()) == {1.0}
-    assert np.all(APPGM(loss="l1").graph_for(domain, ms).kappa == 1.0)
+    assert set(MeasuredCliques(RegionGraph.build("saturated", domain, [("A", "B"), ("B", "C")]),
+                               same).counting_numbers().values()) == {1.0}
+    assert np.all(measured_cliques(domain, ms, loss="l1").graph.kappa == 1.0)
+
+
+def test_region_graph_and_curvature_are_built_once(monkeypatch):
+    """reconstruct builds one region graph and one loss, and runs each power iteration once."""
+    import ektelo_pgm.pgm.appgm.estimation as estimation
+    import ektelo_pgm.pgm.appgm.objective as objective
+
+    domain, data, ms = heterogeneous([Kronecker([Prefix(4), Identity(3)]), None, None, Prefix(4)])
+    calls = {"graph": 0, "loss": 0, "eigenvalue": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(estimation.RegionGraph, "build", counted("graph", RegionGraph.build))
+    monkeypatch.setattr(estimation, "MeasuredCliques", counted("loss", MeasuredCliques))
+    monkeypatch.setattr(objective, "largest_eigenvalue", counted("eigenvalue", objective.largest_eigenvalue))
+    APPGM(iters=3).reconstruct(domain, ms, total=len(data))
+    assert calls == {"graph": 1, "loss": 1, "eigenvalue": 2}  # two measurements have general queries
 
 
 def test_warm_start_carries_parameters_onto_a_larger_graph():
@@ -349,8 +371,8 @@ def test_warm_start_keeps_the_pseudo_marginals_when_the_counting_numbers_change(
     domain, data, ms = heterogeneous([None] * 4)
     equal = [Measurement(m.attrs, m.y, 10.0) for m in ms[1:3]]  # all counting numbers 1
     first = APPGM(iters=300).reconstruct(domain, equal, total=len(data))
-    graph = APPGM().graph_for(domain, ms)
-    theta, oracle = _transfer(first, graph, 0.5)
+    graph = measured_cliques(domain, ms).graph
+    theta, oracle = transfer(first, graph, 0.5)
     start = APPGMEstimate(graph, oracle.beliefs(theta, len(data)), theta, oracle)
     shared = [r for r in graph.regions if r in first.graph.index]
     assert len(shared) == 3

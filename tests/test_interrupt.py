@@ -7,10 +7,11 @@ import pytest
 
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.kernels.interrupt import deferred_sigint, sigint_received
-from ektelo_pgm.kernels.tree import INTERRUPT_CELLS
+from ektelo_pgm.kernels.tree import HALVINGS, INTERRUPT_CELLS
 from ektelo_pgm.matrix import Prefix
 from ektelo_pgm.measurement import Measurement
-from ektelo_pgm.pgm import appgm
+from ektelo_pgm.operators.reconstruct import APPGM
+from ektelo_pgm.pgm.appgm import ConvexGBP
 from ektelo_pgm.pgm.estimation import Objective, mirror_descent
 from ektelo_pgm.pgm.inference import MarginalOracle
 
@@ -63,16 +64,16 @@ def test_ctrl_c_stops_appgm_before_its_next_iteration(monkeypatch):
     rng = np.random.default_rng(1)
     ms = [Measurement((f"x{i}", f"x{(i + 1) % 6}"), rng.normal(20.0, 5.0, 36), 1.0) for i in range(6)]
     press = CtrlC(at=30)
-    step = appgm.ConvexGBP.step
+    step = ConvexGBP.step
 
     def counted_step(self, *args, **kwargs):
         press.tick()
         return step(self, *args, **kwargs)
 
-    monkeypatch.setattr(appgm.ConvexGBP, "step", counted_step)
+    monkeypatch.setattr(ConvexGBP, "step", counted_step)
     with pytest.raises(KeyboardInterrupt):
-        appgm.APPGM(iters=10**7).reconstruct(domain, ms)
-    assert 0 <= press.after <= appgm.HALVINGS  # at most the halvings of the iteration under way
+        APPGM(iters=10**7).reconstruct(domain, ms)
+    assert 0 <= press.after <= HALVINGS  # at most the halvings of the iteration under way
 
 
 def test_sigint_is_delivered_to_the_callers_handler_once_the_block_ends():

@@ -9,7 +9,7 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.measurement import estimate_total
-from ektelo_pgm.pgm.estimation import Objective, _power_iteration, mirror_descent
+from ektelo_pgm.pgm.estimation import Objective, largest_eigenvalue, mirror_descent
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
@@ -137,7 +137,7 @@ def test_objective_gradient_and_lipschitz():
     q = Dense(rng.normal(size=(5, 4)))
     w = rng.random(5) + 0.5
     dense = q.dense()
-    assert np.isclose(_power_iteration(q, w), np.linalg.eigvalsh(dense.T @ np.diag(w**2) @ dense).max(), rtol=1e-4)
+    assert np.isclose(largest_eigenvalue(q, w), np.linalg.eigvalsh(dense.T @ np.diag(w**2) @ dense).max(), rtol=1e-4)
     # blocks: (a,b) 1 + 1/4, (c,d,a) 1/1.5^2, (e) 1/1.75^2, (d) 1, (c) top eigenvalue of P^T P / 0.5^2,
     # (c,d) that of kron(I, P)^T kron(I, P)
     prefix = Prefix(4).dense()

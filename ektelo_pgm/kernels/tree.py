@@ -509,6 +509,8 @@ def predicted_decrease_reference(grad, before, after):
     return float(grad @ (before - after))
 
 
+# The line search of Algorithm 1 (McKenna et al. 2019); APPGM's proximal loop
+# (ektelo_pgm.pgm.appgm.estimation) halves and doubles its step by the same HALVINGS and GROW_AFTER.
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts,
 MIN_DECREASE = 1e-9  # and by more than this fraction of the loss itself
 HALVINGS = 25  # trial steps per iteration before the search gives up

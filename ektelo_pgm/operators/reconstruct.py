@@ -1,6 +1,6 @@
 from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from .multiplicative_weights import MultiplicativeWeights
-from ..pgm.appgm import APPGM
+from ..pgm.region_graph import KINDS
 
 __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "MultiplicativeWeights", "PGM",
            "APPGM"]
@@ -48,3 +48,48 @@ class PGM:
         return estimate(domain, measurements, total=total, method=self.method, loss=self.loss, iters=self.iters,
                         tol=self.tol, warm_start=warm_start, callback=callback, cliques=cliques,
                         max_mb=self.max_model_mb)
+
+
+class APPGM:
+    """Reconstruction by APPGM (McKenna et al. 2021): PROX-PGM over the local polytope.
+
+    ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
+    polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
+    ``loss`` is "l2", "l1" or a custom callable (see
+    :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``iters`` proximal steps from the
+    initial ``stepsize``; ``counting_numbers`` maps regions to positive kappa (default: matched to
+    the loss's curvature for L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64).
+    See :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
+    """
+
+    def __init__(self, iters: int = 1000, region_graph: str = "saturated", loss="l2", stepsize: float | None = None,
+                 damping: float = 0.5, counting_numbers=None, final_iters: int = 2000, tol: float = 1e-8,
+                 out_of_model_iters: int = 3000, max_mb: float = 1024.0):
+        if region_graph not in KINDS:
+            raise ValueError(f"region_graph must be one of {KINDS}, got {region_graph!r}")
+        if int(iters) < 0 or int(final_iters) < 0:
+            raise ValueError(f"iters and final_iters must be non-negative, got {iters} and {final_iters}")
+        self.iters, self.final_iters = int(iters), int(final_iters)
+        self.region_graph = region_graph
+        self.loss = loss
+        self.stepsize = stepsize
+        self.damping = float(damping)
+        self.counting_numbers = counting_numbers
+        self.tol = float(tol)
+        self.out_of_model_iters = int(out_of_model_iters)
+        self.max_mb = float(max_mb)
+
+    def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None):
+        """The estimated APPGMEstimate (pseudo-marginals in counts; ``total`` records, estimated
+        when None).
+
+        ``warm_start``: an earlier APPGMEstimate whose parameters are reused where regions
+        coincide; ``callback(step, loss)`` after every proximal step.
+        """
+        from ..pgm.appgm.estimation import estimate
+
+        return estimate(domain, measurements, total=total, region_graph=self.region_graph, loss=self.loss,
+                        iters=self.iters, stepsize=self.stepsize, damping=self.damping,
+                        counting_numbers=self.counting_numbers, final_iters=self.final_iters, tol=self.tol,
+                        out_of_model_iters=self.out_of_model_iters, max_mb=self.max_mb, warm_start=warm_start,
+                        callback=callback)

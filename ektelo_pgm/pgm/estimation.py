@@ -26,8 +26,10 @@ from .inference import MarginalOracle
 from .junction_tree import DEFAULT_MAX_MB, canonical, index_map
 from .model import GraphicalModel
 
-def _power_iteration(query, w: np.ndarray, iters: int = 100) -> float:
-    """Largest eigenvalue of Q^T W^2 Q by power iteration on the implicit operators."""
+
+def largest_eigenvalue(query, w: np.ndarray, iters: int = 100) -> float:
+    """Largest eigenvalue of ``Q^T W^2 Q`` (``W = diag(w)``) by power iteration on the implicit
+    operators, from a fixed start (deterministic): the curvature bound of both engines' step sizes."""
     x = np.random.default_rng(0).random(query.shape[1]) + 0.5
     value = 0.0
     for _ in range(iters):
@@ -144,7 +146,7 @@ class Objective:
             diag = np.bincount(self.index, self.w**2, minlength=self.oracle.size)
             per_clique = np.maximum.reduceat(diag, self.oracle.p_off[:-1]) if diag.size else per_clique
         for j, _, query, _, w in self.general:
-            per_clique[j] += _power_iteration(query, w)
+            per_clique[j] += largest_eigenvalue(query, w)
         return float(per_clique.max()) if per_clique.size else 0.0
 
 

@@ -61,15 +61,7 @@ class RegionGraph:
         for e, (p, c) in enumerate(self.edges):
             self.parents[c].append(int(p))
             self.children[p].append(int(c))
-        kappa = np.ones(len(self.regions))
-        for r, value in (counting_numbers or {}).items():
-            r = domain.canonical(r)
-            if r not in self.index:
-                raise ValueError(f"RegionGraph: counting number given for {list(r)}, which is not a region")
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"RegionGraph: counting number of {list(r)} is {value}; it must be positive")
-            kappa[self.index[r]] = float(value)
-        self.kappa = kappa
+        self.set_counting_numbers(counting_numbers)
         self.sizes = np.array([domain.size(r) for r in self.regions], dtype=np.int64)
         self.offsets = np.zeros(len(self.regions) + 1, dtype=np.int64)
         self.offsets[1:] = np.cumsum(self.sizes)
@@ -95,6 +87,18 @@ class RegionGraph:
         graph = cls(domain, regions, edges, counting_numbers)
         graph.kind = kind
         return graph
+
+    def set_counting_numbers(self, counting_numbers: Mapping | None) -> None:
+        """Set ``kappa`` from a mapping of regions to positive numbers (1 for the regions left out)."""
+        kappa = np.ones(len(self.regions))
+        for r, value in (counting_numbers or {}).items():
+            r = self.domain.canonical(r)
+            if r not in self.index:
+                raise ValueError(f"RegionGraph: counting number given for {list(r)}, which is not a region")
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"RegionGraph: counting number of {list(r)} is {value}; it must be positive")
+            kappa[self.index[r]] = float(value)
+        self.kappa = kappa
 
     @property
     def cells(self) -> int:
