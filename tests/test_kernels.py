@@ -10,7 +10,8 @@ from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibra
                                 identity_loss, identity_loss_reference, predicted_decrease,
                                 predicted_decrease_reference, project, project_reference, runs_to_maps, step,
                                 step_reference)
-from ektelo_pgm.kernels.tree import BLOCK, PARALLEL_CELLS, SERIAL, parallel_cells
+from ektelo_pgm.kernels.tree import (BLOCK, PARALLEL_CELLS, SERIAL, ParameterLayout, TreeLayout, parallel_cells,
+                                     workspace)
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
@@ -27,8 +28,8 @@ def _csr(groups):
 
 
 def _random_tree(rng, k):
-    """Kernel arguments of a random tree with random (single-cell run) maps onto its separators
-    and 0-2 random parameter tables hosted by each clique, and the parameter cells."""
+    """The TreeLayout and ParameterLayout of a random tree with random (single-cell run) maps onto
+    its separators and 0-2 random parameter tables hosted by each clique."""
     sizes = rng.integers(1, 30, size=k)
     parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, k)], dtype=np.int64)
     clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -51,29 +52,23 @@ def _random_tree(rng, k):
     hosted_off, hosted = _csr(groups)
     host_of = {j: c for c, g in enumerate(groups) for j in g}
     p_off = np.concatenate([[0], np.cumsum([t.max(initial=-1) + 1 for t in tables])]).astype(np.int64)
-    params = (hosted_off, hosted, p_off, np.ones(len(tables), dtype=np.int64), rng.random(len(tables)) < 0.5,
-              np.concatenate([[0], np.cumsum([sizes[host_of[j]] for j in range(len(tables))])]).astype(np.int64),
-              np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32))
-    return (clique_off, order, parent, child_off, children, sep_off, *runs, *params), int(p_off[-1])
+    params = ParameterLayout(
+        hosted_off, hosted, p_off, np.ones(len(tables), dtype=np.int64), rng.random(len(tables)) < 0.5,
+        np.concatenate([[0], np.cumsum([sizes[host_of[j]] for j in range(len(tables))])]).astype(np.int64),
+        np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32))
+    return TreeLayout(clique_off, order, parent, child_off, children, sep_off, *runs), params
 
 
-def _scratch(args):
-    clique_off, sep_off = args[0], args[5]
-    widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
-    return (np.full(sep_off[-1], np.nan), np.full(sep_off[-1], np.nan), np.full(widest_sep, np.nan),
-            np.full(widest_sep, np.nan), np.full(int(np.diff(clique_off).max()), np.nan),
-            np.empty(BLOCK, dtype=np.int64))
-
-
-def _check_calibrate(args, theta, total, parallel_cells=PARALLEL_CELLS):
+def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
     """calibrate = calibrate_reference on one tree: log-probabilities, parameter marginals, log Z."""
-    clique_off, p_off = args[0], args[16]
-    k, n, size = len(clique_off) - 1, clique_off[-1], p_off[-1]
+    clique_off, k = tree.clique_off, len(tree.clique_off) - 1
     results = []
     for kernel in (calibrate, calibrate_reference):
-        belief, log_norm, mu = np.full(n, np.nan), np.full(k, np.nan), np.full(size, np.nan)
-        log_z = kernel(theta, total, *args, belief, log_norm, mu, *_scratch(args), parallel_cells)
-        results.append((belief - np.repeat(log_norm, np.diff(clique_off)), mu, log_z))
+        work, mu = workspace(tree), np.full(params.p_off[-1], np.nan)
+        for scratch in work[:-1]:  # all but the int64 bits: NaN, so that reading before writing shows
+            scratch.fill(np.nan)
+        log_z = kernel(theta, total, tree, params, mu, work, parallel_cells)
+        results.append((work.belief - np.repeat(work.log_norm, np.diff(clique_off)), mu, log_z))
     (fast_b, fast_mu, fast_z), (slow_b, slow_mu, slow_z) = results
     scale = max(1.0, np.abs(theta).max(initial=0))
     np.testing.assert_allclose(fast_b, slow_b, rtol=1e-9, atol=1e-9 * scale)
@@ -87,8 +82,8 @@ def _check_calibrate(args, theta, total, parallel_cells=PARALLEL_CELLS):
 @given(seed=st.integers(0, 2**31), k=st.integers(1, 12), scale=st.sampled_from([0.1, 3.0, 400.0, 3000.0]))
 def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
-    args, size = _random_tree(rng, k)
-    _check_calibrate(args, rng.normal(size=size) * scale, 123.0)
+    tree, params = _random_tree(rng, k)
+    _check_calibrate(tree, params, rng.normal(size=params.p_off[-1]) * scale, 123.0)
 
 
 @settings(max_examples=30, deadline=None)
@@ -98,16 +93,16 @@ def test_calibrate_on_junction_trees(seed, d, m, scale):
     domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, 5, size=d).tolist())
     cliques = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 4) + 1), replace=False)) for _ in range(m)]
     oracle = MarginalOracle(domain, cliques)
-    _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 7.0)
+    _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 7.0)
 
 
 def test_calibrate_on_cliques_big_enough_for_all_cores():
     rng = np.random.default_rng(5)
     domain = Domain(list("abcde"), [40, 30, 40, 30, 3])
     oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d"), ("a",), ("d", "c"), ("d", "e")])
-    assert np.diff(oracle.layout["clique_off"]).max() >= PARALLEL_CELLS
+    assert np.diff(oracle.layout.clique_off).max() >= PARALLEL_CELLS
     for scale, parallel_cells in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
-        _check_calibrate(oracle.kernel_args, rng.normal(size=oracle.size) * scale, 1000.0, parallel_cells)
+        _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 1000.0, parallel_cells)
 
 
 def _big_oracle_marginals(seed):

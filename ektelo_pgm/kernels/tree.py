@@ -22,11 +22,78 @@ the cache.  They are compiled into the cached entry points that use them, :func:
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, objmode, prange
 
 from .interrupt import sigint_received
+
+
+class TreeLayout(NamedTuple):
+    """A junction tree (a forest) laid out for the kernels; int64 arrays unless said otherwise.
+
+    ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique ``k`` (-1
+    for a root), its children are ``children[child_off[k]:child_off[k + 1]]``; clique ``k``
+    occupies ``clique_off[k]:clique_off[k + 1]`` of the flat tree buffers, the separator with its
+    parent ``sep_off[k]:sep_off[k + 1]`` of the separator buffers.  ``up_*[k]`` is the
+    run-structured map (see :func:`runs_to_maps`; ``*_kept`` bool, ``*_rows`` int32) from the
+    cells of clique ``k`` to that separator, ``down_*[k]`` the one from the cells of ``parent[k]``.
+    """
+    clique_off: np.ndarray
+    order: np.ndarray
+    parent: np.ndarray
+    child_off: np.ndarray
+    children: np.ndarray
+    sep_off: np.ndarray
+    up_run: np.ndarray
+    up_kept: np.ndarray
+    up_off: np.ndarray
+    up_rows: np.ndarray
+    down_run: np.ndarray
+    down_kept: np.ndarray
+    down_off: np.ndarray
+    down_rows: np.ndarray
+
+
+class ParameterLayout(NamedTuple):
+    """The parameter cliques hosted in a :class:`TreeLayout`: clique ``k`` hosts the parameter
+    cliques ``hosted[hosted_off[k]:hosted_off[k + 1]]``; parameter clique ``j`` occupies
+    ``p_off[j]:p_off[j + 1]`` of the flat parameter buffers, and the run-structured map
+    ``(run[j], kept[j], rows[row_off[j]:])`` sends its host's cells to its own."""
+    hosted_off: np.ndarray
+    hosted: np.ndarray
+    p_off: np.ndarray
+    run: np.ndarray
+    kept: np.ndarray
+    row_off: np.ndarray
+    rows: np.ndarray
+
+
+class Workspace(NamedTuple):
+    """Outputs and scratch of :func:`calibrate` (float64 unless said otherwise): ``belief`` (tree
+    cells) receives the log-beliefs and ``log_norm`` (one per clique) their log-normalisers;
+    scratch: ``up`` and ``down`` (separator cells), ``acc`` and ``peak`` (widest separator),
+    ``tmp`` (widest clique), ``bits`` (int64, :data:`BLOCK` cells)."""
+    belief: np.ndarray
+    log_norm: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    acc: np.ndarray
+    peak: np.ndarray
+    tmp: np.ndarray
+    bits: np.ndarray
+
+
+class LossTerms(NamedTuple):
+    """The loss of :func:`mirror_descent`: identity measurements (``index``, ``y``, ``w``: see
+    :func:`identity_loss`, L1 if ``l1``) plus, if ``python``, ``HOOKS[key][0]``."""
+    index: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    l1: bool
+    key: int
+    python: bool
 
 
 @njit(cache=True)
@@ -118,6 +185,16 @@ def parallel_cells() -> int:
     layer here, terminates a forked child that starts parallel work once its parent has; a pool
     of processes keeps the cores busy anyway."""
     return SERIAL if _forked else PARALLEL_CELLS
+
+
+def workspace(tree: TreeLayout) -> Workspace:
+    """A fresh (uninitialised) :class:`Workspace` for calibrating ``tree``."""
+    seps = int(tree.sep_off[-1])
+    widest_sep = max(1, int(np.diff(tree.sep_off).max(initial=0)))
+    widest = int(np.diff(tree.clique_off).max())
+    return Workspace(belief=np.empty(tree.clique_off[-1]), log_norm=np.empty(len(tree.clique_off) - 1),
+                     up=np.empty(seps), down=np.empty(seps), acc=np.empty(widest_sep), peak=np.empty(widest_sep),
+                     tmp=np.empty(widest), bits=np.empty(BLOCK, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -271,35 +348,33 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
 
 
 @njit
-def calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
-                   up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
-                   rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
+def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
-    Forest: ``order`` lists the cliques children first; ``parent[k]`` is the parent of clique
-    ``k`` (-1 for a root), its children are ``children[child_off[k]:child_off[k + 1]]``;
-    clique ``k`` occupies ``clique_off[k]:clique_off[k + 1]`` of the flat tree buffers, the
-    separator with its parent ``sep_off[k]:sep_off[k + 1]`` of the separator buffers.  ``up_*[k]``
-    is the run-structured map (see :func:`runs_to_maps`) from the cells of clique ``k`` to that
-    separator, ``down_*[k]`` the one from the cells of ``parent[k]``.
-    Parameters: clique ``k`` hosts the parameter cliques ``hosted[hosted_off[k]:hosted_off[k + 1]]``;
-    parameter clique ``j`` occupies ``p_off[j]:p_off[j + 1]`` of ``theta`` and ``mu``, and the map
-    ``(run[j], kept[j], rows[row_off[j]:])`` sends its host's cells to its own.
-
+    ``tree`` is a :class:`TreeLayout`, ``params`` the :class:`ParameterLayout` of the parameter
+    cliques, whose log-potentials are ``theta``.
     Assembly: each clique's log-potential is the sum of those it hosts.  Collect: each clique
     sends the log-sum-exp of its belief onto the separator with its parent.  Distribute (root
     first): a clique's belief is final once its parent's message is absorbed; it is exponentiated
     once, which gives the marginals of the parameter cliques it hosts and, summed onto each
     child's separator, the message to that child (the separator marginal minus the child's own
     upward message).  Separator cells that underflow are recomputed exactly.
-    Writes the final log-beliefs, unnormalised, into ``belief`` (tree size) and their log
-    normalisers into ``log_norm`` (one per clique; ``belief - log_norm`` is the log-probability),
-    the parameter cliques' marginals in counts (scaled to ``total``) into ``mu``; returns the log
-    partition function (the sum of the roots' log-normalisers).  Scratch: ``up`` and ``down``
-    (``sep_off[-1]`` cells), ``acc`` and ``peak`` (widest separator), ``tmp`` (widest clique),
-    ``bits`` (int64, :data:`BLOCK` cells).  Tables from ``parallel_cells`` cells use all cores
-    (see :func:`parallel_cells`).
+    Writes the final log-beliefs, unnormalised, into ``work.belief`` (tree size) and their log
+    normalisers into ``work.log_norm`` (one per clique; ``belief - log_norm`` is the
+    log-probability), the parameter cliques' marginals in counts (scaled to ``total``) into
+    ``mu``; returns the log partition function (the sum of the roots' log-normalisers).  The rest
+    of ``work`` (a :class:`Workspace`) is scratch.  Tables from ``parallel_cells`` cells use all
+    cores (see :func:`parallel_cells`).
     """
+    # every array bound to a local name once (field by field), so that the loops hold no tuple accesses
+    clique_off, order, parent, sep_off = tree.clique_off, tree.order, tree.parent, tree.sep_off
+    child_off, children = tree.child_off, tree.children
+    up_run, up_kept, up_off, up_rows = tree.up_run, tree.up_kept, tree.up_off, tree.up_rows
+    down_run, down_kept, down_off, down_rows = tree.down_run, tree.down_kept, tree.down_off, tree.down_rows
+    hosted_off, hosted, p_off = params.hosted_off, params.hosted, params.p_off
+    run, kept, row_off, rows = params.run, params.kept, params.row_off, params.rows
+    belief, log_norm, up, down = work.belief, work.log_norm, work.up, work.down
+    acc, peak, tmp, bits = work.acc, work.peak, work.tmp, work.bits
     k = order.shape[0]
     bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
     for c in range(k):  # assembly
@@ -328,19 +403,20 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
                 exact = False
             up[s0 + s] = top + np.log(acc[s])
         if not exact:
-            _exact_logsumexp_runs(belief, start, n, up_run[c], up_kept[c], up_rows, up_off[c], peak[:m], acc[:m])
+            _exact_logsumexp_runs(belief, start, n, up_run[c], up_kept[c], up_rows, up_off[c],
+                                  peak[:m], acc[:m])
             up[s0:s0 + m] = acc[:m]
         bound[p] += _max(up[s0:s0 + m])
-        _gather_add_runs(belief, clique_off[p], clique_off[p + 1] - clique_off[p], down_run[c], down_kept[c],
-                         down_rows, down_off[c], up, s0, parallel_cells)
+        _gather_add_runs(belief, clique_off[p], clique_off[p + 1] - clique_off[p], down_run[c],
+                         down_kept[c], down_rows, down_off[c], up, s0, parallel_cells)
     log_z = 0.0
     for t in range(k - 1, -1, -1):  # distribute: parents first
         p = order[t]
         start = clique_off[p]
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
-            _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down, sep_off[p],
-                             parallel_cells)
+            _gather_add_runs(belief, start, n, up_run[p], up_kept[p], up_rows, up_off[p], down,
+                             sep_off[p], parallel_cells)
         top, z = _exp_table(belief[start:start + n], bound[p], tmp[:n], bits, parallel_cells)
         lz = top + np.log(z)
         log_norm[p] = lz
@@ -366,8 +442,8 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
                     exact = False
                 down[s0 + s] = np.log(acc[s] / z) - up[s0 + s]
             if not exact:
-                _exact_logsumexp_runs(belief, start, n, down_run[c], down_kept[c], down_rows, down_off[c],
-                                      peak[:m], acc[:m])
+                _exact_logsumexp_runs(belief, start, n, down_run[c], down_kept[c], down_rows,
+                                      down_off[c], peak[:m], acc[:m])
                 for s in range(m):
                     down[s0 + s] = acc[s] - lz - up[s0 + s]
             bound[c] += _max(down[s0:s0 + m])
@@ -375,13 +451,9 @@ def calibrate_core(theta, total, clique_off, order, parent, child_off, children,
 
 
 @njit(cache=True)
-def calibrate(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
-              down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-              belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
+def calibrate(theta, total, tree, params, mu, work, parallel_cells):
     """The MARGINAL-ORACLE (:func:`calibrate_core`) as a cached entry point for Python callers."""
-    return calibrate_core(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
-                          up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                          kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells)
+    return calibrate_core(theta, total, tree, params, mu, work, parallel_cells)
 
 
 def _logsumexp_by(values, index, size):
@@ -390,25 +462,24 @@ def _logsumexp_by(values, index, size):
     return peak + np.log(np.bincount(index, np.exp(values - peak[index]), minlength=size))
 
 
-def calibrate_reference(theta, total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept,
-                        up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run,
-                        kept, row_off, rows, belief, log_norm, mu, up, down, acc, peak, tmp, bits, parallel_cells):
+def calibrate_reference(theta, total, tree, params, mu, work, parallel_cells):
     """numpy twin of :func:`calibrate` (plain maps, every message recomputed from scratch, no
-    division, normalised beliefs: ``log_norm`` is all zeros)."""
+    division, normalised beliefs: ``work.log_norm`` is all zeros)."""
+    clique_off, order, parent, sep_off, p_off = tree.clique_off, tree.order, tree.parent, tree.sep_off, params.p_off
     k = len(order)
     cells = [slice(clique_off[c], clique_off[c + 1]) for c in range(k)]
     sizes = np.diff(clique_off)
     host = np.empty(len(p_off) - 1, dtype=np.int64)
     for c in range(k):
-        host[hosted[hosted_off[c]:hosted_off[c + 1]]] = c
-    p_maps, p_map_off = runs_to_maps(run, kept, row_off, rows, sizes[host])
+        host[params.hosted[params.hosted_off[c]:params.hosted_off[c + 1]]] = c
+    p_maps, p_map_off = runs_to_maps(params.run, params.kept, params.row_off, params.rows, sizes[host])
     linked = parent >= 0  # the root has no separator: empty maps
-    up_maps, up_map_off = runs_to_maps(up_run, up_kept, up_off, up_rows, np.where(linked, sizes, 0))
-    down_maps, down_map_off = runs_to_maps(down_run, down_kept, down_off, down_rows,
+    up_maps, up_map_off = runs_to_maps(tree.up_run, tree.up_kept, tree.up_off, tree.up_rows, np.where(linked, sizes, 0))
+    down_maps, down_map_off = runs_to_maps(tree.down_run, tree.down_kept, tree.down_off, tree.down_rows,
                                            np.where(linked, sizes[np.maximum(parent, 0)], 0))
     up_map = {c: up_maps[up_map_off[c]:up_map_off[c + 1]] for c in range(k)}
     down_map = {c: down_maps[down_map_off[c]:down_map_off[c + 1]] for c in range(k)}
-    kids = {c: list(children[child_off[c]:child_off[c + 1]]) for c in range(k)}
+    kids = {c: list(tree.children[tree.child_off[c]:tree.child_off[c + 1]]) for c in range(k)}
     sep_sizes = np.diff(sep_off)
 
     log_phi = np.zeros(clique_off[-1])
@@ -433,6 +504,7 @@ def calibrate_reference(theta, total, clique_off, order, parent, child_off, chil
         if parent[p] >= 0:
             inner += downs[p][up_map[p]]
         downs[c] = _logsumexp_by(inner, down_map[c], sep_sizes[c])
+    belief = work.belief
     belief[:] = log_phi
     log_z = 0.0
     for c in range(k):
@@ -446,7 +518,7 @@ def calibrate_reference(theta, total, clique_off, order, parent, child_off, chil
         b -= lz
         if parent[c] < 0:
             log_z += lz
-    log_norm[:] = 0.0
+    work.log_norm[:] = 0.0
     marginals = total * np.exp(belief)
     for j, c in enumerate(host):
         mu[p_off[j]:p_off[j + 1]] = np.bincount(p_maps[p_map_off[j]:p_map_off[j + 1]], marginals[cells[c]],
@@ -533,9 +605,10 @@ def _report(key, t, value):
 
 
 @njit(cache=True)
-def _loss(mu, grad, index, y, w, l1, key, python):
-    value = identity_loss(mu, index, y, w, l1, grad)
-    if python:
+def _loss(mu, grad, loss):
+    value = identity_loss(mu, loss.index, loss.y, loss.w, loss.l1, grad)
+    if loss.python:
+        key = loss.key
         with objmode(extra="float64"):
             extra = _python_loss(key, mu, grad)
         value += extra
@@ -543,10 +616,7 @@ def _loss(mu, grad, index, y, w, l1, key, python):
 
 
 @njit(cache=True)
-def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key, python, report,
-                   clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off, up_rows,
-                   down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off, rows,
-                   belief, log_norm, up, down, acc, peak, tmp, bits, parallel_cells):
+def mirror_descent(theta, total, iters, tol, first, smooth, report, loss, tree, params, work, parallel_cells):
     """Algorithm 1 from the log-potentials ``theta`` (flat, parameter cliques; not modified), the
     whole loop in one numba call.
 
@@ -558,25 +628,23 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
     ``smooth`` loss has converged and the run stops; otherwise a subgradient step of
     ``first / sqrt(t)`` is taken.  Stops after ``iters`` iterations or when the relative loss
     change is at most ``tol``.
-    Loss: identity measurements (``index``, ``y``, ``w``: see :func:`identity_loss`, L1 if
-    ``l1``) plus, if ``python``, ``HOOKS[key][0]``; if ``report``, ``HOOKS[key][1](t, loss)``
-    runs after every iteration.  Every :data:`INTERRUPT_CELLS` calibrated cells (counting every
-    calibration, line-search trials included) the loop asks
-    :func:`~ektelo_pgm.kernels.interrupt.sigint_received` and stops early if Ctrl-C was pressed
-    (the caller raises it, see :func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`).  The
-    remaining arguments are those of :func:`calibrate_core`.
+    ``loss`` is a :class:`LossTerms`; if ``report``, ``HOOKS[loss.key][1](t, loss)`` runs after
+    every iteration.  Every :data:`INTERRUPT_CELLS` calibrated cells (counting every calibration,
+    line-search trials included) the loop asks :func:`~ektelo_pgm.kernels.interrupt.sigint_received`
+    and stops early if Ctrl-C was pressed (the caller raises it, see
+    :func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`).  ``tree``, ``params``, ``work`` and
+    ``parallel_cells`` are those of :func:`calibrate_core`.
     Returns ``(theta, loss, iterations)`` of the best iterate (the last one for a smooth loss).
     """
-    n, m = theta.shape[0], p_off[-1]
+    n, m = theta.shape[0], params.p_off[-1]
     thetas = np.empty((2, n))
     thetas[0] = theta
     mus = np.empty((2, m))
     grads = np.empty((2, m))
     cur = 0
-    calibrate_core(thetas[0], total, clique_off, order, parent, child_off, children, sep_off, up_run, up_kept, up_off,
-                   up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted, p_off, run, kept, row_off,
-                   rows, belief, log_norm, mus[0], up, down, acc, peak, tmp, bits, parallel_cells)
-    value = _loss(mus[0], grads[0], index, y, w, l1, key, python)
+    key = loss.key
+    calibrate_core(thetas[0], total, tree, params, mus[0], work, parallel_cells)
+    value = _loss(mus[0], grads[0], loss)
     best = thetas[0].copy()
     best_value = value
     alpha = first
@@ -596,12 +664,9 @@ def mirror_descent(theta, total, iters, tol, first, smooth, index, y, w, l1, key
                     break
                 alpha = first / np.sqrt(t)  # a kink: a diminishing subgradient step, taken as it is
             step(thetas[cur], alpha, grads[cur], thetas[nxt])
-            calibrate_core(thetas[nxt], total, clique_off, order, parent, child_off, children, sep_off, up_run,
-                           up_kept, up_off, up_rows, down_run, down_kept, down_off, down_rows, hosted_off, hosted,
-                           p_off, run, kept, row_off, rows, belief, log_norm, mus[nxt], up, down, acc, peak, tmp,
-                           bits, parallel_cells)
-            new_value = _loss(mus[nxt], grads[nxt], index, y, w, l1, key, python)
-            pending += clique_off[-1]
+            calibrate_core(thetas[nxt], total, tree, params, mus[nxt], work, parallel_cells)
+            new_value = _loss(mus[nxt], grads[nxt], loss)
+            pending += tree.clique_off[-1]
             if pending >= INTERRUPT_CELLS:
                 pending = 0
                 with objmode(stop="int64"):

@@ -19,7 +19,7 @@ from ..matrix import Sparse
 from ..measurement import resolve_total
 from ..kernels import identity_loss
 from ..kernels.interrupt import deferred_sigint
-from ..kernels.tree import HOOKS, TINY, mirror_descent as compiled_mirror_descent, parallel_cells
+from ..kernels.tree import HOOKS, TINY, LossTerms, mirror_descent as compiled_mirror_descent, parallel_cells
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
@@ -172,12 +172,12 @@ def mirror_descent(oracle: MarginalOracle, objective: Objective, total: float, t
     key = id(objective)
     HOOKS[key] = (objective.python_part, callback)
     try:
+        loss = LossTerms(objective.index, objective.y, objective.w, objective.loss == "l1", key, objective.needs_python)
         with deferred_sigint():  # Ctrl-C stops the compiled loop and is raised here
             theta, value, iterations = compiled_mirror_descent(
                 np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters), float(tol), first,
-                objective.loss == "l2", objective.index, objective.y, objective.w, objective.loss == "l1", key,
-                objective.needs_python, callback is not None, *oracle.kernel_args, *oracle.workspace(),
-                parallel_cells())
+                objective.loss == "l2", callback is not None, loss, oracle.layout, oracle.params,
+                oracle.workspace(), parallel_cells())
     finally:
         del HOOKS[key]
     return _assess(oracle, objective, theta, total, iterations)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..kernels import calibrate
-from ..kernels.tree import BLOCK, parallel_cells
+from ..kernels.tree import ParameterLayout, Workspace, parallel_cells, workspace
 from .clique_vector import FlatCliques
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
@@ -29,8 +29,8 @@ class MarginalOracle(FlatCliques):
     The parameter cliques (attributes in domain order, duplicates removed) each hold a
     log-potential table in one flat buffer (:class:`FlatCliques`); they are hosted by the smallest
     maximal clique of the junction tree containing them, whose tables live in another flat buffer
-    (``tree.layout()``), so that one numba call does the whole pass; ``kernel_args`` are the tree
-    and parameter arrays of :func:`ektelo_pgm.kernels.calibrate`.
+    (``layout``, from ``tree.layout()``), so that one numba call does the whole pass; ``params``
+    says where (see :func:`ektelo_pgm.kernels.calibrate`).
     """
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
@@ -44,37 +44,29 @@ class MarginalOracle(FlatCliques):
         runs = [index_runs(domain, self.tree.cliques[h], cl) for cl, h in zip(self.cliques, host)]
         hosted = np.argsort(host, kind="stable")
         hosted_off = np.concatenate([[0], np.cumsum(np.bincount(host, minlength=len(self.tree.cliques)))])
-        lay = self.layout
-        self.kernel_args = (
-            lay["clique_off"], lay["order"], lay["parent"], lay["child_off"], lay["children"], lay["sep_off"],
-            lay["up_run"], lay["up_kept"], lay["up_off"], lay["up_rows"],
-            lay["down_run"], lay["down_kept"], lay["down_off"], lay["down_rows"],
-            hosted_off.astype(np.int64), hosted.astype(np.int64), self.p_off,
-            np.array([r[0] for r in runs], dtype=np.int64), np.array([r[1] for r in runs], dtype=np.bool_),
-            np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
-            np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
+        self.params = ParameterLayout(
+            hosted_off=hosted_off.astype(np.int64), hosted=hosted.astype(np.int64), p_off=self.p_off,
+            run=np.array([r[0] for r in runs], dtype=np.int64), kept=np.array([r[1] for r in runs], dtype=np.bool_),
+            row_off=np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
+            rows=np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
 
-    def workspace(self) -> tuple:
-        """Scratch for :meth:`calibrate`, reusable across calls: ``(beliefs, log-normalisers, ...)``
-        (tree cells, one per clique, then the kernel's separator and clique scratch)."""
-        clique_off, sep_off = self.layout["clique_off"], self.layout["sep_off"]
-        widest_sep = max(1, int(np.diff(sep_off).max(initial=0)))
-        widest = int(np.diff(clique_off).max())
-        return (np.empty(clique_off[-1]), np.empty(len(clique_off) - 1), np.empty(sep_off[-1]), np.empty(sep_off[-1]),
-                np.empty(widest_sep), np.empty(widest_sep), np.empty(widest), np.empty(BLOCK, dtype=np.int64))
+    def workspace(self) -> Workspace:
+        """Outputs and scratch of :meth:`calibrate`, reusable across calls (see
+        :class:`~ektelo_pgm.kernels.tree.Workspace`)."""
+        return workspace(self.layout)
 
     def calibrate(self, theta: np.ndarray, total: float, mu: np.ndarray | None = None,
-                  work: tuple | None = None) -> tuple[np.ndarray, float]:
+                  work: Workspace | None = None) -> tuple[np.ndarray, float]:
         """Belief propagation on log-potentials ``theta`` (flat, parameter cliques).
 
         Returns ``(mu, log_z)``: the parameter cliques' marginals in counts (scaled to ``total``;
         written into ``mu`` if given) and the log partition function.  ``work`` (from
-        :meth:`workspace`) avoids allocating scratch; afterwards ``work[0]`` holds the tree
-        cliques' log-beliefs and ``work[1]`` their log-normalisers (see :func:`kernels.calibrate`).
+        :meth:`workspace`) avoids allocating scratch; afterwards ``work.belief`` holds the tree
+        cliques' log-beliefs and ``work.log_norm`` their log-normalisers (see :func:`kernels.calibrate`).
         """
         mu = np.empty(self.size) if mu is None else mu
         work = self.workspace() if work is None else work
-        log_z = calibrate(theta, float(total), *self.kernel_args, work[0], work[1], mu, *work[2:], parallel_cells())
+        log_z = calibrate(theta, float(total), self.layout, self.params, mu, work, parallel_cells())
         return mu, log_z
 
     def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -82,8 +74,8 @@ class MarginalOracle(FlatCliques):
         log-probabilities (flat, laid out like ``tree.layout()``)."""
         work = self.workspace()
         mu, log_z = self.calibrate(theta, total, work=work)
-        log_beliefs, log_norm = work[0], work[1]
-        log_beliefs -= np.repeat(log_norm, np.diff(self.layout["clique_off"]))
+        log_beliefs = work.belief
+        log_beliefs -= np.repeat(work.log_norm, np.diff(self.layout.clique_off))
         return mu, log_beliefs, log_z
 
 

@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
+from ..kernels.tree import TreeLayout
 
 DEFAULT_MAX_MB = 1024.0
 
@@ -241,7 +242,7 @@ class JunctionTree:
             self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return self._offsets
 
-    def layout(self) -> dict:
+    def layout(self) -> TreeLayout:
         """Flat-buffer description of the tree for :func:`ektelo_pgm.kernels.calibrate`.
 
         Cliques joined by an empty separator are cut apart (``parent`` -1): no message carries
@@ -270,7 +271,7 @@ class JunctionTree:
             out[f"{side}_kept"] = np.array([r[1] for r in runs], dtype=np.bool_)
             out[f"{side}_off"] = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
             out[f"{side}_rows"] = np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32)
-        return out
+        return TreeLayout(**out)
 
     def __repr__(self) -> str:
         return f"JunctionTree({len(self.cliques)} cliques, {self.cells:,} cells, {self.mb:,.1f} MB)"
