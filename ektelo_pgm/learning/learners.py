@@ -214,7 +214,7 @@ class CGMEM(_StatisticsLearner):
         structure = self.structure(domain)
         untied = structure.untied()
         y = _noisy_cells(structure, measurements)
-        scale = float(measurements[0].std) / np.sqrt(2.0)  # Laplace scale b: std = sqrt(2) b
+        scale = float(measurements[0].std) / np.sqrt(2.0)  # Laplace scale b: std about sqrt(2) b
         total = noisy_total(measurements)
         naive = NaiveMLE(self.cliques, self.ties, project=True, lam=self.init_lam, inference=self.inference,
                          max_mb=self.max_mb)
@@ -356,6 +356,7 @@ class PrivateSGD:
         for t in range(self.iters):
             marginals = structure.split(structure.infer(theta)[0])
             grad = self._clipped_sum(structure, data.records, marginals)
-            noisy = gaussian(grad, self.clip, rho_step, rng=rng, budget=budget, label=f"PrivateSGD step {t}")
+            noisy = gaussian(grad, self.clip, rho_step, rng=rng, budget=budget, label=f"PrivateSGD step {t}",
+                             integer=False)
             theta = theta + self.lr * (noisy / count - 2.0 * self.lam * theta)
         return UndirectedModel(structure, theta)

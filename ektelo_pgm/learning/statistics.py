@@ -19,8 +19,12 @@ def noisy_statistics(data: Dataset, cliques: Sequence[Sequence[str]], epsilon: f
 
     One Measurement (counts) per clique, in the order given, so the same release can go to any
     reconstruction.  ``epsilon=None`` spends all that remains of ``budget``; the budget is
-    charged once, before noise is drawn.
+    charged once, before noise is drawn; without a budget a fresh one of ``epsilon`` is spent.
     """
+    if budget is None:
+        if epsilon is None:
+            raise ValueError("noisy_statistics: give epsilon or a budget to spend")
+        budget = Budget.pure(epsilon)
     queries = [Query(tuple(cl)) for cl in cliques]
     return Laplace(epsilon).measure(data, queries, budget=budget, rng=rng,
                                     label=f"noisy sufficient statistics of {len(queries)} cliques")
