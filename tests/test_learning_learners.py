@@ -110,7 +110,7 @@ def test_em_objective_never_decreases(overrelax):
                     nlbp_tol=1e-9, nlbp_iters=3000)
     learner.fit(truth.sample(3000, rng=7), None, rng=5)
     objective = np.array(learner.info["objective"])
-    assert len(objective) >= 10
+    assert len(objective) >= 5
     assert np.all(np.diff(objective) >= -1e-8)
     assert objective[-1] > objective[0]
 
