@@ -4,10 +4,11 @@ the constructor and ``run(data, budget, rng) -> Result``; adaptive ones share th
 from .adaptive import Adaptive, Annealing, EqualShares, Share, State
 from .framework import AdaptiveMeasurements, KWorst
 from .gem import GEM
+from .mst import MST
 from .mwem import MWEM
 from .pep import PEP
 from .pmw import PMW
 from .rap import RAPSoftmax
 
-__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "MWEM", "AdaptiveMeasurements", "KWorst",
+__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "MST", "MWEM", "AdaptiveMeasurements", "KWorst",
            "PMW", "PEP", "GEM", "RAPSoftmax"]
