@@ -2,6 +2,7 @@
 the constructor and ``run(data, budget, rng) -> Result``; adaptive ones share the loop of
 :mod:`ektelo_pgm.mechanisms.adaptive`."""
 from .adaptive import Adaptive, Annealing, EqualShares, Share, State
+from .aim import AIM
 from .framework import AdaptiveMeasurements, KWorst
 from .gem import GEM
 from .mst import MST
@@ -10,5 +11,5 @@ from .pep import PEP
 from .pmw import PMW
 from .rap import RAPSoftmax
 
-__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "MST", "MWEM", "AdaptiveMeasurements", "KWorst",
+__all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "AIM", "MST", "MWEM", "AdaptiveMeasurements", "KWorst",
            "PMW", "PEP", "GEM", "RAPSoftmax"]

@@ -37,6 +37,8 @@ overrides only the hooks it changes (all receive the loop's :class:`State`):
   ``total=``), None otherwise: then ``initialise`` must measure it (MWEM) or the reconstructions
   estimate it from the measurements.  Never ``len(data)`` under add/remove neighbours: the
   exact count is private (``budget.public_total`` says when it is not; see docs/privacy.md).
+- ``schedule_for(data)``: the run's schedule; the default is ``self.schedule`` (AIM's depends on
+  the number of attributes).
 
 ``self.callback(state)``, when set, runs after every round; returning True stops the loop (the
 budget left is not spent).  Every charge goes through the Budget before any noise is drawn, and
@@ -80,7 +82,9 @@ class State:
     warm start of the next fit, None before the first), every query and measurement so far and
     this round's (``chosen``, ``measured``), and the estimates after each round when the
     mechanism keeps them (``iterates``); ``rng`` is the run's random generator, for hooks that
-    draw without being handed it (e.g. ``fit`` shuffling its update order)."""
+    draw without being handed it (e.g. ``fit`` shuffling its update order); ``available``: what
+    remained of the budget when the run started (exact, or slightly less); ``memo``: values a
+    mechanism computes once per run (e.g. the data's marginals)."""
 
     domain: Domain
     total: float | None
@@ -95,6 +99,8 @@ class State:
     measured: list[Measurement] = field(default_factory=list)
     iterates: list[Estimate] = field(default_factory=list)
     rng: np.random.Generator | None = None
+    available: Fraction = Fraction(0)
+    memo: dict = field(default_factory=dict)
 
     def add(self, queries: list[Query], measurements: list[Measurement]) -> None:
         """Record measured queries (this round's, and in the run's lists)."""
@@ -220,15 +226,19 @@ class Adaptive:
     def finish(self, state: State) -> Estimate:
         return state.estimate
 
+    def schedule_for(self, data: Dataset):
+        return self.schedule
+
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run the mechanism on ``data`` spending ``budget`` (as its schedule says); same
         ``rng`` seed, same result."""
         check_budget(budget, f"{type(self).__name__}.run")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
-        state = State(data.domain, self.known_total(data), rng=rng)
+        state = State(data.domain, self.known_total(data), rng=rng, available=_available(budget))
+        schedule = self.schedule_for(data)
         self.initialise(state, data, budget, rng)
-        while (share := self.schedule.next(state, budget)) is not None:
+        while (share := schedule.next(state, budget)) is not None:
             state.round += 1
             state.share = share
             chosen = self.select(state, data, budget, rng)

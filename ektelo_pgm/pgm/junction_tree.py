@@ -151,6 +151,45 @@ def _eliminate(domain: Domain, graph: dict, order: list[str]) -> list[tuple[str,
     return [canonical(domain, c) for c in maximal]
 
 
+def triangulate(domain: Domain, cliques: Iterable[Sequence[str]]) -> tuple[int, list[str], list[tuple[str, ...]]]:
+    """The smaller (in cells) of the min-fill and min-size triangulations of the interaction graph
+    of ``cliques`` over every attribute of ``domain``: ``(cells, elimination order, maximal
+    cliques in domain order)``."""
+    position = _positions(domain)
+    measured = sorted({canonical(domain, cl) for cl in cliques}, key=lambda c: [position[a] for a in c])
+    graph = {a: set() for a in domain.attrs}
+    for cl in measured:
+        for a in cl:
+            graph[a] |= set(cl) - {a}
+    best = None
+    for method in ("min_fill", "min_size"):
+        order = elimination_order(domain, graph, method)
+        maximal = _eliminate(domain, graph, order)
+        size = sum(_cells(domain, c) for c in maximal)
+        if best is None or size < best[0]:
+            best = (size, order, maximal)
+    return best
+
+
+def triangulated_mb(domain: Domain, cliques: Iterable[Sequence[str]]) -> float:
+    """Megabytes (float64) of the junction tree that :class:`JunctionTree` would build for
+    ``cliques``, without building it (e.g. to compare hypothetical models); compiled
+    (:func:`ektelo_pgm.kernels.triangulation.triangulated_cells`) up to 64 attributes."""
+    from ..kernels.triangulation import MAX_ATTRIBUTES, triangulated_cells
+
+    if len(domain) > MAX_ATTRIBUTES:
+        return triangulate(domain, cliques)[0] * 8 / 2**20
+    position = _positions(domain)
+    adjacency = np.zeros(len(domain), dtype=np.uint64)
+    for cl in cliques:
+        mask = 0
+        for a in cl:
+            mask |= 1 << position[a]
+        for a in cl:
+            adjacency[position[a]] |= np.uint64(mask & ~(1 << position[a]))
+    return triangulated_cells(adjacency, np.array(domain.shape, dtype=np.int64)) * 8 / 2**20
+
+
 class JunctionTree:
     """A junction tree over every attribute of ``domain`` covering each of ``cliques``.
 
@@ -163,20 +202,7 @@ class JunctionTree:
 
     def __init__(self, domain: Domain, cliques: Iterable[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
         self.domain = domain
-        position = _positions(domain)
-        measured = sorted({canonical(domain, cl) for cl in cliques}, key=lambda c: [position[a] for a in c])
-        graph = {a: set() for a in domain.attrs}
-        for cl in measured:
-            for a in cl:
-                graph[a] |= set(cl) - {a}
-        best = None
-        for method in ("min_fill", "min_size"):
-            order = elimination_order(domain, graph, method)
-            maximal = _eliminate(domain, graph, order)
-            cells = sum(_cells(domain, c) for c in maximal)
-            if best is None or cells < best[0]:
-                best = (cells, order, maximal)
-        self.cells, self.elimination, self.cliques = best
+        self.cells, self.elimination, self.cliques = triangulate(domain, cliques)
         self.mb = self.cells * 8 / 2**20
         if self.mb > max_mb:
             biggest = sorted(self.cliques, key=lambda c: -_cells(domain, c))[:3]

@@ -1,0 +1,160 @@
+"""AIM (McKenna, Mullins, Sheldon and Miklau, "AIM: an adaptive and iterative mechanism for
+differentially private synthetic data", VLDB 2022, sec. 4).
+
+Workload-aware: the candidates are the downward closure of the workload's cliques, each weighted
+by how many attributes it shares with the workload (sec. 4.2).  AIM first measures every 1-way
+marginal, then repeats: keep the candidates whose addition leaves the junction tree within a
+size limit that grows with the budget spent; choose one with the exponential mechanism scoring
+its weighted L1 error minus the expected L1 noise of measuring it (which penalises large
+marginals); measure it with Gaussian noise; refit Private-PGM from the previous model.  When a
+measurement barely moves the model, the per-round budget is multiplied by four (noise halved;
+budget annealing, sec. 4.3); when less than two rounds' budget remains, a last round spends it.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..domain import Domain
+from ..operators.reconstruct import PGM
+from ..pgm.junction_tree import canonical, triangulated_mb
+from ..pgm.model import GraphicalModel
+from ..privacy import Budget, exponential
+from ..stages import Result
+from ..workload import Query, as_workload, kway_marginals
+from .adaptive import Adaptive, Annealing, State
+
+#: sqrt(2 / pi): the expected absolute value of a standard normal variable.
+HALF_NORMAL_MEAN = math.sqrt(2.0 / math.pi)
+
+
+def downward_closure(cliques) -> list[tuple[str, ...]]:
+    """Every non-empty subset of every clique (attributes in each clique's order), by size."""
+    closure = {tuple(sub) for cl in cliques for k in range(1, len(cl) + 1) for sub in itertools.combinations(cl, k)}
+    return sorted(closure, key=lambda c: (len(c), c))
+
+
+def candidate_weights(domain: Domain, workload) -> dict[tuple[str, ...], float]:
+    """AIM's candidates and their weights (sec. 4.2): every clique ``c`` of the workload's downward
+    closure (domain order) with ``w_c = sum_r w_r |c & r|`` over the workload's entries ``r``."""
+    entries = [(canonical(domain, q.attrs), q.weight) for q in as_workload(workload)]
+    if any(not attrs for attrs, _ in entries):
+        raise ValueError("AIM: a workload entry has no attributes")
+    return {c: sum(w * len(set(c) & set(r)) for r, w in entries)
+            for c in downward_closure(r for r, _ in entries)}
+
+
+def fits(model: GraphicalModel, candidates, limit_mb: float) -> list[tuple[str, ...]]:
+    """The ``candidates`` that keep the junction tree of the model's cliques plus themselves
+    within ``limit_mb`` megabytes (float64); those inside a clique of the model's junction tree
+    leave it as it is and always fit."""
+    return [c for c in candidates
+            if model.tree.host(c) is not None or triangulated_mb(model.domain, [*model.cliques, c]) <= limit_mb]
+
+
+def quality(marginal, model: GraphicalModel, candidates, weights, sigma: float) -> np.ndarray:
+    """AIM's quality score of each candidate ``c`` (sec. 4.2), counts:
+    ``w_c (||M_c(data) - M_c(model)||_1 - sqrt(2/pi) sigma n_c)``, the weighted L1 error of the model
+    on ``c`` minus the expected L1 error of measuring ``c``'s ``n_c`` cells with noise std ``sigma``.
+    ``marginal(c)`` gives the data's counts on ``c``.  Adding or removing a record moves the
+    score of ``c`` by at most ``w_c``."""
+    return np.array([weights[c] * (np.abs(marginal(c) - model.project(c)).sum()
+                                   - HALF_NORMAL_MEAN * sigma * model.domain.size(c)) for c in candidates])
+
+
+class AIM(Adaptive):
+    """AIM over a workload of marginals (default: every 3-way marginal, as in the paper's
+    experiments), on the shared adaptive loop with the :class:`Annealing` schedule.
+
+    ``run`` spends all that remains of a rho-zCDP budget.  ``rounds`` (default ``16 d``) fixes
+    the first per-round share ``1 / rounds`` of the budget, of which ``measure_fraction`` measures
+    one marginal with Gaussian noise and the rest selects it (an exponential mechanism of parameter
+    ``epsilon`` costs ``epsilon^2 / 8``); the 1-way marginals are first measured with the same
+    noise.  A share grows fourfold after a round whose measurement moved the model's marginal by
+    less than the noise's expected L1 size (sec. 4.3).  ``max_model_mb`` caps the junction tree
+    (float64 MB) once the whole budget is spent: after spending a fraction ``f`` of it (this round
+    included), only candidates keeping the tree within ``f * max_model_mb`` compete.  ``iters``:
+    mirror-descent iterations of each warm-started PGM refit; ``callback(state)`` after every round.
+    """
+
+    name = "AIM"
+    noise = "gaussian"
+
+    def __init__(self, workload=None, rounds: int | None = None, max_model_mb: float = 80.0,
+                 measure_fraction: float = 0.9, iters: int = 1000, callback=None):
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
+                                   or rounds < 1):
+            raise ValueError(f"AIM: rounds must be a positive integer, got {rounds!r}")
+        if not 0 < measure_fraction < 1:
+            raise ValueError(f"AIM: measure_fraction must lie in (0, 1), got {measure_fraction!r}")
+        if not max_model_mb > 0:
+            raise ValueError(f"AIM: max_model_mb must be positive, got {max_model_mb!r}")
+        self.workload = workload
+        self.rounds = rounds
+        self.max_model_mb = float(max_model_mb)
+        self.measure_fraction = Fraction(repr(float(measure_fraction)))
+        self.update = PGM(iters=iters, max_model_mb=max_model_mb)
+        self.callback = callback
+
+    def candidates(self, domain: Domain) -> dict[tuple[str, ...], float]:
+        """The candidates and their weights on ``domain`` (:func:`candidate_weights`)."""
+        workload = kway_marginals(domain, min(3, len(domain))) if self.workload is None else self.workload
+        return candidate_weights(domain, workload)
+
+    def schedule_for(self, data: Dataset) -> Annealing:
+        rounds = self.rounds or 16 * len(data.domain)
+        return Annealing(rounds, select=1 - self.measure_fraction, factor=4, grow=self.grow)
+
+    def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
+        """Synthesise ``data`` spending all that remains of ``budget``; the result's estimate is a
+        GraphicalModel (counts) over ``data.domain``."""
+        if budget.notion != "zcdp":
+            raise ValueError("AIM measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
+        oneway = sum(len(c) == 1 for c in self.candidates(data.domain))
+        rounds = self.schedule_for(data).rounds
+        if rounds < oneway:
+            raise ValueError(f"AIM: {rounds} rounds cannot pay for the {oneway} 1-way marginals of the first "
+                             f"measurement; use at least {oneway}")
+        return super().run(data, budget, rng)
+
+    def initialise(self, state: State, data: Dataset, budget: Budget, rng) -> None:
+        """Every 1-way candidate measured with the first round's noise (sec. 4.1), then fitted."""
+        state.memo["weights"] = self.candidates(state.domain)
+        state.memo["marginal"] = functools.lru_cache(maxsize=None)(data.marginal)  # the true counts, once each
+        state.share = self.schedule_for(data).first(budget)
+        oneway = [Query(c) for c in state.memo["weights"] if len(c) == 1]
+        amount = len(oneway) * Fraction(repr(state.share.measure))
+        state.add(oneway, self.measure(state, data, oneway, budget, amount, rng, label="AIM 1-way marginals"))
+        state.estimate = state.fitted = self.fit(state)
+
+    def select(self, state: State, data: Dataset, budget: Budget, rng) -> list[Query]:
+        """The candidate chosen by the exponential mechanism on :func:`quality` among those that
+        keep the model within the size limit (sec. 4.2)."""
+        weights, share = state.memo["weights"], state.share
+        spent = state.available - Fraction(budget.fraction(1) if budget.remaining > 0 else 0)
+        limit = self.max_model_mb * float((spent + Fraction(share.select) + Fraction(share.measure)) / state.available)
+        allowed = fits(state.estimate, list(weights), limit)
+        sigma = self.sigma(budget, share.measure)
+        scores = quality(state.memo["marginal"], state.estimate, allowed, weights, sigma)
+        epsilon = budget.parameter_for("exponential", share.select)
+        chosen = exponential(scores, max(weights[c] for c in allowed), epsilon, rng=rng, budget=budget,
+                             label=f"AIM round {state.round} select")
+        return [Query(allowed[chosen])]
+
+    @staticmethod
+    def sigma(budget: Budget, amount) -> float:
+        """Noise std (counts) of one marginal measured with the Gaussian mechanism for ``amount`` rho."""
+        return 1.0 / math.sqrt(2.0 * budget.parameter_for("gaussian", amount))
+
+    @staticmethod
+    def grow(state: State) -> bool:
+        """Whether the round's measurement moved the model's marginal by at most the expected L1
+        size of its noise (sec. 4.3): then the next shares are four times larger."""
+        (query,), (measured,) = state.chosen, state.measured
+        moved = np.abs(state.estimate.project(query.attrs) - state.previous.project(query.attrs)).sum()
+        return moved <= HALF_NORMAL_MEAN * float(np.max(measured.std)) * measured.y.size

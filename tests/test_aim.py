@@ -1,0 +1,150 @@
+"""AIM: candidates and weights, the size filter, the quality score and its exponential mechanism,
+exact accounting with annealing, seeds and near-noiseless recovery."""
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ektelo_pgm import Dataset, Domain
+from ektelo_pgm.mechanisms import AIM
+from ektelo_pgm.mechanisms.aim import HALF_NORMAL_MEAN, candidate_weights, downward_closure, fits, quality
+from ektelo_pgm.measurement import Measurement
+from ektelo_pgm.metrics import total_variation
+from ektelo_pgm.operators.reconstruct import PGM
+from ektelo_pgm.pgm.junction_tree import triangulated_mb
+from ektelo_pgm.privacy import Budget, exponential, exponential_probabilities
+from ektelo_pgm.workload import Query
+
+DOMAIN = Domain(["a", "b", "c", "d"], [3, 4, 2, 5])
+
+
+def toy(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = (a + (rng.random(n) < 0.3) * rng.integers(0, 4, n)) % 4
+    c = ((a + b) % 2) ^ (rng.random(n) < 0.1)
+    d = (a * c + rng.integers(0, 2, n)) % 5
+    return Dataset(np.stack([a, b, c, d], axis=1), DOMAIN)
+
+
+def test_candidates_are_the_downward_closure_weighted_by_shared_attributes():
+    assert downward_closure([("a", "b")]) == [("a",), ("b",), ("a", "b")]
+    weights = candidate_weights(DOMAIN, [("c", "a", "b"), Query(("b", "c"), weight=2.0)])
+    assert weights == {("a",): 1, ("b",): 3, ("c",): 3, ("a", "b"): 4, ("a", "c"): 4, ("b", "c"): 6,
+                       ("a", "b", "c"): 7}
+
+
+def test_candidates_inside_the_junction_tree_are_free_and_the_others_are_sized():
+    model = PGM(iters=10).reconstruct(DOMAIN, [Measurement(("a", "b"), np.ones(12), 1.0),
+                                                Measurement(("c", "d"), np.ones(10), 1.0)])
+    candidates = [("a",), ("a", "b"), ("b", "c"), ("a", "b", "d")]
+    assert fits(model, candidates, 0.0) == [("a",), ("a", "b")]
+    bc = triangulated_mb(DOMAIN, [*model.cliques, ("b", "c")])
+    abd = triangulated_mb(DOMAIN, [*model.cliques, ("a", "b", "d")])
+    assert bc < abd
+    assert fits(model, candidates, bc) == [("a",), ("a", "b"), ("b", "c")]
+    assert fits(model, candidates, abd) == candidates
+
+
+def test_quality_is_the_weighted_error_minus_the_expected_noise_and_selection_follows_it():
+    data = toy()
+    model = PGM(iters=200).reconstruct(DOMAIN, [Measurement((a,), data.marginal((a,)), 1.0) for a in DOMAIN.attrs])
+    weights = candidate_weights(DOMAIN, itertools.combinations(DOMAIN.attrs, 3))
+    candidates = list(weights)
+    sigma = 30.0
+    scores = quality(data.marginal, model, candidates, weights, sigma)
+    c = ("a", "b", "d")
+    expected = weights[c] * (np.abs(data.marginal(c) - model.project(c)).sum() - math.sqrt(2 / math.pi) * sigma * 60)
+    assert scores[candidates.index(c)] == pytest.approx(expected)
+    sizes = np.array([DOMAIN.size(c) for c in candidates])
+    errors = np.array([np.abs(data.marginal(c) - model.project(c)).sum() for c in candidates])
+    np.testing.assert_allclose(scores, [weights[c] for c in candidates] * (errors - HALF_NORMAL_MEAN * sigma * sizes))
+    # AIM's choice: the exponential mechanism on these scores with sensitivity max w_c
+    epsilon = 0.002
+    exact = exponential_probabilities(scores, max(weights.values()), epsilon)
+    assert 0.05 < exact.max() < 0.9  # a spread-out case
+    rng = np.random.default_rng(99)
+    draws = 5000
+    observed = np.bincount([exponential(scores, max(weights.values()), epsilon, rng=rng) for _ in range(draws)],
+                           minlength=len(candidates))
+    assert np.all(exact * draws >= 5)
+    assert stats.chisquare(observed, exact * draws).pvalue > 1e-3
+
+
+def test_aim_spends_the_whole_budget_exactly_with_quadrupling_rounds_and_a_replay_charges_the_same():
+    data, total = toy(), 0.02
+    budget = Budget.zcdp(total)
+    result = AIM(rounds=12, iters=100).run(data, budget, rng=5)
+    ledger = budget.ledger
+    assert result.charges == ledger
+    assert result.spent == sum((c.amount for c in ledger), Fraction(0))
+    exact_total = Fraction(repr(total))
+    assert 0 <= exact_total - result.spent < Fraction(1, 10 ** 15)
+    fresh = Budget.zcdp(total)
+    for c in ledger:
+        assert fresh.charge(c.mechanism, c.parameter, c.label) == c.amount
+    assert fresh.ledger == ledger
+    # the first shares: 1/12 of the budget, 1/10 of it selecting and 9/10 measuring
+    fresh = Budget.zcdp(total)
+    select, measure = (Fraction(repr(fresh.fraction(Fraction(k, 120)))) for k in (1, 9))
+    first = ledger[0]
+    assert (first.label, first.mechanism) == ("AIM 1-way marginals", "gaussian")
+    assert 4 * measure * (1 - Fraction(1, 10 ** 12)) <= first.amount <= 4 * measure  # four 1-way marginals
+    rounds = [ledger[i:i + 2] for i in range(1, len(ledger), 2)]
+    assert len(rounds) * 2 + 1 == len(ledger) and len(rounds) == len(result.queries) - 4
+    for t, (chosen, measured) in enumerate(rounds, 1):
+        assert (chosen.label, chosen.mechanism) == (f"AIM round {t} select", "exponential")
+        assert (measured.label, measured.mechanism) == (f"AIM round {t} measure", "gaussian")
+    # every round but the last spends its shares; both grow fourfold together (annealing)
+    for chosen, measured in rounds[:-1]:
+        if measured.amount > measure:
+            select, measure = 4 * select, 4 * measure
+        assert select * (1 - Fraction(1, 10 ** 12)) <= chosen.amount <= select
+        assert measure * (1 - Fraction(1, 10 ** 12)) <= measured.amount <= measure
+    # the last one takes what remains, less than two of the current shares (grown once more at most)
+    last = rounds[-1][0].amount + rounds[-1][1].amount
+    assert 0 < last < 2 * 4 * (select + measure)
+    assert rounds[-1][0].amount == pytest.approx(last / 10, rel=1e-9)
+
+
+def test_aim_repeats_with_a_seed_and_differs_with_another():
+    data = toy()
+    runs = [AIM(rounds=8, iters=50).run(data, Budget.zcdp(0.05), rng=s) for s in (1, 1, 2)]
+    first, again, other = runs
+    assert [q.attrs for q in first.queries] == [q.attrs for q in again.queries]
+    for m, r in zip(first.measurements, again.measurements):
+        np.testing.assert_array_equal(m.y, r.y)
+    np.testing.assert_array_equal(first.estimate.synthetic_data(rng=3).records,
+                                  again.estimate.synthetic_data(rng=3).records)
+    assert not np.array_equal(first.measurements[0].y, other.measurements[0].y)
+
+
+def test_aim_near_noiseless_recovers_the_workload():
+    data = toy()
+    workload = list(itertools.combinations(DOMAIN.attrs, 3))
+    result = AIM(rounds=8, iters=1000).run(data, Budget.zcdp(1e8), rng=0)
+    measured = {q.attrs for q in result.queries}
+    assert all((a,) in measured for a in DOMAIN.attrs)
+    assert total_variation(workload, data, result.estimate) < 2e-3
+    for m in result.measurements:
+        np.testing.assert_allclose(result.estimate.project(m.attrs).ravel(), m.y, atol=1.0)
+
+
+def test_aim_refuses_bad_budgets_and_options():
+    with pytest.raises(ValueError, match="rho-zCDP"):
+        AIM().run(toy(), Budget.pure(1.0))
+    with pytest.raises(ValueError, match="at least 4"):
+        AIM(rounds=3).run(toy(), Budget.zcdp(1.0))
+    with pytest.raises(ValueError, match="measure_fraction"):
+        AIM(measure_fraction=1.0)
+
+
+def test_aim_on_titanic_end_to_end(data_dir):
+    data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
+    result = AIM(iters=100, max_model_mb=1.0).run(data, Budget.approx(1.0, 1e-9), rng=0)
+    assert result.estimate.tree.mb <= 1.0
+    synthetic = result.estimate.synthetic_data(rng=0)
+    assert synthetic.domain == data.domain and len(synthetic) > 0
