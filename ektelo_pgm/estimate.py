@@ -10,6 +10,7 @@ An :class:`Estimate` is an estimated distribution of records over a domain, in c
 - :class:`BayesNet`: a Bayesian network (the built-in synthetic census, PrivBayes);
 - :class:`SupportEstimate`: weights over the records of a public dataset (PMW-Pub, PEP-Pub);
 - :class:`MixtureEstimate`: a uniform mixture of product distributions (GEM, RAP-softmax);
+- :class:`Decompressed`: an estimate over merged values seen over the original values (MST);
 - ``GraphicalModel`` (Private-PGM) and ``APPGMEstimate`` (APPGM's pseudo-marginals) live with
   their engines in :mod:`ektelo_pgm.pgm` and are importable from here too.
 """
@@ -28,7 +29,7 @@ from .measurement import check_total
 
 
 __all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "BayesNet",
-           "SupportEstimate", "MixtureEstimate", "GraphicalModel", "APPGMEstimate"]
+           "SupportEstimate", "MixtureEstimate", "Decompressed", "GraphicalModel", "APPGMEstimate"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
 _ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
@@ -438,4 +439,54 @@ class MixtureEstimate(Estimate):
             cumulative = np.cumsum(p[component], axis=1)
             u = rng.random(n) * cumulative[:, -1]
             records[:, j] = np.minimum((cumulative < u[:, None]).sum(axis=1), p.shape[1] - 1)
+
+
+class Decompressed(Estimate):
+    """An estimate over merged values seen over ``domain``, the original values (counts).
+
+    ``codes[a][v]`` is the value of ``estimate`` that the original value ``v`` of ``a`` was merged
+    into (MST's compression of rare values); the mass of a merged value is spread uniformly over
+    the original values behind it.  Attributes absent from ``codes`` are kept as they are.
+    """
+
+    def __init__(self, estimate: Estimate, domain: Domain, codes: Mapping[str, np.ndarray]):
+        if estimate.domain.attrs != domain.attrs:
+            raise ValueError(f"Decompressed: the estimate's attributes {list(estimate.domain.attrs)} are not "
+                             f"those of {domain}")
+        self.estimate, self.domain, self.codes, self.group_size = estimate, domain, {}, {}
+        for a in domain.attrs:
+            c = np.asarray(codes[a], dtype=np.int64) if a in codes else np.arange(domain[a])
+            if c.shape != (domain[a],) or c.min() < 0 or c.max() >= estimate.domain[a]:
+                raise ValueError(f"Decompressed: attribute {a!r} needs one code in 0..{estimate.domain[a] - 1} "
+                                 f"for each of its {domain[a]} values")
+            self.codes[a], self.group_size[a] = c, np.bincount(c, minlength=estimate.domain[a])
+
+    @property
+    def total(self) -> float:
+        return self.estimate.total
+
+    def project(self, attrs) -> np.ndarray:
+        attrs = self.domain.check(attrs)
+        table = self.estimate.project(attrs)
+        for axis, a in enumerate(attrs):
+            codes = self.codes[a]
+            shape = [1] * len(attrs)
+            shape[axis] = codes.size
+            table = np.take(table, codes, axis=axis) / self.group_size[a][codes].reshape(shape)
+        return table
+
+    def synthetic_data(self, n: int | None = None, rng=None, **options) -> Dataset:
+        """``n`` records (default: the rounded total): records of the inner estimate (its
+        ``synthetic_data`` gets ``options``, e.g. ``method="round"`` for a GraphicalModel), each
+        merged value replaced by one of its original values drawn uniformly."""
+        rng = np.random.default_rng(rng)
+        records = self.estimate.synthetic_data(n, rng, **options).records.copy()
+        for j, a in enumerate(self.domain.attrs):
+            codes, sizes = self.codes[a], self.group_size[a]
+            if np.array_equal(codes, np.arange(codes.size)):
+                continue
+            members = np.argsort(codes, kind="stable")  # original values grouped by code
+            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            code = records[:, j]
+            records[:, j] = members[start[code] + rng.integers(0, sizes[code])]
         return Dataset(records, self.domain)

@@ -20,7 +20,7 @@ from networkx.utils import UnionFind
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..estimate import Estimate
+from ..estimate import Decompressed, Estimate
 from ..measurement import Measurement
 from ..operators.measure import Gaussian
 from ..operators.reconstruct import PGM
@@ -84,49 +84,6 @@ class Compression:
         y = np.append(m.y[keep], m.y[~keep].sum())
         std = np.append(std[keep], math.sqrt(float(np.sum(std[~keep] ** 2))))
         return Measurement((a,), y, std)
-
-
-class Decompressed(Estimate):
-    """An estimate over compressed values (:class:`Compression`) seen over the original domain:
-    the mass of a merged code is spread uniformly over its original values (counts)."""
-
-    def __init__(self, estimate: Estimate, compression: Compression):
-        if estimate.domain != compression.domain:
-            raise ValueError(f"Decompressed: the estimate is over {estimate.domain}, not {compression.domain}")
-        self.estimate = estimate
-        self.compression = compression
-        self.domain = compression.original
-
-    @property
-    def total(self) -> float:
-        return self.estimate.total
-
-    def project(self, attrs) -> np.ndarray:
-        attrs = self.domain.check(attrs)
-        table = self.estimate.project(attrs)
-        for axis, a in enumerate(attrs):
-            codes = self.compression.codes[a]
-            spread = 1.0 / self.compression.group_size[a][codes]
-            shape = [1] * len(attrs)
-            shape[axis] = codes.size
-            table = np.take(table, codes, axis=axis) * spread.reshape(shape)
-        return table
-
-    def synthetic_data(self, n: int | None = None, rng=None, **options) -> Dataset:
-        """``n`` records (default: the rounded total): compressed records from the estimate (its
-        ``synthetic_data`` gets ``options``, e.g. ``method="round"`` for a GraphicalModel), each
-        merged code replaced by one of its original values drawn uniformly."""
-        rng = np.random.default_rng(rng)
-        records = self.estimate.synthetic_data(n, rng, **options).records.copy()
-        for j, a in enumerate(self.domain.attrs):
-            if self.compression.kept[a].all():
-                continue
-            sizes = self.compression.group_size[a]
-            members = np.argsort(self.compression.codes[a], kind="stable")  # original values grouped by code
-            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            code = records[:, j]
-            records[:, j] = members[start[code] + rng.integers(0, sizes[code])]
-        return Dataset(records, self.domain)
 
 
 def pair_scores(data: Dataset, estimate: Estimate, pairs) -> np.ndarray:
@@ -211,4 +168,4 @@ class MST:
         edges = [Query(e) for e in tree]
         measurements += Gaussian(rho).measure(compressed, edges, budget, rng, label="MST 2-way marginals")
         model = self.reconstruction.reconstruct(compression.domain, measurements, warm_start=independent)
-        return Result(Decompressed(model, compression), measurements, oneway + edges, budget.ledger[start:])
+        return Result(Decompressed(model, domain, compression.codes), measurements, oneway + edges, budget.ledger[start:])
