@@ -68,7 +68,8 @@ def test_quality_is_the_weighted_error_minus_the_expected_noise_and_selection_fo
     assert 0.05 < exact.max() < 0.9  # a spread-out case
     rng = np.random.default_rng(99)
     draws = 5000
-    observed = np.bincount([exponential(scores, max(weights.values()), epsilon, rng=rng) for _ in range(draws)],
+    observed = np.bincount([exponential(scores, max(weights.values()), epsilon, rng=rng, budget=Budget.zcdp(1.0))
+                            for _ in range(draws)],
                            minlength=len(candidates))
     assert np.all(exact * draws >= 5)
     assert stats.chisquare(observed, exact * draws).pvalue > 1e-3

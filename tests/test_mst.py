@@ -141,7 +141,7 @@ def test_private_spanning_tree_follows_the_exponential_mechanism_on_a_triangle()
     draws = 6000
     counts = dict.fromkeys(trees, 0)
     for _ in range(draws):
-        chosen = private_spanning_tree(attrs, pairs, scores, epsilon, rng=rng)
+        chosen = private_spanning_tree(attrs, pairs, scores, epsilon, Budget.zcdp(1.0), rng=rng)
         counts[frozenset(pairs.index(e) for e in chosen)] += 1
     observed = np.array([counts[t] for t in trees])
     assert stats.chisquare(observed, draws * np.array(exact)).pvalue > 1e-3
@@ -153,7 +153,7 @@ def test_private_spanning_tree_charges_each_edge_before_drawing_and_refuses_disc
     assert len(tree) == 3 and nx.is_tree(nx.Graph(tree))
     assert [c.amount for c in budget.ledger] == [Fraction(1, 32)] * 3
     with pytest.raises(ValueError, match="do not connect"):
-        private_spanning_tree("pqr", [("p", "q")], [1.0], 1.0)
+        private_spanning_tree("pqr", [("p", "q")], [1.0], 1.0, Budget.zcdp(1.0))
 
 
 def test_compression_merges_rare_values_and_decompresses_uniformly():

@@ -93,7 +93,7 @@ def pair_scores(data: Dataset, estimate: Estimate, pairs) -> np.ndarray:
     return np.array([np.abs(data.marginal(pair) - estimate.project(pair)).sum() for pair in pairs])
 
 
-def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget | None = None, rng=None,
+def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, rng=None,
                           sensitivity: float = 1.0) -> list[tuple[str, str]]:
     """A spanning tree over ``attrs`` chosen edge by edge, Kruskal-style: each of the
     ``len(attrs) - 1`` steps picks, with the exponential mechanism (parameter ``epsilon``,

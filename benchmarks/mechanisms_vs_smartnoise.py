@@ -1,0 +1,307 @@
+"""Side by side: this project's MST and AIM against smartnoise-synth's ``mst`` and ``aim``, issue 13.
+
+Data: ../shared/data adult, titanic and nltcs.  Identical preprocessing: each column is re-coded to
+the values it takes (codes 0..k-1 in sorted order), so both sides get the same integer table and
+the same domain (smartnoise infers each categorical column's values from the data; ours is given
+the re-coded domain).  Privacy: (epsilon, delta=1e-9)-DP, converted to rho-zCDP by each side.
+Workload of AIM: every 3-way marginal on both sides (smartnoise: ``degree=3`` and no cell cap),
+model-size cap 80 MB on both sides.  Each run draws as many synthetic records as the table has.
+
+Measured per run, in a fresh process per run: wall-clock and CPU seconds of fitting plus
+sampling (ours includes loading its compiled kernels from numba's disk cache; neither includes
+importing the packages), then the mean total-variation distance between the real and the
+synthetic records over every 2-way and over every 3-way marginal.  Smartnoise draws its noise
+from OpenDP's samplers, which take no seed: its seeds are repetitions.
+
+    /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py            # the full grid
+    SMARTNOISE_VENV=/path/to/venv ... (default ../venvs/smartnoise, with smartnoise-synth 1.0.8)
+    /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py --sides ours --mechanisms mst
+    /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py --table    # only rewrite the docs table
+
+Results accumulate in benchmarks/results/mechanisms_vs_smartnoise.json (a run already there is
+skipped unless --force), so the grid can be run in parts (side by side with ``--results`` to
+another file, folded in afterwards with ``--merge``); the table in docs/benchmarks.md is
+rewritten from everything recorded.  ``--timeout`` bounds one run (default 1800 s); a run cut off
+is recorded as such and shown as a lower bound on its time.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
+RESULTS = REPO / "benchmarks" / "results" / "mechanisms_vs_smartnoise.json"
+DOCS = REPO / "docs" / "benchmarks.md"
+SMARTNOISE_PYTHON = Path(os.environ.get("SMARTNOISE_VENV", REPO.parent / "venvs" / "smartnoise")) / "bin" / "python"
+OURS_PYTHON = Path(sys.executable)
+DATASETS = ("adult", "titanic", "nltcs")
+EPSILONS = (0.3, 1.0, 3.0)
+DELTA = 1e-9
+MAX_MODEL_MB = 80.0
+SECTION_HEADING = "## MST and AIM vs smartnoise-synth (`benchmarks/mechanisms_vs_smartnoise.py`)"
+SECTION_START = "<!-- mechanisms_vs_smartnoise:start -->"
+SECTION_END = "<!-- mechanisms_vs_smartnoise:end -->"
+
+
+# ----------------------------------------------------------------------------------------------
+# Data: the same integer table for both sides
+# ----------------------------------------------------------------------------------------------
+
+
+def recoded(data_dir: Path, name: str):
+    """``(columns, records)`` of ``name`` with every column re-coded to the values it takes."""
+    from ektelo_pgm import Dataset
+
+    data = Dataset.load(data_dir / f"{name}.csv", data_dir / f"{name}-domain.json")
+    columns = [np.unique(data.records[:, j], return_inverse=True)[1] for j in range(len(data.domain))]
+    return list(data.domain.attrs), np.stack(columns, axis=1).astype(np.int64)
+
+
+def dataset(columns, records):
+    from ektelo_pgm import Dataset, Domain
+
+    return Dataset(records, Domain(columns, (records.max(axis=0) + 1).tolist()))
+
+
+def total_variations(real, synthetic) -> tuple[float, float]:
+    """Mean total-variation distance over every 2-way and every 3-way marginal."""
+    from ektelo_pgm.metrics import total_variation
+
+    attrs = real.domain.attrs
+    return tuple(total_variation(list(itertools.combinations(attrs, k)), real, synthetic) for k in (2, 3))
+
+
+# ----------------------------------------------------------------------------------------------
+# Workers: one run each, in a fresh process (ours in this interpreter, smartnoise in its venv)
+# ----------------------------------------------------------------------------------------------
+
+
+def run_ours(mechanism: str, columns, records, epsilon: float, seed: int):
+    from ektelo_pgm import Budget
+    from ektelo_pgm.mechanisms import AIM, MST
+
+    data = dataset(columns, records)
+    mech = MST() if mechanism == "mst" else AIM(max_model_mb=MAX_MODEL_MB)
+    result = mech.run(data, Budget.approx(epsilon, DELTA), rng=seed)
+    return result.estimate.synthetic_data(len(data), rng=seed, method="round").records
+
+
+def run_smartnoise(mechanism: str, columns, records, epsilon: float, seed: int):
+    import pandas as pd
+    from snsynth import Synthesizer
+
+    np.random.seed(seed)
+    frame = pd.DataFrame(records, columns=columns)
+    options = {} if mechanism == "mst" else {"degree": 3, "max_cells": 10 ** 12, "max_model_size": MAX_MODEL_MB}
+    synth = Synthesizer.create(mechanism, epsilon=epsilon, delta=DELTA, **options)
+    synth.fit(frame, categorical_columns=list(columns), preprocessor_eps=0.0)
+    out = synth.sample(len(frame))
+    return np.asarray(pd.DataFrame(out, columns=columns)[columns].to_numpy(), dtype=np.int64)
+
+
+def worker(args) -> None:
+    table = np.load(args.table_file)
+    columns = json.loads(Path(args.columns).read_text())
+    run = run_ours if args.worker == "ours" else run_smartnoise
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    synthetic = run(args.mechanism, columns, table, args.epsilon, args.seed)
+    wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    np.savez(args.out, records=synthetic, wall=wall, cpu=cpu)
+
+
+# ----------------------------------------------------------------------------------------------
+# Orchestration
+# ----------------------------------------------------------------------------------------------
+
+
+def key(row) -> tuple:
+    return (row["side"], row["mechanism"], row["dataset"], float(row["epsilon"]), int(row["seed"]))
+
+
+def load_results(path: Path = RESULTS) -> list[dict]:
+    return json.loads(path.read_text())["runs"] if path.exists() else []
+
+
+def save_results(runs: list[dict], path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+            "delta": DELTA, "max_model_mb": MAX_MODEL_MB, "commit": code_state()}
+    path.write_text(json.dumps({"meta": meta, "runs": sorted(runs, key=key)}, indent=1) + "\n")
+
+
+def merge(paths) -> None:
+    """Fold the runs of other results files (parts of the grid run side by side) into RESULTS."""
+    runs = {key(r): r for r in load_results()}
+    for path in paths:
+        runs.update({key(r): r for r in load_results(Path(path))})
+    save_results(list(runs.values()))
+
+
+def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_path, timeout, smartnoise_python):
+    python = OURS_PYTHON if side == "ours" else smartnoise_python
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.npz"
+        command = [str(python), __file__, "--worker", side, "--mechanism", mechanism, "--epsilon", str(epsilon),
+                   "--seed", str(seed), "--table-path", str(table_path), "--columns", str(columns_path), "--out", str(out)]
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        row = {"side": side, "mechanism": mechanism, "dataset": name, "epsilon": epsilon, "seed": seed,
+               "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {**row, "status": "timeout", "wall": time.perf_counter() - began}
+        if done.returncode != 0 or not out.exists():
+            return {**row, "status": "error", "error": (done.stderr or done.stdout)[-2000:]}
+        with np.load(out) as result:
+            synthetic, wall, cpu = result["records"], float(result["wall"]), float(result["cpu"])
+    from ektelo_pgm import Dataset
+
+    real = dataset(columns, np.load(table_path))
+    tv2, tv3 = total_variations(real, Dataset(synthetic, real.domain))
+    return {**row, "status": "ok", "wall": wall, "cpu": cpu, "tv2": tv2, "tv3": tv3}
+
+
+def run_grid(args) -> None:
+    runs = load_results(args.results)
+    done = {key(r) for r in runs if r["status"] == "ok"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.datasets:
+            columns, table = recoded(args.data, name)
+            table_path, columns_path = Path(tmp) / f"{name}.npy", Path(tmp) / f"{name}.json"
+            np.save(table_path, table)
+            columns_path.write_text(json.dumps(columns))
+            for mechanism, epsilon, seed, side in itertools.product(args.mechanisms, args.epsilons,
+                                                                    range(args.seeds), args.sides):
+                if (side, mechanism, name, float(epsilon), seed) in done and not args.force:
+                    continue
+                row = one_run(side, mechanism, name, float(epsilon), seed, columns, table_path, columns_path,
+                              args.timeout, args.smartnoise_python)
+                runs = [r for r in runs if key(r) != key(row)] + [row]
+                save_results(runs, args.results)
+                shown = f"{row['wall']:.1f}s" if "wall" in row else row["status"]
+                print(f"{side:10s} {mechanism} {name:8s} eps={epsilon:<4g} seed={seed} {row['status']:7s} {shown}"
+                      + (f" tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}" if row["status"] == "ok" else ""),
+                      flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Table
+# ----------------------------------------------------------------------------------------------
+
+
+def summary(rows, field):
+    values = [r[field] for r in rows if r["status"] == "ok"]
+    return (float(np.mean(values)), float(np.std(values)), len(values)) if values else None
+
+
+def show(stat, digits=4):
+    if stat is None:
+        return "-"
+    mean, std, n = stat
+    return f"{mean:.{digits}f} ± {std:.{digits}f} ({n})"
+
+
+def table(runs: list[dict]) -> str:
+    lines = ["| mechanism | data | epsilon | TV 2-way ours | TV 2-way smartnoise | TV 3-way ours | "
+             "TV 3-way smartnoise | wall s ours | wall s smartnoise | speed-up | CPU s ours / smartnoise |",
+             "|---|---|---:|---|---|---|---|---|---|---:|---|"]
+    cells = sorted({(r["mechanism"], r["dataset"], r["epsilon"]) for r in runs if r["status"] in ("ok", "timeout")},
+                   key=lambda c: (c[0], DATASETS.index(c[1]) if c[1] in DATASETS else 9, c[2]))
+    for mechanism, name, epsilon in cells:
+        side = {s: [r for r in runs if (r["side"], r["mechanism"], r["dataset"], r["epsilon"]) ==
+                    (s, mechanism, name, epsilon)] for s in ("ours", "smartnoise")}
+        wall = {s: summary(side[s], "wall") for s in side}
+        cpu = {s: summary(side[s], "cpu") for s in side}
+        cut = [r for r in side["smartnoise"] if r["status"] == "timeout"]
+        theirs = show(wall["smartnoise"], 1)
+        if cut:
+            theirs += f"; {len(cut)} cut off at > {min(r['wall'] for r in cut):.0f}"
+        speed = "-"
+        if wall["ours"] and wall["smartnoise"]:
+            speed = f"{wall['smartnoise'][0] / wall['ours'][0]:.1f}x"
+        elif wall["ours"] and cut:
+            speed = f"> {min(r['wall'] for r in cut) / wall['ours'][0]:.1f}x"
+        cpus = " / ".join(f"{c[0]:.1f}" if c else "-" for c in (cpu["ours"], cpu["smartnoise"]))
+        lines.append(f"| {mechanism.upper()} | {name} | {epsilon:g} | {show(summary(side['ours'], 'tv2'))} | "
+                     f"{show(summary(side['smartnoise'], 'tv2'))} | {show(summary(side['ours'], 'tv3'))} | "
+                     f"{show(summary(side['smartnoise'], 'tv3'))} | {show(wall['ours'], 1)} | {theirs} | {speed} | "
+                     f"{cpus} |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str) -> None:
+    """Put ``text`` into this benchmark's section of docs/benchmarks.md, leaving the rest as is."""
+    block = f"{SECTION_START}\n{text}\n{SECTION_END}"
+    doc = DOCS.read_text(encoding="utf-8") if DOCS.exists() else "# Benchmarks\n"
+    if SECTION_START in doc and SECTION_END in doc:
+        before, rest = doc.split(SECTION_START, 1)
+        doc = before + block + rest.split(SECTION_END, 1)[1]
+    else:
+        doc = f"{doc.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
+    DOCS.write_text(doc, encoding="utf-8")
+
+
+def code_state() -> str:
+    """Commit of the checkout, with '+dirty' when ektelo_pgm/ has uncommitted changes."""
+    git = ["git", "-C", str(REPO)]
+    try:
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        status = subprocess.run([*git, "status", "--porcelain", "ektelo_pgm"], capture_output=True, text=True,
+                                check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return commit.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (repetitions for smartnoise)")
+    parser.add_argument("--mechanisms", nargs="+", default=["mst", "aim"], choices=["mst", "aim"])
+    parser.add_argument("--sides", nargs="+", default=["ours", "smartnoise"], choices=["ours", "smartnoise"])
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
+    parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
+    parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
+    # worker mode (internal)
+    parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
+    parser.add_argument("--mechanism", help=argparse.SUPPRESS)
+    parser.add_argument("--epsilon", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--table-path", dest="table_file", help=argparse.SUPPRESS)
+    parser.add_argument("--columns", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.worker:
+        worker(args)
+        return
+    if args.merge:
+        merge(args.merge)
+    elif not args.table:
+        run_grid(args)
+    write_docs(table(load_results()))
+
+
+if __name__ == "__main__":
+    main()
