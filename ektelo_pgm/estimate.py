@@ -7,6 +7,7 @@ An :class:`Estimate` is an estimated distribution of records over a domain, in c
 - :class:`FactoredEstimate`: a product over disjoint attribute groups (factored MW, MWEM's start);
 - :class:`LocalEstimate`: one marginal per measured clique (local least squares);
 - :class:`AverageEstimate`: the average of several estimates (MWEM's averaged iterates);
+- :class:`RecordsEstimate`: records scaled to a total (DualQuery's synthetic database);
 - :class:`BayesNet`: a Bayesian network (the built-in synthetic census, PrivBayes);
 - :class:`SupportEstimate`: weights over the records of a public dataset (PMW-Pub, PEP-Pub);
 - :class:`MixtureEstimate`: a uniform mixture of product distributions (GEM, RAP-softmax);
@@ -28,8 +29,8 @@ from .domain import Domain
 from .measurement import check_total
 
 
-__all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "BayesNet",
-           "SupportEstimate", "MixtureEstimate", "Decompressed", "GraphicalModel", "APPGMEstimate"]
+__all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "RecordsEstimate",
+           "BayesNet", "SupportEstimate", "MixtureEstimate", "Decompressed", "GraphicalModel", "APPGMEstimate"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
 _ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
@@ -264,29 +265,61 @@ class AverageEstimate(Estimate):
         return Dataset(rng.permutation(np.vstack(parts)), self.domain)
 
 
-class BayesNet(Estimate):
-    """A discrete Bayesian network over a Domain listed in topological order, as an Estimate of
-    ``total`` records (default 1: :meth:`project` gives probabilities).
+class RecordsEstimate(Estimate):
+    """The empirical distribution of some records scaled to ``total`` records (counts): the
+    synthetic database of DualQuery (Gaboardi et al. 2014), ``total`` being the public size
+    of the data it stands for."""
 
-    ``parents[a]`` is a tuple of attributes before ``a`` in the domain;
+    def __init__(self, records: Dataset, total: float):
+        if len(records) < 1:
+            raise ValueError("RecordsEstimate: no records")
+        self.records = records
+        self.domain = records.domain
+        self._total = check_total(total)
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    def project(self, attrs) -> np.ndarray:
+        return self.records.marginal(attrs) * (self._total / len(self.records))
+
+    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+        """``n`` records (default: the rounded total) drawn with replacement from the records."""
+        rng = np.random.default_rng(rng)
+        n = int(round(self._total)) if n is None else int(n)
+        if n < 1:
+            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+        return Dataset(self.records.records[rng.integers(len(self.records), size=n)], self.domain)
+
+
+class BayesNet(Estimate):
+    """A discrete Bayesian network over a Domain, as an Estimate of ``total`` records (default
+    1: :meth:`project` gives probabilities).
+
+    ``order`` is a topological order of the attributes (default: the domain's order);
+    ``parents[a]`` is a tuple of attributes before ``a`` in that order;
     ``cpts[a]`` holds the conditional probabilities P(a | parents), an array
     shaped ``(sizes of the parents..., size of a)`` whose last axis sums to 1
     (Zhang et al. 2017, PrivBayes, sec. 3: the network a private mechanism releases).
     """
 
     def __init__(self, domain: Domain, parents: Mapping[str, Sequence[str]], cpts: Mapping[str, np.ndarray],
-                 total: float = 1.0):
+                 total: float = 1.0, order: Sequence[str] | None = None):
         if total is None:
             raise ValueError("BayesNet: total must be a positive number of records (1 for probabilities)")
         self.domain = domain
         self._total = check_total(total)
+        self.order = domain.attrs if order is None else domain.check(order)
+        if sorted(self.order) != sorted(domain.attrs):
+            raise ValueError(f"order {list(self.order)} is not an ordering of the domain {list(domain.attrs)}")
         self.parents = {}
         self.cpts = {}
-        for i, attr in enumerate(domain.attrs):
+        for i, attr in enumerate(self.order):
             pa = domain.check(parents.get(attr, ()))
-            late = [p for p in pa if domain.attrs.index(p) >= i]
+            late = [p for p in pa if self.order.index(p) >= i]
             if late:
-                raise ValueError(f"parents {late} of {attr!r} do not come before it in the domain order")
+                raise ValueError(f"parents {late} of {attr!r} do not come before it in the order {list(self.order)}")
             if attr not in cpts:
                 raise KeyError(f"no conditional probability table for {attr!r}")
             table = np.array(cpts[attr], dtype=np.float64)
@@ -340,7 +373,8 @@ class BayesNet(Estimate):
             raise ValueError(f"number of records must be a positive integer, got {n!r}")
         rng = np.random.default_rng(rng)
         records = np.empty((int(n), len(self.domain)), dtype=np.int64)
-        for j, attr in enumerate(self.domain.attrs):
+        for attr in self.order:
+            j = self.domain.attrs.index(attr)
             pa = self.parents[attr]
             cdf = np.cumsum(self.cpts[attr].reshape(-1, self.domain[attr]), axis=1)
             cdf[:, -1] = 1.0

@@ -3,13 +3,16 @@ the constructor and ``run(data, budget, rng) -> Result``; adaptive ones share th
 :mod:`ektelo_pgm.mechanisms.adaptive`."""
 from .adaptive import Adaptive, Annealing, EqualShares, Share, State
 from .aim import AIM
+from .dualquery import DualQuery
 from .framework import AdaptiveMeasurements, KWorst
 from .gem import GEM
+from .hdmm import HDMM
 from .mst import MST
 from .mwem import MWEM
 from .pep import PEP
 from .pmw import PMW
+from .privbayes import PrivBayes
 from .rap import RAPSoftmax
 
 __all__ = ["Adaptive", "Annealing", "EqualShares", "Share", "State", "AIM", "MST", "MWEM", "AdaptiveMeasurements", "KWorst",
-           "PMW", "PEP", "GEM", "RAPSoftmax"]
+           "PMW", "PEP", "GEM", "RAPSoftmax", "PrivBayes", "HDMM", "DualQuery"]

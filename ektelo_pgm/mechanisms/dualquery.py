@@ -1,0 +1,199 @@
+"""DualQuery (Gaboardi, Arias, Hsu, Roth and Wu, ICML 2014) and DualQuery+PGM (McKenna et al.
+2019, sec. 4 and supplement C.3: the sampled queries are the measurements, and Private-PGM
+maximises their likelihood)."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..estimate import Estimate, RecordsEstimate
+from ..operators.select import workload_queries
+from ..pgm.clique_vector import CliqueVector
+from ..pgm.factor import Factor
+from ..privacy import Budget, exponential
+from ..stages import Result
+
+
+@dataclass
+class Transcript:
+    """What DualQuery released: per round ``t`` (from 1) the sampled query indices
+    ``samples[t-1]`` (into the workload's rows, then their negations), the logit scale
+    ``scales[t-1]`` of the round's query distribution ``Q^t(q) ∝ exp(scale * u_t(q))``
+    (0 in round 1: uniform), and the best-response record ``records[t-1]``."""
+
+    samples: list[np.ndarray]
+    scales: list[float]
+    records: np.ndarray
+
+
+class DualQuery:
+    """DualQuery over a workload of counting queries (entries in [0, 1]) and their negations.
+
+    Round ``t`` of ``rounds`` draws ``samples`` queries from ``Q^t(q) ∝ exp(eta_t u_t(q))``
+    with ``u_t(q) = sum_{j<t} (q(D)/n - q(x^j))`` (answers as fractions of the ``n`` records,
+    ``n`` public: substitute neighbours), then the data player adds the record ``x^t`` maximising the sum of the
+    sampled queries (coordinate ascent from ``restarts`` random starts; Gaboardi et al. use an
+    integer program).  ``u_t`` has sensitivity ``(t-1)/n``, so each draw is an exponential
+    mechanism of epsilon ``2 eta_t (t-1)/n``, charged before drawing: the budget is shared so
+    that ``eta_t`` is the same every round (pure epsilon: ``epsilon_t ∝ t-1``; zCDP, e.g. from
+    (epsilon, delta) by ``Budget.approx``: ``epsilon_t^2/8 ∝ (t-1)^2``).
+
+    ``reconstruct=None`` releases the ``rounds`` records scaled to ``n`` (the original);
+    ``reconstruct=PGM(...)`` (DualQuery+PGM) runs that estimator with its loss replaced by
+    :meth:`loss`, the negative log-likelihood of the sampled queries (supplement C.3,
+    Algorithm 5), over graphical models on the workload's cliques.
+    """
+
+    name = "DualQuery"
+
+    def __init__(self, workload, rounds: int = 100, samples: int = 20, restarts: int = 2, reconstruct=None):
+        for value, what in ((rounds, "rounds"), (samples, "samples"), (restarts, "restarts")):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"DualQuery: {what} must be a positive integer, got {value!r}")
+        if rounds < 2:
+            raise ValueError("DualQuery: rounds must be at least 2 (round 1 samples uniformly, spending nothing)")
+        self.workload = workload_queries(workload)
+        self.rounds, self.samples, self.restarts = int(rounds), int(samples), int(restarts)
+        self.reconstruct = reconstruct
+
+    # ---- the workload's rows -------------------------------------------------------------------
+
+    def _rows(self, domain):
+        """Per workload entry: its attrs, local matrix and the slice of its rows."""
+        out, start = [], 0
+        for q in self.workload:
+            matrix = q.local(domain)
+            out.append((domain.check(q.attrs), matrix, slice(start, start + matrix.shape[0])))
+            start += matrix.shape[0]
+        return out, start
+
+    def answers(self, domain, marginal_of) -> np.ndarray:
+        """The workload's answers (all rows, in order) given ``marginal_of(attrs)`` (counts)."""
+        rows, _ = self._rows(domain)
+        return np.concatenate([matrix @ marginal_of(attrs).ravel() for attrs, matrix, _ in rows])
+
+    def _record_answers(self, domain, rows, record) -> np.ndarray:
+        out = []
+        for attrs, matrix, _ in rows:
+            cell = np.zeros(domain.size(attrs))
+            cell[np.ravel_multi_index([record[domain.attrs.index(a)] for a in attrs], domain.project(attrs).shape)] = 1
+            out.append(matrix @ cell)
+        return np.concatenate(out)
+
+    def _best_response(self, domain, rows, m, chosen, rng) -> np.ndarray:
+        """A record maximising the sum of the chosen queries (a negation scores 1 - row)."""
+        tables = []
+        for index in chosen:
+            row = index % m
+            attrs, matrix, rows_of = next(r for r in rows if r[2].start <= row < r[2].stop)
+            unit = np.zeros(matrix.shape[0])
+            unit[row - rows_of.start] = 1
+            table = (matrix.T @ unit).reshape(domain.project(attrs).shape)
+            tables.append(([domain.attrs.index(a) for a in attrs], 1 - table if index >= m else table))
+        best, best_value = None, -np.inf
+        for _ in range(self.restarts):
+            x = np.array([rng.integers(n) for n in domain.shape])
+            changed = True
+            while changed:
+                changed = False
+                for axis, size in enumerate(domain.shape):
+                    scores = np.zeros(size)
+                    for axes, table in tables:
+                        if axis in axes:
+                            index = tuple(slice(None) if a == axis else x[a] for a in axes)
+                            scores += table[index]
+                    pick = int(np.argmax(scores))
+                    if scores[pick] > scores[x[axis]]:
+                        x[axis], changed = pick, True
+            value = sum(float(table[tuple(x[a] for a in axes)]) for axes, table in tables)
+            if value > best_value:
+                best, best_value = x.copy(), value
+        return best
+
+    # ---- the game ------------------------------------------------------------------------------
+
+    def play(self, data: Dataset, budget: Budget, rng=None) -> Transcript:
+        """The game on ``data`` spending all of ``budget`` (pure epsilon or zCDP, with substitute
+        neighbours: ``n`` is public and the scores' sensitivity ``(t-1)/n`` is for them)."""
+        if not budget.public_total:
+            raise ValueError("DualQuery normalises by the public record count: give a budget with "
+                             "neighbours='substitute'")
+        rng = np.random.default_rng(rng)
+        domain, n = data.domain, float(len(data))
+        rows, m = self._rows(domain)
+        y = self.answers(domain, data.marginal) / n
+        weights = [t - 1 if budget.notion == "pure" else (t - 1) ** 2 for t in range(1, self.rounds + 1)]
+        whole = self.samples * sum(weights)
+        amounts = [budget.fraction(Fraction(w, whole)) if w else 0.0 for w in weights]
+        cumulative = np.zeros(m)
+        samples, scales, records = [], [], []
+        for t, amount in enumerate(amounts, start=1):
+            if t == 1:
+                chosen, scale = rng.integers(2 * m, size=self.samples), 0.0
+            else:
+                epsilon = budget.parameter_for("exponential", amount)
+                v = (t - 1) * y - cumulative
+                scores = np.concatenate([v, -v])
+                scale = epsilon * n / (2 * (t - 1))
+                chosen = np.array([exponential(scores, (t - 1) / n, epsilon, rng, budget=budget,
+                                               label=f"DualQuery round {t} sample {i + 1}")
+                                   for i in range(self.samples)])
+            record = self._best_response(domain, rows, m, chosen, rng)
+            cumulative += self._record_answers(domain, rows, record)
+            samples.append(chosen)
+            scales.append(scale)
+            records.append(record)
+        return Transcript(samples, scales, np.array(records))
+
+    def loss(self, transcript: Transcript, domain, n: float):
+        """The negative log-likelihood of the sampled queries as a function of the model's
+        marginals (supplement C.3, Algorithm 5): ``f(marginals) -> (value, gradient)`` for
+        :class:`~ektelo_pgm.operators.reconstruct.PGM` (counts over ``n`` records)."""
+        rows, m = self._rows(domain)
+        answers = np.array([self._record_answers(domain, rows, x) for x in transcript.records])
+        before = np.vstack([np.zeros(m), np.cumsum(answers, axis=0)[:-1]])  # sum_{j<t} q(x^j)
+        t1 = np.arange(len(transcript.records), dtype=np.float64)  # t - 1
+        scales = np.array(transcript.scales)
+        counts = np.zeros((len(t1), m))
+        for t, chosen in enumerate(transcript.samples):
+            np.add.at(counts[t], chosen % m, np.where(chosen < m, 1.0, -1.0))
+        s = len(transcript.samples[0])
+
+        def f(marginals: CliqueVector):
+            hosts = {attrs: next(cl for cl in marginals if set(attrs) <= set(cl)) for attrs, _, _ in rows}
+            y = np.concatenate([matrix @ marginals[hosts[attrs]].project(attrs).values.ravel()
+                                for attrs, matrix, _ in rows]) / n
+            logits = scales[:, None] * (t1[:, None] * y[None, :] - before)  # the positive half, v_t
+            top = np.abs(logits).max(axis=1, keepdims=True)
+            pos, neg = np.exp(logits - top), np.exp(-logits - top)
+            z = (pos + neg).sum(axis=1, keepdims=True)
+            value = float(np.sum(s * (np.log(z[:, 0]) + top[:, 0]) - np.sum(counts * logits, axis=1)))
+            dlogits = s * (pos - neg) / z - counts
+            dy = (scales * t1) @ dlogits / n
+            gradient = CliqueVector()
+            for attrs, matrix, where in rows:
+                g = Factor(marginals[hosts[attrs]].domain.project(attrs),
+                           (matrix.T @ dy[where]).reshape(marginals[hosts[attrs]].domain.project(attrs).shape))
+                g = g.expand(marginals[hosts[attrs]].domain)
+                host = hosts[attrs]
+                gradient[host] = gradient[host] + g if host in gradient else g
+            return value, gradient
+
+        return f
+
+    def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
+        """Run on ``data`` spending all of ``budget``; same ``rng`` seed, same result."""
+        start = len(budget.ledger)
+        transcript = self.play(data, budget, rng)
+        n = float(len(data))
+        if self.reconstruct is None:
+            estimate: Estimate = RecordsEstimate(Dataset(transcript.records, data.domain), n)
+        else:
+            likelihood = copy.copy(self.reconstruct)
+            likelihood.loss = self.loss(transcript, data.domain, n)
+            estimate = likelihood.reconstruct(data.domain, [], total=n, cliques=[q.attrs for q in self.workload])
+        return Result(estimate, [], list(self.workload), budget.ledger[start:])
