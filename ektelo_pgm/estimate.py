@@ -473,6 +473,7 @@ class MixtureEstimate(Estimate):
             cumulative = np.cumsum(p[component], axis=1)
             u = rng.random(n) * cumulative[:, -1]
             records[:, j] = np.minimum((cumulative < u[:, None]).sum(axis=1), p.shape[1] - 1)
+        return Dataset(records, self.domain)
 
 
 class Decompressed(Estimate):
