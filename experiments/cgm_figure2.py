@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ektelo_pgm import Budget  # noqa: E402
 from ektelo_pgm.learning import (CGMEM, NaiveMLE, PGMLearner, PrivateSGD, UndirectedModel, chain,  # noqa: E402
-                                 dirichlet_model, erdos_renyi, fit_mle, noisy_statistics, project_simplex,
+                                 dirichlet_model, erdos_renyi, fit_mle, noisy_statistics,
                                  variables)
 
 NONPRIVATE_LAM = 1e-4

@@ -101,8 +101,8 @@ def test_calibrate_on_cliques_big_enough_for_all_cores():
     domain = Domain(list("abcde"), [40, 30, 40, 30, 3])
     oracle = MarginalOracle(domain, [("a", "b", "c"), ("b", "c", "d"), ("a",), ("d", "c"), ("d", "e")])
     assert np.diff(oracle.layout.clique_off).max() >= PARALLEL_CELLS
-    for scale, parallel_cells in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
-        _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 1000.0, parallel_cells)
+    for scale, threshold in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
+        _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 1000.0, threshold)
 
 
 def _big_oracle_marginals(seed):

@@ -1,6 +1,5 @@
 """PrivBayes and PrivBayes+PGM: the ledger replayed by hand, the structure's exponential
 mechanism checked statistically, same seed same output, near-noiseless recovery."""
-import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -13,7 +12,6 @@ from ektelo_pgm.mechanisms.privbayes import PrivBayes, mutual_information, mutua
 from ektelo_pgm.operators.measure import Laplace
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.privacy import SUBSTITUTE, Budget, exponential_probabilities
-from ektelo_pgm.workload import Query
 
 DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
 
