@@ -3,6 +3,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ektelo_pgm import Dataset, Domain
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
@@ -21,3 +23,20 @@ def dense_marginal(domain, attrs):
     for flat, cell in enumerate(np.ndindex(*domain.shape)):
         out[np.ravel_multi_index([cell[i] for i in axes], shape) if attrs else 0, flat] = 1
     return out
+
+
+TOY_DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+
+
+def toy(n=300, seed=0):
+    """``n`` records over TOY_DOMAIN with a chain of dependencies a -> b -> c."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    b = (a + rng.integers(0, 2, n)) % 3
+    c = (2 * b + rng.integers(0, 2, n)) % 4
+    return Dataset(np.stack([a, b, c], axis=1), TOY_DOMAIN)
+
+
+def load(name):
+    """The shared dataset ``name`` (e.g. 'titanic')."""
+    return Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
 from ektelo_pgm.estimate import RecordsEstimate
 from ektelo_pgm.mechanisms.dualquery import DualQuery
@@ -18,16 +17,9 @@ from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.privacy import SUBSTITUTE, Budget, exponential_probabilities
 from ektelo_pgm.workload import Query
 
-DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+from conftest import TOY_DOMAIN as DOMAIN, toy
+
 WORKLOAD = [Query(("a", "b")), Query(("b", "c"), mx.Kronecker([mx.Identity(3), mx.Prefix(4)]))]
-
-
-def toy(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (a + rng.integers(0, 2, n)) % 3
-    c = (2 * b + rng.integers(0, 2, n)) % 4
-    return Dataset(np.stack([a, b, c], axis=1), DOMAIN)
 
 
 @pytest.mark.parametrize("budget, weight", [(lambda: Budget.pure(1.0, neighbours=SUBSTITUTE), lambda t: t - 1),

@@ -1,12 +1,10 @@
 """MWEM on the adaptive loop: its accounting replayed step by step by hand, zCDP shares,
 Fig. 1's single MW step, the averaged iterates, options, and MWEM+PGM on adult."""
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
 from ektelo_pgm.estimate import AverageEstimate, FactoredEstimate
 from ektelo_pgm.mechanisms import MWEM
@@ -19,21 +17,9 @@ from ektelo_pgm.operators.select import WorstApproximated
 from ektelo_pgm.privacy import Budget
 from ektelo_pgm.workload import Query
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+from conftest import TOY_DOMAIN as DOMAIN, load, toy
+
 WORKLOAD = [Query(("a", "b")), Query(("b", "c")), Query(("c",), mx.Prefix(4))]
-
-
-def toy(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (a + rng.integers(0, 2, n)) % 3
-    c = (2 * b + rng.integers(0, 2, n)) % 4
-    return Dataset(np.stack([a, b, c], axis=1), DOMAIN)
-
-
-def load(name):
-    return Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")
 
 
 def replay(data, rounds, init_fraction, seed):

@@ -1,13 +1,11 @@
 """Plans: exact budgets, seeds, real data end to end, and a custom query matrix through measure
 and every reconstruction."""
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.sparse.linalg import LinearOperator
 
-from ektelo_pgm import Dataset, Domain
 from ektelo_pgm import matrix as mx
 from ektelo_pgm import plans
 from ektelo_pgm.operators import select
@@ -21,21 +19,9 @@ from ektelo_pgm.workload import Query
 from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.privacy import Budget, BudgetExceededError, laplace_std
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+from conftest import TOY_DOMAIN as DOMAIN, load, toy
+
 WORKLOAD = [Query(("a", "b")), Query(("b", "c")), Query(("c",), mx.Prefix(4))]
-
-
-def toy(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (a + rng.integers(0, 2, n)) % 3
-    c = (2 * b + rng.integers(0, 2, n)) % 4
-    return Dataset(np.stack([a, b, c], axis=1), DOMAIN)
-
-
-def load(name):
-    return Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")
 
 
 # ---------------------------------------------------------------- non-adaptive plans
