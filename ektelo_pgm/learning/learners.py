@@ -16,6 +16,7 @@ same release (a list of Measurements) can be passed to ``fit_release`` of any of
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Sequence
 
 import numpy as np
@@ -69,7 +70,7 @@ def _noisy_cells(structure: Structure, measurements: Sequence[Measurement]) -> n
     return np.concatenate([m.y for m in measurements])
 
 
-class _StatisticsLearner:
+class _StatisticsLearner(ABC):
     """Shared shape of the learners that release the noisy sufficient statistics."""
 
     def __init__(self, cliques: Sequence[Sequence[str]], ties: Sequence = (), epsilon: float | None = None,
@@ -96,9 +97,9 @@ class _StatisticsLearner:
         self.structure(data.domain)  # refuse a bad structure before anything is released
         return self.fit_release(data.domain, self.release(data, budget, rng))
 
+    @abstractmethod
     def fit_release(self, domain: Domain, measurements: Sequence[Measurement]) -> UndirectedModel:
         """The learned model from an existing release of :func:`noisy_statistics` (post-processing)."""
-        raise NotImplementedError
 
 
 class NaiveMLE(_StatisticsLearner):
