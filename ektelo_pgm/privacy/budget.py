@@ -161,15 +161,20 @@ def zcdp_to_approx(rho: float, delta: float) -> float:
     hi = zcdp_to_approx_simple(rho, delta)
     if rho == 0.0:
         return 0.0
-    lo = 0.0
+    return _bisect(hi, 0.0, lambda epsilon: zcdp_delta(rho, epsilon) <= delta)
+
+
+def _bisect(good: float, bad: float, holds) -> float:
+    """The float closest to ``bad`` at which ``holds`` is still true, found by bisection between
+    ``good`` (where it holds) and ``bad`` (where it does not)."""
     while True:
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            return hi
-        if zcdp_delta(rho, mid) <= delta:
-            hi = mid
+        mid = 0.5 * (good + bad)
+        if mid in (good, bad):
+            return good
+        if holds(mid):
+            good = mid
         else:
-            lo = mid
+            bad = mid
 
 
 def approx_to_zcdp(epsilon: float, delta: float) -> float:
@@ -181,14 +186,7 @@ def approx_to_zcdp(epsilon: float, delta: float) -> float:
     hi = 2.0 * lo + epsilon
     while zcdp_delta(hi, epsilon) <= delta:
         lo, hi = hi, 2.0 * hi
-    while True:
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            return lo
-        if zcdp_delta(mid, epsilon) <= delta:
-            lo = mid
-        else:
-            hi = mid
+    return _bisect(lo, hi, lambda rho: zcdp_delta(rho, epsilon) <= delta)
 
 
 @dataclass(frozen=True)
