@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from provenance import code_state
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
 RESULTS = REPO / "benchmarks" / "results" / "mechanisms_vs_smartnoise.json"
@@ -252,18 +254,6 @@ def write_docs(text: str) -> None:
     else:
         doc = f"{doc.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
     DOCS.write_text(doc, encoding="utf-8")
-
-
-def code_state() -> str:
-    """Commit of the checkout, with '+dirty' when ektelo_pgm/ has uncommitted changes."""
-    git = ["git", "-C", str(REPO)]
-    try:
-        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        status = subprocess.run([*git, "status", "--porcelain", "ektelo_pgm"], capture_output=True, text=True,
-                                check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return commit.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def parse_args(argv=None):

@@ -45,6 +45,7 @@ from networkx.algorithms.approximation import treewidth_min_fill_in  # noqa: E40
 from ektelo_pgm.dataset import Dataset  # noqa: E402
 from ektelo_pgm.measurement import Measurement  # noqa: E402
 from ektelo_pgm.operators.reconstruct import PGM  # noqa: E402
+from provenance import code_state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION_START = "<!-- pgm_vs_mbi:start -->"
@@ -337,17 +338,6 @@ def write_docs(path: Path, table: str) -> None:
     else:
         text = f"{text.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
     path.write_text(text, encoding="utf-8")
-
-
-def code_state() -> str:
-    """Commit of the checkout, with '+dirty' when ektelo_pgm/ has uncommitted changes."""
-    git = ["git", "-C", str(REPO)]
-    try:
-        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        status = subprocess.run([*git, "status", "--porcelain", "ektelo_pgm"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return commit.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def parse_args(argv=None):
