@@ -1,8 +1,12 @@
-"""Command line: ``ektelo-pgm run`` measures a marginal workload privately and reconstructs it."""
+"""Command line: ``ektelo-pgm run`` measures a marginal workload privately and reconstructs it;
+``synth`` turns a raw table into private synthetic records, ``answer`` into private marginal
+counts, and ``schema`` writes a table's privately inferred schema for a person to edit."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 from . import sample_data
 from .dataset import Dataset
@@ -70,9 +74,191 @@ def run(args) -> None:
     print(table(rows))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="ektelo-pgm", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+EXIT_CODES = """exit codes: 0 success; 1 bad input or data (one line: ektelo-pgm: error: ...,
+naming the column, value or size; no output file is written); 2 bad usage; 130 interrupted."""
+
+SYNTH_HELP = """Reads a CSV (with or without a header line; detected, or say --no-header or --names)
+or Parquet table of strings and numbers, fits a differentially private mechanism and writes
+synthetic records with the same columns and value types, CSV or Parquet by OUTPUT's extension.
+
+Without --schema the schema (which columns are categorical or numeric, the categories, the
+ranges and bins of numbers) is inferred privately from the data, spending --schema-share of the
+budget: reading categories or ranges off the data without noise would leak them.  Categories
+held by too few records to survive the noise, and numbers beyond the private range, are then
+encoded as missing or clipped.  With --schema FILE (written by 'ektelo-pgm schema' and edited,
+or by hand) nothing is spent on the schema and it is released as declared.
+
+examples:
+  ektelo-pgm synth adult.data -o synthetic.csv --epsilon 1
+  ektelo-pgm synth people.parquet -o synthetic.parquet --epsilon 0.5 --mechanism mst --rows 1000
+  ektelo-pgm schema people.csv -o schema.json --epsilon 0.1   # then edit schema.json
+  ektelo-pgm synth people.csv -o synthetic.csv --epsilon 1 --schema schema.json
+
+""" + EXIT_CODES
+
+ANSWER_HELP = """Fits a mechanism as 'synth' does and writes its estimated counts of every k-way
+marginal of the columns (one row per cell: marginal, cell, count) to CSV or JSON by OUTPUT's
+extension.
+
+examples:
+  ektelo-pgm answer adult.data -o marginals.csv --epsilon 1 --k 2
+  ektelo-pgm answer people.csv -o marginals.json --epsilon 1 --mechanism mst --schema schema.json
+
+""" + EXIT_CODES
+
+SCHEMA_HELP = """Infers a table's schema privately (spending all of --epsilon and --delta) and writes
+it as JSON: every column's kind, categories or bin edges.  Edit it (add categories known in
+public, widen ranges), then give it to 'synth' or 'answer' with --schema, which then spend
+nothing on the schema.  The two runs' budgets add up.
+
+examples:
+  ektelo-pgm schema adult.data -o schema.json --epsilon 0.2
+
+""" + EXIT_CODES
+
+TABLE_FORMATS = (".csv", ".parquet", ".pq")
+
+
+def positive(text: str) -> float:
+    """An argparse type: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def check_output(path: str, formats) -> None:
+    """Refuse, before any work, an output whose format is unknown or whose folder does not exist."""
+    if not path.endswith(formats):
+        raise ValueError(f"output {path!r} must end in {' or '.join(formats)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"output folder {folder!r} does not exist")
+
+
+def read_input(args):
+    """The input table and whether it has a header line (Parquet: always)."""
+    from .synthesizer import has_header, read_table
+
+    names = args.names.split(",") if args.names else None
+    if args.input.endswith((".parquet", ".pq")):
+        return read_table(args.input), True
+    header = False if args.no_header or names else (has_header(args.input) if os.path.isfile(args.input) else True)
+    return read_table(args.input, header=header, names=names), header
+
+
+def write_table(frame, path: str, header: bool = True) -> None:
+    """``frame`` to ``path`` (CSV, Parquet or JSON by extension), atomically."""
+    from .files import atomic_write
+
+    if path.endswith((".parquet", ".pq")):
+        with atomic_write(path, "wb") as f:
+            frame.to_parquet(f, index=False)
+    elif path.endswith(".json"):
+        with atomic_write(path) as f:
+            frame.to_json(f, orient="records", indent=1)
+    else:
+        with atomic_write(path, newline="") as f:
+            frame.to_csv(f, index=False, header=header)
+
+
+def fitted(args, frame):
+    """A Synthesizer fitted to ``frame`` as the arguments say."""
+    from .synthesizer import Synthesizer
+
+    synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
+                        seed=args.seed)
+    return synth.fit(frame, schema=args.schema)
+
+
+def say(args, message: str) -> None:
+    if not args.quiet:
+        print(f"ektelo-pgm: {message}", file=sys.stderr)
+
+
+def synth(args) -> None:
+    check_output(args.output, TABLE_FORMATS)
+    start = time.perf_counter()
+    frame, header = read_input(args)
+    model = fitted(args, frame)
+    out = model.sample(args.rows)
+    write_table(out, args.output, header)
+    if args.save:
+        model.save(args.save)
+    schema = "declared schema" if args.schema else f"schema inferred with {args.schema_share:g} of the budget"
+    say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({args.mechanism}, "
+              f"{model.guarantee()}, {schema}) in {time.perf_counter() - start:.1f} s")
+
+
+def answer(args) -> None:
+    check_output(args.output, (".csv", ".json"))
+    frame, _ = read_input(args)
+    model = fitted(args, frame)
+    table = model.answer(args.k)
+    write_table(table, args.output)
+    say(args, f"wrote {len(table)} cells of the {args.k}-way marginals to {args.output} ({args.mechanism}, "
+              f"{model.guarantee()})")
+
+
+def schema(args) -> None:
+    import numpy as np
+
+    from .privacy import Budget
+    from .schema import infer
+    from .synthesizer import check_columns
+
+    check_output(args.output, (".json",))
+    frame, _ = read_input(args)
+    check_columns(frame)
+    budget = Budget.approx(args.epsilon, args.delta / 2)
+    encoder = infer(frame, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins)
+    encoder.save(args.output)
+    say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
+              f"(({args.epsilon:g}, {args.delta:g})-DP)")
+
+
+def table_arguments(p, mechanism: bool = True) -> None:
+    """The arguments shared by synth, answer and schema."""
+    from .synthesizer import SCHEMA_SHARE, mechanisms
+
+    p.add_argument("input", help="CSV or Parquet file (.parquet, .pq)")
+    p.add_argument("-o", "--output", required=True, help="output file")
+    p.add_argument("--epsilon", type=positive, required=True, help="privacy budget epsilon (> 0)")
+    p.add_argument("--delta", type=positive, default=1e-9, help="privacy parameter delta (default 1e-9)")
+    header = p.add_mutually_exclusive_group()
+    header.add_argument("--no-header", action="store_true", help="the CSV has no header line")
+    header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
+    p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output)")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    if mechanism:
+        p.add_argument("--mechanism", default="aim", help=f"one of {', '.join(sorted(mechanisms()))} "
+                       "(default aim)")
+        p.add_argument("--schema", help="declared schema (JSON); nothing is spent on it")
+        p.add_argument("--schema-share", type=positive, default=SCHEMA_SHARE,
+                       help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
+    from .schema import BINS
+
+    top = argparse.ArgumentParser(prog="ektelo-pgm", description=__doc__, epilog=EXIT_CODES,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = top.add_subparsers(dest="command", required=True)
     p = commands.add_parser("run", help="measure all k-way marginals with the Laplace mechanism and "
                             "print each reconstruction's workload error (McKenna et al. 2019, sec. 5.1)")
     p.add_argument("--data", default="builtin",
@@ -89,12 +275,42 @@ def main(argv=None) -> int:
     p.add_argument("--reconstruct", nargs="+", default=["least-squares"],
                    help="reconstruction operators compared on the same measurements")
     p.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    p.set_defaults(handler=run)
+
+    raw = argparse.RawDescriptionHelpFormatter
+    p = commands.add_parser("synth", help="private synthetic records from a raw CSV or Parquet table",
+                            description=SYNTH_HELP, formatter_class=raw)
+    table_arguments(p)
+    p.add_argument("--rows", type=count, help="number of synthetic rows (default: the private estimate "
+                   "of the input's)")
+    p.add_argument("--save", help="also save the fitted synthesizer (.npz) to sample more later")
+    p.set_defaults(handler=synth)
+
+    p = commands.add_parser("answer", help="private counts of all k-way marginals of a raw table",
+                            description=ANSWER_HELP, formatter_class=raw)
+    table_arguments(p)
+    p.add_argument("--k", type=count, default=2, help="marginal order (default 2)")
+    p.set_defaults(handler=answer)
+
+    p = commands.add_parser("schema", help="a raw table's schema inferred privately, as JSON to edit",
+                            description=SCHEMA_HELP, formatter_class=raw)
+    table_arguments(p, mechanism=False)
+    p.add_argument("--bins", type=count, default=BINS, help=f"most bins of a numeric column (default {BINS})")
+    p.set_defaults(handler=schema)
+    return top
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
-        run(args)
-    except (ValueError, OSError, KeyError, MemoryError) as err:  # the user's input: one line, no traceback
+        args.handler(args)
+    except KeyboardInterrupt:
+        print("ektelo-pgm: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, KeyError, MemoryError, RuntimeError) as err:
+        # the user's input: one line, no traceback
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"ektelo-pgm: error: {message}", file=sys.stderr)
+        print(f"ektelo-pgm: error: {' '.join(str(message).split())}", file=sys.stderr)
         return 1
     return 0
 

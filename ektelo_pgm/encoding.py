@@ -110,9 +110,18 @@ def _python(value):
 def _clean(series, missing: frozenset):
     """Strip strings and turn missing markers into NaN (an object Series)."""
     pd = _pandas()
-    values = series.astype(object).map(lambda v: v.strip() if isinstance(v, str) else v)
-    markers = values.map(lambda v: isinstance(v, str) and v in missing)
-    return values.mask(markers.astype(bool) | pd.isna(values))
+    values = series.astype(object)
+    if series.dtype.kind in "iufcb":  # numbers or booleans: nothing to strip or to match
+        return values.mask(pd.isna(values))
+    text = np.array([isinstance(v, str) for v in values.to_numpy()], dtype=bool)
+    if text.any():
+        stripped = values[text].astype(str).str.strip()
+        values = values.copy()
+        values[text] = stripped
+        markers = np.zeros(len(values), dtype=bool)
+        markers[text] = stripped.isin(list(missing)).to_numpy()
+        values = values.mask(markers)
+    return values.mask(pd.isna(values))
 
 
 def _numbers(name: str, values):
@@ -363,7 +372,8 @@ class NumericColumn:
         ``within_bin="midpoint"`` gives the middle of the bin (for whole
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
-        uniformly among the bin's whole numbers).
+        uniformly among the bin's whole numbers).  A bin one float wide (a point mass) gives
+        its lower edge.
         """
         pd = _pandas()
         edges = np.asarray(self.edges, dtype=float)
@@ -378,6 +388,7 @@ class NumericColumn:
             values[absent] = np.nan
             return pd.Series(values, name=self.name).astype("Int64")
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
         values[absent] = np.nan
         return pd.Series(values, name=self.name, dtype=float)
 

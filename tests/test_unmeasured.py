@@ -33,3 +33,12 @@ def test_unmeasured_attributes_warn_and_attrs_restricts_to_the_measured_ones(ope
     np.testing.assert_array_equal(measured.records, everything.records[:, [2, 0, 1]])
     with pytest.warns(UnmeasuredAttributeWarning, match=r"\['d'\]"):
         estimate.synthetic_data(10, rng=1, attrs=["a", "d"])
+
+
+@pytest.mark.parametrize("operator", [PGM(iters=100), APPGM(iters=100, region_graph="tree")], ids=["pgm", "appgm"])
+def test_a_refused_record_count_warns_about_nothing(operator):
+    estimate = operator.reconstruct(DOMAIN, _measurements())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnmeasuredAttributeWarning)
+        with pytest.raises(ValueError, match="at least one record"):
+            estimate.synthetic_data(0, rng=1)

@@ -153,11 +153,11 @@ class GraphicalModel(Estimate):
         ``method="sample"`` draws i.i.d. records exactly; ``"round"`` keeps the counts of every
         junction-tree conditional at roundings of their expectations (see ``round_records``).
         """
-        attrs = synthetic_attrs(self.domain, attrs, {a for cl in self.oracle.cliques for a in cl})
-        rng = np.random.default_rng(rng)
         n = int(round(self._total)) if n is None else int(n)
         if n < 1:
             raise ValueError(f"synthetic_data: need at least one record, got n={n}")
+        attrs = synthetic_attrs(self.domain, attrs, {a for cl in self.oracle.cliques for a in cl})
+        rng = np.random.default_rng(rng)
         if method == "sample":
             records = sample_records(self.tree, self.log_beliefs, n, rng)
         elif method == "round":

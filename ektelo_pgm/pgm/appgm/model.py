@@ -57,8 +57,8 @@ class APPGMEstimate(Estimate):
         :func:`sample_records`), over ``attrs`` (default: every attribute; those no measurement
         touched are uniform, with a warning).
         """
-        attrs = synthetic_attrs(self.domain, attrs, self.measured)
         n = int(round(self.total)) if n is None else int(n)
         if n < 1:
             raise ValueError(f"synthetic_data needs at least one record, got n={n}")
+        attrs = synthetic_attrs(self.domain, attrs, self.measured)
         return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain).project(attrs)

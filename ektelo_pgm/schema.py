@@ -1,0 +1,372 @@
+"""A table's schema (kinds, categories, bins) inferred privately, or read from what a user declares.
+
+:func:`infer` learns a :class:`~ektelo_pgm.encoding.TableEncoder` for a raw table without
+any declared metadata, reading the data only through one noisy histogram per column
+(discrete Gaussian noise on a rho-zCDP budget, discrete Laplace on a pure one).  Every record
+adds one to at most five counts of its column, so the histogram's L2 sensitivity is sqrt(5)
+(L1: 5):
+
+* its *kind*: missing, text, whole number or fractional number;
+* its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
+  value is released only when its noisy count reaches a threshold ``tau`` that a value held by
+  one record passes with probability at most ``delta_c`` (the stability-based histogram of
+  Korolova et al. 2009 / Bun, Nissim and Stemmer 2016).  The ``delta_c`` of the columns add up
+  to the ``delta`` given: the release is ``delta``-approximately rho-zCDP (Bun and Steinke
+  2016, Def. 8.1), and composes with the zCDP of a mechanism by adding rho and delta;
+* for numbers, its *decade* ``[10^k, 10^(k+1))``, its *tenth* ``[m 10^k, (m+1) 10^k)`` and its
+  *cell* at two significant digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent
+  grid (negatives mirrored, zero apart, ``k`` in DECADES).
+
+Everything else is post-processing of those noisy counts:
+
+* a column is *numeric* when nearly all its values are numbers (at most ``TEXT_SHARE`` text,
+  up to ``NOISE_Z`` noise stds) and its released values are all numbers and either more than
+  ``bins`` or covering less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers);
+  otherwise *categorical*, with its released values as categories;
+* a numeric column holds whole numbers when at most ``TEXT_SHARE`` of its numbers are fractional
+  (likewise);
+* a released value holding at least ``1 / bins`` of a numeric column is a *point mass*, its own
+  bin (0 in a zero-inflated column stays exactly 0);
+* the decades whose noisy count reaches ``DECADE_Z`` noise stds are kept; the range starts in
+  the lowest where the running noisy count surely begins (``RANGE_Z`` stds), at the median of
+  its first such tenth, and ends likewise in the highest, so that it lies inside the numbers'
+  range with high probability; the inner bin edges are quantiles of the kept counts;
+* a column has a missing code only when the records it cannot code otherwise (missing, text in
+  a numeric column, categories not released) are noticeably many; rows needing a code their
+  column lacks are dropped before the mechanism runs (:func:`encodable`).
+
+:func:`declared` reads a schema a user wrote, in either of two forms: the JSON that
+:meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
+form ``{"columns": {name: spec}}`` where ``spec`` is
+``{"kind": "categorical", "categories": [...]}`` or
+``{"kind": "numeric", "bounds": [lo, hi], "bins": 16}`` (whole numbers when both bounds are
+integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
+with an optional ``"missing": false`` when the column is never missing (by default it may be:
+values outside the categories are then encoded as missing, and missing values come out; with
+false they are refused, naming the row).
+Reading a declared schema spends nothing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .encoding import CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _clean, _pandas, _python
+from .privacy import Budget, gaussian, laplace
+
+#: A record adds one to five counts of its column: kind, value, decade, tenth, cell.
+COUNTS_PER_RECORD = 5
+#: A column is numeric only if at most this share of its present values is text.
+TEXT_SHARE = 0.01
+#: A noisy count below this many noise stds may well be zero.
+NOISE_Z = 3.0
+#: A column gets a missing code when the records it cannot code otherwise number this many stds.
+MISSING_Z = 1.0
+#: A column whose released values miss more than this share of it has a tail: numeric.
+TAIL_SHARE = 0.02
+#: Noise stds a decade's count must reach to be kept.
+DECADE_Z = 4.0
+#: A numeric column's range starts where the running noisy count exceeds this many of its noise stds.
+RANGE_Z = 2.5
+#: Decades ``10^k`` covered, ``k`` in this range; smaller magnitudes share one cell, larger ones another.
+DECADES = range(-4, 13)
+#: Default bins of a numeric column.
+BINS = 32
+KINDS = ("missing", "text", "whole", "fractional")
+
+
+def _positive_edges() -> np.ndarray:
+    """Lower edges of the positive cells (two significant digits in every decade of DECADES),
+    then the top of the last decade."""
+    mantissas = np.arange(10, 100) / 10.0
+    return np.array([m * 10.0 ** k for k in DECADES for m in mantissas] + [10.0 ** DECADES.stop])
+
+
+_P = _positive_edges()
+#: Boundaries of the cells of the real line, ``(-inf, b0), [b0, b1), ..., [b_last, inf)``: the
+#: negative cells mirror the positive ones, and zero is alone in ``[0, smallest positive float)``.
+BOUNDARIES = np.concatenate([-_P[::-1], [0.0, np.nextafter(0.0, 1.0)], _P])
+N_CELLS = len(BOUNDARIES) + 1
+#: Lower and upper edge of each cell (the outer cells get the last finite boundary).
+LOWER = np.concatenate([[BOUNDARIES[0]], BOUNDARIES])
+UPPER = np.concatenate([BOUNDARIES, [BOUNDARIES[-1]]])
+
+
+def _groups(per: int) -> np.ndarray:
+    """Group index of each cell when the cells of every decade are grouped ``per`` at a time in
+    order of magnitude (90: decades, 9 per decade: tenths, 1: cells); the negative groups mirror
+    the positive ones; the outer cells and zero's neighbourhood are groups of their own."""
+    magnitude = np.arange(len(_P) - 1) // per  # group of positive cell j, [P_j, P_j+1)
+    top = int(magnitude[-1]) + 1
+    # below, negatives (largest magnitude first), [-tiny, 0), zero, [tiny, P_0), positives, above
+    return np.concatenate([[0], 1 + (top - 1 - magnitude[::-1]), [top + 1, top + 2, top + 3],
+                           top + 4 + magnitude, [2 * top + 4]])
+
+
+#: The levels of the histogram of numbers, coarse to fine: each cell's decade, tenth and cell.
+LEVELS = (_groups(90), _groups(10), _groups(1))
+
+
+def cell_of(numbers: np.ndarray) -> np.ndarray:
+    """Cell index of each number: 0 below every boundary, ``len(BOUNDARIES)`` at or above the last."""
+    return np.searchsorted(BOUNDARIES, numbers, side="right")
+
+
+@dataclass(frozen=True)
+class Release:
+    """The noisy histogram of one column (counts): ``kinds`` (missing, text, whole, fractional),
+    ``values`` (released value -> noisy count, those at or above ``threshold``), ``levels`` (the
+    noisy counts of the numbers per decade, tenth and cell, see LEVELS), and ``std``, the noise
+    std of every count."""
+
+    name: str
+    kinds: dict
+    values: dict
+    levels: tuple
+    threshold: float
+    std: float
+
+
+def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Release:
+    """The noisy histogram of one cleaned column (see the module docstring), spending ``amount``
+    of ``budget`` (its unit) in one charge; values pass when their noisy count reaches the
+    threshold that one record's value passes with probability at most ``delta``."""
+    pd = _pandas()
+    numbers = pd.to_numeric(values, errors="coerce").astype(float).to_numpy()
+    present = values.notna().to_numpy()
+    number = present & np.isfinite(numbers)
+    whole = number & (numbers == np.round(numbers))
+    kinds = np.array([(~present).sum(), (present & ~number).sum(), whole.sum(), (number & ~whole).sum()])
+    keys = np.empty(int(present.sum()), dtype=object)
+    keys[:int(number.sum())] = [_python(v) for v in numbers[number]]
+    keys[int(number.sum()):] = [str(v) for v in values.to_numpy(dtype=object)[present & ~number]]
+    counts = pd.Series(keys, dtype=object).value_counts(sort=False)
+    cells = np.bincount(cell_of(numbers[number]), minlength=N_CELLS)
+    levels = [np.bincount(group, weights=cells) for group in LEVELS]
+    sizes = [4, len(counts)] + [level.size for level in levels]
+    answers = np.concatenate([kinds, counts.to_numpy()] + levels).astype(float)
+    label = f"schema of column {name!r}"
+    if budget.notion == "zcdp":
+        sensitivity = budget.sensitivity(math.sqrt(COUNTS_PER_RECORD))
+        std = sensitivity / math.sqrt(2.0 * float(amount))
+        noisy = gaussian(answers, sensitivity, amount, rng, budget=budget, label=label)
+        threshold = 1.0 + std * math.sqrt(2.0 * math.log(1.0 / delta))  # the discrete Gaussian's tail bound
+    else:
+        sensitivity = budget.sensitivity(COUNTS_PER_RECORD)
+        scale = sensitivity / float(amount)
+        noisy = laplace(answers, sensitivity, amount, rng, budget=budget, label=label)
+        threshold = 1.0 + scale * math.log(1.0 / delta)  # the discrete Laplace's tail bound
+        std = scale * math.sqrt(2.0)
+    kinds, values, *levels = np.split(noisy.astype(float), np.cumsum(sizes)[:-1])
+    released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
+    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std)
+
+
+def column_from(r: Release, bins: int = BINS):
+    """The column (categorical or numeric) that the release ``r`` describes (post-processing only).
+
+    It gets a missing code only when the records it could not encode otherwise (missing values,
+    and text in a numeric column or categories not released in a categorical one) are
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the others are dropped,
+    see :func:`encodable`)."""
+    text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
+    present = max(text + whole + fractional, 1.0)
+    numeric_values = all(not isinstance(v, str) for v in r.values)
+    covered = sum(r.values.values()) / present
+    mostly_numbers = whole + fractional >= NOISE_Z * r.std and text <= TEXT_SHARE * present + NOISE_Z * r.std
+    if mostly_numbers and numeric_values and (len(r.values) > bins or covered < 1 - TAIL_SHARE):
+        integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
+        missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
+        return numeric_from(r, bins, integer, missing)
+    if not r.values:
+        raise ValueError(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
+                         f"needs a noisy count of at least {r.threshold:.0f} records at this budget); declare "
+                         "the column in a schema, give more records, or a larger epsilon")
+    cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
+    absent = sum(r.kinds.values()) - sum(r.values.values())  # missing, or of a category not released
+    missing = bool(absent >= MISSING_Z * r.std * math.sqrt(len(KINDS) + len(r.values)))
+    return CategoricalColumn(r.name, tuple(cats), missing, True)
+
+
+def _start(counts: np.ndarray, std: float) -> int:
+    """Index of the first of the noisy ``counts`` (each of noise std ``std``) at which their
+    running sum exceeds ``RANGE_Z`` times its noise std: where the numbers have surely begun
+    (0 when that never happens: the decade is kept, so they begin in it)."""
+    above = np.flatnonzero(np.cumsum(counts) >= RANGE_Z * std * np.sqrt(np.arange(1, counts.size + 1)))
+    return int(above[0]) if above.size else 0
+
+
+def _end(levels, std: float, kept: int, reverse: bool) -> int:
+    """The cell where the range starts (``reverse``: ends) inside the decade ``kept``: the first
+    of its tenths (``reverse``: the last) where the numbers surely begin, then the cell of that
+    tenth's noisy median (counts clipped at zero), which holds numbers with high probability."""
+    cells = np.flatnonzero(LEVELS[0] == kept)
+    tenths = np.unique(LEVELS[1][cells])[::-1 if reverse else 1]
+    tenth = tenths[_start(levels[1][tenths], std)]
+    cells = cells[LEVELS[1][cells] == tenth][::-1 if reverse else 1]
+    running = np.cumsum(np.clip(levels[2][cells], 0.0, None))
+    return int(cells[min(np.searchsorted(running, running[-1] / 2), cells.size - 1)])
+
+
+def _spread(levels, kept: np.ndarray) -> np.ndarray:
+    """Counts per cell: each kept decade's noisy count shared among its tenths in proportion to
+    their noisy counts clipped at zero, and each tenth's among its cells likewise."""
+    share = np.zeros(LEVELS[0].max() + 1)
+    share[kept] = levels[0][kept]
+    for parent, group, counts in zip(LEVELS[:-1], LEVELS[1:], levels[1:]):
+        ids = np.unique(group)
+        parent_of = np.zeros(ids.size, dtype=np.int64)
+        parent_of[group] = parent
+        clipped = np.clip(counts, 0.0, None)
+        total = np.bincount(parent_of, weights=clipped, minlength=share.size)
+        members = np.bincount(parent_of, minlength=share.size)
+        part = np.where(total[parent_of] > 0, clipped / np.where(total > 0, total, 1.0)[parent_of],
+                        1.0 / members[parent_of])
+        share = share[parent_of] * part
+    return share
+
+
+def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
+    """Bins from the noisy counts of the numbers, point masses apart (module docstring).
+
+    Decades whose noisy count reaches ``DECADE_Z`` stds are kept; the range starts inside the
+    lowest where the numbers surely begin (:func:`_end`) and ends likewise inside the highest;
+    the inner edges are the ``j / bins`` quantiles of the kept counts (:func:`_spread`); every
+    point mass adds a bin of its own."""
+    numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
+    points = sorted(v for v, c in r.values.items() if c >= numbers / bins)
+    levels = [counts.copy() for counts in r.levels]
+    for v in points:  # a point mass is its own bin: take it out of its cell, tenth and decade
+        at = cell_of(np.array([float(v)]))[0]
+        for group, counts in zip(LEVELS, levels):
+            counts[group[at]] -= r.values[v]
+    edges = [float(v) for v in points]
+    edges += [float(v) + 1 if integer else float(np.nextafter(float(v), math.inf)) for v in points]
+    kept = np.flatnonzero(levels[0] >= DECADE_Z * r.std)
+    if kept.size:
+        lo = LOWER[_end(levels, r.std, kept[0], reverse=False)]
+        hi = UPPER[_end(levels, r.std, kept[-1], reverse=True)]
+        cumulative = np.cumsum(_spread(levels, kept))
+        inner = UPPER[np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins)]
+        edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
+    if not edges:
+        raise ValueError(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
+                         "declare its bounds in a schema, give more records, or a larger epsilon")
+    edges = np.unique(np.ceil(edges) if integer else np.array(edges, dtype=float))
+    if edges.size == 1:
+        edges = np.append(edges, edges[0] + 1.0 if integer else np.nextafter(edges[0], math.inf))
+    return NumericColumn(r.name, tuple(_python(e) for e in edges), integer, missing)
+
+
+def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
+          missing=("?", "")) -> TableEncoder:
+    """A TableEncoder for ``table`` learnt privately (module docstring): one histogram per
+    column, each spending an equal part of ``amount`` (in the budget's unit; None: all that
+    remains) and of ``delta``.  The encoder clips numbers outside a column's range into its end
+    bins; apply it to :func:`encodable` rows."""
+    frame = _as_frame(table)
+    rng = np.random.default_rng(rng)
+    d = len(frame.columns)
+    if amount is None:
+        share = budget.split(d)
+    else:
+        exact = Fraction(repr(float(amount))) / d
+        share = float(exact)
+        while Fraction(repr(share)) > exact:  # never more than the exact share
+            share = float(np.nextafter(share, 0.0))
+    markers = frozenset(missing)
+    columns = {name: column_from(release(name, _clean(frame[name], markers), budget, share, delta / d, rng), bins)
+               for name in frame.columns}
+    encoder = TableEncoder(bins=bins, missing=missing, clip=True)
+    encoder.columns = columns
+    return encoder
+
+
+def encodable(frame, encoder: TableEncoder):
+    """The rows of ``frame`` that an inferred encoder can code, its numeric columns made numbers:
+    text in a numeric column becomes missing, and a row missing (or holding a category not
+    released) in a column without a missing code is dropped.  Dropping a record because of its
+    own values changes nothing for the others: the privacy of what follows is unaffected."""
+    pd = _pandas()
+    frame = frame.copy()
+    markers = frozenset(encoder.missing)
+    keep = np.ones(len(frame), dtype=bool)
+    for name, column in encoder.columns.items():
+        values = _clean(frame[name], markers)
+        if column.kind == "numeric":
+            values = pd.to_numeric(values, errors="coerce")
+            absent = values.isna().to_numpy()
+        else:
+            known = pd.Index(list(column.categories), dtype=object).get_indexer(values.to_numpy(dtype=object)) >= 0
+            absent = ~known
+        frame[name] = values
+        if not column.missing:
+            keep &= ~absent
+    return frame[keep].reset_index(drop=True)
+
+
+def declared(schema) -> TableEncoder:
+    """The encoder of a declared schema: a fitted TableEncoder, a dict, or the path of a JSON file
+    holding either form of the module docstring.  Numbers outside a column's declared range are
+    clipped into its end bins; values outside its declared categories are encoded as missing."""
+    if isinstance(schema, TableEncoder):
+        schema._fitted()
+        return schema
+    if isinstance(schema, (str, os.PathLike)):
+        try:
+            with open(schema, encoding="utf-8") as f:
+                schema = json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+    if not isinstance(schema, dict):
+        raise TypeError(f"a schema is a TableEncoder, a dict or a JSON path, got {type(schema).__name__}")
+    if "format" in schema:
+        encoder = TableEncoder.from_dict(schema)
+        encoder.clip = True
+        return encoder
+    specs = schema.get("columns")
+    if not isinstance(specs, dict) or not specs:
+        raise ValueError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
+    encoder = TableEncoder(bins=BINS, clip=True)
+    encoder.columns = {str(name): _declared_column(str(name), spec) for name, spec in specs.items()}
+    return encoder
+
+
+def _declared_column(name: str, spec):
+    """One column of the short schema form (module docstring)."""
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "categorical":
+        categories = spec.get("categories")
+        if not isinstance(categories, list) or not categories:
+            raise ValueError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
+        missing = _flag(name, spec)
+        return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing, missing)
+    if kind == "numeric":
+        if "edges" in spec:
+            edges = spec["edges"]
+            if not isinstance(edges, list) or len(edges) < 2 or any(not isinstance(e, (int, float)) for e in edges) \
+                    or any(b <= a for a, b in zip(edges, edges[1:])):
+                raise ValueError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
+            integer = bool(spec.get("integer", all(isinstance(e, int) for e in edges)))
+            return NumericColumn(name, tuple(_python(e) for e in edges), integer, _flag(name, spec))
+        bins = spec.get("bins", BINS)
+        if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+            raise ValueError(f"column {name!r}: \"bins\" must be a positive integer, got {bins!r}")
+        if "bounds" not in spec:
+            raise ValueError(f"column {name!r}: a numeric column needs \"bounds\": [lo, hi] or \"edges\"")
+        column = NumericColumn.from_bounds(name, spec["bounds"], bins)
+        return NumericColumn(name, column.edges, column.integer, _flag(name, spec))
+    raise ValueError(f"column {name!r}: \"kind\" must be \"categorical\" or \"numeric\", got {kind!r}")
+
+
+def _flag(name: str, spec: dict) -> bool:
+    """The ``"missing"`` flag of a declared column (default true)."""
+    missing = spec.get("missing", True)
+    if not isinstance(missing, bool):
+        raise ValueError(f"column {name!r}: \"missing\" must be true or false, got {missing!r}")
+    return missing

@@ -1,0 +1,426 @@
+"""From a raw table to differentially private synthetic records, in the scikit-learn shape.
+
+``Synthesizer(mechanism="aim", epsilon=1.0, delta=1e-9).fit(table).sample()`` reads a table of
+strings and numbers, learns its schema privately (or takes a declared one), runs a published
+mechanism on the integer-coded records, and decodes the mechanism's synthetic records back to
+the table's columns and value types.
+
+Privacy: the whole fit is (epsilon, delta)-DP.  On the zCDP mechanisms (all but PrivBayes) the
+budget is ``rho = approx_to_zcdp(epsilon, (1 - schema_share) delta)``; the private schema
+(:mod:`ektelo_pgm.schema`) spends ``schema_share`` of rho and is ``schema_share * delta``-
+approximately zCDP, and the mechanism spends the rest of rho; approximate zCDP composes by
+adding rho and delta (Bun and Steinke 2016, sec. 8), and converts to (epsilon, delta)-DP by
+Canonne, Kamath and Steinke (2020, Cor. 13).  PrivBayes is pure epsilon-DP with a public record
+count (substitute neighbours): its budget is ``epsilon`` (pure), of which the schema spends
+``schema_share`` with Laplace noise, ``schema_share * delta``-approximately.  With a declared
+schema nothing is spent on it, the whole budget goes to the mechanism and, on zCDP, to
+``delta`` itself.  Every charge is in :attr:`Synthesizer.ledger`, exactly (fractions).
+
+``save``/``load`` write and read one ``.npz`` file of numpy arrays and JSON text; loading
+never unpickles anything (``allow_pickle=False``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from . import schema as schemas
+from .domain import Domain
+from .encoding import TableEncoder, _as_frame, _clean, _pandas
+from .files import atomic_write
+from .privacy import Budget, Charge, approx_to_zcdp
+
+_FORMAT = "ektelo_pgm.Synthesizer"
+#: Default share of the budget (and of delta) that infers the schema when none is declared.
+SCHEMA_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A mechanism the Synthesizer can run: ``build(domain, options)`` makes it; ``notion`` is the
+    budget it needs (``"zcdp"``, or ``"pure"`` with substitute neighbours)."""
+
+    build: Callable
+    notion: str
+    summary: str
+
+
+def _aim(domain: Domain, options: dict):
+    from .mechanisms import AIM
+
+    return AIM(**{"iters": 100, "max_model_mb": 32.0, **options})
+
+
+def _mst(domain: Domain, options: dict):
+    from .mechanisms import MST
+
+    return MST(**{"iters": 1000, **options})
+
+
+def _privbayes(domain: Domain, options: dict):
+    from .mechanisms import PrivBayes
+
+    return PrivBayes(**options)
+
+
+def _pairs(domain: Domain):
+    from .workload import kway_marginals
+
+    return kway_marginals(domain, min(2, len(domain)))
+
+
+def _mwem(domain: Domain, options: dict):
+    from .mechanisms import MWEM
+    from .operators.reconstruct import PGM
+
+    return MWEM(**{"workload": _pairs(domain), "rounds": 10, "noise": "gaussian",
+                   "update": PGM(iters=250, max_model_mb=32.0), **options})
+
+
+def _pep(domain: Domain, options: dict):
+    from .mechanisms import PEP
+
+    return PEP(**{"workload": _pairs(domain), "rounds": 20, "representation": "graphical", "max_mb": 32.0,
+                  **options})
+
+
+def _gem(domain: Domain, options: dict):
+    from .mechanisms import GEM
+
+    return GEM(**{"workload": _pairs(domain), "rounds": 30, **options})
+
+
+def mechanisms() -> dict[str, Entry]:
+    """The mechanisms by name (GEM only where torch is installed)."""
+    table = {
+        "aim": Entry(_aim, "zcdp", "AIM (McKenna et al. 2022): adaptive 3-way marginals, Private-PGM"),
+        "mst": Entry(_mst, "zcdp", "MST (McKenna et al. 2021): a private tree of 2-way marginals, Private-PGM"),
+        "privbayes": Entry(_privbayes, "pure", "PrivBayes (Zhang et al. 2017): a private Bayesian network"),
+        "mwem": Entry(_mwem, "zcdp", "MWEM (Hardt et al. 2012) on 2-way marginals with Private-PGM updates"),
+        "pep": Entry(_pep, "zcdp", "PEP (Liu et al. 2021): 2-way marginals, entropy projection"),
+    }
+    if importlib.util.find_spec("torch") is not None:
+        table["gem"] = Entry(_gem, "zcdp", "GEM (Liu et al. 2021): 2-way marginals, a generative network")
+    return table
+
+
+def mechanism_entry(name: str) -> Entry:
+    """The registry entry of ``name``; a ValueError listing the choices otherwise."""
+    table = mechanisms()
+    if name not in table:
+        hint = " (GEM needs torch: pip install 'ektelo_pgm[gem]')" if name == "gem" else ""
+        raise ValueError(f"unknown mechanism {name!r}{hint}; choose from {', '.join(sorted(table))}")
+    return table[name]
+
+
+def read_table(path, header: bool | None = None, names=None):
+    """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
+
+    CSV: ``header`` says whether the first line names the columns (None: detected by
+    :func:`has_header`, or False when ``names`` are given); ``names`` name the columns of a file
+    without a header line, which otherwise get ``column_1``, ``column_2``, ...
+    Raises ValueError naming the file when it is not a table."""
+    pd = _pandas()
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        if path.endswith((".parquet", ".pq")):
+            frame = pd.read_parquet(path)
+        else:
+            if header is None:
+                header = names is None and has_header(path)
+            options = {"skipinitialspace": True, "header": 0 if header else None}
+            if names is not None:
+                options["names"] = list(names)
+            frame = pd.read_csv(path, **options)
+            if names is None and not header:
+                frame.columns = [f"column_{i + 1}" for i in range(frame.shape[1])]
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable table ({type(err).__name__}: {str(err).splitlines()[0]})") from None
+    if frame.shape[1] < 1 or frame.shape[0] < 1:
+        raise ValueError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
+    return frame
+
+
+def has_header(path) -> bool:
+    """Whether the first line of a CSV file names its columns: some field of it is text where the
+    lines below hold numbers, or none of its fields repeats a value of its column below."""
+    pd = _pandas()
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line for _, line in zip(range(50), f) if line.strip()]
+        if len(lines) < 2:
+            return len(lines) == 1
+        rows = pd.read_csv(io.StringIO("".join(lines)), header=None, skipinitialspace=True, dtype=str)
+    except (UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise ValueError(f"{os.fspath(path)}: not a readable table ({type(err).__name__}: {err})") from None
+    first, rest = rows.iloc[0], rows.iloc[1:]
+    for j in range(rows.shape[1]):
+        below = pd.to_numeric(rest[j], errors="coerce")
+        if below.notna().all() and pd.isna(pd.to_numeric(pd.Series([first[j]]), errors="coerce")[0]):
+            return True
+    return not any(first[j] in set(rest[j]) for j in range(rows.shape[1]))
+
+
+def check_columns(frame, missing=("?", "")) -> None:
+    """Refuse a table with a column that is missing in every row or holds one value in every row
+    (nothing to synthesise); the error names the column."""
+    markers = frozenset(missing)
+    for name in frame.columns:
+        values = _clean(frame[name], markers).dropna()
+        if values.empty:
+            raise ValueError(f"column {name!r} is missing in all {len(frame)} rows; drop it")
+        distinct = values.map(repr).unique()
+        if distinct.size == 1:
+            raise ValueError(f"column {name!r} holds one value ({values.iloc[0]!r}) in every row; drop it")
+
+
+def _dtype_kind(series) -> str:
+    """``'int'``, ``'float'``, ``'bool'`` or ``'object'``: the value type to restore."""
+    kind = series.dtype.kind
+    return {"i": "int", "u": "int", "f": "float", "b": "bool"}.get(kind, "object")
+
+
+def _restore(series, kind: str):
+    """``series`` (decoded) in the value type ``kind`` of its input column, where it fits."""
+    pd = _pandas()
+    if kind == "int" and series.notna().all():
+        return series.astype(np.int64)
+    if kind == "float":
+        return pd.to_numeric(series, errors="coerce").astype(float)
+    if kind == "bool" and series.notna().all():
+        return series.astype(bool)
+    return series
+
+
+class Synthesizer:
+    """Differentially private synthetic data from a raw table (see the module docstring).
+
+    Parameters
+    ----------
+    mechanism : a name of :func:`mechanisms` (``aim``, ``mst``, ``privbayes``, ``mwem``, ``pep``,
+        ``gem`` with torch).
+    epsilon, delta : the (epsilon, delta)-DP guarantee of the whole fit.
+    schema_share : share of the budget and of delta that infers the schema when none is declared.
+    bins : most bins of an inferred numeric column (besides one per point mass).
+    seed : seed or numpy Generator of every random step (same seed, same output).
+    mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
+    """
+
+    def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
+                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, seed=None, **mechanism_options):
+        mechanism_entry(mechanism)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
+                or epsilon <= 0:
+            raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        if isinstance(schema_share, bool) or not isinstance(schema_share, (int, float)) or not 0 < schema_share < 1:
+            raise ValueError(f"schema_share must lie in (0, 1), got {schema_share!r}")
+        if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+            raise ValueError(f"bins must be a positive integer, got {bins!r}")
+        self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
+        self.schema_share, self.bins = float(schema_share), int(bins)
+        self.mechanism_options = dict(mechanism_options)
+        self.rng = np.random.default_rng(seed)
+        self.encoder: TableEncoder | None = None
+        self.estimate = None
+        self.ledger: list[Charge] = []
+        self.total: Fraction | None = None
+        self.unit: str | None = None
+        self.kinds: dict[str, str] = {}
+        self.schema_inferred: bool | None = None
+
+    # fitting -----------------------------------------------------------------
+    def fit(self, table, schema=None) -> "Synthesizer":
+        """Learn from ``table`` (a DataFrame, or a CSV/Parquet path) spending the whole budget.
+
+        ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
+        dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`)."""
+        frame = _as_frame(read_table(table) if isinstance(table, (str, os.PathLike)) else table)
+        entry = mechanism_entry(self.mechanism)
+        encoder = None if schema is None else schemas.declared(schema)
+        if encoder is not None:
+            absent = [c for c in encoder.columns if c not in frame.columns]
+            if absent:
+                raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
+            frame = frame[list(encoder.columns)]
+        check_columns(frame)
+        budget, schema_delta = self._budget(entry.notion, declared=encoder is not None)
+        if encoder is None:
+            encoder = schemas.infer(frame, budget, budget.fraction(self.schema_share), schema_delta, self.rng,
+                                    self.bins)
+            frame = schemas.encodable(frame, encoder)
+        data = encoder.transform(frame)
+        mechanism = entry.build(data.domain, self.mechanism_options)
+        result = mechanism.run(data, budget, self.rng)
+        self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, schema is None
+        self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
+        self.kinds = {name: _dtype_kind(frame[name]) for name in encoder.columns}
+        return self
+
+    def _budget(self, notion: str, declared: bool) -> tuple[Budget, float]:
+        """The mechanism's budget and the delta left to the schema (module docstring)."""
+        schema_delta = 0.0 if declared else self.schema_share * self.delta
+        if notion == "pure":
+            return Budget.pure(self.epsilon, neighbours="substitute"), schema_delta
+        return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta)), schema_delta
+
+    def _fitted(self):
+        if self.estimate is None:
+            raise RuntimeError("this Synthesizer is not fitted yet; call fit(table) first")
+
+    # output ------------------------------------------------------------------
+    def sample(self, n: int | None = None):
+        """``n`` synthetic records (default: the estimated number of records) as a DataFrame with
+        the table's column names and value types; numbers are drawn uniformly inside their bins
+        (whole numbers stay whole), categories are among those released."""
+        self._fitted()
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+            raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
+        if n is None:
+            n = max(1, int(round(self.estimate.total)))
+        records = self.estimate.synthetic_data(int(n), self.rng)
+        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
+        for name, kind in self.kinds.items():
+            frame[name] = _restore(frame[name], kind)
+        return frame
+
+    def answer(self, k: int = 2):
+        """The estimated counts of every ``k``-way marginal of the columns, as a DataFrame with
+        one row per cell: ``marginal`` (the columns, comma-separated), ``cell`` (their values or
+        bins, ``column=value`` joined by ``; ``) and ``count``."""
+        self._fitted()
+        import itertools
+
+        pd = _pandas()
+        names = list(self.encoder.columns)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(names):
+            raise ValueError(f"k must be an integer from 1 to {len(names)} (the number of columns), got {k!r}")
+        labels = {name: col.labels() for name, col in self.encoder.columns.items()}
+        rows = []
+        for clique in itertools.combinations(names, int(k)):
+            counts = self.estimate.project(clique)
+            for cell in np.ndindex(*counts.shape):
+                text = "; ".join(f"{a}={labels[a][i]}" for a, i in zip(clique, cell))
+                rows.append((",".join(clique), text, float(counts[cell])))
+        return pd.DataFrame(rows, columns=["marginal", "cell", "count"])
+
+    @property
+    def spent(self) -> Fraction:
+        """Exact total of the ledger's charges, in the budget's unit (:attr:`unit`)."""
+        return sum((c.amount for c in self.ledger), Fraction(0))
+
+    def guarantee(self) -> str:
+        """The privacy guarantee of the fit, in words."""
+        self._fitted()
+        if self.unit == "epsilon":
+            extra = f", delta {self.schema_share * self.delta:g} for the schema" if self.schema_inferred else ""
+            return f"epsilon {self.epsilon:g} (pure, substitute neighbours{extra})"
+        return f"({self.epsilon:g}, {self.delta:g})-DP (rho {float(self.total):.6g} zCDP)"
+
+    # persistence -------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the fitted synthesizer to one ``.npz`` file (numpy arrays and JSON text, no
+        pickle), atomically; ``.npz`` is appended to ``path`` if missing."""
+        self._fitted()
+        kind, meta, arrays = _estimate_state(self.estimate)
+        state = {
+            "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
+            "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins,
+            "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
+            "encoder": self.encoder.to_dict(), "kinds": self.kinds, "schema_inferred": self.schema_inferred,
+            "total": str(self.total), "unit": self.unit,
+            "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
+                        "parameter": c.parameter} for c in self.ledger],
+            "rng": self.rng.bit_generator.state, "estimate": {"kind": kind, **meta},
+        }
+        path = os.fspath(path)
+        path = path if path.endswith(".npz") else path + ".npz"
+        with atomic_write(path, "wb") as f:
+            np.savez(f, state=np.array(json.dumps(state)), **{f"estimate/{k}": v for k, v in arrays.items()})
+
+    @classmethod
+    def load(cls, path) -> "Synthesizer":
+        """Read a synthesizer written by :meth:`save` (only arrays and JSON: no code runs)."""
+        with np.load(path, allow_pickle=False) as data:
+            state = json.loads(str(data["state"]))
+            arrays = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("estimate/")}
+        if state.get("format") != _FORMAT or state.get("version") != 1:
+            raise ValueError(f"{path}: not a saved Synthesizer")
+        synth = cls.__new__(cls)
+        synth.mechanism, synth.epsilon, synth.delta = state["mechanism"], state["epsilon"], state["delta"]
+        synth.schema_share, synth.bins = state["schema_share"], state["bins"]
+        synth.mechanism_options = state["options"]
+        synth.rng = np.random.default_rng()
+        synth.rng.bit_generator.state = state["rng"]
+        synth.encoder = TableEncoder.from_dict(state["encoder"])
+        synth.kinds, synth.schema_inferred = state["kinds"], state["schema_inferred"]
+        synth.total, synth.unit = Fraction(state["total"]), state["unit"]
+        synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
+                        for c in state["ledger"]]
+        synth.estimate = _estimate_from_state(state["estimate"], arrays)
+        return synth
+
+    def __repr__(self) -> str:
+        state = "unfitted" if self.estimate is None else f"fitted, {len(self.encoder.columns)} columns"
+        return f"Synthesizer({self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}; {state})"
+
+
+# estimates as JSON and arrays -------------------------------------------------
+def _estimate_state(estimate) -> tuple[str, dict, dict]:
+    """``(kind, JSON-able dict, arrays)`` describing ``estimate`` exactly."""
+    from .estimate import BayesNet, Decompressed, MixtureEstimate
+    from .pgm.model import GraphicalModel
+
+    if isinstance(estimate, GraphicalModel):
+        return "graphical", {"domain": _domain_json(estimate.domain), "total": estimate.total,
+                             "cliques": [list(c) for c in estimate.cliques]}, {"theta": estimate.theta}
+    if isinstance(estimate, Decompressed):
+        kind, meta, arrays = _estimate_state(estimate.estimate)
+        return "decompressed", {"domain": _domain_json(estimate.domain), "inner": {"kind": kind, **meta}}, \
+            {**{f"inner/{k}": v for k, v in arrays.items()}, **{f"codes/{a}": c for a, c in estimate.codes.items()}}
+    if isinstance(estimate, BayesNet):
+        return "bayesnet", {"domain": _domain_json(estimate.domain), "total": estimate.total,
+                            "order": list(estimate.order), "parents": {a: list(p) for a, p in estimate.parents.items()}}, \
+            {f"cpt/{a}": t for a, t in estimate.cpts.items()}
+    if isinstance(estimate, MixtureEstimate):
+        return "mixture", {"domain": _domain_json(estimate.domain), "total": estimate.total}, \
+            {f"probs/{j}": p for j, p in enumerate(estimate.probs)}
+    raise TypeError(f"cannot save a {type(estimate).__name__} estimate")
+
+
+def _estimate_from_state(meta: dict, arrays: dict):
+    from .estimate import BayesNet, Decompressed, MixtureEstimate
+    from .pgm.inference import MarginalOracle
+    from .pgm.model import GraphicalModel
+
+    domain = Domain(*zip(*meta["domain"])) if meta["domain"] else Domain([], [])
+    kind = meta["kind"]
+    if kind == "graphical":
+        oracle = MarginalOracle(domain, [tuple(c) for c in meta["cliques"]])
+        if arrays["theta"].size != oracle.size:
+            raise ValueError(f"saved model has {arrays['theta'].size} parameters but its cliques need {oracle.size}")
+        return GraphicalModel.from_flat(oracle, arrays["theta"], meta["total"])
+    if kind == "decompressed":
+        inner = _estimate_from_state(meta["inner"], {k[6:]: v for k, v in arrays.items() if k.startswith("inner/")})
+        return Decompressed(inner, domain, {k[6:]: v for k, v in arrays.items() if k.startswith("codes/")})
+    if kind == "bayesnet":
+        return BayesNet(domain, meta["parents"], {a: arrays[f"cpt/{a}"] for a in domain.attrs}, meta["total"],
+                        meta["order"])
+    if kind == "mixture":
+        return MixtureEstimate(domain, [arrays[f"probs/{j}"] for j in range(len(domain))], meta["total"])
+    raise ValueError(f"unknown saved estimate kind {kind!r}")
+
+
+def _domain_json(domain: Domain) -> list:
+    return [[a, int(n)] for a, n in zip(domain.attrs, domain.shape)]

@@ -1,0 +1,197 @@
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ektelo_pgm.cli import main
+from ektelo_pgm.synthesizer import Synthesizer
+
+from test_synthesizer import ADULT_NAMES, PEOPLE_SCHEMA, people
+
+
+@pytest.fixture
+def table(tmp_path):
+    path = tmp_path / "people.csv"
+    people(5000).to_csv(path, index=False)
+    return path
+
+
+def run(capsys, *argv):
+    """Exit code, stdout and stderr of the command line."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def only_file(folder, name):
+    """The output exists, and nothing else (no temporary file) was left beside the input."""
+    return sorted(p.name for p in folder.iterdir()) == sorted(["people.csv", name])
+
+
+def test_synth_csv_to_csv(tmp_path, table, capsys):
+    code, out, err = run(capsys, "synth", table, "-o", tmp_path / "out.csv", "--epsilon", 2, "--mechanism", "mst",
+                         "--rows", 700, "--seed", 1)
+    assert code == 0 and out == ""
+    assert "wrote 700 rows x 4 columns" in err and "(2, 1e-09)-DP" in err and "schema inferred" in err
+    synthetic, real = pd.read_csv(tmp_path / "out.csv"), pd.read_csv(table)
+    assert list(synthetic.columns) == list(real.columns) and len(synthetic) == 700
+    assert set(synthetic["city"].dropna()) <= set(real["city"])
+    assert synthetic["age"].dtype.kind == "i"
+    assert only_file(tmp_path, "out.csv")
+
+
+def test_same_seed_same_file_and_quiet(tmp_path, table, capsys):
+    for name in ("a.csv", "b.csv"):
+        code, out, err = run(capsys, "synth", table, "-o", tmp_path / name, "--epsilon", 2, "--mechanism", "mst",
+                             "--seed", 5, "--quiet")
+        assert code == 0 and out == err == ""
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_parquet_in_and_out_with_a_declared_schema_and_a_saved_model(tmp_path, capsys):
+    people(3000).to_parquet(tmp_path / "p.parquet")
+    (tmp_path / "schema.json").write_text(json.dumps(PEOPLE_SCHEMA))
+    code, _, err = run(capsys, "synth", tmp_path / "p.parquet", "-o", tmp_path / "s.parquet", "--epsilon", 1,
+                       "--mechanism", "mst", "--schema", tmp_path / "schema.json", "--save", tmp_path / "m.npz",
+                       "--seed", 0)
+    assert code == 0 and "declared schema" in err
+    synthetic = pd.read_parquet(tmp_path / "s.parquet")
+    assert synthetic["age"].dtype == np.int64 and synthetic["income"].dtype == float
+    assert synthetic["age"].between(18, 90).all()
+    model = Synthesizer.load(tmp_path / "m.npz")
+    assert not any(c.label.startswith("schema") for c in model.ledger)
+
+
+def test_schema_command_writes_an_editable_schema_that_synth_takes(tmp_path, table, capsys):
+    code, _, err = run(capsys, "schema", table, "-o", tmp_path / "schema.json", "--epsilon", 1, "--seed", 0)
+    assert code == 0 and "4 columns" in err
+    spec = json.loads((tmp_path / "schema.json").read_text())
+    kinds = {c["name"]: c["kind"] for c in spec["columns"]}
+    assert kinds == {"city": "categorical", "age": "numeric", "income": "numeric", "member": "categorical"}
+    code, _, _ = run(capsys, "synth", table, "-o", tmp_path / "out.csv", "--epsilon", 1, "--mechanism", "mst",
+                     "--schema", tmp_path / "schema.json", "--quiet")
+    assert code == 0
+
+
+def test_answer_writes_marginals_as_csv_and_json(tmp_path, table, capsys):
+    code, _, _ = run(capsys, "answer", table, "-o", tmp_path / "a.csv", "--epsilon", 2, "--mechanism", "mst",
+                     "--k", 1, "--quiet", "--seed", 0)
+    assert code == 0
+    answers = pd.read_csv(tmp_path / "a.csv")
+    assert list(answers.columns) == ["marginal", "cell", "count"]
+    assert set(answers["marginal"]) == {"city", "age", "income", "member"}
+    assert abs(answers[answers["marginal"] == "city"]["count"].sum() - 5000) < 300
+    code, _, _ = run(capsys, "answer", table, "-o", tmp_path / "a.json", "--epsilon", 2, "--mechanism", "mst",
+                     "--quiet", "--seed", 0)
+    rows = json.loads((tmp_path / "a.json").read_text())
+    assert code == 0 and {r["marginal"] for r in rows} >= {"city,age", "income,member"}
+
+
+def test_help_has_examples_and_exit_codes(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["synth", "--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0
+    assert "examples:" in out and "exit codes:" in out and "privately" in out and "--schema" in out
+
+
+def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
+    """The default mechanism on the whole raw table: header detected as absent, none written."""
+    code, _, err = run(capsys, "synth", data_dir / "raw" / "adult" / "adult.data", "-o", tmp_path / "adult.csv",
+                       "--epsilon", 1, "--seed", 0)
+    assert code == 0, err
+    synthetic = pd.read_csv(tmp_path / "adult.csv", header=None, names=ADULT_NAMES, skipinitialspace=True)
+    real = pd.read_csv(data_dir / "raw" / "adult" / "adult.data", header=None, names=ADULT_NAMES,
+                       skipinitialspace=True)
+    assert abs(len(synthetic) - len(real)) < 0.04 * len(real)  # rows of a category too rare to release may drop
+    for name in ("workclass", "education", "sex", "income"):
+        assert set(synthetic[name].dropna()) <= set(real[name])
+    for name in ("capital-gain", "capital-loss"):
+        assert abs((synthetic[name] == 0).mean() - (real[name] == 0).mean()) < 0.03
+    assert synthetic["age"].dropna().between(real["age"].min(), real["age"].max()).all()
+
+
+def test_adult_subset_with_names(tmp_path, data_dir, capsys):
+    path = tmp_path / "adult.csv"
+    raw = pd.read_csv(data_dir / "raw" / "adult" / "adult.data", header=None, skipinitialspace=True)
+    raw.iloc[:8000, [0, 3, 9, 14]].to_csv(path, header=False, index=False)
+    code, _, _ = run(capsys, "synth", path, "-o", tmp_path / "out.parquet", "--epsilon", 2, "--mechanism", "mst",
+                     "--names", "age,education,sex,income", "--quiet", "--seed", 0)
+    assert code == 0
+    assert list(pd.read_parquet(tmp_path / "out.parquet").columns) == ["age", "education", "sex", "income"]
+
+
+def binary(path):
+    path.write_bytes(bytes(range(256)) * 40)
+    return path
+
+
+def bad(tmp_path, frame):
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("make, extra, message", [
+    (lambda p: bad(p, people(300)), ["--mechanism", "magic"], r"unknown mechanism 'magic'; choose from .*aim"),
+    (lambda p: bad(p, people(300).assign(city="Paris")), [], r"column 'city' holds one value \('Paris'\)"),
+    (lambda p: bad(p, people(300).assign(age="?")), [], r"column 'age' is missing in all 300 rows"),
+    (lambda p: bad(p, people(300).astype({"age": object}).assign(age=lambda t: t.age.where(t.index != 9, "old"))),
+     ["--schema", "SCHEMA"], r"column 'age': value 'old' in row 9 is not a number"),
+    (lambda p: binary(p / "people.csv"), [], r"people.csv: not a"),
+    (lambda p: p / "none.csv", [], r"none.csv: no such file"),
+    (lambda p: bad(p, people(200)), ["--epsilon", "0.1"], r"column 'city': no value is frequent enough"),
+])
+def test_bad_input_one_line_exit_1_and_no_output(tmp_path, capsys, make, extra, message):
+    path = make(tmp_path)
+    (tmp_path / "schema.json").write_text(json.dumps(PEOPLE_SCHEMA))
+    extra = [str(tmp_path / "schema.json") if a == "SCHEMA" else a for a in extra]
+    argv = ["synth", path, "-o", tmp_path / "out.csv", "--epsilon", 1, "--mechanism", "mst", *extra]
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ektelo-pgm: error: ")
+    assert re.search(message, lines[0]), lines[0]
+    assert not (tmp_path / "out.csv").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv")]
+
+
+def test_model_too_large_is_refused_with_its_size(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.integers(0, 40000, 3000), "y": rng.integers(0, 40000, 3000),
+                          "z": rng.integers(0, 40000, 3000)})
+    path = bad(tmp_path, frame)
+    schema = {"columns": {c: {"kind": "numeric", "bounds": [0, 39999], "bins": 40000} for c in "xyz"}}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    code, _, err = run(capsys, "synth", path, "-o", tmp_path / "out.csv", "--epsilon", 1, "--mechanism", "mwem",
+                       "--schema", tmp_path / "schema.json")
+    assert code == 1 and "MB" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("argv", [["synth", "x.csv", "-o", "y.csv"],  # no --epsilon
+                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "0"],
+                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "-1"],
+                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "1", "--rows", "0"]])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_unknown_output_format_is_refused_before_work(tmp_path, table, capsys):
+    code, _, err = run(capsys, "synth", table, "-o", tmp_path / "out.xlsx", "--epsilon", 1)
+    assert code == 1 and "must end in .csv or .parquet or .pq" in err
+
+
+def test_interrupt_exits_130_and_leaves_no_output(tmp_path, table, capsys, monkeypatch):
+    def interrupted(self, n=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Synthesizer, "sample", interrupted)
+    code, _, err = run(capsys, "synth", table, "-o", tmp_path / "out.csv", "--epsilon", 2, "--mechanism", "mst")
+    assert code == 130 and "interrupted" in err
+    assert only_file(tmp_path, "people.csv") or not (tmp_path / "out.csv").exists()
