@@ -255,6 +255,7 @@ class Synthesizer:
                 raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
             frame = frame[list(encoder.columns)]
         check_columns(frame)
+        kinds = {name: _dtype_kind(frame[name]) for name in frame.columns}
         budget, schema_delta = self._budget(entry.notion, declared=encoder is not None)
         if encoder is None:
             encoder = schemas.infer(frame, budget, budget.fraction(self.schema_share), schema_delta, self.rng,
@@ -265,7 +266,7 @@ class Synthesizer:
         result = mechanism.run(data, budget, self.rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, schema is None
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
-        self.kinds = {name: _dtype_kind(frame[name]) for name in encoder.columns}
+        self.kinds = {name: kinds[name] for name in encoder.columns}
         return self
 
     def _budget(self, notion: str, declared: bool) -> tuple[Budget, float]:
