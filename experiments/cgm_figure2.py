@@ -2,11 +2,12 @@
 synthetic data.
 
 Third-order chains and connected Erdos-Renyi graphs over 10 attributes, Dirichlet(1) edge
-potentials; for every population size N and epsilon, ``--trials`` nested trials (populations x
-releases); KL divergence from the true model of Naive MLE, CGM-EM, PGMLearner (Private-PGM on the
-same release), private SGD at (epsilon, 1/N), the non-private MLE and the random estimator, with
-the wall-clock time of each learner.  Figure 1's three panels: MSE of the noisy marginals against N,
-Naive MLE with and without projection, and the effect of the L2 penalty.
+potentials; for every population size N and epsilon, nested trials as in sec. 5 (``--trials``
+populations, each released ``--releases`` times): KL divergence from the true model of Naive MLE,
+CGM-EM, PGMLearner (Private-PGM on the same release), private SGD at (epsilon, 1/N), the
+non-private MLE and the random estimator, with the wall-clock time of each learner.  Figure 1's
+three panels: MSE of the noisy marginals against N, Naive MLE with and without projection, and
+the effect of the L2 penalty.
 
     python experiments/cgm_figure2.py --quick          # a few minutes
     python experiments/cgm_figure2.py                  # the docs run
@@ -17,6 +18,7 @@ markdown tables of docs/results.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -48,7 +50,7 @@ def random_estimator(truth, rng):
     return UndirectedModel(s, fit_mle(s, targets, NONPRIVATE_LAM, maxiter=300)[0])
 
 
-def figure2(models, sizes, epsilons, trials, lam, seed):
+def figure2(models, sizes, epsilons, trials, releases, lam, seed):
     rows = []
     for name, (truth, cliques) in models.items():
         for n in sizes:
@@ -63,16 +65,17 @@ def figure2(models, sizes, epsilons, trials, lam, seed):
                              "seconds": time.perf_counter() - start})
                 rows.append({**base, "epsilon": None, "method": "random", "seconds": 0.0,
                              "kl": truth.kl_divergence(random_estimator(truth, rng))})
-                for eps in epsilons:
+                for eps, r in itertools.product(epsilons, range(releases)):
+                    private = {**base, "release": r, "epsilon": eps}
                     release = noisy_statistics(data, cliques, eps, rng=rng)
                     for method, learner in learners(cliques, lam).items():
                         start = time.perf_counter()
                         model = learner.fit_release(truth.domain, release)
-                        rows.append({**base, "epsilon": eps, "method": method, "kl": truth.kl_divergence(model),
+                        rows.append({**private, "method": method, "kl": truth.kl_divergence(model),
                                      "seconds": time.perf_counter() - start})
                     start = time.perf_counter()
                     model = PrivateSGD(cliques, iters=50, lr=1.0, clip=1.0).fit(data, Budget.approx(eps, 1.0 / n), rng)
-                    rows.append({**base, "epsilon": eps, "method": "PSGD", "kl": truth.kl_divergence(model),
+                    rows.append({**private, "method": "PSGD", "kl": truth.kl_divergence(model),
                                  "seconds": time.perf_counter() - start})
                 print(f"{name} N={n} trial {t} done", flush=True)
     return rows
@@ -199,8 +202,9 @@ def plot(rows, summary, fig1, sizes, epsilons, out: Path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="two sizes, one epsilon, two trials")
-    parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="two sizes, one epsilon, two populations, one release")
+    parser.add_argument("--trials", type=int, default=None, help="populations per point (default 5)")
+    parser.add_argument("--releases", type=int, default=None, help="releases per population (default 5)")
     parser.add_argument("--states", type=int, default=3, help="values per attribute")
     parser.add_argument("--lam", type=float, default=1e-2, help="Naive MLE's L2 penalty")
     parser.add_argument("--seed", type=int, default=0)
@@ -209,6 +213,7 @@ def main(argv=None):
     sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
     epsilons = [1.0] if args.quick else [0.1, 1.0]
     trials = args.trials or (2 if args.quick else 5)
+    releases = args.releases or (1 if args.quick else 5)
     domain = variables(10, args.states)
     rng = np.random.default_rng(args.seed)
     chain_cliques = chain(domain, 3)
@@ -216,13 +221,13 @@ def main(argv=None):
     models = {"third-order chain": (dirichlet_model(domain, chain_cliques, rng), chain_cliques),
               "Erdos-Renyi": (dirichlet_model(domain, er_cliques, rng), er_cliques)}
     begin = time.perf_counter()
-    rows = figure2(models, sizes, epsilons, trials, args.lam, args.seed)
+    rows = figure2(models, sizes, epsilons, trials, releases, args.lam, args.seed)
     fig1 = figure1(models["third-order chain"][0], models["Erdos-Renyi"][0], sizes,
                    [1e-4, 1e-3, 1e-2, 1e-1], max(1, trials // 2), args.seed)
     summary = summarise(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "cgm_figure2.json").write_text(json.dumps(
-        {"rows": rows, "figure1": fig1, "sizes": sizes, "epsilons": epsilons, "trials": trials,
+        {"rows": rows, "figure1": fig1, "sizes": sizes, "epsilons": epsilons, "trials": trials, "releases": releases,
          "states": args.states, "lam": args.lam, "er_edges": len(er_cliques),
          "seconds": time.perf_counter() - begin}, indent=1))
     plot(rows, summary, fig1, sizes, epsilons, args.out)

@@ -10,26 +10,30 @@ implied by (epsilon, delta = 1e-3); the others on pure epsilon.  PrivBayes and D
 the record count as public, as their papers do (substitute neighbours); MWEM and HDMM do not.  A run that refuses for lack of
 memory (MWEM's full table) is reported as refused.
 
-    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10]
+    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM]
+    python experiments/pgm_figure1.py --load runs1.json runs2.json     # table and plot only
 
-writes experiments/results/pgm_figure1.json and .png.
+writes ``--out`` (default experiments/results/pgm_figure1.json) and the plot beside it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from ektelo_pgm import Dataset
-from ektelo_pgm.mechanisms import MWEM, DualQuery, HDMM, PrivBayes
-from ektelo_pgm.metrics import workload_error
-from ektelo_pgm.operators.reconstruct import PGM, LocalLeastSquares
-from ektelo_pgm.privacy import SUBSTITUTE, Budget
-from ektelo_pgm.workload import range_marginals
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ektelo_pgm import Dataset  # noqa: E402
+from ektelo_pgm.mechanisms import MWEM, DualQuery, HDMM, PrivBayes  # noqa: E402
+from ektelo_pgm.metrics import workload_error  # noqa: E402
+from ektelo_pgm.operators.reconstruct import PGM, LocalLeastSquares  # noqa: E402
+from ektelo_pgm.privacy import SUBSTITUTE, Budget  # noqa: E402
+from ektelo_pgm.workload import range_marginals  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "experiments" / "results"
 NUMERIC = {"titanic": ["Age", "Fare"],
@@ -67,12 +71,21 @@ def main() -> None:
     parser.add_argument("--dq-samples", type=int, default=20)
     parser.add_argument("--dq-pgm-iters", type=int, default=200)
     parser.add_argument("--only", nargs="+", default=None, help="mechanism names to run")
+    parser.add_argument("--out", type=Path, default=OUT / "pgm_figure1.json", help="where the runs go (JSON)")
+    parser.add_argument("--load", type=Path, nargs="+", default=None,
+                        help="tabulate and plot the runs of these JSON files instead of running")
     args = parser.parse_args()
+    if args.load:
+        rows = [row for path in args.load for row in json.loads(path.read_text())["rows"]]
+        plot(rows, args.out.with_suffix(".png"))
+        table(rows)
+        return
     if args.quick:
         args.datasets, args.epsilons, args.trials = ["titanic"], [1.0], 1
         args.pgm_iters, args.rounds, args.dq_rounds, args.dq_pgm_iters = 200, 5, 30, 30
-    OUT.mkdir(parents=True, exist_ok=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     for name in args.datasets:
         data = Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")
         workload = range_marginals(data.domain, NUMERIC[name], triples=15, rng=0)
@@ -97,9 +110,8 @@ def main() -> None:
                 what = f"refused ({refused[:70]})" if refused else f"median error {row['median']:.4f}"
                 print(f"{name} eps={epsilon:g} {mech}{'+PGM' if with_pgm else ''}: {what} "
                       f"in {sum(seconds):.1f} s", flush=True)
-    settings = {k: v for k, v in vars(args).items()}
-    (OUT / "pgm_figure1.json").write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
-    plot(rows, OUT / "pgm_figure1.png")
+                args.out.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+    plot(rows, args.out.with_suffix(".png"))
     table(rows)
 
 
