@@ -352,16 +352,33 @@ class BayesNet(Estimate):
         their sizes in the order asked.
 
         Only the ancestral set of ``attrs`` matters (every other table sums to
-        1); it is contracted by ``np.einsum`` in a greedy elimination order.
+        1); its other attributes are summed out one at a time (variable elimination), each
+        time the one whose factors span the fewest cells, so the work stays near the size of
+        the largest such product rather than that of the joint table.
         """
         attrs = self.domain.check(attrs)
         check_dense_size(self.domain, attrs, limit_mb, "exact marginal")
-        label = {a: i for i, a in enumerate(self.domain.attrs)}
-        operands = []
-        for a in self.ancestors(attrs):
-            operands += [self.cpts[a], [label[p] for p in self.parents[a]] + [label[a]]]
-        if not operands:
+        if not attrs:
             return np.array(self._total)
+        label = {a: i for i, a in enumerate(self.domain.attrs)}
+        factors = [(self.cpts[a], tuple(label[p] for p in self.parents[a]) + (label[a],))
+                   for a in self.ancestors(attrs)]
+        keep = {label[a] for a in attrs}
+        size = {label[a]: self.domain[a] for a in self.domain.attrs}
+
+        def span(variable):
+            return int(np.prod([size[v] for v in {v for _, vs in factors if variable in vs for v in vs}]))
+
+        hidden = {v for _, vs in factors for v in vs} - keep
+        while hidden:
+            variable = min(hidden, key=span)
+            hidden.discard(variable)
+            touching = [f for f in factors if variable in f[1]]
+            factors = [f for f in factors if variable not in f[1]]
+            out = tuple(sorted({v for _, vs in touching for v in vs} - {variable}))
+            operands = [x for table, vs in touching for x in (table, list(vs))]
+            factors.append((np.einsum(*operands, list(out)), out))
+        operands = [x for table, vs in factors for x in (table, list(vs))]
         return self._total * np.einsum(*operands, [label[a] for a in attrs], optimize="greedy")
 
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
