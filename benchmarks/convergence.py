@@ -49,6 +49,7 @@ from ektelo_pgm.operators.measure import Gaussian  # noqa: E402
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights  # noqa: E402
 from ektelo_pgm.operators.reconstruct import APPGM, PGM  # noqa: E402
 from ektelo_pgm.operators.select import HDMMMarginals  # noqa: E402
+from ektelo_pgm.privacy.budget import Budget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "convergence.json"
@@ -91,7 +92,8 @@ def adult_cases(data_dir: Path):
     ones = [(a,) for a in domain.attrs]
     cases = {"adult": noisy_marginals(data, ones + random_cliques(domain, [3] * 3, rng), [10.0] * 18, rng)}
     workload = random_cliques(domain, [3] * 4, np.random.default_rng(1))
-    cases["hdmm"] = Gaussian(1.0).measure(data, HDMMMarginals(workload, noise="gaussian").select(domain), rng=2)
+    cases["hdmm"] = Gaussian(1.0).measure(data, HDMMMarginals(workload, noise="gaussian").select(domain),
+                                          Budget.zcdp(1.0), rng=2)
     rounds = random_cliques(domain, [2, 3, 2, 3, 2, 3], np.random.default_rng(3))
     stds = [100.0] * len(ones) + [80.0 / 2**r for r in range(len(rounds))]
     cases["aim"] = noisy_marginals(data, ones + rounds, stds, np.random.default_rng(4))

@@ -119,3 +119,20 @@ def test_lbfgs_needs_a_smooth_loss():
     domain, ms = heterogeneous(0)
     with pytest.raises(ValueError, match="smooth loss"):
         estimate(domain, ms, TOTAL, method="lbfgs", loss="l1")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_loosely_measured_clique_inside_a_precise_one_reaches_the_optimum(seed):
+    """HDMM strategies and annealed plans measure a clique loosely (std 1000) inside one measured
+    precisely (std 1); the sub-clique must not follow its own noisy answers and empty cells."""
+    rng = np.random.default_rng(seed)
+    domain = Domain(["a", "b", "c", "d"], [3, 4, 2, 3])
+    p = rng.dirichlet(np.full(domain.size(), 0.3)).reshape(domain.shape)
+    out = []
+    for attrs, std in [(("a", "b"), 1000.0), (("a", "b", "c"), 1.0), (("c", "d"), 1000.0), (("b", "c", "d"), 2.0)]:
+        y = TOTAL * p.sum(axis=tuple(i for i, a in enumerate(domain.attrs) if a not in attrs)).ravel()
+        out.append(Measurement(attrs, y + rng.normal(0, std, y.size), std))
+    best, _ = optimum(domain, out)
+    model = estimate(domain, out, TOTAL, method="lbfgs")
+    assert model.loss <= best * (1 + 1e-6) + 1e-9
+    assert model.loss - best <= model.gap + 1e-9

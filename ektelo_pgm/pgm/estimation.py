@@ -135,6 +135,40 @@ class Objective:
             diag[where] += np.asarray((Sparse(sp.diags(w)) @ query).column_norms(2)) ** 2
         return diag
 
+    def nested_pairs(self) -> list:
+        """``(small, big, index map)`` for every pair of parameter cliques with ``small`` inside
+        ``big`` (blocks of the flat buffer as slices; the map sends each cell of ``big`` to its
+        cell of ``small``), computed once."""
+        if not hasattr(self, "_nested"):
+            oracle, pairs = self.oracle, []
+            blocks = [(cl, slice(oracle.p_off[j], oracle.p_off[j + 1])) for j, cl in enumerate(oracle.cliques)]
+            for small, at_small in blocks:
+                for big, at_big in blocks:
+                    if set(small) < set(big):
+                        pairs.append((at_small, at_big, index_map(oracle.domain, big, small).astype(np.int64)))
+            self._nested = pairs
+        return self._nested
+
+    def scaled_direction(self, mu: np.ndarray, grad: np.ndarray, curvature: np.ndarray) -> np.ndarray:
+        """The scaling phase's step on the log-potentials (counts): for cell ``x`` of parameter
+        clique ``C``, ``-g_C(x) mu_C(x) / (h_C(x) mu_C(x)^2 + sum_M sum_{y -> x} h_M(y) mu_M(y)^2)``
+        with ``g`` the loss gradient, ``h`` the ``curvature`` diagonal and ``M`` the parameter
+        cliques containing ``C`` (cells ``y`` projecting onto ``x``), clipped to ``+-STEP_CAP``.
+
+        Alone, ``-g / (h mu)``: on consistent marginal measurements, iterative proportional
+        fitting's update for every clique at once.  The cliques around ``C`` enter the
+        denominator as they do the diagonal of the Gauss-Newton matrix in ``theta_C``: a clique
+        measured with little weight inside one measured precisely (HDMM strategies, annealed
+        plans) then barely moves, instead of following its own noisy answers at full speed and
+        emptying cells the precise measurement needs; the larger clique's own step fits that
+        marginal, so it is not counted twice.
+        """
+        gm, hm = grad * mu, curvature * mu * mu
+        den = hm.copy()
+        for small, big, cell in self.nested_pairs():
+            den[small] += np.bincount(cell, hm[big], minlength=small.stop - small.start)
+        return np.clip(-gm / np.maximum(den, TINY), -STEP_CAP, STEP_CAP)
+
     def lipschitz(self) -> float:
         """Largest eigenvalue of the (block-diagonal) Q^T W^2 Q over the parameter cliques (counts).
 
@@ -234,6 +268,8 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
 
 
 FD_STEP = 1e-4  # largest log-potential change of the central differences giving the gradient in theta
+STEP_CAP = 20.0  # largest log-potential change of one scaling step per unit step size: a cell shrinks by at most e^-20,
+# so that one it empties can still come back (its gradient in theta vanishes with its mass)
 MEMORY = 10  # curvature pairs kept by L-BFGS
 SEARCH = 40  # trial steps of one line search before it concludes that no step lowers the loss
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts
@@ -272,10 +308,11 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
     the supplement mentions leaves no spurious minima in the interior.  The gradient comes from
     central differences of the oracle along ``grad L(mu)`` (two calls).
 
-    Scaling phase (L2 only): steps ``theta -= alpha * g / (h * mu)``, with ``g`` the loss
-    gradient in the marginals and ``h`` the diagonal of ``Q^T W^2 Q``: on consistent measurements
-    this is iterative proportional fitting's update for every clique at once, whatever the noise
-    scales and however close the cells are to zero; ``alpha`` is found by Armijo backtracking.  It
+    Scaling phase (L2 only): steps ``theta += alpha * d`` with ``d`` from
+    :meth:`Objective.scaled_direction` (about ``-g / (h * mu)``, ``g`` the loss gradient in the
+    marginals, ``h`` the diagonal of ``Q^T W^2 Q``): on consistent measurements this is iterative
+    proportional fitting's update for every clique at once, whatever the noise scales and
+    however close the cells are to zero; ``alpha`` is found by Armijo backtracking.  It
     ends when no step lowers the loss, or after :data:`SCALING_PATIENCE` steps in a row that
     lowered it by less than :data:`SCALING_GAIN` of itself (within a few steps on noisy
     measurements, whose optimum these steps do not reach), and L-BFGS with Armijo backtracking
@@ -316,7 +353,7 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
     mirror, mirror_alpha = False, objective.first_step(total)
     for _ in range(iters):
         if scaling:
-            direction = -grad / (curvature * np.maximum(mu, total * 1e-300))
+            direction = objective.scaled_direction(mu, grad, curvature)
             if streak >= GROW_AFTER:
                 alpha, streak = 2.0 * alpha, 0
         elif mirror:
