@@ -1,5 +1,5 @@
 """Iterations and seconds to reach a relative loss gap of 1e-3 and 1e-6, per reconstruction, on
-the same measurements: ektelo_pgm's PGM (``lbfgs``, ``mirror``), APPGM, MultiplicativeWeights,
+the same measurements: ektelo_pgm's PGM (``lbfgs``, ``mirror``, ``accelerated``), APPGM, MultiplicativeWeights,
 and mbi 2.0's MirrorDescent.
 
 Run in the peers environment, from the repository root:
@@ -109,10 +109,11 @@ def l2_loss(project, domain, measurements) -> float:
 
 
 def traced(run):
-    """``(trace, seconds)``: ``run(callback)`` with ``callback(t, loss)`` recording ``(t, s, loss)``."""
-    trace, start = [], time.perf_counter()
+    """``(trace, seconds, cpu seconds)``: ``run(callback)`` with ``callback(t, loss)`` recording
+    ``(t, s, loss)`` (wall seconds since the start); CPU seconds of the whole process (all threads)."""
+    trace, start, cpu = [], time.perf_counter(), time.process_time()
     run(lambda t, value: trace.append((int(t), time.perf_counter() - start, float(value))))
-    return trace, time.perf_counter() - start
+    return trace, time.perf_counter() - start, time.process_time() - cpu
 
 
 def ours(domain, ms, total, method, iters):
@@ -151,15 +152,16 @@ def first_reach(trace, best, target):
 
 def run_case(name, domain, ms, total, iters, small):
     runs = {"PGM lbfgs": ours(domain, ms, total, "lbfgs", iters), "PGM mirror": ours(domain, ms, total, "mirror", iters),
+            "PGM accelerated": ours(domain, ms, total, "accelerated", iters),
             "mbi MirrorDescent": mbi_md(domain, ms, total, iters), "APPGM": appgm(domain, ms, total, min(iters, 1000))}
     if small:
         runs["MW"] = mw(domain, ms, total, 10 * iters)
     exact = [k for k in runs if k != "APPGM"]
     best = min(v for k in exact for _, _, v in runs[k][0])
     out = {}
-    for label, (trace, seconds) in runs.items():
+    for label, (trace, seconds, cpu) in runs.items():
         out[label] = {"final_loss": trace[-1][2] if trace else None, "iterations": trace[-1][0] if trace else 0,
-                      "seconds": seconds, "best": best,
+                      "seconds": seconds, "cpu_seconds": cpu, "best": best,
                       "reach": {str(t): first_reach(trace, best, t) for t in TARGETS}}
     return out
 
@@ -169,9 +171,9 @@ def fmt(hit):
 
 
 def table(results):
-    labels = ["PGM lbfgs", "PGM mirror", "mbi MirrorDescent", "APPGM", "MW"]
-    lines = ["| case | method | to 1e-3: iterations / s | to 1e-6: iterations / s | ran: iterations / s | final gap |",
-             "|---|---|---|---|---|---|"]
+    labels = ["PGM lbfgs", "PGM mirror", "PGM accelerated", "mbi MirrorDescent", "APPGM", "MW"]
+    lines = ["| case | method | to 1e-3: iterations / s | to 1e-6: iterations / s | ran: iterations / s / CPU s | "
+             "final gap |", "|---|---|---|---|---|---|"]
     for case, runs in results.items():
         for label in labels:
             if label not in runs:
@@ -179,7 +181,7 @@ def table(results):
             r = runs[label]
             gap = (r["final_loss"] - r["best"]) / max(r["best"], 1.0)
             lines.append(f"| {case} | {label} | {fmt(r['reach']['0.001'])} | {fmt(r['reach']['1e-06'])} | "
-                         f"{r['iterations']} / {r['seconds']:.2f} | {gap:.1e} |")
+                         f"{r['iterations']} / {r['seconds']:.2f} / {r['cpu_seconds']:.2f} | {gap:.1e} |")
     return "\n".join(lines)
 
 
@@ -191,9 +193,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="3 family cases, 300 iterations, adult only")
     args = parser.parse_args()
     iters, seeds = (300, 3) if args.quick else (args.iters, args.seeds)
-    started = datetime.now(timezone.utc)
+    started, start_load = datetime.now(timezone.utc), os.getloadavg()[0]
     domain, ms, total = heterogeneous(99)  # load every numba kernel from its cache before timing
-    for method in ("lbfgs", "mirror"):
+    for method in ("lbfgs", "mirror", "accelerated"):
         ours(domain, ms, total, method, 5)
     appgm(domain, ms, total, 5), mw(domain, ms, total, 5)
     results = {}
@@ -206,7 +208,8 @@ def main():
         results.setdefault(f"(a) hetero, {seeds} cases summed", {})[label] = {
             "final_loss": sum(h[label]["final_loss"] for h in hetero), "best": sum(h[label]["best"] for h in hetero),
             "iterations": sum(h[label]["iterations"] for h in hetero),
-            "seconds": sum(h[label]["seconds"] for h in hetero), "reach": reach}
+            "seconds": sum(h[label]["seconds"] for h in hetero),
+            "cpu_seconds": sum(h[label]["cpu_seconds"] for h in hetero), "reach": reach}
     for name, (domain, ms, total) in adult_cases(args.data).items():
         if args.quick and name != "adult":
             continue
@@ -216,7 +219,8 @@ def main():
         print(key, flush=True)
     load = os.getloadavg()
     conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
-                  f"{sys.version.split()[0]}, load average at the end {load[0]:.1f} (shared machine: other jobs "
+                  f"{sys.version.split()[0]}, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
+                  f"(shared machine: other jobs "
                   f"running), one run per method, maximum {iters} iterations (APPGM 1000, MW {10 * iters}).")
     RESULTS.write_text(json.dumps({"conditions": conditions, "results": results, "family_cases": hetero}, indent=1))
     text = f"{START}\n{conditions}\n\n{table(results)}\n{END}"
