@@ -69,10 +69,11 @@ NOISE_Z = 3.0
 MISSING_Z = 1.0
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
-#: Noise stds a decade's count must reach to be kept.
-DECADE_Z = 4.0
+#: Noise stds a decade's count must reach to be kept (an empty one of the 37 passes with
+#: probability about 1e-4).
+DECADE_Z = 4.5
 #: A numeric column's range starts where the running noisy count exceeds this many of its noise stds.
-RANGE_Z = 2.5
+RANGE_Z = 3.0
 #: Decades ``10^k`` covered, ``k`` in this range; smaller magnitudes share one cell, larger ones another.
 DECADES = range(-4, 13)
 #: Default bins of a numeric column.
@@ -153,18 +154,28 @@ def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Rel
     label = f"schema of column {name!r}"
     if budget.notion == "zcdp":
         sensitivity = budget.sensitivity(math.sqrt(COUNTS_PER_RECORD))
-        std = sensitivity / math.sqrt(2.0 * float(amount))
+        scale = sensitivity / math.sqrt(2.0 * float(amount))
         noisy = gaussian(answers, sensitivity, amount, rng, budget=budget, label=label)
-        threshold = 1.0 + std * math.sqrt(2.0 * math.log(1.0 / delta))  # the discrete Gaussian's tail bound
+        std = scale
     else:
         sensitivity = budget.sensitivity(COUNTS_PER_RECORD)
         scale = sensitivity / float(amount)
         noisy = laplace(answers, sensitivity, amount, rng, budget=budget, label=label)
-        threshold = 1.0 + scale * math.log(1.0 / delta)  # the discrete Laplace's tail bound
         std = scale * math.sqrt(2.0)
+    threshold = release_threshold(budget.notion, scale, delta)
     kinds, values, *levels = np.split(noisy.astype(float), np.cumsum(sizes)[:-1])
     released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
     return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std)
+
+
+def release_threshold(notion: str, scale: float, delta: float) -> float:
+    """The noisy count a value needs to be released: one that one record holds (count 1) passes
+    it with probability at most ``delta``, by the tail bounds ``P[X >= t] <= exp(-t^2 / 2 s^2)``
+    of the discrete Gaussian of parameter ``s`` (``notion="zcdp"``; Canonne, Kamath and Steinke
+    2020, sub-Gaussianity) and ``P[X >= t] <= exp(-t / s)`` of the discrete Laplace of scale ``s``."""
+    if notion == "zcdp":
+        return 1.0 + scale * math.sqrt(2.0 * math.log(1.0 / delta))
+    return 1.0 + scale * math.log(1.0 / delta)
 
 
 def column_from(r: Release, bins: int = BINS):
@@ -196,9 +207,9 @@ def column_from(r: Release, bins: int = BINS):
 def _start(counts: np.ndarray, std: float) -> int:
     """Index of the first of the noisy ``counts`` (each of noise std ``std``) at which their
     running sum exceeds ``RANGE_Z`` times its noise std: where the numbers have surely begun
-    (0 when that never happens: the decade is kept, so they begin in it)."""
+    (the largest count when that never happens: the numbers are most likely there)."""
     above = np.flatnonzero(np.cumsum(counts) >= RANGE_Z * std * np.sqrt(np.arange(1, counts.size + 1)))
-    return int(above[0]) if above.size else 0
+    return int(above[0]) if above.size else int(np.argmax(counts))
 
 
 def _end(levels, std: float, kept: int, reverse: bool) -> int:
