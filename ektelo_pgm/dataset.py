@@ -87,6 +87,12 @@ def _unique_keys(path):
     return build
 
 
+def read_domain(path) -> Domain:
+    """The Domain of a ``{name: size}`` JSON file (a repeated name is refused, naming it)."""
+    with open(path, encoding="utf-8-sig") as f:
+        return Domain.fromdict(json.load(f, object_pairs_hook=_unique_keys(path)))
+
+
 def _show(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
@@ -118,8 +124,7 @@ class Dataset:
         byte-order mark is skipped; a repeated key in the domain file, and a row with more
         or fewer fields than the header, are refused naming the key or the line.
         """
-        with open(domain_json_path, encoding="utf-8-sig") as f:
-            domain = Domain.fromdict(json.load(f, object_pairs_hook=_unique_keys(domain_json_path)))
+        domain = read_domain(domain_json_path)
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             header = next(reader, None)
@@ -181,6 +186,26 @@ class Dataset:
         codes = self.records[:, list(self.domain.axes(attrs))]
         flat = np.ravel_multi_index(codes.T, shape)
         return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
+
+    def marginals(self, cliques, limit_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+        """``[marginal(c) for c in cliques]`` (counts).  Mechanisms that need many marginals ask for
+        them here at once, so that a partitioned dataset (:class:`~ektelo_pgm.dask_dataset.DaskDataset`)
+        counts them all in one pass over its records."""
+        return [self.marginal(c, limit_mb) for c in cliques]
+
+    def sum_rows(self, func) -> np.ndarray:
+        """``func(records)`` for a per-record quantity summed over the rows: ``func`` maps an (n, d)
+        block of int64 codes to the sum over its rows, so that a partitioned dataset can add up
+        the blocks' sums (for a computation that marginal counts cannot express)."""
+        return np.asarray(func(self.records))
+
+    def recode(self, codes: dict, domain: Domain) -> "Dataset":
+        """The records with every value ``v`` of attribute ``a`` replaced by ``codes[a][v]``, over
+        ``domain`` (the same attributes, new sizes); e.g. rare values merged into one code."""
+        if domain.attrs != self.domain.attrs:
+            raise ValueError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+        return Dataset(np.column_stack([np.asarray(codes[a])[self.records[:, j]] for j, a in enumerate(self.domain.attrs)]),
+                       domain)
 
     def datavector(self, limit_mb: float = 256.0) -> np.ndarray:
         """Counts over the full domain, raveled in C order (small domains only)."""

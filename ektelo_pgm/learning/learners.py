@@ -16,6 +16,7 @@ same release (a list of Measurements) can be passed to ``fit_release`` of any of
 """
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from typing import Sequence
 
@@ -356,7 +357,7 @@ class PrivateSGD:
         theta = np.zeros(structure.size)
         for t in range(self.iters):
             marginals = structure.split(structure.infer(theta)[0])
-            grad = self._clipped_sum(structure, data.records, marginals)
+            grad = data.sum_rows(functools.partial(self._clipped_sum, structure, marginals=marginals))
             noisy = gaussian(grad, self.clip, rho_step, rng=rng, budget=budget, label=f"PrivateSGD step {t}",
                              integer=False)
             theta = theta + self.lr * (noisy / count - 2.0 * self.lam * theta)

@@ -123,7 +123,7 @@ class Structure:
         """Sufficient statistics ``n_C`` (counts) of ``data``, all cliques' cells (sec. 3, Eq. 2)."""
         if data.domain != self.domain:
             raise ValueError(f"data is over {data.domain}, the model over {self.domain}")
-        return self.join([data.marginal(cl) for cl in self.cliques])
+        return self.join(data.marginals(self.cliques))
 
     @property
     def engine(self):

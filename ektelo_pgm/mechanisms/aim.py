@@ -12,7 +12,6 @@ budget annealing, sec. 4.3); when less than two rounds' budget remains, a last r
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from fractions import Fraction
@@ -125,7 +124,7 @@ class AIM(Adaptive):
     def initialise(self, state: State, data: Dataset, budget: Budget, rng) -> None:
         """Every 1-way candidate measured with the first round's noise (sec. 4.1), then fitted."""
         state.memo["weights"] = self.candidates(state.domain)
-        state.memo["marginal"] = functools.lru_cache(maxsize=None)(data.marginal)  # the true counts, once each
+        state.memo["marginal"] = {}  # the true counts of the candidates scored so far
         state.share = self.schedule_for(data).first(budget)
         oneway = [Query(c) for c in state.memo["weights"] if len(c) == 1]
         amount = len(oneway) * Fraction(repr(state.share.measure))
@@ -140,7 +139,10 @@ class AIM(Adaptive):
         limit = self.max_model_mb * float((spent + Fraction(share.select) + Fraction(share.measure)) / state.available)
         allowed = fits(state.estimate, list(weights), limit)
         sigma = self.sigma(budget, share.measure)
-        scores = quality(state.memo["marginal"], state.estimate, allowed, weights, sigma)
+        truth = state.memo["marginal"]
+        missing = [c for c in allowed if c not in truth]
+        truth.update(zip(missing, data.marginals(missing)))  # counted once each, all new ones together
+        scores = quality(truth.__getitem__, state.estimate, allowed, weights, sigma)
         epsilon = budget.parameter_for("exponential", share.select)
         chosen = exponential(scores, max(weights[c] for c in allowed), epsilon, rng=rng, budget=budget,
                              label=f"AIM round {state.round} select")

@@ -125,7 +125,8 @@ class DualQuery:
         rng = np.random.default_rng(rng)
         domain, n = data.domain, float(len(data))
         rows, m = self._rows(domain)
-        y = self.answers(domain, data.marginal) / n
+        cliques = [attrs for attrs, _, _ in rows]
+        y = self.answers(domain, dict(zip(cliques, data.marginals(cliques))).__getitem__) / n
         weights = [t - 1 if budget.notion == "pure" else (t - 1) ** 2 for t in range(1, self.rounds + 1)]
         whole = self.samples * sum(weights)
         amounts = [budget.fraction(Fraction(w, whole)) if w else 0.0 for w in weights]

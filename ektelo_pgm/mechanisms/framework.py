@@ -159,7 +159,7 @@ class KWorst:
         """The workload's marginals and their true counts (computed once per dataset)."""
         if self._truth is None or self._truth[0] is not data:
             cliques = marginal_cliques(data.domain, self.workload)
-            self._truth = (data, cliques, [data.marginal(c).ravel() for c in cliques])
+            self._truth = (data, cliques, [counts.ravel() for counts in data.marginals(cliques)])
         return self._truth[1], self._truth[2]
 
     def scores(self, data: Dataset, estimate: Estimate) -> tuple[np.ndarray, np.ndarray, list]:

@@ -70,8 +70,7 @@ class Compression:
         """``data`` with every value replaced by its code."""
         if data.domain != self.original:
             raise ValueError(f"Compression: data is over {data.domain}, not {self.original}")
-        records = np.column_stack([self.codes[a][data.records[:, j]] for j, a in enumerate(self.original.attrs)])
-        return Dataset(records, self.domain)
+        return data.recode(self.codes, self.domain)
 
     def compress_measurement(self, m: Measurement) -> Measurement:
         """A 1-way marginal measurement re-expressed over the compressed values: the merged code's
@@ -90,7 +89,7 @@ def pair_scores(data: Dataset, estimate: Estimate, pairs) -> np.ndarray:
     """For each attribute pair, ``||M_ab(data) - M_ab(estimate)||_1`` (counts): how badly the
     estimate approximates the pair's 2-way marginal.  Adding or removing one record moves each
     score by at most 1 when ``estimate`` does not depend on ``data`` except through noisy answers."""
-    return np.array([np.abs(data.marginal(pair) - estimate.project(pair)).sum() for pair in pairs])
+    return np.array([np.abs(counts - estimate.project(pair)).sum() for pair, counts in zip(pairs, data.marginals(pairs))])
 
 
 def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, rng=None,

@@ -67,7 +67,7 @@ class PrivBayes:
         scores (mutual information, nats)."""
         pairs = [(x, pa) for x in data.domain.attrs if x not in chosen
                  for pa in itertools.combinations(chosen, min(self.k, len(chosen)))]
-        scores = np.array([mutual_information(data.marginal((x,) + pa)) for x, pa in pairs])
+        scores = np.array([mutual_information(counts) for counts in data.marginals([(x,) + pa for x, pa in pairs])])
         return pairs, scores
 
     def sensitivity(self, data: Dataset, x: str, parents: tuple[str, ...]) -> float:

@@ -142,7 +142,7 @@ class _Mechanism:
         sensitivity = budget.sensitivity(stacked_sensitivity(domain, queries, self.norm))
         parameter = self._parameter(budget)
         integer = all(float(q.weight).is_integer() and integer_entries(q.local(domain)) for q in queries)
-        answers = [q.weight * q.answer(data.marginal(q.attrs), domain) for q in queries]
+        answers = [q.weight * q.answer(counts, domain) for q, counts in zip(queries, data.marginals([q.attrs for q in queries]))]
         sizes = np.cumsum([0] + [a.size for a in answers])
         if label is None:
             label = f"{type(self).__name__} on {[list(q.attrs) for q in queries]}"

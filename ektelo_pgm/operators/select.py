@@ -379,9 +379,9 @@ class WorstApproximated:
         """One score per candidate (per row of every candidate with ``per_query``), counts.
         Not private: only :meth:`select` releases anything computed from them."""
         out = []
-        for q in self.candidates:
+        for q, counts in zip(self.candidates, data.marginals([q.attrs for q in self.candidates])):
             W = q.local(data.domain)
-            error = q.weight * np.abs(W @ (data.marginal(q.attrs).ravel() - estimate.project(q.attrs).ravel()))
+            error = q.weight * np.abs(W @ (counts.ravel() - estimate.project(q.attrs).ravel()))
             out.append(error - self.penalty if self.per_query else np.array([error.sum() - self.penalty * W.shape[0]]))
         return np.concatenate(out)
 
