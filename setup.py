@@ -13,6 +13,7 @@ setup(
     extras_require={
         "sparse": ["scikit-sparse==0.4.16"],
         "gem": ["torch>=2.0"],
+        "dask": ["dask[dataframe]>=2024.1", "pyarrow>=14"],
         "test": ["pytest>=7", "hypothesis>=6", "mpmath>=1.3", "pytest-xdist>=3"],
     },
     entry_points={"console_scripts": ["ektelo-pgm=ektelo_pgm.cli:main"]},

@@ -45,6 +45,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .dask_dataset import encode, is_dask_collection, sum_partitions
 from .dataset import Dataset
 from .domain import Domain
 from .files import atomic_write
@@ -81,20 +82,24 @@ def read_table(path, names: Sequence[str] | None = None, **read_csv_kwargs):
 
 
 def _as_frame(table):
-    """The DataFrame of ``table`` (a DataFrame, or the path of a CSV file with a header)."""
+    """The DataFrame of ``table`` (a DataFrame, the path of a CSV file with a header, or a
+    partitioned Dask DataFrame, kept as it is: its rows are read partition by partition)."""
     pd = _pandas()
     if isinstance(table, (str, os.PathLike)):
         table = read_table(table)
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"expected a pandas DataFrame or a CSV path, got {type(table).__name__}")
-    if table.shape[1] == 0:
+    partitioned = is_dask_collection(table) and hasattr(table, "columns")
+    if not isinstance(table, pd.DataFrame) and not partitioned:
+        raise TypeError(f"expected a pandas or Dask DataFrame or a CSV path, got {type(table).__name__}")
+    if len(table.columns) == 0:
         raise ValueError("the table has no columns")
-    if table.shape[0] == 0:
+    if not partitioned and table.shape[0] == 0:
         raise ValueError("the table has no rows")
     names = [str(c) for c in table.columns]
     if len(set(names)) != len(names):
         dup = sorted({c for c in names if names.count(c) > 1})
         raise ValueError(f"the table repeats the column names {dup}")
+    if partitioned:
+        return table if names == list(table.columns) else table.rename(columns=dict(zip(table.columns, names)))
     return table.set_axis(names, axis=1)
 
 
@@ -143,6 +148,16 @@ def _whole_numbers(values, present: np.ndarray) -> np.ndarray:
     return np.array([int(v) for v in exact], dtype=object)
 
 
+def _tally(frame, name: str, markers: frozenset):
+    """``tally(func)``: ``func`` of the cleaned column ``name`` of ``frame``, where ``func``
+    returns a sum over rows (counts); for a Dask DataFrame, summed over its partitions, so
+    that the private fit reads a partitioned table exactly as a whole one."""
+    if is_dask_collection(frame):
+        return lambda func: sum_partitions(frame[name], func, lambda part, index: _clean(part, markers))
+    values = _clean(frame[name], markers)
+    return lambda func: func(values)
+
+
 def _first_row(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -172,19 +187,24 @@ class CategoricalColumn:
         return cls(name, tuple(cats), bool(values.isna().any()))
 
     @classmethod
-    def private(cls, name: str, values, universe, threshold: float | None, epsilon: float | None,
+    def private(cls, name: str, tally, universe, threshold: float | None, epsilon: float | None,
                 budget: Budget | None, rng) -> "CategoricalColumn":
         """The declared categories ``universe`` (with a missing code).  With a ``threshold``,
         only those whose noisy count (integer Laplace noise, ``epsilon``; one record is in
-        one category, so the counts' L1 sensitivity is 1) reaches it are kept."""
+        one category, so the counts' L1 sensitivity is 1) reaches it are kept.  ``tally``
+        reads the cleaned column (see :func:`_tally`)."""
         universe = tuple(dict.fromkeys(_python(v) for v in universe))
         if not universe:
             raise ValueError(f"column {name!r}: the declared categories are empty")
         if threshold is None:
             return cls(name, universe, True, True)
-        pd = _pandas()
-        codes = pd.Index(list(universe), dtype=object).get_indexer(values.dropna().to_numpy(dtype=object))
-        counts = np.bincount(codes[codes >= 0], minlength=len(universe)).astype(float)
+        index = _pandas().Index(list(universe), dtype=object)
+
+        def count(values):
+            codes = index.get_indexer(values.dropna().to_numpy(dtype=object))
+            return np.bincount(codes[codes >= 0], minlength=len(universe))
+
+        counts = tally(count).astype(float)
         noisy = laplace(counts, budget.sensitivity(1.0), epsilon, rng, budget=budget,
                         label=f"TableEncoder: categories of {name!r}")
         return cls(name, tuple(c for c, n in zip(universe, noisy) if n >= threshold), True, True)
@@ -305,25 +325,31 @@ class NumericColumn:
         return cls(name, tuple(_python(e) for e in edges), integer, True)
 
     @classmethod
-    def private_quantiles(cls, name: str, values, bounds, bins: int, epsilon: float,
+    def private_quantiles(cls, name: str, tally, bounds, bins: int, epsilon: float,
                           budget: Budget, rng) -> "NumericColumn":
         """Bins whose ``bins - 1`` inner edges are noisy quantiles of a cleaned column within
         the declared ``bounds``: each edge is chosen by an ``epsilon`` exponential mechanism
         among at most ``QUANTILE_CANDIDATES`` evenly spaced candidates, scoring a candidate
         ``c`` for quantile ``q`` by ``-|(1-q) #{x < c} - q #{x >= c}|`` (counts; one record
         moves it by at most 1).  Missing values are ignored, values outside the bounds
-        clipped into them; one exponential-mechanism charge per edge."""
+        clipped into them; one exponential-mechanism charge per edge.  ``tally`` reads the
+        cleaned column (see :func:`_tally`)."""
         lo, hi, integer = _check_bounds(name, bounds)
         top = hi + 1 if integer else hi
-        numbers = _numbers(name, values)
-        present = np.sort(np.clip(numbers[~np.isnan(numbers)], lo, hi))
         if integer and top - lo <= QUANTILE_CANDIDATES:
             candidates = np.arange(lo + 1, top, dtype=float)
         else:
             candidates = np.linspace(lo, top, QUANTILE_CANDIDATES + 2)[1:-1]
             candidates = np.unique(np.ceil(candidates)) if integer else candidates
-        below = np.searchsorted(present, candidates, side="left").astype(float)
-        above = present.size - below
+
+        def count(values):  # the number of values present, then the number below each candidate
+            numbers = _numbers(name, values)
+            present = np.sort(np.clip(numbers[~np.isnan(numbers)], lo, hi))
+            return np.concatenate([[present.size], np.searchsorted(present, candidates, side="left")])
+
+        counts = tally(count).astype(float)
+        below = counts[1:]
+        above = counts[0] - below
         inner = []
         if candidates.size:
             for j in range(1, bins):
@@ -522,14 +548,14 @@ class TableEncoder:
         rng = np.random.default_rng(rng)
         columns = {}
         for name in frame.columns:
-            values = _clean(frame[name], markers)
+            tally = _tally(frame, name, markers)
             if name in self.categories:
                 eps = budget.parameter_for("pure", share) if threshold is not None else None
-                columns[name] = CategoricalColumn.private(name, values, self.categories[name], threshold, eps,
+                columns[name] = CategoricalColumn.private(name, tally, self.categories[name], threshold, eps,
                                                           budget, rng)
             elif self.binning == "quantile" and self.bins > 1:
                 eps = budget.parameter_for("exponential", share)
-                columns[name] = NumericColumn.private_quantiles(name, values, self.bounds[name], self.bins, eps,
+                columns[name] = NumericColumn.private_quantiles(name, tally, self.bounds[name], self.bins, eps,
                                                                 budget, rng)
             else:
                 columns[name] = NumericColumn.from_bounds(name, self.bounds[name], self.bins)
@@ -538,11 +564,15 @@ class TableEncoder:
 
     def _fit_public(self, frame, markers) -> dict:
         """Every column learnt from the data without noise (``fit(public=True)``)."""
+        if is_dask_collection(frame):
+            raise ValueError("fit(public=True) reads whole columns (distinct values, ranges, quantiles) and is not "
+                             "available for a partitioned table: declare categories and bounds (the private fit, "
+                             "whose counts are summed over the partitions) or fit on a pandas sample")
         columns = {}
         for name in frame.columns:
             values = _clean(frame[name], markers)
             if name in self.categories:
-                columns[name] = CategoricalColumn.private(name, values, self.categories[name], None, None, None, None)
+                columns[name] = CategoricalColumn.private(name, None, self.categories[name], None, None, None, None)
             elif name in self.bounds:
                 columns[name] = NumericColumn.from_bounds(name, self.bounds[name], self.bins)
             elif self._is_numeric(name, values):
@@ -572,12 +602,16 @@ class TableEncoder:
 
     # encoding ----------------------------------------------------------------
     def transform(self, table) -> Dataset:
-        """The integer-coded Dataset of ``table``; extra columns are ignored."""
+        """The integer-coded Dataset of ``table``; extra columns are ignored.  A Dask DataFrame
+        gives a :class:`~ektelo_pgm.dask_dataset.DaskDataset`, encoded partition by partition
+        when counted (an error then names the partition and the row within it)."""
         columns = self._fitted()
         frame = _as_frame(table)
         absent = [c for c in columns if c not in frame.columns]
         if absent:
             raise KeyError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
+        if is_dask_collection(frame):
+            return encode(self, frame)
         markers = frozenset(self.missing)
         records = np.column_stack([col.encode(_clean(frame[name], markers), self.clip or name in self.bounds)
                                    for name, col in columns.items()])

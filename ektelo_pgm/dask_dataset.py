@@ -1,0 +1,266 @@
+"""Records past one machine's memory: a :class:`Dataset` whose integer codes are a partitioned
+Dask DataFrame (the optional ``dask`` extra, ``pip install 'ektelo_pgm[dask]'``).
+
+A mechanism reads records only to count them: marginals (``Dataset.marginal`` and
+``Dataset.marginals``) and, for the few computations that marginals cannot express, sums of a
+per-record quantity (``Dataset.sum_rows``).  A :class:`DaskDataset` counts every partition with
+``np.bincount`` over the raveled codes and adds the partitions' int64 counts, so its marginals
+are exactly those of the in-memory Dataset and every mechanism and plan runs on it unchanged.
+The work runs wherever Dask runs: threads by default, a ``dask.distributed`` cluster when a
+``Client`` is active; the client only ever holds marginal tables.
+
+A raw partitioned table is encoded by :class:`~ektelo_pgm.encoding.TableEncoder` partition by
+partition (:func:`encode`); its private fit sums the partitions' exact counts before the noise
+(:func:`sum_partitions`), as the in-memory fit counts the whole table.
+
+Dask is imported on first use: this module, and the package, import without it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dataset import MAX_DENSE_MB, Dataset, _validate_records, check_dense_size, read_domain
+from .domain import Domain
+
+#: Partial results added together per task when partitions' counts are summed (a tree).
+FAN_IN = 8
+
+
+def _dask():
+    """dask, with its DataFrame collection, imported on first use."""
+    try:
+        import dask
+        import dask.dataframe  # noqa: F401 (registers the collection)
+    except ImportError:
+        raise ImportError("partitioned data needs dask: pip install 'ektelo_pgm[dask]' "
+                          "(or pip install 'dask[dataframe]')") from None
+    return dask
+
+
+def _pandas():
+    import pandas
+
+    return pandas
+
+
+def is_dask_collection(table) -> bool:
+    """Whether ``table`` is a Dask DataFrame or Series (decided without importing dask)."""
+    return type(table).__module__.split(".")[0] == "dask"
+
+
+def _codes(part, index, domain: Domain) -> np.ndarray:
+    """The (n, d) int64 codes of one partition, checked against ``domain`` (the error names the
+    partition, the column and the row within the partition)."""
+    if len(part) == 0:
+        return np.empty((0, len(domain)), dtype=np.int64)
+    return _validate_records(part.to_numpy(), domain, f"partition {index}")
+
+
+def _count(part, index, domain: Domain, plan) -> list:
+    """The partition's number of rows and, for each ``(axes, shape)`` of ``plan``, its int64
+    counts over the raveled codes of those columns."""
+    codes = _codes(part, index, domain)
+    out = [np.int64(len(codes))]
+    for axes, shape in plan:
+        flat = np.ravel_multi_index(codes[:, list(axes)].T, shape)
+        out.append(np.bincount(flat, minlength=int(np.prod(shape))).astype(np.int64))
+    return out
+
+
+def _add(*blocks) -> list:
+    """Elementwise sum of lists of partial results."""
+    return [sum(parts) for parts in zip(*blocks)]
+
+
+def _summed(tasks) -> list:
+    """The elementwise sum of delayed lists of partial results, added in a tree of fan-in
+    ``FAN_IN`` (so that no task holds more than a few partial results) and computed."""
+    dask = _dask()
+    add = dask.delayed(_add, pure=True)
+    while len(tasks) > 1:
+        tasks = [add(*tasks[i:i + FAN_IN]) for i in range(0, len(tasks), FAN_IN)]
+    return dask.compute(tasks[0])[0]
+
+
+def _apply(part, index, func, prepare) -> list:
+    block = prepare(part, index)
+    try:
+        return [np.asarray(func(block))]
+    except ValueError as error:
+        raise ValueError(f"partition {index}: {error}") from None
+
+
+def sum_partitions(collection, func, prepare=lambda part, index: part) -> np.ndarray:
+    """``func(prepare(partition, index))`` summed over the partitions of a Dask collection:
+    ``func`` must return a sum over the partition's rows (an array, e.g. counts), so that the
+    total is the sum over all rows.  A ValueError raised by ``func`` is re-raised naming the
+    partition."""
+    apply = _dask().delayed(_apply, pure=True)
+    return _summed([apply(part, i, func, prepare) for i, part in enumerate(collection.to_delayed())])[0]
+
+
+def _recode(part, domain: Domain, lookups: dict, partition_info=None):
+    pd = _pandas()
+    codes = _codes(part, (partition_info or {}).get("number", "?"), domain)
+    return pd.DataFrame({a: lookups[a][codes[:, j]] for j, a in enumerate(domain.attrs)}, index=part.index)
+
+
+def _encode(part, encoder):
+    pd = _pandas()
+    attrs = list(encoder.domain.attrs)
+    if len(part) == 0:
+        return pd.DataFrame({a: np.empty(0, dtype=np.int64) for a in attrs}, index=part.index)
+    return pd.DataFrame(encoder.transform(part).records, columns=attrs, index=part.index)
+
+
+def _int_meta(attrs):
+    pd = _pandas()
+    return pd.DataFrame({a: np.empty(0, dtype=np.int64) for a in attrs})
+
+
+def encode(encoder, table) -> "DaskDataset":
+    """The codes of a raw Dask DataFrame under a fitted ``encoder``, computed partition by
+    partition when counted (``TableEncoder.transform`` of a Dask DataFrame comes here)."""
+    attrs = list(encoder.domain.attrs)
+    frame = table.map_partitions(_encode, encoder, meta=_int_meta(attrs))
+    return DaskDataset(frame, encoder.domain)
+
+
+class DaskDataset(Dataset):
+    """A Domain plus integer codes held in a partitioned Dask DataFrame (one column per
+    attribute, named as in the domain; any integer dtype).
+
+    Nothing is read until something is counted.  Codes are checked as partitions are read: a
+    code outside its attribute's domain, or not an integer, raises naming the partition, the
+    column and the row within the partition.  Marginals are kept once counted (int64), and a
+    marginal over a subset of a kept one's attributes is summed from it, so a mechanism pays one
+    pass over the records per batch of new marginals it asks for (``marginals``)."""
+
+    def __init__(self, frame, domain: Domain):
+        _dask()
+        if not isinstance(domain, Domain):
+            raise TypeError(f"DaskDataset: domain must be a Domain, got {type(domain).__name__}")
+        if len(domain) == 0:
+            raise ValueError("DaskDataset: the domain has no attributes")
+        if not is_dask_collection(frame) or not hasattr(frame, "columns"):
+            raise TypeError(f"DaskDataset: expected a Dask DataFrame, got {type(frame).__name__}")
+        missing = [a for a in domain.attrs if a not in frame.columns]
+        if missing:
+            raise ValueError(f"DaskDataset: columns {missing} of the domain are missing from the table "
+                             f"{list(frame.columns)}")
+        self.domain = domain
+        self.frame = frame[list(domain.attrs)]
+        self._kept: dict[tuple[str, ...], np.ndarray] = {}  # attrs in domain order -> int64 counts
+        self._rows: int | None = None
+
+    @classmethod
+    def load(cls, path, domain_json_path, **options) -> "DaskDataset":
+        """Integer-coded records from partitioned Parquet (a directory, a file or a glob) or CSV
+        files with a header row (a path or glob ending in ``.csv``), and a ``{name: size}`` JSON
+        domain file; other keywords go to ``dask.dataframe.read_parquet`` or ``read_csv``.  Read
+        from shared storage, the same call works on every worker of a cluster."""
+        dd = _dask().dataframe
+        domain = read_domain(domain_json_path)
+        attrs = list(domain.attrs)
+        if str(path).endswith(".csv"):
+            frame = dd.read_csv(path, usecols=attrs, **options)
+        else:
+            frame = dd.read_parquet(path, columns=attrs, **options)
+        return cls(frame, domain)
+
+    @classmethod
+    def from_dataframe(cls, df, domain: Domain) -> "DaskDataset":
+        """A DaskDataset over a Dask DataFrame of integer codes holding the domain's columns."""
+        return cls(df, domain)
+
+    @property
+    def records(self):
+        raise TypeError(f"DaskDataset: the records stay in their {self.frame.npartitions} partitions; count them "
+                        "with marginal(attrs) / marginals(cliques) / sum_rows(func), or to_memory() a small table")
+
+    def to_dataframe(self):
+        """The records as the (lazy) Dask DataFrame of integer codes."""
+        return self.frame
+
+    def to_memory(self, limit_mb: float = MAX_DENSE_MB) -> Dataset:
+        """The records in an in-memory :class:`Dataset`; MemoryError naming the size in MB above
+        ``limit_mb`` (int64 codes)."""
+        size = len(self) * len(self.domain) * 8 / 2**20
+        if size > limit_mb:
+            raise MemoryError(f"DaskDataset: {len(self):,} records of {len(self.domain)} attributes take "
+                              f"{size:,.1f} MB as int64, above the limit of {limit_mb:,.1f} MB")
+        return Dataset(self.frame.compute().to_numpy(), self.domain)
+
+    def project(self, attrs) -> "DaskDataset":
+        """The records restricted to ``attrs`` (in the order given), still partitioned."""
+        attrs = self.domain.check(attrs)
+        return DaskDataset(self.frame[list(attrs)], self.domain.project(attrs))
+
+    def recode(self, codes: dict, domain: Domain) -> "DaskDataset":
+        """As :meth:`Dataset.recode`, partition by partition when counted."""
+        if domain.attrs != self.domain.attrs:
+            raise ValueError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+        lookups = {a: np.asarray(codes[a], dtype=np.int64) for a in self.domain.attrs}
+        frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=_int_meta(self.domain.attrs))
+        return DaskDataset(frame, domain)
+
+    def _key(self, attrs) -> tuple[str, ...]:
+        return tuple(a for a in self.domain.attrs if a in attrs)
+
+    def _derived(self, key):
+        """Counts over ``key`` from a kept marginal over a superset of it, or None."""
+        if not key and self._rows is not None:
+            return np.int64(self._rows)
+        for have, table in self._kept.items():
+            if set(key) <= set(have):
+                return table.sum(axis=tuple(i for i, a in enumerate(have) if a not in key), dtype=np.int64)
+        return None
+
+    def _count(self, keys) -> None:
+        """One pass over the records counting the marginals over ``keys`` (and the rows)."""
+        needed = tuple(a for a in self.domain.attrs if any(a in k for k in keys)) or self.domain.attrs[:1]
+        sub = self.domain.project(needed)
+        plan = [(sub.axes(k), sub.project(k).shape) for k in keys]
+        count = _dask().delayed(_count, pure=True)
+        parts = self.frame[list(needed)].to_delayed()
+        rows, *tables = _summed([count(part, i, sub, plan) for i, part in enumerate(parts)])
+        if rows == 0:
+            raise ValueError("DaskDataset: the table is empty (no records)")
+        self._rows = int(rows)
+        for key, table, (_, shape) in zip(keys, tables, plan):
+            self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)
+
+    def marginals(self, cliques, limit_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+        """Counts (float64, shaped by the attributes' sizes in the order asked) over each of
+        ``cliques``, exactly as the in-memory Dataset's; those not derivable from kept marginals
+        are counted together in one pass over the partitions."""
+        cliques = [self.domain.check(c) for c in cliques]
+        for c in cliques:
+            check_dense_size(self.domain, c, limit_mb, "marginal")
+        new = [k for k in dict.fromkeys(self._key(c) for c in cliques) if self._derived(k) is None]
+        widest = [k for k in new if k and not any(set(k) < set(other) for other in new)]
+        if new:
+            self._count(widest)
+        out = []
+        for c in cliques:
+            key = self._key(c)
+            table = self._derived(key).astype(np.float64)
+            out.append(np.ascontiguousarray(np.transpose(table, [key.index(a) for a in c])) if c else np.asarray(table))
+        return out
+
+    def marginal(self, attrs, limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+        """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
+        return self.marginals([attrs], limit_mb)[0]
+
+    def sum_rows(self, func) -> np.ndarray:
+        """``func`` (see :meth:`Dataset.sum_rows`) applied to every partition's codes, summed."""
+        return sum_partitions(self.frame, func, lambda part, index: _codes(part, index, self.domain))
+
+    def __len__(self) -> int:
+        if self._rows is None:
+            self._count([])
+        return self._rows
+
+    def __repr__(self) -> str:
+        rows = "" if self._rows is None else f"{self._rows} records, "
+        return f"DaskDataset({rows}{self.frame.npartitions} partitions, {self.domain})"
