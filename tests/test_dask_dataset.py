@@ -1,6 +1,9 @@
 """DaskDataset: marginals over any partitioning equal the in-memory ones exactly, mechanisms and
 plans give the same output on both with the same seed, and a raw partitioned table is encoded
 (and privately fitted) as the whole table is."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -176,3 +179,16 @@ def test_encoder_errors_on_partitions_name_the_partition_and_public_fit_is_refus
         encoder.fit(parts, budget=Budget.pure(1.0), rng=0)
     with pytest.raises(ValueError, match="public=True"):
         TableEncoder().fit(parts, public=True)
+
+
+def test_the_big_data_page_example_runs_on_raw_adult_and_prints_what_it_says(monkeypatch, data_dir, capsys):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "big_data.md").read_text()
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the page reads ../shared/data
+    namespace = {}
+    exec(compile(re.search(r"```python\n(.*?)```", page, re.S).group(1), "big_data.md", "exec"), namespace)
+    stated = re.search(r"It prints `(.*?)`", page).group(1)
+    assert capsys.readouterr().out.strip() == stated
+    assert isinstance(namespace["data"], DaskDataset) and namespace["budget"].remaining < 1e-12
+    synthetic, raw = namespace["synthetic"], namespace["raw"].compute()
+    for column in ("workclass", "education", "sex", "income"):
+        assert set(synthetic[column].dropna()) <= set(raw[column].str.strip())
