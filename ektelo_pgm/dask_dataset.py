@@ -105,17 +105,21 @@ def _recode(part, domain: Domain, lookups: dict, partition_info=None):
     return pd.DataFrame({a: lookups[a][codes[:, j]] for j, a in enumerate(domain.attrs)}, index=part.index)
 
 
-def _encode(part, encoder):
-    pd = _pandas()
-    attrs = list(encoder.domain.attrs)
-    if len(part) == 0:
-        return pd.DataFrame({a: np.empty(0, dtype=np.int64) for a in attrs}, index=part.index)
-    return pd.DataFrame(encoder.transform(part).records, columns=attrs, index=part.index)
-
-
 def _int_meta(attrs):
+    """An empty frame of int64 columns ``attrs``."""
     pd = _pandas()
     return pd.DataFrame({a: np.empty(0, dtype=np.int64) for a in attrs})
+
+
+def _encode(part, encoder, partition_info=None):
+    attrs = list(encoder.domain.attrs)
+    if len(part) == 0:
+        return _int_meta(attrs)
+    try:
+        records = encoder.transform(part).records
+    except ValueError as error:
+        raise ValueError(f"partition {(partition_info or {}).get('number', '?')}: {error}") from None
+    return _pandas().DataFrame(records, columns=attrs, index=part.index)
 
 
 def encode(encoder, table) -> "DaskDataset":

@@ -179,6 +179,10 @@ def test_encoder_errors_on_partitions_name_the_partition_and_public_fit_is_refus
         encoder.fit(parts, budget=Budget.pure(1.0), rng=0)
     with pytest.raises(ValueError, match="public=True"):
         TableEncoder().fit(parts, public=True)
+    fitted = TableEncoder(bins=4, bounds={"income": (0, 200_000), "hours": (0, 99)},
+                          categories={"job": ["clerk", "nurse", "pilot"]}).fit(parts)  # uniform bins: reads nothing
+    with pytest.raises(ValueError, match=r"partition 1: column 'hours': value 'many' in row 30 is not a number"):
+        len(fitted.transform(parts))
 
 
 def test_the_big_data_page_example_runs_on_raw_adult_and_prints_what_it_says(monkeypatch, data_dir, capsys):
