@@ -119,6 +119,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=Path, default=Path("/work/runs/dask50m"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="1GiB", help="per worker")
+    parser.add_argument("--mechanisms", nargs="*", default=["MST", "AIM"], choices=["MST", "AIM"])
     parser.add_argument("--aim-rounds", type=int, default=20)
     parser.add_argument("--aim-iters", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -132,7 +133,7 @@ def main(argv=None) -> dict:
                             processes=True, dashboard_address=None)
 
     load = [os.getloadavg()]
-    result = {"rows": args.rows, "workers": args.workers, "threads_per_worker": 1,
+    result = {"code": code_state(), "rows": args.rows, "workers": args.workers, "threads_per_worker": 1,
               "memory_limit_per_worker": args.memory_limit}
     marker = args.out / "complete"
     if not marker.is_file() or json.loads(marker.read_text())["rows"] != args.rows:
@@ -157,21 +158,25 @@ def main(argv=None) -> dict:
     runs = {"MST": lambda: MST().run(open_table(), Budget.approx(1.0, 1e-9), rng=args.seed),
             "AIM": lambda: AIM(rounds=args.aim_rounds, iters=args.aim_iters).run(
                 open_table(), Budget.approx(1.0, 1e-9), rng=args.seed)}
-    for name, run in runs.items():
-        run_result, result[name] = timed(client, run)
-        result[name]["mean_2way_tvd"] = round(mean_tvd(run_result.estimate, truth), 4)
-        load.append(os.getloadavg())
-    result["AIM"].update(rounds=args.aim_rounds, iters=args.aim_iters)
+    def save():  # after every step, so that a run cut short keeps what it measured
+        peaks = {w: round(mb, 1) for w, (_, mb) in worker_usage(client).items()}
+        result["peak_mb_workers"] = sorted(peaks.values())
+        result["peak_mb_client"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["load_average_1_5_15"] = [[round(x, 2) for x in entry] for entry in load]
+        result.update(cpus=os.cpu_count(), machine=platform.platform(), python=platform.python_version(),
+                      date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        RESULTS.write_text(json.dumps(result, indent=1) + "\n")
 
-    peaks = {w: round(mb, 1) for w, (_, mb) in worker_usage(client).items()}
-    result["peak_mb_workers"] = sorted(peaks.values())
-    result["peak_mb_client"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    result["load_average_1_5_15"] = [[round(x, 2) for x in entry] for entry in load]
-    result.update(cpus=os.cpu_count(), machine=platform.platform(), python=platform.python_version(),
-                  code=code_state(), date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    save()
+    for name in args.mechanisms:
+        run_result, result[name] = timed(client, runs[name])
+        result[name]["mean_2way_tvd"] = round(mean_tvd(run_result.estimate, truth), 4)
+        if name == "AIM":
+            result[name].update(rounds=args.aim_rounds, iters=args.aim_iters)
+        load.append(os.getloadavg())
+        save()
     client.close()
     measuring.close()
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return result
 

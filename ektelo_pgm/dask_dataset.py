@@ -58,11 +58,14 @@ def _codes(part, index, domain: Domain) -> np.ndarray:
 
 def _count(part, index, domain: Domain, plan) -> list:
     """The partition's number of rows and, for each ``(axes, shape)`` of ``plan``, its int64
-    counts over the raveled codes of those columns."""
-    codes = _codes(part, index, domain)
-    out = [np.int64(len(codes))]
+    counts over the raveled (C order) codes of those columns."""
+    columns = np.ascontiguousarray(_codes(part, index, domain).T)  # checked: every code within its size
+    out = [np.int64(columns.shape[1])]
     for axes, shape in plan:
-        flat = np.ravel_multi_index(codes[:, list(axes)].T, shape)
+        flat = columns[axes[0]].copy()
+        for axis, size in zip(axes[1:], shape[1:]):
+            flat *= size
+            flat += columns[axis]
         out.append(np.bincount(flat, minlength=int(np.prod(shape))).astype(np.int64))
     return out
 
