@@ -52,6 +52,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import progress
 from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate, FactoredEstimate
@@ -237,16 +238,19 @@ class Adaptive:
         start = len(budget.ledger)
         state = State(data.domain, self.known_total(data), rng=rng, available=_available(budget))
         schedule = self.schedule_for(data)
-        self.initialise(state, data, budget, rng)
-        while (share := schedule.next(state, budget)) is not None:
-            state.round += 1
-            state.share = share
-            chosen = self.select(state, data, budget, rng)
-            state.add(chosen, self.measure(state, data, chosen, budget, share.measure, rng))
-            state.previous = state.estimate
-            state.estimate = state.fitted = self.fit(state)
-            if self.keep_iterates:
-                state.iterates.append(state.estimate)
-            if self.callback is not None and self.callback(state):
-                break
+        rounds = schedule.rounds if isinstance(schedule, EqualShares) else None  # AIM's: as many as it takes
+        with progress.bar(rounds, self.name, unit="round") as shown:
+            self.initialise(state, data, budget, rng)
+            while (share := schedule.next(state, budget)) is not None:
+                state.round += 1
+                state.share = share
+                chosen = self.select(state, data, budget, rng)
+                state.add(chosen, self.measure(state, data, chosen, budget, share.measure, rng))
+                state.previous = state.estimate
+                state.estimate = state.fitted = self.fit(state)
+                if self.keep_iterates:
+                    state.iterates.append(state.estimate)
+                shown.update(**{f"{budget.unit} spent": f"{budget.spent:.3g}/{budget.total:.3g}"})
+                if self.callback is not None and self.callback(state):
+                    break
         return Result(self.finish(state), state.measurements, state.queries, budget.ledger[start:])

@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 from networkx.utils import UnionFind
 
+from .. import progress
 from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Decompressed, Estimate
@@ -147,24 +148,28 @@ class MST:
         start = len(budget.ledger)
         third = budget.split(3)
 
-        oneway = [Query((a,)) for a in domain.attrs]
-        rho = budget.parameter_for("gaussian", third)
-        measured = Gaussian(rho).measure(data, oneway, budget, rng, label="MST 1-way marginals")
-        kept = {a: np.ones(n, dtype=bool) for a, n in zip(domain.attrs, domain.shape)}
-        compression = (Compression(domain, kept) if self.threshold is None
-                       else Compression.from_measurements(domain, measured, self.threshold))
-        compressed = compression.compress(data)
-        measurements = [compression.compress_measurement(m) for m in measured]
+        with progress.bar(3, "MST", unit="phase") as shown:
+            oneway = [Query((a,)) for a in domain.attrs]
+            rho = budget.parameter_for("gaussian", third)
+            measured = Gaussian(rho).measure(data, oneway, budget, rng, label="MST 1-way marginals")
+            kept = {a: np.ones(n, dtype=bool) for a, n in zip(domain.attrs, domain.shape)}
+            compression = (Compression(domain, kept) if self.threshold is None
+                           else Compression.from_measurements(domain, measured, self.threshold))
+            compressed = compression.compress(data)
+            measurements = [compression.compress_measurement(m) for m in measured]
+            shown.update(done="1-way marginals")
 
-        independent = self.reconstruction.reconstruct(compression.domain, measurements)
-        pairs = list(itertools.combinations(domain.attrs, 2))
-        scores = pair_scores(compressed, independent, pairs)
-        step = budget.fraction(Fraction(1, 2 * (len(domain) - 1)))
-        epsilon = budget.parameter_for("exponential", step)
-        tree = private_spanning_tree(domain.attrs, pairs, scores, epsilon, budget, rng)
+            independent = self.reconstruction.reconstruct(compression.domain, measurements)
+            pairs = list(itertools.combinations(domain.attrs, 2))
+            scores = pair_scores(compressed, independent, pairs)
+            step = budget.fraction(Fraction(1, 2 * (len(domain) - 1)))
+            epsilon = budget.parameter_for("exponential", step)
+            tree = private_spanning_tree(domain.attrs, pairs, scores, epsilon, budget, rng)
+            shown.update(done="spanning tree")
 
-        rho = budget.parameter_for("gaussian", budget.fraction(1))
-        edges = [Query(e) for e in tree]
-        measurements += Gaussian(rho).measure(compressed, edges, budget, rng, label="MST 2-way marginals")
-        model = self.reconstruction.reconstruct(compression.domain, measurements, warm_start=independent)
+            rho = budget.parameter_for("gaussian", budget.fraction(1))
+            edges = [Query(e) for e in tree]
+            measurements += Gaussian(rho).measure(compressed, edges, budget, rng, label="MST 2-way marginals")
+            model = self.reconstruction.reconstruct(compression.domain, measurements, warm_start=independent)
+            shown.update(done="2-way marginals and fit")
         return Result(Decompressed(model, domain, compression.codes), measurements, oneway + edges, budget.ledger[start:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .. import progress
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
 from ..matrix import Sparse
@@ -118,8 +119,10 @@ class MultiplicativeWeights:
                 raise ValueError(f"warm_start has no positive mass on {list(group)}")
             local = [m for m in updating if set(m.attrs) <= set(group)]
             losses = []
-            rule = StoppingRule(self.tol, self.ftol, lambda t, loss: losses.append(loss))
-            probs = self._iterate(sub, local, total, start.ravel() / start.sum(), rule)
+            with progress.tracked(lambda t, loss: losses.append(loss), self.iters,
+                                  f"MW on {len(group)} attributes") as record:
+                rule = StoppingRule(self.tol, self.ftol, record)
+                probs = self._iterate(sub, local, total, start.ravel() / start.sum(), rule)
             factors.append((group, probs.reshape(sub.shape)))
             rules.append((rule, [rule.initial] + losses))
         if len(factors) == 1:

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .. import progress
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ..domain import Domain
 from ..matrix import Sparse
@@ -462,10 +463,11 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
         for cl in warm_start.cliques:
             oracle.block(theta, cl)[...] += warm_start.oracle.block(warm_start.theta, cl)
     objective = Objective(oracle, measurements, loss)
-    if method == "lbfgs":
-        rule = StoppingRule(DEFAULT_TOL if tol is None else tol, DEFAULT_FTOL, callback)
-        return quasi_newton(oracle, objective, total, theta, iters, rule)
-    tol = 0.0 if tol is None else tol
-    if method == "mirror":
-        return mirror_descent(oracle, objective, total, theta, iters, tol, step, callback)
-    return dual_averaging(oracle, objective, total, theta, iters, tol, lipschitz, callback)
+    with progress.tracked(callback, iters, f"PGM ({method})") as callback:
+        if method == "lbfgs":
+            rule = StoppingRule(DEFAULT_TOL if tol is None else tol, DEFAULT_FTOL, callback)
+            return quasi_newton(oracle, objective, total, theta, iters, rule)
+        tol = 0.0 if tol is None else tol
+        if method == "mirror":
+            return mirror_descent(oracle, objective, total, theta, iters, tol, step, callback)
+        return dual_averaging(oracle, objective, total, theta, iters, tol, lipschitz, callback)

@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import progress
 from ..domain import Domain
 from ..kernels import calibrate
 from ..kernels.tree import ParameterLayout, Workspace, parallel_cells, workspace
@@ -227,14 +228,16 @@ def sample_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.
     """
     domain = tree.domain
     records: dict[str, np.ndarray] = {}
-    for c in tree.order[::-1]:
-        sep, rest, cond = _conditional(tree, log_beliefs, c)
-        rows = _sep_index(domain, records, sep, n)
-        cdf = np.cumsum(cond, axis=1)
-        cdf /= cdf[:, -1:]
-        shifted = (cdf + np.arange(cdf.shape[0])[:, None]).ravel()
-        cells = np.searchsorted(shifted, rng.random(n) + rows, side="right") - rows * cdf.shape[1]
-        _write(domain, records, rest, np.minimum(cells, cdf.shape[1] - 1))
+    with progress.bar(len(tree.order), f"sampling {n:,} records", unit="clique") as shown:
+        for c in tree.order[::-1]:
+            sep, rest, cond = _conditional(tree, log_beliefs, c)
+            rows = _sep_index(domain, records, sep, n)
+            cdf = np.cumsum(cond, axis=1)
+            cdf /= cdf[:, -1:]
+            shifted = (cdf + np.arange(cdf.shape[0])[:, None]).ravel()
+            cells = np.searchsorted(shifted, rng.random(n) + rows, side="right") - rows * cdf.shape[1]
+            _write(domain, records, rest, np.minimum(cells, cdf.shape[1] - 1))
+            shown.update()
     return np.stack([records[a] for a in domain.attrs], axis=1)
 
 
@@ -251,15 +254,17 @@ def round_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.r
     """
     domain = tree.domain
     records: dict[str, np.ndarray] = {}
-    for c in tree.order[::-1]:
-        sep, rest, cond = _conditional(tree, log_beliefs, c)
-        rows = _sep_index(domain, records, sep, n)
-        counts = np.bincount(rows, minlength=cond.shape[0])
-        table = _largest_remainder(counts[:, None] * cond, counts)
-        cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
-        order = rng.permutation(n)
-        order = order[np.argsort(rows[order], kind="stable")]
-        values = np.empty(n, dtype=np.int64)
-        values[order] = cells
-        _write(domain, records, rest, values)
+    with progress.bar(len(tree.order), f"rounding {n:,} records", unit="clique") as shown:
+        for c in tree.order[::-1]:
+            sep, rest, cond = _conditional(tree, log_beliefs, c)
+            rows = _sep_index(domain, records, sep, n)
+            counts = np.bincount(rows, minlength=cond.shape[0])
+            table = _largest_remainder(counts[:, None] * cond, counts)
+            cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
+            order = rng.permutation(n)
+            order = order[np.argsort(rows[order], kind="stable")]
+            values = np.empty(n, dtype=np.int64)
+            values[order] = cells
+            _write(domain, records, rest, values)
+            shown.update()
     return np.stack([records[a] for a in domain.attrs], axis=1)

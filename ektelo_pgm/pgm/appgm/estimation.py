@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import progress
 from ...domain import Domain
 from ...kernels.interrupt import deferred_sigint, sigint_received
 from ...kernels.tree import GROW_AFTER, HALVINGS
@@ -161,8 +162,9 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     total = resolve_total(domain, measurements, total)
     objective = measured_cliques(domain, measurements, region_graph, loss, counting_numbers, max_mb)
     start = None if warm_start is None else transfer(warm_start, objective.graph, damping)
-    beliefs, theta, oracle, history, rejected = mirror_descent(
-        objective, total, iters=iters, stepsize=stepsize, damping=damping, final_iters=final_iters, tol=tol,
-        warm_start=start, callback=callback)
+    with progress.tracked(callback, iters, "APPGM") as callback:
+        beliefs, theta, oracle, history, rejected = mirror_descent(
+            objective, total, iters=iters, stepsize=stepsize, damping=damping, final_iters=final_iters, tol=tol,
+            warm_start=start, callback=callback)
     return APPGMEstimate(objective.graph, beliefs, theta, oracle, history, out_of_model_iters, rejected,
                          measured={a for m in measurements for a in m.attrs})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import progress
 from ...dataset import check_dense_size
 from ...kernels import project
 from ...kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
@@ -241,39 +242,42 @@ def sample_records(graph: RegionGraph, beliefs: np.ndarray, n: int, rng=None, sw
     done: set[str] = set()
     tiny = 1e-300
     rows = np.arange(n)
-    for a in sampling_order(graph):
-        scopes: dict[tuple, int] = {}
-        for u in graph.holders[a]:
-            s = tuple(b for b in graph.regions[u] if b in done)
-            if s and (s not in scopes or graph.sizes[u] < graph.sizes[scopes[s]]):
-                scopes[s] = u
-        alone = region_factor(graph, beliefs, graph.host((a,))).project((a,)).values
-        base = np.log(np.maximum(alone, tiny))
-        experts = []
-        for s in (s for s in scopes if not any(set(s) < set(t) for t in scopes)):
-            joint = region_factor(graph, beliefs, scopes[s]).project(s + (a,)).values.reshape(-1, domain[a])
-            joint = np.maximum(joint, tiny)
-            cells = np.ravel_multi_index(records[:, [column[b] for b in s]].T, [domain[b] for b in s])
-            members = csr_matrix((np.ones(n), (cells, rows)), shape=(joint.shape[0], n))
-            target = np.bincount(cells, minlength=joint.shape[0])[:, None] * joint / joint.sum(axis=1, keepdims=True)
-            experts.append((cells, members, target, np.zeros(joint.shape)))
-        logits = np.tile(base, (n, 1))
-        for _ in range(sweeps if len(experts) > 1 else len(experts)):
-            worst = 0.0
-            for cells, members, target, phi in experts:
-                have = members @ _softmax_rows(logits)
-                used = target > 0
-                change = np.zeros_like(phi)
-                change[used] = np.log(target[used] / np.maximum(have[used], tiny))
-                phi += change
-                logits += change[cells]
-                worst = max(worst, float(np.abs(change).max()))
-            if worst < 1e-6:
-                break
-        cdf = np.cumsum(_softmax_rows(logits), axis=1)
-        draw = (cdf < rng.random(n)[:, None] * cdf[:, -1:]).sum(axis=1)
-        records[:, column[a]] = np.minimum(draw, domain[a] - 1)
-        done.add(a)
+    order = sampling_order(graph)
+    with progress.bar(len(order), f"sampling {n:,} records", unit="attribute") as shown:
+        for a in order:
+            scopes: dict[tuple, int] = {}
+            for u in graph.holders[a]:
+                s = tuple(b for b in graph.regions[u] if b in done)
+                if s and (s not in scopes or graph.sizes[u] < graph.sizes[scopes[s]]):
+                    scopes[s] = u
+            alone = region_factor(graph, beliefs, graph.host((a,))).project((a,)).values
+            base = np.log(np.maximum(alone, tiny))
+            experts = []
+            for s in (s for s in scopes if not any(set(s) < set(t) for t in scopes)):
+                joint = region_factor(graph, beliefs, scopes[s]).project(s + (a,)).values.reshape(-1, domain[a])
+                joint = np.maximum(joint, tiny)
+                cells = np.ravel_multi_index(records[:, [column[b] for b in s]].T, [domain[b] for b in s])
+                members = csr_matrix((np.ones(n), (cells, rows)), shape=(joint.shape[0], n))
+                target = np.bincount(cells, minlength=joint.shape[0])[:, None] * joint / joint.sum(axis=1, keepdims=True)
+                experts.append((cells, members, target, np.zeros(joint.shape)))
+            logits = np.tile(base, (n, 1))
+            for _ in range(sweeps if len(experts) > 1 else len(experts)):
+                worst = 0.0
+                for cells, members, target, phi in experts:
+                    have = members @ _softmax_rows(logits)
+                    used = target > 0
+                    change = np.zeros_like(phi)
+                    change[used] = np.log(target[used] / np.maximum(have[used], tiny))
+                    phi += change
+                    logits += change[cells]
+                    worst = max(worst, float(np.abs(change).max()))
+                if worst < 1e-6:
+                    break
+            cdf = np.cumsum(_softmax_rows(logits), axis=1)
+            draw = (cdf < rng.random(n)[:, None] * cdf[:, -1:]).sum(axis=1)
+            records[:, column[a]] = np.minimum(draw, domain[a] - 1)
+            done.add(a)
+            shown.update()
     return records
 
 
