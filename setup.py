@@ -14,6 +14,7 @@ setup(
         "sparse": ["scikit-sparse==0.4.16"],
         "gem": ["torch>=2.0"],
         "dask": ["dask[dataframe]>=2024.1", "pyarrow>=14"],
+        "report": ["matplotlib>=3.5"],
         "test": ["pytest>=7", "hypothesis>=6", "mpmath>=1.3", "pytest-xdist>=3"],
     },
     entry_points={"console_scripts": ["ektelo-pgm=ektelo_pgm.cli:main"]},

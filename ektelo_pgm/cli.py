@@ -1,6 +1,8 @@
 """Command line: ``ektelo-pgm run`` measures a marginal workload privately and reconstructs it;
 ``synth`` turns a raw table into private synthetic records, ``answer`` into private marginal
-counts, and ``schema`` writes a table's privately inferred schema for a person to edit."""
+counts, and ``schema`` writes a table's privately inferred schema for a person to edit;
+``evaluate`` compares a synthetic table with the real one (error table, HTML/PNG report) and
+``compare`` plots reconstructions' workload error against epsilon."""
 from __future__ import annotations
 
 import argparse
@@ -34,6 +36,15 @@ def reconstruction_operators() -> dict:
     }
 
 
+def chosen_operators(names) -> dict:
+    """``{name: operator}`` for the reconstruction operators named on the command line."""
+    operators = reconstruction_operators()
+    unknown = [name for name in names if name not in operators]
+    if unknown:
+        raise ValueError(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
+    return {name: operators[name]() for name in names}
+
+
 def load_data(args) -> Dataset:
     """The dataset the arguments name, restricted to ``--attrs`` when given."""
     if args.data == "builtin":
@@ -56,10 +67,7 @@ def run(args) -> None:
     from .plans import compare, table
     from .workload import kway_marginals
 
-    operators = reconstruction_operators()
-    unknown = [name for name in args.reconstruct if name not in operators]
-    if unknown:
-        raise ValueError(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
+    operators = chosen_operators(args.reconstruct)
     data = load_data(args)
     k = min(args.k, len(data.domain))
     workload = kway_marginals(data.domain, k)
@@ -69,8 +77,7 @@ def run(args) -> None:
     print(f"data: {len(data)} records over {data.domain} ({data.domain.size():,} cells)")
     print(f"workload: all {len(workload.cliques)} {k}-way marginals, measured with Laplace noise; "
           f"epsilon spent {budget.spent:g} of {budget.total:g}")
-    rows = compare(data.domain, measurements, {name: operators[name]() for name in args.reconstruct},
-                   workload, data)
+    rows = compare(data.domain, measurements, operators, workload, data)
     print(table(rows))
 
 
@@ -113,6 +120,28 @@ nothing on the schema.  The two runs' budgets add up.
 
 examples:
   ektelo-pgm schema adult.data -o schema.json --epsilon 0.2
+
+""" + EXIT_CODES
+
+EVALUATE_HELP = """Total variation distance (TVD) between the real and the synthetic table on every
+1-way and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns
+at the real table's quantiles, categorical ones by value.  Prints the mean, median and max TVD
+per order and the worst marginals; -o writes an HTML report (figures embedded), --png the
+figures as PNG files.  Not private: the report shows the real table's marginals.
+
+examples:
+  ektelo-pgm evaluate adult.data synthetic.csv -o report.html
+  ektelo-pgm evaluate real.parquet synthetic.parquet --png figures/adult --three-way
+
+""" + EXIT_CODES
+
+COMPARE_HELP = """For each epsilon, all k-way marginals are measured once with the Laplace mechanism
+and every reconstruction runs on those same measurements; writes the workload error (McKenna et
+al. 2019, sec. 5.1) against epsilon to a PNG (or an HTML page with the table).
+
+example:
+  ektelo-pgm compare --data adult --attrs age,education,income,sex --epsilons 0.1 1 10 \\
+      --reconstruct least-squares mw pgm -o compare.png
 
 """ + EXIT_CODES
 
@@ -231,6 +260,58 @@ def schema(args) -> None:
               f"(({args.epsilon:g}, {args.delta:g})-DP)")
 
 
+def read_compared(path: str, args):
+    """A table given to ``evaluate``: a CSV's header line detected; ``--names`` name the columns
+    of one without (``--no-header``: it has none)."""
+    from .synthesizer import has_header, read_table
+
+    if path.endswith((".parquet", ".pq")) or not os.path.isfile(path):
+        return read_table(path)
+    header = not args.no_header and has_header(path)
+    return read_table(path, header=header, names=None if header or not args.names else args.names.split(","))
+
+
+def evaluate(args) -> None:
+    from .report import evaluate as evaluate_tables
+
+    real, synthetic = read_compared(args.real, args), read_compared(args.synthetic, args)
+    orders = (1, 2, 3) if args.three_way else (1, 2)
+    evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png)
+    print(evaluation.text())
+    for path in filter(None, (args.output, args.png and f"{args.png.removesuffix('.png')}-*.png")):
+        print(f"wrote {path}")
+
+
+def compare(args) -> None:
+    from .plans import table
+    from .plans.plan import Comparison
+    from .report import compare as compare_operators
+
+    operators = chosen_operators(args.reconstruct)
+    data = load_data(args)
+    rows = compare_operators(data, args.epsilons, operators, args.k, args.trials, args.seed, args.output)
+    for epsilon, group in rows.groupby("epsilon"):
+        print(f"epsilon {epsilon:g}:")
+        print(table([Comparison(r.operator, None if r.refused else r.error, r.seconds, refused=r.refused)
+                     for r in group.itertuples()]))
+    print(f"wrote {args.output}")
+
+
+def data_options(p) -> None:
+    """The options naming the data of ``run`` and ``compare``."""
+    p.add_argument("--data", default="builtin",
+                   help="'builtin' (the package's synthetic census), a shared dataset name "
+                        "(adult, titanic, nltcs, salary) or an integer-coded CSV path")
+    p.add_argument("--domain", help="domain JSON ({attribute: size}) for a CSV path")
+    p.add_argument("--data-dir", help="directory of the shared datasets (default: $EKTELO_PGM_DATA "
+                   "or ../shared/data)")
+    p.add_argument("--attrs", type=lambda s: tuple(s.split(",")),
+                   help=f"comma-separated attributes to keep (built-in default: {','.join(BUILTIN_ATTRS)})")
+    p.add_argument("--records", type=int, default=10_000, help="records of the built-in data")
+    p.add_argument("--k", type=int, default=2, help="marginal order of the workload")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def table_arguments(p, mechanism: bool = True) -> None:
     """The arguments shared by synth, answer and schema."""
     from .synthesizer import SCHEMA_SHARE, mechanisms
@@ -261,20 +342,10 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     p = commands.add_parser("run", help="measure all k-way marginals with the Laplace mechanism and "
                             "print each reconstruction's workload error (McKenna et al. 2019, sec. 5.1)")
-    p.add_argument("--data", default="builtin",
-                   help="'builtin' (the package's synthetic census), a shared dataset name "
-                        "(adult, titanic, nltcs, salary) or an integer-coded CSV path")
-    p.add_argument("--domain", help="domain JSON ({attribute: size}) for a CSV path")
-    p.add_argument("--data-dir", help="directory of the shared datasets (default: $EKTELO_PGM_DATA "
-                   "or ../shared/data)")
-    p.add_argument("--attrs", type=lambda s: tuple(s.split(",")),
-                   help=f"comma-separated attributes to keep (built-in default: {','.join(BUILTIN_ATTRS)})")
-    p.add_argument("--records", type=int, default=10_000, help="records of the built-in data")
-    p.add_argument("--k", type=int, default=2, help="marginal order of the workload")
+    data_options(p)
     p.add_argument("--epsilon", type=float, default=1.0, help="pure-DP budget")
     p.add_argument("--reconstruct", nargs="+", default=["least-squares"],
                    help="reconstruction operators compared on the same measurements")
-    p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=run)
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -297,6 +368,34 @@ def parser() -> argparse.ArgumentParser:
     table_arguments(p, mechanism=False)
     p.add_argument("--bins", type=count, default=BINS, help=f"most bins of a numeric column (default {BINS})")
     p.set_defaults(handler=schema)
+
+    p = commands.add_parser("evaluate", help="compare a synthetic table with the real one: error table and "
+                            "HTML/PNG report", description=EVALUATE_HELP, formatter_class=raw)
+    p.add_argument("real", help="the real table (CSV, header line detected, or Parquet)")
+    p.add_argument("synthetic", help="the synthetic table, with the real table's columns")
+    p.add_argument("-o", "--output", help="HTML report to write (needs matplotlib)")
+    p.add_argument("--png", help="write the figures as PNG files PNG-errors.png, PNG-oneway.png, ... "
+                   "(a trailing .png is dropped; needs matplotlib)")
+    header = p.add_mutually_exclusive_group()
+    header.add_argument("--no-header", action="store_true", help="the CSVs have no header line")
+    header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
+    p.add_argument("--schema", help="JSON file fixing which columns are numeric: a schema of 'ektelo-pgm "
+                   "schema' or {column: 'numeric' | 'categorical'} (default: numeric when every value is a "
+                   "number and there are more than --bins distinct ones)")
+    p.add_argument("--bins", type=count, default=16, help="quantile bins per numeric column (default 16)")
+    p.add_argument("--three-way", action="store_true", help="also every 3-way marginal")
+    p.set_defaults(handler=evaluate)
+
+    p = commands.add_parser("compare", help="plot each reconstruction's workload error against epsilon, on "
+                            "shared measurements", description=COMPARE_HELP, formatter_class=raw)
+    data_options(p)
+    p.add_argument("--epsilons", type=positive, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0],
+                   help="pure-DP budgets (default 0.1 0.3 1 3 10)")
+    p.add_argument("--reconstruct", nargs="+", default=["least-squares", "mw", "pgm"],
+                   help="reconstruction operators to compare (default least-squares mw pgm)")
+    p.add_argument("--trials", type=count, default=1, help="measurements per epsilon (the plot shows their mean)")
+    p.add_argument("-o", "--output", required=True, help="the figure: a .png, or an .html page with the table")
+    p.set_defaults(handler=compare)
     return top
 
 
@@ -307,7 +406,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ektelo-pgm: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, KeyError, MemoryError, RuntimeError) as err:
+    except (ValueError, OSError, KeyError, MemoryError, RuntimeError, ImportError) as err:
         # the user's input: one line, no traceback
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"ektelo-pgm: error: {' '.join(str(message).split())}", file=sys.stderr)

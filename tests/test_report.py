@@ -1,0 +1,179 @@
+"""Reports: the shared discretisation of a real and a synthetic table, total variation per
+marginal against a brute-force count, the HTML/PNG report and the error-vs-epsilon comparison,
+and the ``evaluate`` / ``compare`` commands (exit codes, one-line errors, no partial files)."""
+import itertools
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ektelo_pgm.cli import main
+from ektelo_pgm.operators.least_squares import LeastSquares
+from ektelo_pgm.operators.reconstruct import PGM
+from ektelo_pgm.report import MISSING, OTHER, Discretisation, compare, evaluate, kinds_of
+
+from conftest import toy
+
+
+def table(n=400, seed=0):
+    """A raw table: a zero-inflated number, a continuous one, strings with a missing marker."""
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], n, p=[0.5, 0.3, 0.2]).astype(object)
+    colour[rng.random(n) < 0.05] = " ?"
+    gain = np.where(rng.random(n) < 0.9, 0, rng.integers(1, 10_000, n))
+    age = rng.integers(17, 90, n)
+    size = np.where(colour == "red", "big", "small")
+    return pd.DataFrame({"colour": colour, "gain": gain, "age": age, "size": size})
+
+
+def brute_tvd(real: pd.DataFrame, fake: pd.DataFrame, columns) -> float:
+    """TVD between the two tables' shares of rows on ``columns``, counted by pandas."""
+    p = real.groupby(list(columns)).size() / len(real)
+    q = fake.groupby(list(columns)).size() / len(fake)
+    p, q = p.align(q, fill_value=0)
+    return 0.5 * float(np.abs(p - q).sum())
+
+
+def test_numeric_columns_are_cut_at_the_real_quantiles_keeping_a_point_mass():
+    real = table()
+    coding = Discretisation(real, bins=8)
+    assert set(coding.edges) == {"gain", "age"} and set(coding.categories) == {"colour", "size"}
+    assert coding.edges["gain"][0] == 0  # 90% zeros: "<= 0" is a bin of its own
+    codes = coding.codes(pd.DataFrame({"colour": ["red", "?", None, "purple"], "gain": [0, 5, -3, "lots"],
+                                       "age": [17, 200, 50, np.nan], "size": ["big"] * 4}))
+    labels = {c: coding.labels(c) for c in coding.columns}
+    decoded = [[labels[c][v] for c, v in zip(coding.columns, row)] for row in codes.records]
+    assert [row[0] for row in decoded] == ["red", MISSING, MISSING, OTHER]  # missing markers; a new colour
+    assert [row[1] for row in decoded][:3] == ["≤ 0", labels["gain"][1], "≤ 0"]  # below the range: first bin
+    assert decoded[3][1] == OTHER  # not a number
+    assert decoded[1][2] == labels["age"][-3] and decoded[3][2] == MISSING  # beyond the range: last bin
+
+
+def test_total_variation_matches_a_brute_force_count_on_every_marginal():
+    real, fake = table(400, 0), table(300, 1)
+    coding = Discretisation(real, bins=4)
+    binned = {name: pd.DataFrame({c: coding.codes(frame).records[:, j] for j, c in enumerate(coding.columns)})
+              for name, frame in (("real", real), ("fake", fake))}
+    evaluation = evaluate(real, fake, bins=4, orders=(1, 2, 3))
+    assert len(evaluation.errors) == 4 + 6 + 4
+    for marginal, tvd in zip(evaluation.errors["marginal"], evaluation.errors["tvd"]):
+        assert tvd == pytest.approx(brute_tvd(binned["real"], binned["fake"], marginal), abs=1e-12)
+    for k in (1, 2, 3):  # worst first within each order
+        order = evaluation.errors[evaluation.errors["order"] == k]["tvd"].to_numpy()
+        assert np.all(np.diff(order) <= 0)
+
+
+def test_identical_tables_score_zero_and_disjoint_ones_one():
+    real = table()
+    assert evaluate(real, real.sample(frac=1, random_state=0)).errors["tvd"].max() == pytest.approx(0, abs=1e-12)
+    other = real.assign(colour="purple", size="huge")
+    errors = evaluate(real, other).errors.set_index("marginal")["tvd"]
+    assert errors[("colour",)] == pytest.approx(1) and errors[("colour", "age")] == pytest.approx(1)
+
+
+def test_a_schema_fixes_column_kinds_and_bad_ones_are_named(tmp_path):
+    real = table()
+    assert set(Discretisation(real, kinds={"age": "categorical"}).categories) == {"colour", "size", "age"}
+    with pytest.raises(ValueError, match="column 'colour' is declared numeric but holds '(red|green|blue)'"):
+        Discretisation(real, kinds={"colour": "numeric"})
+    with pytest.raises(ValueError, match=r"schema columns \['height'\]"):
+        Discretisation(real, kinds={"height": "numeric"})
+    path = tmp_path / "schema.json"
+    path.write_text('{"gain": "categorical"}')
+    assert kinds_of(str(path)) == {"gain": "categorical"}
+    assert kinds_of({"columns": {"gain": {"kind": "numeric", "bins": 8}}}) == {"gain": "numeric"}
+    with pytest.raises(ValueError, match="column 'gain' has kind 'text'"):
+        kinds_of({"gain": "text"})
+
+
+def test_the_error_table_names_the_worst_marginals():
+    real = table()
+    fake = real.assign(gain=np.random.default_rng(0).integers(0, 10_000, len(real)))  # zeros lost
+    evaluation = evaluate(real, fake)
+    assert evaluation.errors.iloc[0]["marginal"] == ("gain",)
+    text = evaluation.text()
+    assert "worst 1-way: gain" in text and f"{evaluation.errors.iloc[0]['tvd']:.3f}" in text
+    summary = evaluation.summary().set_index("order")
+    assert summary.loc[2, "marginals"] == 6 and summary.loc[1, "max"] == evaluation.errors["tvd"].iloc[0]
+
+
+def test_html_report_is_one_self_contained_file_and_pngs_are_written(tmp_path):
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)")
+    real = table()
+    out, stem = tmp_path / "report.html", tmp_path / "figures" / "r.png"
+    stem.parent.mkdir()
+    evaluate(real, table(300, 1), out=out, png=stem)
+    page = out.read_text()
+    assert page.count("data:image/png;base64,") == 4 and "src='http" not in page
+    assert "Worst" not in page or "colour" in page
+    assert "not private" in page
+    written = sorted(p.name for p in stem.parent.iterdir())
+    assert written == ["r-errors.png", "r-oneway.png", "r-oneway_all.png", "r-twoway.png"]
+    for name in written:
+        data = (stem.parent / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_without_matplotlib_the_figures_refuse_clearly_before_any_work(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=r"pip install 'ektelo_pgm\[report\]'"):
+        evaluate(table(), table(), out=tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
+    assert evaluate(table(), table()).errors["tvd"].max() == 0  # the numbers need no matplotlib
+
+
+def test_compare_runs_every_operator_on_shared_measurements_and_plots_error_vs_epsilon(tmp_path):
+    out = tmp_path / "compare.png"
+    if "matplotlib" not in sys.modules:
+        pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
+    rows = compare(toy(2000), [0.05, 50.0], {"least-squares": LeastSquares(), "pgm": PGM(iters=200)}, k=2,
+                   trials=2, rng=0, out=out)
+    assert len(rows) == 2 * 2 * 2 and rows["refused"].isna().all()
+    means = rows.groupby(["operator", "epsilon"])["error"].mean()
+    for name in ("least-squares", "pgm"):
+        assert means[(name, 50.0)] < means[(name, 0.05)] / 5  # far less noise, far less error
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_command_prints_the_table_and_writes_the_report(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)")
+    real, fake = tmp_path / "real.csv", tmp_path / "fake.csv"
+    table().to_csv(real, index=False)
+    table(300, 1).to_csv(fake, index=False)
+    assert main(["evaluate", str(real), str(fake), "-o", str(tmp_path / "r.html"), "--three-way"]) == 0
+    out = capsys.readouterr().out
+    assert "order  marginals" in out and "worst 3-way:" in out and "wrote" in out
+    assert (tmp_path / "r.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("problem, message", [
+    ("missing", "nowhere.csv: no such file"),
+    ("columns", "the synthetic table lacks the columns ['size']"),
+    ("schema", "column 'colour' is declared numeric but holds 'green'"),
+])
+def test_evaluate_command_bad_input_is_one_line_exit_1_and_no_file(tmp_path, capsys, problem, message):
+    real, fake = tmp_path / "real.csv", tmp_path / "fake.csv"
+    table().to_csv(real, index=False)
+    table(300, 1).drop(columns="size" if problem == "columns" else []).to_csv(fake, index=False)
+    args = ["evaluate", str(real), str(tmp_path / "nowhere.csv") if problem == "missing" else str(fake),
+            "-o", str(tmp_path / "r.html")]
+    if problem == "schema":
+        (tmp_path / "schema.json").write_text('{"colour": "numeric"}')
+        args += ["--schema", str(tmp_path / "schema.json")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ektelo-pgm: error: ") and message in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_compare_command_writes_the_figure(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
+    out = tmp_path / "c.html"
+    assert main(["compare", "--records", "2000", "--attrs", "sex,race,income", "--epsilons", "0.5", "5",
+                 "--reconstruct", "least-squares", "pgm", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "epsilon 0.5:" in text and "epsilon 5:" in text and "| pgm |" in text
+    assert "data:image/png;base64," in out.read_text()
+    assert main(["compare", "--records", "500", "--reconstruct", "magic", "-o", str(out)]) == 1
