@@ -313,8 +313,8 @@ class Evaluation:
                                                   (row[1], q, "synthetic", "Blues", 0, top),
                                                   (row[2], diff, "synthetic − real", "RdBu_r", -span, span)):
                 image = ax.imshow(table, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
-                ax.set_xticks(np.arange(len(col_labels)), col_labels, rotation=60, ha="right", fontsize=6)
-                ax.set_yticks(np.arange(len(row_labels)), row_labels, fontsize=6)
+                ax.set_xticks(np.arange(len(col_labels)), col_labels, rotation=60, ha="right", fontsize=7)
+                ax.set_yticks(np.arange(len(row_labels)), row_labels, fontsize=7)
                 ax.set_xlabel(b, fontsize=8)
                 ax.set_ylabel(a, fontsize=8)
                 ax.set_title(f"{name}: {a} × {b}" + (f"  (TVD {tvd:.3f})" if name == "real" else ""), fontsize=9)

@@ -60,3 +60,28 @@ def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes
     assert result.estimate.synthetic_data(20, rng=0, attrs=attrs).domain.attrs == tuple(attrs)
     with pytest.warns(UnmeasuredAttributeWarning, match="native-country"):
         result.estimate.synthetic_data(20, rng=0)
+
+
+def test_the_steward_page_runs_its_python_and_its_commands_parse(monkeypatch, data_dir, tmp_path, capsys):
+    """The steward page's Python runs as written (MST in place of AIM, for speed) and prints the
+    error table; each of its shell commands is accepted by the command line's parser."""
+    import shlex
+
+    from ektelo_pgm.cli import parser
+
+    page = (ROOT / "docs" / "steward.md").read_text()
+    (tmp_path / "shared").symlink_to(data_dir.parent)
+    (tmp_path / "repo").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")  # ../shared/data as in the repository; the report written here
+    block = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    assert 'Synthesizer("aim"' in block
+    exec(compile(block.replace('Synthesizer("aim"', 'Synthesizer("mst"'), "steward.md", "exec"), {})
+    assert "worst 2-way:" in capsys.readouterr().out
+    assert (tmp_path / "repo" / "adult-report.html").stat().st_size > 100_000
+    for sh in re.findall(r"```sh\n(.*?)```", page, re.S):
+        lines = sh.replace("\\\n", " ").splitlines()
+        names = dict(line.split("=", 1) for line in lines if re.match(r"[A-Z]+=", line))
+        for line in lines:
+            if line.startswith("ektelo-pgm "):
+                argv = [names.get(word[1:], word) for word in shlex.split(line)[1:]]
+                parser().parse_args(argv)
