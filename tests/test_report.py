@@ -125,9 +125,8 @@ def test_without_matplotlib_the_figures_refuse_clearly_before_any_work(monkeypat
 
 
 def test_compare_runs_every_operator_on_shared_measurements_and_plots_error_vs_epsilon(tmp_path):
+    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
     out = tmp_path / "compare.png"
-    if "matplotlib" not in sys.modules:
-        pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
     rows = compare(toy(2000), [0.05, 50.0], {"least-squares": LeastSquares(), "pgm": PGM(iters=200)}, k=2,
                    trials=2, rng=0, out=out)
     assert len(rows) == 2 * 2 * 2 and rows["refused"].isna().all()
@@ -154,6 +153,7 @@ def test_evaluate_command_prints_the_table_and_writes_the_report(tmp_path, capsy
     ("schema", "column 'colour' is declared numeric but holds 'green'"),
 ])
 def test_evaluate_command_bad_input_is_one_line_exit_1_and_no_file(tmp_path, capsys, problem, message):
+    pytest.importorskip("matplotlib", reason="-o needs matplotlib (the 'report' extra)")
     real, fake = tmp_path / "real.csv", tmp_path / "fake.csv"
     table().to_csv(real, index=False)
     table(300, 1).drop(columns="size" if problem == "columns" else []).to_csv(fake, index=False)
