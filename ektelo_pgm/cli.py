@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from . import sample_data
+from . import progress, sample_data
 from .dataset import Dataset
 from .privacy import Budget
 
@@ -402,7 +402,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
-        args.handler(args)
+        with progress.reporting(False if getattr(args, "quiet", False) else None):  # bars on a terminal
+            args.handler(args)
     except KeyboardInterrupt:
         print("ektelo-pgm: interrupted", file=sys.stderr)
         return 130

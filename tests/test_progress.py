@@ -37,7 +37,7 @@ def test_off_under_pytest_by_default_even_on_a_terminal(capsys):
 
 
 def test_automatic_follows_the_terminal_outside_tests(monkeypatch):
-    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # as outside tests: automatic, on a terminal
     with progress.reporting(None, Terminal()):
         assert progress.active()
     with progress.reporting(None, io.StringIO()):  # a pipe or a file
@@ -105,3 +105,15 @@ def test_no_output_when_off(capsys):
         with progress.bar(5, "loop") as shown:
             shown.update(loss=1.0)
     assert stream.getvalue() == "" and capsys.readouterr().err == ""
+
+
+def test_the_command_line_quiet_flag_silences_progress(monkeypatch):
+    from ektelo_pgm import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "synth", lambda args: seen.append(progress.active()))
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # as outside tests: automatic, on a terminal
+    monkeypatch.setattr("sys.stderr", Terminal())
+    for quiet in ([], ["--quiet"]):
+        cli.main(["synth", "in.csv", "-o", "out.csv", "--epsilon", "1"] + quiet)
+    assert seen == [True, False]
