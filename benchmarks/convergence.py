@@ -217,6 +217,7 @@ def main():
                "aim": "(d) adult AIM-like annealed"}[name]
         results[key] = run_case(name, domain, ms, total, iters, small=False)
         print(key, flush=True)
+        RESULTS.write_text(json.dumps({"conditions": "partial", "results": results}, indent=1))
     load = os.getloadavg()
     conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
                   f"{sys.version.split()[0]}, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
