@@ -56,6 +56,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import progress
 from .encoding import CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _clean, _pandas, _python
 from .privacy import Budget, gaussian, laplace
 
@@ -291,8 +292,11 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
         while Fraction(repr(share)) > exact:  # never more than the exact share
             share = float(np.nextafter(share, 0.0))
     markers = frozenset(missing)
-    columns = {name: column_from(release(name, _clean(frame[name], markers), budget, share, delta / d, rng), bins)
-               for name in frame.columns}
+    columns = {}
+    with progress.bar(d, "schema", "column") as shown:
+        for name in frame.columns:
+            columns[name] = column_from(release(name, _clean(frame[name], markers), budget, share, delta / d, rng), bins)
+            shown.update()
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = columns
     return encoder

@@ -21,6 +21,7 @@ never unpickles anything (``allow_pickle=False``).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -32,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import progress as progresses
 from . import schema as schemas
 from .domain import Domain
 from .encoding import TableEncoder, _as_frame, _clean, _pandas
@@ -213,11 +215,15 @@ class Synthesizer:
     schema_share : share of the budget and of delta that infers the schema when none is declared.
     bins : most bins of an inferred numeric column (besides one per point mass).
     seed : seed or numpy Generator of every random step (same seed, same output).
+    progress : progress bars on standard error for the schema, the mechanism's rounds, the
+        estimation and the sampling: True, False, or None (as the caller's
+        :func:`ektelo_pgm.progress.reporting` says; by default only on a terminal, never in tests).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
-                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, seed=None, **mechanism_options):
+                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, seed=None, progress: bool | None = None,
+                 **mechanism_options):
         mechanism_entry(mechanism)
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
                 or epsilon <= 0:
@@ -229,7 +235,7 @@ class Synthesizer:
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
             raise ValueError(f"bins must be a positive integer, got {bins!r}")
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
-        self.schema_share, self.bins = float(schema_share), int(bins)
+        self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
         self.mechanism_options = dict(mechanism_options)
         self.rng = np.random.default_rng(seed)
         self.encoder: TableEncoder | None = None
@@ -246,6 +252,14 @@ class Synthesizer:
 
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
         dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`)."""
+        with self._reporting():
+            return self._fit(table, schema)
+
+    def _reporting(self):
+        """Progress as ``progress`` says; None leaves the caller's setting (e.g. the CLI's --quiet)."""
+        return contextlib.nullcontext() if self.progress is None else progresses.reporting(self.progress)
+
+    def _fit(self, table, schema) -> "Synthesizer":
         frame = _as_frame(read_table(table) if isinstance(table, (str, os.PathLike)) else table)
         entry = mechanism_entry(self.mechanism)
         encoder = None if schema is None else schemas.declared(schema)
@@ -290,7 +304,8 @@ class Synthesizer:
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
         if n is None:
             n = max(1, int(round(self.estimate.total)))
-        records = self.estimate.synthetic_data(int(n), self.rng)
+        with self._reporting():
+            records = self.estimate.synthetic_data(int(n), self.rng)
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
         for name, kind in self.kinds.items():
             frame[name] = _restore(frame[name], kind)
@@ -360,7 +375,7 @@ class Synthesizer:
             raise ValueError(f"{path}: not a saved Synthesizer")
         synth = cls.__new__(cls)
         synth.mechanism, synth.epsilon, synth.delta = state["mechanism"], state["epsilon"], state["delta"]
-        synth.schema_share, synth.bins = state["schema_share"], state["bins"]
+        synth.schema_share, synth.bins, synth.progress = state["schema_share"], state["bins"], None
         synth.mechanism_options = state["options"]
         synth.rng = np.random.default_rng()
         synth.rng.bit_generator.state = state["rng"]

@@ -193,3 +193,11 @@ def test_adult_keeps_its_zero_inflated_columns(data_dir):
         assert out[name].dropna().between(0, table[name].max()).all()
     assert set(out["education"].dropna()) <= set(table["education"].str.strip())
     assert math.isclose(len(out), len(table), rel_tol=0.02)
+
+
+def test_progress_is_off_in_tests_and_shown_when_asked(capsys):
+    Synthesizer("mst", epsilon=2.0, seed=0).fit(people(3000)).sample(100)
+    assert capsys.readouterr().err == ""
+    Synthesizer("mst", epsilon=2.0, seed=0, progress=True).fit(people(3000)).sample(100)
+    err = capsys.readouterr().err
+    assert "schema" in err and "column" in err
