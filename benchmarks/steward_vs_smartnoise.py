@@ -1,0 +1,334 @@
+"""A data steward's path, side by side: ``ektelo_pgm.Synthesizer`` against smartnoise-synth 1.0.8.
+
+Each tool gets the same raw pandas DataFrame and returns a decoded DataFrame of the same shape,
+through its one-call public API, as its documentation intends:
+
+- ours: ``Synthesizer(mechanism=..., epsilon=1, delta=1e-9, seed=...).fit(frame).sample(len(frame))``
+  with the default private schema inference (it charges its own declared share of the budget);
+- smartnoise: ``Synthesizer.create(mechanism, epsilon=1, delta=1e-9).fit_sample(frame,
+  categorical_columns=..., continuous_columns=..., preprocessor_eps=...)``, the column types
+  declared from the data's documentation and ``preprocessor_eps`` (``--preprocessor-share`` of
+  epsilon, default 10%) paying for its private bounds of continuous columns; its mechanism gets
+  the rest.  Its other settings are its defaults (AIM: 2-way workload, at most 10,000 cells per
+  workload marginal, model cap 80 MB).
+
+Tables (../shared/data):
+
+- adult: the raw UCI file ``raw/adult/adult.data`` (32,561 rows, 15 columns, no header; names and
+  which columns are continuous read from ``adult.names``): strings, six numeric columns, two of
+  them zero-inflated (capital-gain, capital-loss), missing values written ``?``;
+- nltcs: 21,574 rows of 16 binary columns (0/1 integers), categorical: many rows, tiny domain;
+- salary: 135,727 rows, 9 integer-coded columns, one with 501 values (first-name), categorical:
+  four times adult's rows and one wide column.
+
+Evaluation (not private: it reads the real table freely): one discretisation, fitted on the real
+table, applied identically to both outputs.  A numeric column is cut at the real table's
+quantiles ``k / --eval-bins`` into right-closed bins (so a point mass at the lowest value, such as
+capital-gain's 92% zeros, is a bin of its own), values beyond the real range falling in the end
+bins; a categorical column keeps its values.  Missing values (NaN, ``?``) are one value; anything
+a tool emits that the real table lacks (a category it invented, a non-number in a numeric
+column) falls in one extra "other" cell of its column.  Reported: the mean total-variation
+distance over every 2-way and every 3-way marginal of the coded tables.
+
+Measured per run, in a fresh process per run: wall-clock and CPU seconds (all threads) of
+fit plus sample, excluding the imports and the reading of the table (ours includes loading its
+compiled kernels from numba's disk cache); peak resident memory of the whole process
+(``ru_maxrss``, imports and table included) and that peak before fitting (the baseline).
+Smartnoise draws its noise from OpenDP's samplers, which take no seed: its seeds are repetitions.
+
+    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py                 # the full grid
+    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py --sides smartnoise --timeout 1500
+    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py --table         # only rewrite the docs table
+
+Results accumulate in benchmarks/results/steward_vs_smartnoise.json (a run already recorded is
+skipped unless --force; ``--results`` and ``--merge`` run parts of the grid side by side); the
+section in docs/benchmarks.md is rewritten from everything recorded.  A run past ``--timeout``
+seconds is recorded as cut off and shown as a lower bound on its time.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
+RESULTS = REPO / "benchmarks" / "results" / "steward_vs_smartnoise.json"
+OURS_PYTHON = Path(sys.executable)
+SMARTNOISE_PYTHON = Path(os.environ.get("SMARTNOISE_VENV", REPO.parent / "venvs" / "smartnoise")) / "bin" / "python"
+TABLES = ("adult", "nltcs", "salary")
+MECHANISMS = ("mst", "aim")
+EPSILON = 1.0
+DELTA = 1e-9
+MISSING = "<missing>"
+OTHER = "<other>"
+SECTION = "steward_vs_smartnoise"
+SECTION_HEADING = "## A steward's synthetic data vs smartnoise-synth (`benchmarks/steward_vs_smartnoise.py`)"
+
+
+# ----------------------------------------------------------------------------------------------
+# The raw tables (pandas only: the workers of both interpreters read them the same way)
+# ----------------------------------------------------------------------------------------------
+
+
+def adult_columns(names_file: Path) -> tuple[list[str], list[str]]:
+    """Column names of adult.data and those documented as continuous, from adult.names."""
+    names, continuous = [], []
+    for line in names_file.read_text().splitlines():
+        if ":" in line and not line.startswith("|") and line.endswith("."):
+            name, values = (part.strip() for part in line.split(":", 1))
+            names.append(name)
+            if values == "continuous.":
+                continuous.append(name)
+    return names + ["income"], continuous
+
+
+def load_table(data_dir: Path, name: str):
+    """``(frame, continuous)``: the raw table as a steward reads it and its continuous columns."""
+    import pandas as pd
+
+    if name == "adult":
+        folder = data_dir / "raw" / "adult"
+        names, continuous = adult_columns(folder / "adult.names")
+        frame = pd.read_csv(folder / "adult.data", header=None, names=names, skipinitialspace=True)
+        return frame, continuous
+    return pd.read_csv(data_dir / f"{name}.csv"), []
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation discretisation (fitted on the real table, not private)
+# ----------------------------------------------------------------------------------------------
+
+
+def labels(series):
+    """Category labels: whole numbers without a decimal point, every missing marker as one."""
+    import pandas as pd
+
+    def label(value):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return MISSING
+        if isinstance(value, (int, float, np.integer, np.floating)):
+            return str(int(value)) if float(value).is_integer() else repr(float(value))
+        text = str(value).strip()
+        return MISSING if text in ("", "?") else text
+
+    return pd.Series(series).map(label)
+
+
+class EvaluationCoding:
+    """The real table's evaluation discretisation: quantile bins for numeric columns, the real
+    values for categorical ones, plus an "other" cell per column for anything else."""
+
+    def __init__(self, real, numeric, bins: int):
+        import pandas as pd
+
+        self.columns = list(real.columns)
+        self.edges, self.categories = {}, {}
+        for column in self.columns:
+            if column in numeric:
+                values = pd.to_numeric(real[column], errors="coerce").dropna().to_numpy(float)
+                self.edges[column] = np.unique(np.quantile(values, np.arange(1, bins) / bins))
+            else:
+                self.categories[column] = sorted(set(labels(real[column])))
+
+    def sizes(self) -> list[int]:
+        """Cells per column, the "other" cell included."""
+        return [len(self.edges[c]) + 2 if c in self.edges else len(self.categories[c]) + 1 for c in self.columns]
+
+    def codes(self, frame):
+        """``(n, d)`` integer codes of ``frame`` (its columns must be the real table's)."""
+        import pandas as pd
+
+        if list(frame.columns) != self.columns:
+            raise ValueError(f"synthetic columns {list(frame.columns)} differ from the real {self.columns}")
+        out = np.empty((len(frame), len(self.columns)), dtype=np.int64)
+        for j, column in enumerate(self.columns):
+            if column in self.edges:
+                edges = self.edges[column]
+                values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+                out[:, j] = np.where(np.isnan(values), len(edges) + 1, np.searchsorted(edges, values, side="left"))
+            else:
+                index = {value: k for k, value in enumerate(self.categories[column])}
+                out[:, j] = labels(frame[column]).map(lambda v: index.get(v, len(index))).to_numpy(np.int64)
+        return out
+
+    def total_variations(self, real, synthetic) -> tuple[float, float]:
+        """Mean total-variation distance over every 2-way and every 3-way marginal."""
+        from ektelo_pgm import Dataset, Domain
+        from ektelo_pgm.metrics import total_variation
+
+        domain = Domain(self.columns, self.sizes())
+        truth, fake = Dataset(self.codes(real), domain), Dataset(self.codes(synthetic), domain)
+        return tuple(total_variation(list(itertools.combinations(self.columns, k)), truth, fake) for k in (2, 3))
+
+
+# ----------------------------------------------------------------------------------------------
+# Workers: one run each, in a fresh process (ours in this interpreter, smartnoise in its venv)
+# ----------------------------------------------------------------------------------------------
+
+
+def run_ours(mechanism: str, frame, continuous, seed: int, options: dict):
+    from ektelo_pgm import Synthesizer
+
+    synthesizer = Synthesizer(mechanism=mechanism, epsilon=EPSILON, delta=DELTA, seed=seed)
+    synthesizer.fit(frame)
+    return synthesizer.sample(len(frame)), {}
+
+
+def run_smartnoise(mechanism: str, frame, continuous, seed: int, options: dict):
+    from snsynth import Synthesizer
+
+    np.random.seed(seed)  # its workload sampling and mbi's sampler; OpenDP's noise takes no seed
+    preprocessor_eps = options["preprocessor_share"] * EPSILON if continuous else 0.0
+    synthesizer = Synthesizer.create(mechanism, epsilon=EPSILON, delta=DELTA)
+    out = synthesizer.fit_sample(frame, categorical_columns=[c for c in frame.columns if c not in continuous],
+                                 continuous_columns=list(continuous), preprocessor_eps=preprocessor_eps)
+    return out, {"preprocessor_epsilon": preprocessor_eps, "mechanism_epsilon": float(synthesizer.epsilon)}
+
+
+def peak_mb() -> float:
+    """Peak resident memory of this process so far, MB (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(args) -> None:
+    frame, continuous = load_table(args.data, args.table_name)
+    run = run_ours if args.worker == "ours" else run_smartnoise
+    baseline = peak_mb()
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    synthetic, budget = run(args.mechanism, frame, continuous, args.seed,
+                            {"preprocessor_share": args.preprocessor_share})
+    wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    synthetic.to_csv(Path(args.out) / "synthetic.csv", index=False)
+    record = {"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "baseline_mb": baseline, "budget": budget}
+    (Path(args.out) / "run.json").write_text(json.dumps(record))
+
+
+# ----------------------------------------------------------------------------------------------
+# Orchestration
+# ----------------------------------------------------------------------------------------------
+
+
+def key(row) -> tuple:
+    return (row["side"], row["mechanism"], row["table"], int(row["seed"]))
+
+
+def load_results(path: Path = RESULTS) -> list[dict]:
+    return json.loads(path.read_text())["runs"] if path.exists() else []
+
+
+def save_results(runs: list[dict], path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+            "epsilon": EPSILON, "delta": DELTA}
+    path.write_text(json.dumps({"meta": meta, "runs": sorted(runs, key=key)}, indent=1) + "\n")
+
+
+def merge(paths) -> None:
+    """Fold the runs of other results files (parts of the grid run side by side) into RESULTS."""
+    runs = {key(r): r for r in load_results()}
+    for path in paths:
+        runs.update({key(r): r for r in load_results(Path(path))})
+    save_results(list(runs.values()))
+
+
+def one_run(args, side, mechanism, table, seed, real, coding):
+    from provenance import code_state
+    import pandas as pd
+
+    python = OURS_PYTHON if side == "ours" else args.smartnoise_python
+    row = {"side": side, "mechanism": mechanism, "table": table, "seed": seed, "commit": code_state(),
+           "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": os.getloadavg()[0]}
+    if side == "smartnoise":
+        row["preprocessor_share"] = args.preprocessor_share
+    with tempfile.TemporaryDirectory() as out:
+        command = [str(python), __file__, "--worker", side, "--mechanism", mechanism, "--table-name", table,
+                   "--seed", str(seed), "--data", str(args.data), "--out", out,
+                   "--preprocessor-share", str(args.preprocessor_share)]
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return {**row, "status": "timeout", "wall": time.perf_counter() - began, "load_after": os.getloadavg()[0]}
+        row["load_after"] = os.getloadavg()[0]
+        if done.returncode != 0 or not (Path(out) / "run.json").exists():
+            return {**row, "status": "error", "error": (done.stderr or done.stdout)[-2000:]}
+        measured = json.loads((Path(out) / "run.json").read_text())
+        synthetic = pd.read_csv(Path(out) / "synthetic.csv")
+    tv2, tv3 = coding.total_variations(real, synthetic)
+    return {**row, **measured, "status": "ok", "rows_out": len(synthetic), "tv2": tv2, "tv3": tv3}
+
+
+def run_grid(args) -> None:
+    """Every (seed, table, mechanism, side) not yet recorded, seed by seed (the first seed of
+    every cell comes before any second one); a cell with a run cut off gets no more runs."""
+    runs = load_results(args.results)
+    done = {key(r) for r in runs if r["status"] == "ok"}
+    cut = {key(r)[:3] for r in runs if r["status"] == "timeout"}
+    tables = {}
+    for seed, table, mechanism, side in itertools.product(range(args.seeds), args.tables, args.mechanisms, args.sides):
+        if ((side, mechanism, table, seed) in done or (side, mechanism, table) in cut) and not args.force:
+            continue
+        if table not in tables:
+            real, continuous = load_table(args.data, table)
+            tables[table] = real, EvaluationCoding(real, continuous, args.eval_bins)
+        real, coding = tables[table]
+        row = one_run(args, side, mechanism, table, seed, real, coding)
+        runs = [r for r in runs if key(r) != key(row)] + [row]
+        save_results(runs, args.results)
+        shown = f"{row['wall']:.1f}s" if "wall" in row else row["status"]
+        print(f"{side:10s} {mechanism} {table:7s} seed={seed} {row['status']:7s} {shown}"
+              + (f" cpu={row['cpu']:.1f}s peak={row['peak_mb']:.0f}MB tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}"
+                 if row["status"] == "ok" else ""), flush=True)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
+    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=MECHANISMS)
+    parser.add_argument("--sides", nargs="+", default=["ours", "smartnoise"], choices=["ours", "smartnoise"])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (repetitions for smartnoise)")
+    parser.add_argument("--timeout", type=float, default=1500.0, help="seconds one run may take")
+    parser.add_argument("--preprocessor-share", type=float, default=0.1,
+                        help="share of epsilon smartnoise spends on the bounds of continuous columns")
+    parser.add_argument("--eval-bins", type=int, default=16, help="quantile bins of numeric columns in the evaluation")
+    parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
+    parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
+    parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
+    # worker mode (internal)
+    parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
+    parser.add_argument("--mechanism", help=argparse.SUPPRESS)
+    parser.add_argument("--table-name", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.worker:
+        worker(args)
+        return
+    if args.merge:
+        merge(args.merge)
+    elif not args.table:
+        run_grid(args)
+
+
+if __name__ == "__main__":
+    main()
