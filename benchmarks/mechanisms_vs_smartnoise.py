@@ -40,12 +40,12 @@ from pathlib import Path
 
 import numpy as np
 
+from docs_section import write_section
 from provenance import code_state
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
 RESULTS = REPO / "benchmarks" / "results" / "mechanisms_vs_smartnoise.json"
-DOCS = REPO / "docs" / "benchmarks.md"
 SMARTNOISE_PYTHON = Path(os.environ.get("SMARTNOISE_VENV", REPO.parent / "venvs" / "smartnoise")) / "bin" / "python"
 OURS_PYTHON = Path(sys.executable)
 DATASETS = ("adult", "titanic", "nltcs")
@@ -53,8 +53,6 @@ EPSILONS = (0.3, 1.0, 3.0)
 DELTA = 1e-9
 MAX_MODEL_MB = 80.0
 SECTION_HEADING = "## MST and AIM vs smartnoise-synth (`benchmarks/mechanisms_vs_smartnoise.py`)"
-SECTION_START = "<!-- mechanisms_vs_smartnoise:start -->"
-SECTION_END = "<!-- mechanisms_vs_smartnoise:end -->"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -244,18 +242,6 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Put ``text`` into this benchmark's section of docs/benchmarks.md, leaving the rest as is."""
-    block = f"{SECTION_START}\n{text}\n{SECTION_END}"
-    doc = DOCS.read_text(encoding="utf-8") if DOCS.exists() else "# Benchmarks\n"
-    if SECTION_START in doc and SECTION_END in doc:
-        before, rest = doc.split(SECTION_START, 1)
-        doc = before + block + rest.split(SECTION_END, 1)[1]
-    else:
-        doc = f"{doc.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
-    DOCS.write_text(doc, encoding="utf-8")
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
@@ -290,7 +276,7 @@ def main(argv=None) -> None:
         merge(args.merge)
     elif not args.table:
         run_grid(args)
-    write_docs(table(load_results()))
+    write_section("mechanisms_vs_smartnoise", SECTION_HEADING, table(load_results()))
 
 
 if __name__ == "__main__":

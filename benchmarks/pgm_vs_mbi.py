@@ -45,11 +45,10 @@ from networkx.algorithms.approximation import treewidth_min_fill_in  # noqa: E40
 from ektelo_pgm.dataset import Dataset  # noqa: E402
 from ektelo_pgm.measurement import Measurement  # noqa: E402
 from ektelo_pgm.operators.reconstruct import PGM  # noqa: E402
+from docs_section import write_section  # noqa: E402
 from provenance import code_state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION_START = "<!-- pgm_vs_mbi:start -->"
-SECTION_END = "<!-- pgm_vs_mbi:end -->"
 SECTION_HEADING = "## PGM vs mbi 2.0 (`benchmarks/pgm_vs_mbi.py`)"
 
 
@@ -323,23 +322,6 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def write_docs(path: Path, table: str) -> None:
-    """Put ``table`` into this benchmark's section of docs/benchmarks.md, leaving the rest as is."""
-    block = f"{SECTION_START}\n{table}\n{SECTION_END}"
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if SECTION_START in text and SECTION_END in text:
-        before, rest = text.split(SECTION_START, 1)
-        text = before + block + rest.split(SECTION_END, 1)[1]
-    elif SECTION_HEADING in text:
-        head, tail = text.split(SECTION_HEADING, 1)
-        paragraph_end = tail.find("\n## ")
-        body, after = (tail, "") if paragraph_end < 0 else (tail[:paragraph_end], tail[paragraph_end:])
-        text = f"{head}{SECTION_HEADING}{body.rstrip()}\n\n{block}\n{after}"
-    else:
-        text = f"{text.rstrip()}\n\n{SECTION_HEADING}\n\n{block}\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
@@ -440,7 +422,7 @@ def main(argv=None) -> None:
     table = markdown(results)
     print(table)
     if args.docs is not None:
-        write_docs(args.docs, table)
+        write_section("pgm_vs_mbi", SECTION_HEADING, table, args.docs)
 
 
 if __name__ == "__main__":
