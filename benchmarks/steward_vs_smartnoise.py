@@ -53,6 +53,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
+from docs_section import write_section
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
@@ -163,14 +166,20 @@ class EvaluationCoding:
                 out[:, j] = labels(frame[column]).map(lambda v: index.get(v, len(index))).to_numpy(np.int64)
         return out
 
-    def total_variations(self, real, synthetic) -> tuple[float, float]:
-        """Mean total-variation distance over every 2-way and every 3-way marginal."""
+    def total_variations(self, real, synthetic) -> dict:
+        """Mean total-variation distance over every 1-, 2- and 3-way marginal (``tv1``, ``tv2``,
+        ``tv3``) and over the 2-way marginals of categorical columns only (``tv2_categorical``)."""
         from ektelo_pgm import Dataset, Domain
         from ektelo_pgm.metrics import total_variation
 
         domain = Domain(self.columns, self.sizes())
         truth, fake = Dataset(self.codes(real), domain), Dataset(self.codes(synthetic), domain)
-        return tuple(total_variation(list(itertools.combinations(self.columns, k)), truth, fake) for k in (2, 3))
+        out = {f"tv{k}": total_variation(list(itertools.combinations(self.columns, k)), truth, fake)
+               for k in (1, 2, 3)}
+        categorical = [c for c in self.columns if c in self.categories]
+        if len(categorical) >= 2:
+            out["tv2_categorical"] = total_variation(list(itertools.combinations(categorical, 2)), truth, fake)
+        return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,8 +276,32 @@ def one_run(args, side, mechanism, table, seed, real, coding):
             return {**row, "status": "error", "error": (done.stderr or done.stdout)[-2000:]}
         measured = json.loads((Path(out) / "run.json").read_text())
         synthetic = pd.read_csv(Path(out) / "synthetic.csv")
-    tv2, tv3 = coding.total_variations(real, synthetic)
-    return {**row, **measured, "status": "ok", "rows_out": len(synthetic), "tv2": tv2, "tv3": tv3}
+        if args.outputs is not None:
+            args.outputs.mkdir(parents=True, exist_ok=True)
+            shutil.copy(Path(out) / "synthetic.csv", output_file(args.outputs, row))
+    return {**row, **measured, "status": "ok", "rows_out": len(synthetic), **coding.total_variations(real, synthetic)}
+
+
+def output_file(folder: Path, row) -> Path:
+    """Where ``--outputs`` keeps the synthetic table of a run."""
+    return folder / f"{row['side']}-{row['mechanism']}-{row['table']}-{row['seed']}.csv"
+
+
+def reevaluate(args) -> None:
+    """Recompute the accuracy of every recorded run whose synthetic table ``--outputs`` kept."""
+    import pandas as pd
+
+    runs, tables = load_results(args.results), {}
+    for row in runs:
+        path = output_file(args.outputs, row)
+        if row["status"] != "ok" or not path.exists():
+            continue
+        if row["table"] not in tables:
+            real, continuous = load_table(args.data, row["table"])
+            tables[row["table"]] = real, EvaluationCoding(real, continuous, args.eval_bins)
+        real, coding = tables[row["table"]]
+        row.update(coding.total_variations(real, pd.read_csv(path)))
+    save_results(runs, args.results)
 
 
 def run_grid(args) -> None:
@@ -294,6 +327,76 @@ def run_grid(args) -> None:
                  if row["status"] == "ok" else ""), flush=True)
 
 
+# ----------------------------------------------------------------------------------------------
+# Table
+# ----------------------------------------------------------------------------------------------
+
+
+def mean_of(rows, field):
+    """``(mean, std, count)`` of ``field`` over the finished runs, None without any."""
+    values = [r[field] for r in rows if r["status"] == "ok"]
+    return (float(np.mean(values)), float(np.std(values)), len(values)) if values else None
+
+
+def pair(ours, theirs, digits) -> str:
+    """"ours / smartnoise", a mean with its std when there are several runs."""
+    def one(stat):
+        if stat is None:
+            return "-"
+        mean, std, n = stat
+        return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n > 1 else "")
+    return f"{one(ours)} / {one(theirs)}"
+
+
+def table(runs: list[dict]) -> str:
+    """The docs section: the comparison per table and mechanism, then the conditions."""
+    lines = ["| table | mechanism | runs (ours / smartnoise) | TVD 2-way ours / smartnoise | "
+             "TVD 3-way ours / smartnoise | wall s ours / smartnoise | speed-up | CPU s ours / smartnoise | "
+             "peak MB ours / smartnoise |",
+             "|---|---|---|---|---|---|---:|---|---|"]
+    for table_name, mechanism in itertools.product(TABLES, MECHANISMS):
+        side = {s: [r for r in runs if (r["side"], r["mechanism"], r["table"]) == (s, mechanism, table_name)]
+                for s in ("ours", "smartnoise")}
+        if not any(r["status"] in ("ok", "timeout") for rows in side.values() for r in rows):
+            continue
+        stat = {s: {f: mean_of(side[s], f) for f in ("tv2", "tv3", "wall", "cpu", "peak_mb")} for s in side}
+        cut = {s: [r["wall"] for r in side[s] if r["status"] == "timeout"] for s in side}
+        wall = pair(stat["ours"]["wall"], stat["smartnoise"]["wall"], 1)
+        for s, label in (("ours", 0), ("smartnoise", 1)):
+            if cut[s] and stat[s]["wall"] is None:
+                parts = wall.split(" / ")
+                parts[label] = f"> {min(cut[s]):.0f} (cut off)"
+                wall = " / ".join(parts)
+        speed = "-"
+        if stat["ours"]["wall"] and stat["smartnoise"]["wall"]:
+            speed = f"{stat['smartnoise']['wall'][0] / stat['ours']['wall'][0]:.1f}x"
+        elif stat["ours"]["wall"] and cut["smartnoise"]:
+            speed = f"> {min(cut['smartnoise']) / stat['ours']['wall'][0]:.1f}x"
+        count = " / ".join(f"{sum(r['status'] == 'ok' for r in side[s])}"
+                           + (f" + {len(cut[s])} cut off" if cut[s] else "") for s in side)
+        lines.append(f"| {table_name} | {mechanism.upper()} | {count} | "
+                     f"{pair(stat['ours']['tv2'], stat['smartnoise']['tv2'], 3)} | "
+                     f"{pair(stat['ours']['tv3'], stat['smartnoise']['tv3'], 3)} | {wall} | {speed} | "
+                     f"{pair(stat['ours']['cpu'], stat['smartnoise']['cpu'], 1)} | "
+                     f"{pair(stat['ours']['peak_mb'], stat['smartnoise']['peak_mb'], 0)} |")
+    return "\n".join(lines) + "\n\n" + conditions(runs)
+
+
+def conditions(runs: list[dict]) -> str:
+    """When, on which code, under what load the recorded runs ran."""
+    measured = [r for r in runs if r["status"] in ("ok", "timeout")]
+    if not measured:
+        return "No runs recorded yet."
+    loads = [r[k] for r in measured for k in ("load_before", "load_after") if k in r]
+    commits = sorted({r["commit"] for r in measured if r["side"] == "ours"})
+    shares = sorted({r["preprocessor_share"] for r in measured if r["side"] == "smartnoise"})
+    when = sorted(r["when"] for r in measured)
+    return (f"Runs from {when[0]} to {when[-1]}; ours on commit {', '.join(commits) or '-'}; smartnoise-synth "
+            f"1.0.8 with {', '.join(f'{s:.0%}' for s in shares) or '-'} of epsilon for its preprocessing; "
+            f"(epsilon, delta) = ({EPSILON:g}, {DELTA:g}) for both in total; 1-minute load average "
+            f"{min(loads):.1f} to {max(loads):.1f} on the 2-core machine.")
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
@@ -310,13 +413,20 @@ def parse_args(argv=None):
     parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
     parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
+    parser.add_argument("--outputs", type=Path, default=None,
+                        help="folder (outside the repository) keeping every run's synthetic table as CSV")
+    parser.add_argument("--reevaluate", action="store_true",
+                        help="recompute the accuracy of the recorded runs from the tables kept in --outputs")
     # worker mode (internal)
     parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
     parser.add_argument("--mechanism", help=argparse.SUPPRESS)
     parser.add_argument("--table-name", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.reevaluate and args.outputs is None:
+        parser.error("--reevaluate needs --outputs, the folder with the kept synthetic tables")
+    return args
 
 
 def main(argv=None) -> None:
@@ -326,8 +436,12 @@ def main(argv=None) -> None:
         return
     if args.merge:
         merge(args.merge)
+    elif args.reevaluate:
+        reevaluate(args)
     elif not args.table:
         run_grid(args)
+    if args.results == RESULTS:
+        write_section(SECTION, SECTION_HEADING, table(load_results()))
 
 
 if __name__ == "__main__":
