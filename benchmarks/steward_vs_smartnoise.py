@@ -188,7 +188,7 @@ class EvaluationCoding:
 
 
 def run_ours(mechanism: str, frame, continuous, seed: int, options: dict):
-    from ektelo_pgm import Synthesizer
+    from ektelo_pgm.synthesizer import Synthesizer
 
     synthesizer = Synthesizer(mechanism=mechanism, epsilon=EPSILON, delta=DELTA, seed=seed)
     synthesizer.fit(frame)
