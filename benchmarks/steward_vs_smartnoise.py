@@ -373,7 +373,8 @@ def shown(rows, field, digits) -> str:
     if stat is not None:
         mean, std, n = stat
         return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n > 1 else "")
-    bounds = [r[CUT_OFF_FIELDS[field]] for r in rows if r["status"] == "timeout" and CUT_OFF_FIELDS.get(field) in r]
+    bounds = [r["wall"] if field == "wall" else r[CUT_OFF_FIELDS[field]] for r in rows
+              if r["status"] == "timeout" and (field == "wall" or CUT_OFF_FIELDS.get(field) in r)]
     return f"> {min(bounds):.{digits}f}" if bounds else "-"
 
 
@@ -384,35 +385,41 @@ def yes_no(flag: bool) -> str:
 def table(runs: list[dict]) -> str:
     """The docs section: the comparison per table and mechanism, then the conditions."""
     lines = ["| table | mechanism | runs (ours / smartnoise) | TVD 2-way ours / smartnoise | "
-             "TVD 3-way ours / smartnoise | wall s ours / smartnoise | speed-up | CPU s ours / smartnoise | "
-             "peak MB ours / smartnoise | TVD no worse, 3x faster, less memory |",
-             "|---|---|---|---|---|---|---:|---|---|---|"]
+             "TVD 3-way ours / smartnoise | wall s ours / smartnoise | CPU s ours / smartnoise | speed-up wall / CPU | "
+             "peak MB ours / smartnoise | TVD no worse, 3x faster (CPU), less memory |",
+             "|---|---|---|---|---|---|---|---:|---|---|"]
     for table_name, mechanism in itertools.product(TABLES, MECHANISMS):
         side = {s: [r for r in runs if (r["side"], r["mechanism"], r["table"]) == (s, mechanism, table_name)]
                 for s in ("ours", "smartnoise")}
         if not any(r["status"] in ("ok", "timeout") for rows in side.values() for r in rows):
             continue
-        ours = {f: mean_of(side["ours"], f) for f in ("tv2", "tv3", "wall", "peak_mb")}
-        theirs = {f: mean_of(side["smartnoise"], f) for f in ("tv2", "tv3", "wall", "peak_mb")}
+        ours = {f: mean_of(side["ours"], f) for f in ("tv2", "tv3", "wall", "cpu", "peak_mb")}
+        theirs = {f: mean_of(side["smartnoise"], f) for f in ("tv2", "tv3", "wall", "cpu", "peak_mb")}
         cut = [r for r in side["smartnoise"] if r["status"] == "timeout"]
         speed, targets = "-", "-"
         if ours["wall"] and (theirs["wall"] or cut):
-            faster = (theirs["wall"][0] if theirs["wall"] else min(r["wall"] for r in cut)) / ours["wall"][0]
-            speed = ("" if theirs["wall"] else "> ") + f"{faster:.1f}x"
+            ratios = []
+            for field in ("wall", "cpu"):
+                bounds = [r[CUT_OFF_FIELDS[field]] if field != "wall" else r["wall"] for r in cut
+                          if CUT_OFF_FIELDS[field] in r or field == "wall"]
+                theirs_time = theirs[field][0] if theirs[field] else (min(bounds) if bounds else None)
+                ratios.append(None if theirs_time is None else theirs_time / ours[field][0])
+            bound = "" if theirs["wall"] else "> "
+            speed = " / ".join("-" if r is None else f"{bound}{r:.1f}x" for r in ratios)
             accurate = "-" if not theirs["tv2"] else \
                 yes_no(ours["tv2"][0] <= theirs["tv2"][0] and ours["tv3"][0] <= theirs["tv3"][0])
             peak = theirs["peak_mb"][0] if theirs["peak_mb"] else \
                 max((r.get("process_peak_mb", 0.0) for r in cut), default=0.0)
             leaner = yes_no(ours["peak_mb"][0] < peak) if peak else "-"
-            targets = f"{accurate}, {yes_no(faster >= 3)}, {leaner}"
+            faster = ratios[1] if ratios[1] is not None else ratios[0]
+            targets = f"{accurate}, {'-' if faster is None else yes_no(faster >= 3)}, {leaner}"
         count = " / ".join(f"{sum(r['status'] == 'ok' for r in side[s])}"
                            + (f" + {n} cut off" if (n := sum(r['status'] == 'timeout' for r in side[s])) else "")
                            for s in side)
         cells = [" / ".join(shown(side[s], field, digits) for s in side)
-                 for field, digits in (("tv2", 3), ("tv3", 3), ("wall", 1))]
-        more = [" / ".join(shown(side[s], field, digits) for s in side) for field, digits in (("cpu", 1), ("peak_mb", 0))]
+                 for field, digits in (("tv2", 3), ("tv3", 3), ("wall", 1), ("cpu", 1))]
         lines.append(f"| {table_name} | {mechanism.upper()} | {count} | {' | '.join(cells)} | {speed} | "
-                     f"{' | '.join(more)} | {targets} |")
+                     f"{' / '.join(shown(side[s], 'peak_mb', 0) for s in side)} | {targets} |")
     return "\n".join(lines) + "\n\n" + conditions(runs)
 
 
