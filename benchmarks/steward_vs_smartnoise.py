@@ -207,7 +207,15 @@ def run_smartnoise(mechanism: str, frame, continuous, seed: int, options: dict):
 
 
 def peak_mb() -> float:
-    """Peak resident memory of this process so far, MB (Linux reports kB)."""
+    """Peak resident memory of this process so far, MB: ``VmHWM`` of /proc/self/status, which
+    starts afresh at exec (Linux's ``ru_maxrss`` keeps the forking parent's size across exec),
+    else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -257,7 +265,7 @@ def supervised(command, env, log: Path, timeout: float):
 
     Returns ``(exit code or None when cut off, usage)``: the child's wall seconds, CPU seconds
     and peak resident MB over its whole life (imports included), from ``wait4``, which also
-    covers a child that was cut off."""
+    covers a child that was cut off (its peak is at least this parent's size at the fork)."""
     began = time.perf_counter()
     with open(log, "w") as sink:
         child = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
@@ -358,7 +366,7 @@ def run_grid(args) -> None:
 
 def mean_of(rows, field):
     """``(mean, std, count)`` of ``field`` over the finished runs, None without any."""
-    values = [r[field] for r in rows if r["status"] == "ok"]
+    values = [r[field] for r in rows if r["status"] == "ok" and field in r]
     return (float(np.mean(values)), float(np.std(values)), len(values)) if values else None
 
 
