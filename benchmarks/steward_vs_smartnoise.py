@@ -418,7 +418,7 @@ def table(runs: list[dict]) -> str:
                 yes_no(ours["tv2"][0] <= theirs["tv2"][0] and ours["tv3"][0] <= theirs["tv3"][0])
             peak = theirs["peak_mb"][0] if theirs["peak_mb"] else \
                 max((r.get("process_peak_mb", 0.0) for r in cut), default=0.0)
-            leaner = yes_no(ours["peak_mb"][0] < peak) if peak else "-"
+            leaner = yes_no(ours["peak_mb"][0] < peak) if peak and ours["peak_mb"] else "-"
             faster = ratios[1] if ratios[1] is not None else ratios[0]
             targets = f"{accurate}, {'-' if faster is None else yes_no(faster >= 3)}, {leaner}"
         count = " / ".join(f"{sum(r['status'] == 'ok' for r in side[s])}"
