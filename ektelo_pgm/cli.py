@@ -172,8 +172,11 @@ def count(text: str) -> int:
 
 def check_output(path: str, formats) -> None:
     """Refuse, before any work, an output whose format is unknown or whose folder does not exist."""
+    from .synthesizer import check_parquet
+
     if not path.endswith(formats):
         raise ValueError(f"output {path!r} must end in {' or '.join(formats)}")
+    check_parquet(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"output folder {folder!r} does not exist")

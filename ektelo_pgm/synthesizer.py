@@ -123,6 +123,15 @@ def mechanism_entry(name: str) -> Entry:
     return table[name]
 
 
+PARQUET = (".parquet", ".pq")
+
+
+def check_parquet(path: str) -> None:
+    """Refuse a Parquet ``path`` with a clear message when no Parquet engine is installed."""
+    if path.endswith(PARQUET) and importlib.util.find_spec("pyarrow") is None:
+        raise ImportError(f"{path}: Parquet needs pyarrow: pip install 'ektelo_pgm[parquet]' (or use .csv)")
+
+
 def read_table(path, header: bool | None = None, names=None):
     """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
 
@@ -134,8 +143,9 @@ def read_table(path, header: bool | None = None, names=None):
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
+    check_parquet(path)
     try:
-        if path.endswith((".parquet", ".pq")):
+        if path.endswith(PARQUET):
             frame = pd.read_parquet(path)
         else:
             if header is None:

@@ -52,6 +52,7 @@ def test_same_seed_same_file_and_quiet(tmp_path, table, capsys):
 
 
 def test_parquet_in_and_out_with_a_declared_schema_and_a_saved_model(tmp_path, capsys):
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     people(3000).to_parquet(tmp_path / "p.parquet")
     (tmp_path / "schema.json").write_text(json.dumps(PEOPLE_SCHEMA))
     code, _, err = run(capsys, "synth", tmp_path / "p.parquet", "-o", tmp_path / "s.parquet", "--epsilon", 1,
@@ -115,6 +116,7 @@ def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
 
 
 def test_adult_subset_with_names(tmp_path, data_dir, capsys):
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     path = tmp_path / "adult.csv"
     raw = pd.read_csv(data_dir / "raw" / "adult" / "adult.data", header=None, skipinitialspace=True)
     raw.iloc[:8000, [0, 3, 9, 14]].to_csv(path, header=False, index=False)
@@ -196,3 +198,15 @@ def test_interrupt_exits_130_and_leaves_no_output(tmp_path, table, capsys, monke
     code, _, err = run(capsys, "synth", table, "-o", tmp_path / "out.csv", "--epsilon", 2, "--mechanism", "mst")
     assert code == 130 and "interrupted" in err
     assert only_file(tmp_path, "people.csv") or not (tmp_path / "out.csv").exists()
+
+
+def test_parquet_without_pyarrow_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else find_spec(name, *a))
+    people(300).to_csv(tmp_path / "p.csv", index=False)
+    code, _, err = run(capsys, "synth", tmp_path / "p.csv", "-o", tmp_path / "s.parquet", "--epsilon", 1,
+                       "--mechanism", "mst", "--quiet")
+    assert code == 1 and "pyarrow" in err and "ektelo_pgm[parquet]" in err
+    assert not (tmp_path / "s.parquet").exists()

@@ -167,6 +167,7 @@ def test_answer_gives_every_k_way_cell():
 
 
 def test_reads_parquet_and_headerless_csv(tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     table = people(100)
     table.to_parquet(tmp_path / "t.parquet")
     pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table)
