@@ -1,7 +1,6 @@
 """Reports: the shared discretisation of a real and a synthetic table, total variation per
 marginal against a brute-force count, the HTML/PNG report and the error-vs-epsilon comparison,
 and the ``evaluate`` / ``compare`` commands (exit codes, one-line errors, no partial files)."""
-import itertools
 import sys
 
 import numpy as np
