@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from docs_section import write_section
+from run_store import load_runs, merge_runs, save_runs
 from provenance import code_state
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,23 +131,15 @@ def key(row) -> tuple:
     return (row["side"], row["mechanism"], row["dataset"], float(row["epsilon"]), int(row["seed"]))
 
 
-def load_results(path: Path = RESULTS) -> list[dict]:
-    return json.loads(path.read_text())["runs"] if path.exists() else []
+
+def meta() -> dict:
+    """What the results file records about the machine and the settings."""
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+            "delta": DELTA, "max_model_mb": MAX_MODEL_MB, "commit": code_state()}
 
 
 def save_results(runs: list[dict], path: Path = RESULTS) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-            "delta": DELTA, "max_model_mb": MAX_MODEL_MB, "commit": code_state()}
-    path.write_text(json.dumps({"meta": meta, "runs": sorted(runs, key=key)}, indent=1) + "\n")
-
-
-def merge(paths) -> None:
-    """Fold the runs of other results files (parts of the grid run side by side) into RESULTS."""
-    runs = {key(r): r for r in load_results()}
-    for path in paths:
-        runs.update({key(r): r for r in load_results(Path(path))})
-    save_results(list(runs.values()))
+    save_runs(path, runs, key, meta())
 
 
 def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_path, timeout, smartnoise_python):
@@ -175,7 +168,7 @@ def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_p
 
 
 def run_grid(args) -> None:
-    runs = load_results(args.results)
+    runs = load_runs(args.results)
     done = {key(r) for r in runs if r["status"] == "ok"}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets:
@@ -273,10 +266,10 @@ def main(argv=None) -> None:
         worker(args)
         return
     if args.merge:
-        merge(args.merge)
+        merge_runs(RESULTS, args.merge, key, meta())
     elif not args.table:
         run_grid(args)
-    write_section("mechanisms_vs_smartnoise", SECTION_HEADING, table(load_results()))
+    write_section("mechanisms_vs_smartnoise", SECTION_HEADING, table(load_runs(RESULTS)))
 
 
 if __name__ == "__main__":

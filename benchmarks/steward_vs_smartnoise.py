@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from docs_section import write_section
+from run_store import load_runs, merge_runs, save_runs
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
@@ -241,23 +242,15 @@ def key(row) -> tuple:
     return (row["side"], row["mechanism"], row["table"], int(row["seed"]))
 
 
-def load_results(path: Path = RESULTS) -> list[dict]:
-    return json.loads(path.read_text())["runs"] if path.exists() else []
+
+def meta() -> dict:
+    """What the results file records about the machine and the settings."""
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+            "epsilon": EPSILON, "delta": DELTA}
 
 
 def save_results(runs: list[dict], path: Path = RESULTS) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-            "epsilon": EPSILON, "delta": DELTA}
-    path.write_text(json.dumps({"meta": meta, "runs": sorted(runs, key=key)}, indent=1) + "\n")
-
-
-def merge(paths) -> None:
-    """Fold the runs of other results files (parts of the grid run side by side) into RESULTS."""
-    runs = {key(r): r for r in load_results()}
-    for path in paths:
-        runs.update({key(r): r for r in load_results(Path(path))})
-    save_results(list(runs.values()))
+    save_runs(path, runs, key, meta())
 
 
 def supervised(command, env, log: Path, timeout: float):
@@ -323,7 +316,7 @@ def reevaluate(args) -> None:
     """Recompute the accuracy of every recorded run whose synthetic table ``--outputs`` kept."""
     import pandas as pd
 
-    runs, tables = load_results(args.results), {}
+    runs, tables = load_runs(args.results), {}
     for row in runs:
         path = output_file(args.outputs, row)
         if row["status"] != "ok" or not path.exists():
@@ -339,7 +332,7 @@ def reevaluate(args) -> None:
 def run_grid(args) -> None:
     """Every (seed, table, mechanism, side) not yet recorded, seed by seed (the first seed of
     every cell comes before any second one); a cell with a run cut off gets no more runs."""
-    runs = load_results(args.results)
+    runs = load_runs(args.results)
     done = {key(r) for r in runs if r["status"] == "ok"}
     cut = {key(r)[:3] for r in runs if r["status"] == "timeout"}
     tables = {}
@@ -484,13 +477,13 @@ def main(argv=None) -> None:
         worker(args)
         return
     if args.merge:
-        merge(args.merge)
+        merge_runs(RESULTS, args.merge, key, meta())
     elif args.reevaluate:
         reevaluate(args)
     elif not args.table:
         run_grid(args)
     if args.results == RESULTS:
-        write_section(SECTION, SECTION_HEADING, table(load_results()))
+        write_section(SECTION, SECTION_HEADING, table(load_runs(RESULTS)))
 
 
 if __name__ == "__main__":
