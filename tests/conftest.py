@@ -37,6 +37,19 @@ def toy(n=300, seed=0):
     return Dataset(np.stack([a, b, c], axis=1), TOY_DOMAIN)
 
 
+CORRELATED_DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 2, 4])
+
+
+def correlated(n, seed=0):
+    """``n`` records over CORRELATED_DOMAIN: b and d depend on a, c on b."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(2, size=n)
+    b = (a + rng.integers(2, size=n)) % 3
+    c = (b > 0).astype(int) ^ (rng.random(n) < 0.1)
+    d = np.minimum(3, a * 2 + rng.integers(2, size=n))
+    return Dataset(np.stack([a, b, c, d], axis=1), CORRELATED_DOMAIN)
+
+
 def load(name):
     """The shared dataset ``name`` (e.g. 'titanic')."""
     return Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")

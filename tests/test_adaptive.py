@@ -5,7 +5,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ektelo_pgm import Dataset, Domain
 from ektelo_pgm.mechanisms.adaptive import Adaptive, Annealing, EqualShares, Share, State
 from ektelo_pgm.operators.least_squares import LeastSquares
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
@@ -13,16 +12,10 @@ from ektelo_pgm.operators.select import WorstApproximated
 from ektelo_pgm.privacy import Budget
 from ektelo_pgm.workload import Query
 
-DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+from conftest import TOY_DOMAIN as DOMAIN, toy
+
+RECORDS = 500
 CANDIDATES = [Query(("a", "b")), Query(("b", "c")), Query(("a", "c")), Query(("c",))]
-
-
-def toy(n=500, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (a + rng.integers(0, 2, n)) % 3
-    c = (2 * b + rng.integers(0, 2, n)) % 4
-    return Dataset(np.stack([a, b, c], axis=1), DOMAIN)
 
 
 class Toy(Adaptive):
@@ -43,7 +36,7 @@ class Toy(Adaptive):
 
 def test_equal_shares_spend_the_budget_exactly_in_order():
     budget = Budget.zcdp(Fraction(1, 3))
-    result = Toy(EqualShares(3, select=Fraction(1, 4))).run(toy(), budget, rng=0)
+    result = Toy(EqualShares(3, select=Fraction(1, 4))).run(toy(RECORDS), budget, rng=0)
     labels = [c.label for c in result.charges]
     assert labels == [f"toy round {t} {stage}" for t in (1, 2, 3) for stage in ("select", "measure")]
     assert [c.mechanism for c in result.charges] == ["exponential", "gaussian"] * 3
@@ -52,13 +45,13 @@ def test_equal_shares_spend_the_budget_exactly_in_order():
         assert select.amount <= Fraction(1, 36) and float(select.amount) == pytest.approx(1 / 36, rel=1e-12)
         assert measure.amount <= Fraction(1, 12) and float(measure.amount) == pytest.approx(1 / 12, rel=1e-12)
     assert len(result.queries) == len(result.measurements) == 3
-    again = Toy(EqualShares(3, select=Fraction(1, 4))).run(toy(), Budget.zcdp(Fraction(1, 3)), rng=0)
+    again = Toy(EqualShares(3, select=Fraction(1, 4))).run(toy(RECORDS), Budget.zcdp(Fraction(1, 3)), rng=0)
     np.testing.assert_array_equal(result.estimate.project(DOMAIN.attrs), again.estimate.project(DOMAIN.attrs))
 
 
 def test_k_queries_per_round_are_measured_together():
     budget = Budget.zcdp(0.5)
-    result = Toy(EqualShares(2), k=2).run(toy(), budget, rng=1)
+    result = Toy(EqualShares(2), k=2).run(toy(RECORDS), budget, rng=1)
     assert [len(result.queries), len(result.measurements)] == [4, 4]
     assert [c.mechanism for c in result.charges] == ["exponential", "exponential", "gaussian"] * 2
     assert all(len({q.attrs for q in result.queries[i:i + 2]}) == 2 for i in (0, 2))
@@ -71,7 +64,7 @@ def test_annealing_grows_the_shares_and_the_last_round_spends_what_remains():
     budget = Budget.zcdp(1.0)
     seen = []
     schedule = Annealing(rounds=100, select=Fraction(1, 10), factor=4, grow=lambda state: True)
-    result = Toy(schedule, callback=lambda state: seen.append(state.share)).run(toy(), budget, rng=2)
+    result = Toy(schedule, callback=lambda state: seen.append(state.share)).run(toy(RECORDS), budget, rng=2)
     assert [round(s.measure / seen[0].measure) for s in seen[:-1]] == [4 ** i for i in range(len(seen) - 1)]
     assert seen[0].measure == pytest.approx(0.9 / 100) and seen[0].select == pytest.approx(0.1 / 100)
     assert seen[-1].last and not any(s.last for s in seen[:-1])
@@ -83,7 +76,7 @@ def test_annealing_grows_the_shares_and_the_last_round_spends_what_remains():
 
 def test_annealing_without_growth_runs_its_rounds():
     budget = Budget.zcdp(0.2)
-    result = Toy(Annealing(rounds=5)).run(toy(), budget, rng=3)
+    result = Toy(Annealing(rounds=5)).run(toy(RECORDS), budget, rng=3)
     assert len(result.measurements) == 5 and result.spent <= Fraction(1, 5)
     assert budget.remaining < 1e-12
 
@@ -97,7 +90,7 @@ def test_a_callback_stops_early_and_leaves_the_rest_of_the_budget():
         return state.round == 2
 
     result = Toy(EqualShares(5), noise="laplace", update=LeastSquares(), callback=stop_after_two).run(
-        toy(), budget, rng=4)
+        toy(RECORDS), budget, rng=4)
     assert states == [(1, 1, True), (2, 2, True)]
     assert len(result.charges) == 4 and float(result.spent) == pytest.approx(0.4)
     assert budget.remaining == pytest.approx(0.6)
@@ -108,7 +101,7 @@ def test_a_custom_schedule_and_the_public_total_are_required_where_used():
         def next(self, state, budget):
             return None if state.round == 2 else Share(0.1, 0.2)
 
-    result = Toy(Twice(), noise="laplace").run(toy(), Budget.pure(1.0), rng=5)
+    result = Toy(Twice(), noise="laplace").run(toy(RECORDS), Budget.pure(1.0), rng=5)
     assert [float(c.amount) for c in result.charges] == [0.1, 0.2, 0.1, 0.2]
 
     class Private(Toy):
@@ -116,7 +109,7 @@ def test_a_custom_schedule_and_the_public_total_are_required_where_used():
             return None
 
     with pytest.raises(ValueError, match="public total"):
-        Private(EqualShares(1)).run(toy(), Budget.pure(1.0), rng=0)
+        Private(EqualShares(1)).run(toy(RECORDS), Budget.pure(1.0), rng=0)
     for bad in (dict(rounds=0), dict(rounds=2, select=Fraction(3, 2))):
         with pytest.raises(ValueError):
             EqualShares(**bad)

@@ -11,17 +11,8 @@ from ektelo_pgm.mechanisms.pep import PEP
 from ektelo_pgm.mechanisms.pmw import PMW
 from ektelo_pgm.workload import kway_marginals
 
-DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 2, 4])
+from conftest import CORRELATED_DOMAIN as DOMAIN, correlated
 
-
-def dataset(n=3000, seed=0):
-    """Correlated records: b and d depend on a, c on b."""
-    rng = np.random.default_rng(seed)
-    a = rng.integers(2, size=n)
-    b = (a + rng.integers(2, size=n)) % 3
-    c = (b > 0).astype(int) ^ (rng.random(n) < 0.1)
-    d = np.minimum(3, a * 2 + rng.integers(2, size=n))
-    return Dataset(np.stack([a, b, c, d], axis=1), DOMAIN)
 
 
 WORKLOAD = kway_marginals(DOMAIN, 2)
@@ -53,7 +44,7 @@ def check_ledger(charges, rho, rounds, k, alpha, counted):
     lambda: PEP(WORKLOAD, rounds=4, k=2, alpha=0.3, representation="graphical", selection="permute_and_flip"),
 ])
 def test_accounting_is_exact_and_replayable(mechanism):
-    data = dataset()
+    data = correlated(3000)
     budget = Budget.zcdp(0.05)
     result = mechanism().run(data, budget, rng=1)
     check_ledger(result.charges, 0.05, 4, 2, 0.3, counted=1)
@@ -68,7 +59,7 @@ def test_accounting_is_exact_and_replayable(mechanism):
 
 
 def test_public_total_spends_nothing_on_the_count():
-    data = dataset()
+    data = correlated(3000)
     result = PEP(WORKLOAD, rounds=3, total=len(data)).run(data, Budget.approx(1.0, 1e-6), rng=0)
     check_ledger(result.charges, Budget.approx(1.0, 1e-6).total, 3, 1, 0.5, counted=0)
     assert result.estimate.total == pytest.approx(len(data))
@@ -84,7 +75,7 @@ def test_budget_split_is_exact():
 
 
 def test_refusals():
-    data = dataset()
+    data = correlated(3000)
     with pytest.raises(ValueError, match="zCDP"):
         PEP(WORKLOAD, rounds=2).run(data, Budget.pure(1.0), rng=0)
     with pytest.raises(ValueError, match="alpha"):
@@ -101,7 +92,7 @@ def test_refusals():
 
 
 def test_tiny_noise_drives_the_selected_queries_error_to_zero():
-    data = dataset()
+    data = correlated(3000)
     n = len(data)
     result = PEP(WORKLOAD, rounds=6, max_steps=2000, total=n).run(data, Budget.zcdp(1e8), rng=0)
     for q in result.queries:
@@ -113,7 +104,7 @@ def test_tiny_noise_drives_the_selected_queries_error_to_zero():
 
 
 def test_mwem_reduces_the_error_with_tiny_noise():
-    data = dataset()
+    data = correlated(3000)
     n = len(data)
     uniform = np.abs(data.marginal(("a", "d")) / n - 1 / 8).max()
     result = PMW(WORKLOAD, rounds=30, total=n).run(data, Budget.zcdp(1e8), rng=0)
@@ -126,7 +117,7 @@ def uniform(n=3000):
 
 
 def test_kworst_scores_marginals_or_cells():
-    data = dataset()
+    data = correlated(3000)
     n = len(data)
     cliques = [("a", "b"), ("c",)]
     truth = [data.marginal(c).ravel() for c in cliques]
@@ -138,7 +129,7 @@ def test_kworst_scores_marginals_or_cells():
 
 
 def test_kworst_picks_distinct_worst_queries_with_a_large_epsilon():
-    data = dataset()
+    data = correlated(3000)
     n = len(data)
     cliques = list(WORKLOAD.cliques)
     scores, _, _ = KWorst(cliques, unit="marginal").scores(data, uniform(n))

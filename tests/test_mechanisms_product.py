@@ -18,17 +18,9 @@ from ektelo_pgm.mechanisms.product import Generator, SoftmaxTable  # noqa: E402
 from ektelo_pgm.mechanisms.rap import RAPSoftmax  # noqa: E402
 from ektelo_pgm.workload import kway_marginals  # noqa: E402
 
-DOMAIN = Domain(["a", "b", "c", "d"], [2, 3, 2, 4])
+from conftest import CORRELATED_DOMAIN as DOMAIN, correlated  # noqa: E402
+
 SMALL = dict(hidden=(16, 16), embedding=8, batch=12, lr=1e-2, max_steps=20)
-
-
-def dataset(n=2000, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(2, size=n)
-    b = (a + rng.integers(2, size=n)) % 3
-    c = (b > 0).astype(int) ^ (rng.random(n) < 0.1)
-    d = np.minimum(3, a * 2 + rng.integers(2, size=n))
-    return Dataset(np.stack([a, b, c, d], axis=1), DOMAIN)
 
 
 def brute_force(probs):
@@ -94,7 +86,7 @@ def check_ledger(charges, rho, rounds, k, alpha):
     lambda: RAPSoftmax(kway_marginals(DOMAIN, 2), rounds=3, k=2, rows=10, steps=10, unit="query"),
 ])
 def test_accounting_exact_and_same_seed_same_output(make):
-    data = dataset()
+    data = correlated(2000)
     mechanism = make()
     k = mechanism.selector.k
     first = mechanism.run(data, Budget.zcdp(0.1), rng=3)
@@ -111,7 +103,7 @@ def test_accounting_exact_and_same_seed_same_output(make):
     lambda w: RAPSoftmax(w, rounds=3, k=2, rows=50, steps=300, lr=0.1),
 ])
 def test_tiny_noise_drives_the_selected_queries_error_down(make):
-    data = dataset()
+    data = correlated(2000)
     n = len(data)
     result = make(kway_marginals(DOMAIN, 2)).run(data, Budget.zcdp(1e8), rng=0)
     start = max(np.abs(data.marginal(q.attrs) / n - 1 / DOMAIN.size(q.attrs)).max() for q in result.queries)
@@ -120,8 +112,8 @@ def test_tiny_noise_drives_the_selected_queries_error_down(make):
 
 
 def test_gem_pub_pretrains_on_a_public_table_with_fewer_attributes():
-    data = dataset()
-    public = dataset(500, seed=9).project(["b", "a", "c"])
+    data = correlated(2000)
+    public = correlated(500, seed=9).project(["b", "a", "c"])
     workload = kway_marginals(DOMAIN, 2)
     assert public_cliques(workload, public) == [("a", "b"), ("a", "c"), ("b", "c")]
     family = Generator(hidden=(32,), embedding=8, batch=40, public=public, pretrain_cliques=[("a", "b"), ("b", "c")],

@@ -6,22 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ektelo_pgm import Dataset, Domain
 from ektelo_pgm.estimate import BayesNet
 from ektelo_pgm.mechanisms.privbayes import PrivBayes, mutual_information, mutual_information_sensitivity
 from ektelo_pgm.operators.measure import Laplace
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.privacy import SUBSTITUTE, Budget, exponential_probabilities
 
-DOMAIN = Domain(["a", "b", "c"], [2, 3, 4])
+from conftest import TOY_DOMAIN as DOMAIN, toy
 
-
-def toy(n=400, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (a + rng.integers(0, 2, n)) % 3
-    c = (2 * b + rng.integers(0, 2, n)) % 4
-    return Dataset(np.stack([a, b, c], axis=1), DOMAIN)
+RECORDS = 400
 
 
 def test_mutual_information_of_independent_and_copied_attributes():
@@ -31,7 +24,7 @@ def test_mutual_information_of_independent_and_copied_attributes():
 
 
 def test_ledger_equals_a_replay_by_hand():
-    data = toy()
+    data = toy(RECORDS)
     budget = Budget.pure(1.0, neighbours=SUBSTITUTE)
     result = PrivBayes(k=1).run(data, budget, rng=3)
     labels = [c.label for c in result.charges]
@@ -52,9 +45,9 @@ def test_ledger_equals_a_replay_by_hand():
 
 def test_refuses_a_zcdp_budget_and_bad_hyperparameters():
     with pytest.raises(ValueError, match="pure"):
-        PrivBayes().run(toy(), Budget.zcdp(1.0, neighbours=SUBSTITUTE))
+        PrivBayes().run(toy(RECORDS), Budget.zcdp(1.0, neighbours=SUBSTITUTE))
     with pytest.raises(ValueError, match="substitute"):
-        PrivBayes().run(toy(), Budget.pure(1.0))
+        PrivBayes().run(toy(RECORDS), Budget.pure(1.0))
     with pytest.raises(ValueError, match="degree k"):
         PrivBayes(k=0)
     with pytest.raises(ValueError, match="beta"):
@@ -62,7 +55,7 @@ def test_refuses_a_zcdp_budget_and_bad_hyperparameters():
 
 
 def test_same_seed_same_output():
-    data = toy()
+    data = toy(RECORDS)
     one = PrivBayes().run(data, Budget.pure(1.0, neighbours=SUBSTITUTE), rng=7)
     two = PrivBayes().run(data, Budget.pure(1.0, neighbours=SUBSTITUTE), rng=7)
     assert one.estimate.parents == two.estimate.parents
@@ -72,7 +65,7 @@ def test_same_seed_same_output():
 
 @pytest.mark.parametrize("reconstruct", [None, PGM(iters=300)])
 def test_near_noiseless_recovers_the_measured_marginals(reconstruct):
-    data = toy()
+    data = toy(RECORDS)
     result = PrivBayes(k=2, reconstruct=reconstruct).run(data, Budget.pure(1e7, neighbours=SUBSTITUTE), rng=1)
     for m in result.measurements:
         np.testing.assert_allclose(result.estimate.project(m.attrs).ravel(), data.marginal(m.attrs).ravel(),
