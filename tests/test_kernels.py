@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ektelo_pgm.domain import Domain
-from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, exp_shifted,
-                                identity_loss, identity_loss_reference, predicted_decrease,
+from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, dot, dot_reference,
+                                exp_shifted, identity_loss, identity_loss_reference, predicted_decrease,
                                 predicted_decrease_reference, project, project_reference, runs_to_maps, step,
                                 step_reference)
 from ektelo_pgm.kernels.tree import (BLOCK, PARALLEL_CELLS, SERIAL, ParameterLayout, TreeLayout, parallel_cells,
@@ -160,6 +160,14 @@ def test_identity_loss_matches_reference(seed, n, m, l1):
     step_reference(mu, 0.3, g1, b)
     np.testing.assert_allclose(a, b)
     assert np.isclose(predicted_decrease(g1, mu, a), predicted_decrease_reference(g1, mu, a))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.one_of(st.integers(0, 50), st.integers(10_000, 30_000)))
+def test_dot_matches_reference(seed, n):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    assert np.isclose(dot(a, b), dot_reference(a, b), rtol=1e-12, atol=1e-12 * n)
 
 
 @settings(max_examples=20, deadline=None)

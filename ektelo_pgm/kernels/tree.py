@@ -581,6 +581,23 @@ def predicted_decrease_reference(grad, before, after):
     return float(grad @ (before - after))
 
 
+@njit(cache=True)
+def dot(a, b):
+    """``a . b`` of two 1-D arrays, serial.  numpy's ``@`` calls OpenBLAS, whose ``ddot`` spreads
+    vectors over 10,000 entries over all its threads; beside other busy processes each call then
+    waits milliseconds for a core (L-BFGS on a 10,121-cell model: 100 ms an iteration instead of
+    1.6 ms)."""
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += a[i] * b[i]
+    return total
+
+
+def dot_reference(a, b):
+    """numpy twin of :func:`dot`."""
+    return float(a @ b)
+
+
 # The line search of Algorithm 1 (McKenna et al. 2019); APPGM's proximal loop
 # (ektelo_pgm.pgm.appgm.estimation) halves and doubles its step by the same HALVINGS and GROW_AFTER.
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts,

@@ -14,6 +14,7 @@ from ..domain import Domain
 from ..matrix import Sparse
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_tolerances
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
+from ..kernels import dot, predicted_decrease
 from ..measurement import check_measurements, resolve_total
 from .least_squares import MAX_DOMAIN_MB, weighted_system
 
@@ -152,8 +153,8 @@ class MultiplicativeWeights:
             counts = total * np.exp(logp)
             residual = A @ counts - b
             grad = A.T @ residual
-            gap = float(grad @ counts - total * grad.min())  # Frank-Wolfe gap over the scaled simplex
-            return counts, 0.5 * float(residual @ residual), grad, gap
+            gap = dot(grad, counts) - total * float(grad.min())  # Frank-Wolfe gap over the scaled simplex
+            return counts, 0.5 * dot(residual, residual), grad, gap
 
         with np.errstate(divide="ignore"):
             logp = np.log(start)
@@ -172,7 +173,7 @@ class MultiplicativeWeights:
                 if self.stepsize is not None:
                     break
                 decrease = value - new[1]
-                if decrease > 0 and decrease >= ARMIJO * float(grad @ (counts - new[0])):
+                if decrease > 0 and decrease >= ARMIJO * predicted_decrease(grad, counts, new[0]):
                     streak = streak + 1 if trial == 0 else 0
                     break
                 alpha, streak = 0.5 * alpha, 0

@@ -18,7 +18,7 @@ from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ..domain import Domain
 from ..matrix import Sparse
 from ..measurement import resolve_total
-from ..kernels import identity_loss
+from ..kernels import dot, identity_loss, predicted_decrease
 from ..kernels.interrupt import deferred_sigint
 from ..kernels.tree import HOOKS, TINY, LossTerms, mirror_descent as compiled_mirror_descent, parallel_cells
 from .clique_vector import CliqueVector
@@ -294,7 +294,7 @@ def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, to
     beta = total * max(float(np.sum(np.log(oracle.domain.shape))), 1e-300) / resolution
     beta = min(beta, 1e12 / spread)  # keep beta * grad within float64's exact integers' range
     log_z = oracle.calibrate(-beta * grad, 1.0)[1]
-    return max(float(grad @ mu) + total * log_z / beta, 0.0)
+    return max(dot(grad, mu) + total * log_z / beta, 0.0)
 
 
 def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
@@ -371,9 +371,9 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
             new_value, new_mu, new_grad = evaluate(candidate)
             decrease = value - new_value
             if scaling or mirror:
-                predicted = float(grad @ (mu - new_mu))
+                predicted = predicted_decrease(grad, mu, new_mu)
             else:
-                predicted = -alpha * float(slope_grad @ direction)
+                predicted = -alpha * dot(slope_grad, direction)
             if decrease > 0 and decrease >= ARMIJO * predicted:
                 streak = streak + 1 if trial == 0 else 0
                 break
@@ -394,7 +394,7 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
         else:
             new_slope = gradient(candidate, new_grad)
             s, y = candidate - theta, new_slope - slope_grad
-            if s @ y > 1e-12 * np.sqrt((s @ s) * (y @ y)):
+            if dot(s, y) > 1e-12 * np.sqrt(dot(s, s) * dot(y, y)):
                 pairs = (pairs + [(s, y)])[-MEMORY:]
             slope_grad = new_slope
         theta, value, mu, grad = candidate, new_value, new_mu, new_grad
@@ -410,16 +410,16 @@ def _two_loop(grad: np.ndarray, pairs: list, metric: np.ndarray) -> np.ndarray:
     q = grad.copy()
     history = []
     for s, y in reversed(pairs):
-        rho = 1.0 / float(s @ y)
-        a = rho * float(s @ q)
+        rho = 1.0 / dot(s, y)
+        a = rho * dot(s, q)
         q -= a * y
         history.append((rho, a, s, y))
     q *= metric
     if pairs:
         s, y = pairs[-1]
-        q *= float(s @ y) / float(y @ (metric * y))
+        q *= dot(s, y) / dot(y, metric * y)
     for rho, a, s, y in reversed(history):
-        q += s * (a - rho * float(y @ q))
+        q += s * (a - rho * dot(y, q))
     return q
 
 
