@@ -84,7 +84,7 @@ def _mwem(domain: Domain, options: dict):
     from .operators.reconstruct import PGM
 
     return MWEM(**{"workload": _pairs(domain), "rounds": 10, "noise": "gaussian",
-                   "update": PGM(iters=250, max_model_mb=32.0), **options})
+                   "update": PGM(iters=250, method="mirror", max_model_mb=32.0), **options})
 
 
 def _pep(domain: Domain, options: dict):

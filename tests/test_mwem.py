@@ -125,7 +125,7 @@ def test_mwem_with_pgm_runs_on_adult_where_multiplicative_weights_refuses():
     with pytest.raises(MemoryError, match=r"the factor over .* MB"):  # sec. 4's factored form, merged groups
         MWEM(workload, rounds=3, update=MultiplicativeWeights(max_domain_mb=1.0)).run(data, Budget.pure(1.0), rng=0)
     budget = Budget.pure(1.0)
-    result = MWEM(workload, rounds=3, update=PGM(iters=200)).run(data, budget, rng=0)
+    result = MWEM(workload, rounds=3, update=PGM(iters=200, method="mirror")).run(data, budget, rng=0)
     assert float(result.spent) == pytest.approx(1.0) and result.spent <= 1 and len(budget.ledger) == 7
     assert budget.ledger[0].label == "MWEM total" and abs(result.estimate.total - len(data)) < 1000
     assert len({q.attrs for q in result.queries}) > 1  # overlapping cliques were measured

@@ -10,7 +10,8 @@ from scipy.optimize import lsq_linear
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.least_squares import weighted_system
-from ektelo_pgm.pgm.estimation import Objective, estimate, frank_wolfe_gap
+from ektelo_pgm.operators.reconstruct import PGM
+from ektelo_pgm.pgm.estimation import Objective, estimate, frank_wolfe_gap, resolve_method
 from ektelo_pgm.pgm.inference import MarginalOracle
 
 TOTAL = 1000.0
@@ -59,13 +60,13 @@ def optimum(domain, measurements):
 @pytest.mark.parametrize("zeros", [False, True])
 def test_heterogeneous_noise_scales_reach_the_measured_marginals(zeros):
     """30 cases each: std spanning 1e-2..1e2 and noiseless answers, with and without zero cells;
-    every one within 1e-4 (relative) of its measured marginals, certified, under the default maximum."""
-    cap = 3000  # estimate()'s default
+    every one within 1e-4 (relative) of its measured marginals, certified, with PGM's defaults."""
+    pgm = PGM()
     for seed in range(30):
         domain, ms = heterogeneous(seed, zeros)
-        model = estimate(domain, ms, TOTAL, method="lbfgs")
+        model = pgm.reconstruct(domain, ms, TOTAL)
         assert relative_miss(model, ms) < 1e-4, seed
-        assert model.converged and model.iterations < cap, seed
+        assert model.converged and model.iterations < pgm.iters, seed
 
 
 @pytest.mark.parametrize("seed", [0, 1, 3, 5, 7, 9, 11])
@@ -119,6 +120,17 @@ def test_lbfgs_needs_a_smooth_loss():
     domain, ms = heterogeneous(0)
     with pytest.raises(ValueError, match="smooth loss"):
         estimate(domain, ms, TOTAL, method="lbfgs", loss="l1")
+
+
+def test_the_default_method_is_lbfgs_for_l2_and_mirror_descent_otherwise():
+    assert resolve_method("auto", "l2") == "lbfgs"
+    assert resolve_method("auto", "l1") == resolve_method("auto", lambda marginals: None) == "mirror"
+    assert resolve_method("accelerated", "l2") == "accelerated"
+    with pytest.raises(ValueError, match="method must be one of"):
+        resolve_method("newton", "l2")
+    domain, ms = heterogeneous(0)
+    l1 = estimate(domain, ms, TOTAL, loss="l1", iters=50)  # L1 by default: Algorithm 1, which runs every iteration
+    assert l1.iterations == 50 and np.isfinite(l1.loss)
 
 
 @pytest.mark.parametrize("seed", range(4))

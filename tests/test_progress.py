@@ -65,7 +65,7 @@ def test_forced_on_shows_estimation_iterations_with_their_loss():
     with progress.reporting(True, stream):
         model = PGM(iters=30).reconstruct(TOY_DOMAIN, measurements(), callback=lambda t, loss: seen.append(loss))
     text = stream.getvalue()
-    assert "PGM (mirror)" in text and f"{model.iterations}/30" in text
+    assert "PGM (lbfgs)" in text and f"{model.iterations}/30" in text  # the method the default resolved to
     assert f"loss={seen[-1]:.4g}" in text  # the last loss, shown when the bar closes
     assert len(seen) == model.iterations  # the user's callback still sees every iteration
 

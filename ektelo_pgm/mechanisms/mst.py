@@ -126,14 +126,16 @@ class MST:
     in three equal parts: 1-way marginals, the tree (``d - 1`` exponential mechanisms, each of
     parameter ``epsilon`` with ``epsilon^2 / 8`` equal to its share), the tree's 2-way marginals.
     Hyperparameters: ``threshold`` (noise stds below which a value is rare; ``None`` compresses
-    nothing), ``iters`` (mirror-descent iterations of each PGM fit) and ``max_model_mb``.
+    nothing), ``iters`` (mirror-descent iterations of each PGM fit: Algorithm 1, which on these
+    noisy tree measurements gives the same synthetic data as L-BFGS at a fraction of its time) and
+    ``max_model_mb``.
     """
 
     def __init__(self, threshold: float | None = 3.0, iters: int = 3000, max_model_mb: float = 1024.0):
         if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
             raise ValueError(f"MST: threshold must be a non-negative number of stds or None, got {threshold!r}")
         self.threshold = threshold
-        self.reconstruction = PGM(iters=iters, max_model_mb=max_model_mb)
+        self.reconstruction = PGM(iters=iters, method="mirror", max_model_mb=max_model_mb)
 
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Synthesise ``data`` spending all that remains of ``budget``.  The result's estimate is

@@ -10,9 +10,10 @@ class PGM:
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the
     measured cliques minimising the noise-weighted loss of the measurements.
 
-    ``method``: ``"mirror"`` (Algorithm 1, Armijo line search), ``"accelerated"`` (Algorithm 2) or
-    ``"lbfgs"`` (quasi-Newton on the log-potentials after a scaling phase, supplement A.3: robust
-    to noise scales spanning orders of magnitude and to zero cells; smooth losses);
+    ``method``: ``"auto"`` (default: ``"lbfgs"`` for the L2 loss, ``"mirror"`` for L1 and callable
+    losses), ``"lbfgs"`` (quasi-Newton on the log-potentials after a scaling phase, supplement
+    A.3: robust to noise scales spanning orders of magnitude and to zero cells; smooth losses),
+    ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
     over CliqueVectors of counts; ``max_model_mb`` bounds the junction tree (MB as float64);
     ``tol``: for ``"lbfgs"`` the certified relative optimality gap that stops it (default
@@ -22,10 +23,10 @@ class PGM:
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
-    def __init__(self, iters: int = 1000, method: str = "mirror", loss="l2", max_model_mb: float = 1024.0,
+    def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_model_mb: float = 1024.0,
                  tol: float | None = None):
-        if method not in ("mirror", "accelerated", "lbfgs"):
-            raise ValueError(f"PGM: method must be 'mirror', 'accelerated' or 'lbfgs', got {method!r}")
+        if method not in ("auto", "lbfgs", "mirror", "accelerated"):
+            raise ValueError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):
             raise ValueError(f"PGM: loss must be 'l1', 'l2' or a callable, got {loss!r}")
         if int(iters) < 0:

@@ -423,10 +423,21 @@ def _two_loop(grad: np.ndarray, pairs: list, metric: np.ndarray) -> np.ndarray:
     return q
 
 
-METHODS = ("lbfgs", "mirror", "accelerated")
+METHODS = ("auto", "lbfgs", "mirror", "accelerated")
 
 
-def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "mirror",
+def resolve_method(method: str, loss) -> str:
+    """The method ``"auto"`` stands for: ``"lbfgs"`` for the L2 loss (smooth; reaches the optimum
+    whatever the noise scales, see docs/benchmarks.md "Convergence"), ``"mirror"`` for L1 and
+    callable losses (which may have kinks; L-BFGS needs a smooth loss)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "auto":
+        return "lbfgs" if loss == "l2" else "mirror"
+    return method
+
+
+def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "auto",
              loss="l2", iters: int = 1000, tol: float | None = None, warm_start: GraphicalModel | None = None,
              callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
              step: float | None = None, lipschitz: float | None = None) -> GraphicalModel:
@@ -434,7 +445,8 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     measured cliques (plus ``cliques`` and the warm start's) minimising ``loss``.
 
     ``method``: ``"lbfgs"`` (:func:`quasi_newton`; smooth losses), ``"mirror"`` (Algorithm 1,
-    :func:`mirror_descent`) or ``"accelerated"`` (Algorithm 2, :func:`dual_averaging`).  ``iters``
+    :func:`mirror_descent`), ``"accelerated"`` (Algorithm 2, :func:`dual_averaging`) or ``"auto"``
+    (:func:`resolve_method`: ``"lbfgs"`` for L2, ``"mirror"`` otherwise).  ``iters``
     is a maximum.  ``tol``: for ``"lbfgs"`` the certified relative optimality gap of
     :mod:`ektelo_pgm.convergence` (default ``DEFAULT_TOL``); for the others the relative loss
     change that stops them (default 0: never), their gap being assessed at the end.  The model
@@ -442,8 +454,7 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     ``total`` (records) defaults to the estimate of supplement E.1, then to the warm start's.
     ``warm_start`` starts from a previous model's log-potentials.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    method = resolve_method(method, loss)
     if method == "lbfgs" and loss == "l1":
         raise ValueError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     measurements = list(measurements)
