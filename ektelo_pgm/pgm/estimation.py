@@ -279,21 +279,23 @@ SCALING_GAIN = 0.05  # the scaling phase ends after SCALING_PATIENCE steps in a 
 SCALING_PATIENCE = 5  # by less than this fraction
 
 
-def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
+def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float,
+                    work=None) -> float:
     """Upper bound on ``L(mu) - min_M L`` for convex ``L`` (counts): the Frank-Wolfe duality gap
     ``<grad, mu> - total * min_x sum_C grad_C(x_C)`` (Jaggi 2013), within ``resolution`` of it.
 
     The minimum over the records ``x`` (a MAP problem on the junction tree) is bounded from
     below by a soft minimum, ``-log(sum_x exp(-beta s(x))) / beta``, one MARGINAL-ORACLE call
     at inverse temperature ``beta = total * log(domain size) / resolution``: the bound is at
-    most ``total * log(domain size) / beta = resolution`` above the exact gap.
+    most ``total * log(domain size) / beta = resolution`` above the exact gap.  ``work``: the
+    oracle's scratch (:meth:`MarginalOracle.workspace`) to reuse.
     """
     spread = float(np.abs(grad).max())
     if spread == 0:
         return 0.0
     beta = total * max(float(np.sum(np.log(oracle.domain.shape))), 1e-300) / resolution
     beta = min(beta, 1e12 / spread)  # keep beta * grad within float64's exact integers' range
-    log_z = oracle.calibrate(-beta * grad, 1.0)[1]
+    log_z = oracle.calibrate(-beta * grad, 1.0, work=work)[1]
     return max(dot(grad, mu) + total * log_z / beta, 0.0)
 
 
@@ -339,7 +341,7 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
         return (ahead - behind) / (2.0 * step)
 
     def gap(mu, grad, value):
-        return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY)
+        return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY, work)
 
     theta = np.array(theta, dtype=np.float64)
     value, mu, grad = evaluate(theta)
