@@ -10,7 +10,8 @@ adds one to at most five counts of its column, so the histogram's L2 sensitivity
 * its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
   value is released only when its noisy count reaches a threshold ``tau`` that a value held by
   one record passes with probability at most ``delta_c`` (the stability-based histogram of
-  Korolova et al. 2009 / Bun, Nissim and Stemmer 2016).  The ``delta_c`` of the columns add up
+  Korolova et al. 2009 / Bun, Nissim and Stemmer 2016; ``tau`` from a tail bound of the
+  discrete noise, :func:`noise_tail`).  The ``delta_c`` of the columns add up
   to the ``delta`` given: the release is ``delta``-approximately rho-zCDP (Bun and Steinke
   2016, Def. 8.1), and composes with the zCDP of a mechanism by adding rho and delta;
 * for numbers, its *decade* ``[10^k, 10^(k+1))``, its *tenth* ``[m 10^k, (m+1) 10^k)`` and its
@@ -19,18 +20,28 @@ adds one to at most five counts of its column, so the histogram's L2 sensitivity
 
 Everything else is post-processing of those noisy counts:
 
-* a column is *numeric* when nearly all its values are numbers (at most ``TEXT_SHARE`` text,
-  up to ``NOISE_Z`` noise stds) and its released values are all numbers and either more than
-  ``bins`` or covering less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers);
-  otherwise *categorical*, with its released values as categories;
-* a numeric column holds whole numbers when at most ``TEXT_SHARE`` of its numbers are fractional
-  (likewise);
-* a released value holding at least ``1 / bins`` of a numeric column is a *point mass*, its own
-  bin (0 in a zero-inflated column stays exactly 0);
-* the decades whose noisy count reaches ``DECADE_Z`` noise stds are kept; the range starts in
-  the lowest where the running noisy count surely begins (``RANGE_Z`` stds), at the median of
-  its first such tenth, and ends likewise in the highest, so that it lies inside the numbers'
-  range with high probability; the inner bin edges are quantiles of the kept counts;
+* a column *of numbers* has nearly only numbers (at most ``TEXT_SHARE`` text, up to
+  ``NOISE_Z`` noise stds) and released values that are all numbers; it holds *whole numbers*
+  when at most ``TEXT_SHARE`` of its numbers are fractional (likewise);
+* the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z``
+  noise stds are kept; the range starts in the lowest, in the first of its tenths where the
+  running noisy count surely begins (``RANGE_Z`` stds), at the cell of that tenth's noisy
+  median, and ends likewise in the highest, so that it lies inside the numbers' range with
+  high probability;
+* a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
+  range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
+  integers: one code per integer of the span, whatever its count, numbers outside it clipped
+  to its ends.  The span depends on the data only through the noisy counts and the released
+  values, so it costs nothing more and needs no stability threshold: a rare code inside it (a
+  pay band or a name code held by a few records) keeps its identity, and the clipping of a
+  record outside it depends on that record alone;
+* otherwise a column of numbers is *numeric* when its released values are either more than
+  ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), and any
+  other column is *categorical*, with its released values as categories;
+* a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
+  *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
+  taken out of the counts, the range placed as above, and the inner bin edges are quantiles
+  of the kept counts;
 * a column has a missing code only when the records it cannot code otherwise (missing, text in
   a numeric column, categories not released) are noticeably many; rows needing a code their
   column lacks are dropped before the mechanism runs (:func:`encodable`).
@@ -79,7 +90,15 @@ RANGE_Z = 3.0
 DECADES = range(-4, 13)
 #: Default bins of a numeric column.
 BINS = 32
+#: A column of whole numbers spanning at most this many times ``bins`` integers gets one code
+#: per integer (1,024 at the default 32 bins: a name or zip code, not an amount of money).  Two
+#: such columns make a 2-way marginal of about a million cells (8 MB of float64), which every
+#: mechanism here measures; AIM leaves out larger 3-way candidates by its model-size cap.
+WHOLE_CODES = 32
 KINDS = ("missing", "text", "whole", "fractional")
+#: Relative slack on the noise's tail bound against floating-point rounding (of the noise
+#: parameter, exp and erfc: about 1e-14 here).
+TAIL_MARGIN = 1e-9
 
 
 def _positive_edges() -> np.ndarray:
@@ -170,17 +189,41 @@ def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Rel
 
 
 def release_threshold(notion: str, scale: float, delta: float) -> float:
-    """The noisy count a value needs to be released: one that one record holds (count 1) passes
-    it with probability at most ``delta``, by the tail bounds ``P[X >= t] <= exp(-t^2 / 2 s^2)``
-    of the discrete Gaussian of parameter ``s`` (``notion="zcdp"``; Canonne, Kamath and Steinke
-    2020, sub-Gaussianity) and ``P[X >= t] <= exp(-t / s)`` of the discrete Laplace of scale ``s``."""
+    """The noisy count a value needs to be released: ``1 + t`` for the least whole ``t`` at which
+    the noise ``X`` (integers) has ``P[X >= t] <= delta``, so that a value one record holds
+    (count 1) passes with probability at most ``delta``; by :func:`noise_tail`."""
+    tail = lambda t: noise_tail(notion, scale, t) * (1.0 + TAIL_MARGIN) <= delta  # noqa: E731
+    hi = 1
+    while not tail(hi):
+        hi *= 2
+    lo = 0  # tail(lo) fails or lo == 0; tail(hi) holds
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if tail(mid) else (mid, hi)
+    return float(1 + (0 if tail(0) else hi))
+
+
+def noise_tail(notion: str, scale: float, t: int) -> float:
+    """An upper bound on ``P[X >= t]`` (``t >= 0`` whole) for the noise of the schema's counts.
+
+    ``notion="zcdp"``: ``X`` is discrete Gaussian of parameter ``s = scale``, ``P[x] = exp(-x^2 /
+    2 s^2) / Z`` (Canonne, Kamath and Steinke 2020).  Poisson summation gives ``Z = s sqrt(2 pi)
+    sum_k exp(-2 pi^2 s^2 k^2) >= s sqrt(2 pi)``, and the decreasing terms after ``t`` sum to at
+    most their integral from ``t``, so
+    ``P[X >= t] <= exp(-t^2 / 2 s^2) / (s sqrt(2 pi)) + erfc(t / s sqrt 2) / 2``: the continuous
+    Gaussian tail plus one density, below the sub-Gaussian ``exp(-t^2 / 2 s^2)`` by about
+    ``t / s`` far out.  Otherwise ``X`` is discrete Laplace of scale ``s``, ``P[X >= t] = q^t /
+    (1 + q)`` exactly, ``q = exp(-1 / s)``."""
     if notion == "zcdp":
-        return 1.0 + scale * math.sqrt(2.0 * math.log(1.0 / delta))
-    return 1.0 + scale * math.log(1.0 / delta)
+        return math.exp(-t * t / (2.0 * scale * scale)) / (scale * math.sqrt(2.0 * math.pi)) \
+            + 0.5 * math.erfc(t / (scale * math.sqrt(2.0)))
+    return math.exp(-t / scale) / (1.0 + math.exp(-1.0 / scale))
 
 
 def column_from(r: Release, bins: int = BINS):
-    """The column (categorical or numeric) that the release ``r`` describes (post-processing only).
+    """The column that the release ``r`` describes (post-processing only, module docstring):
+    numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
+    its point masses, or categorical.
 
     It gets a missing code only when the records it could not encode otherwise (missing values,
     and text in a numeric column or categories not released in a categorical one) are
@@ -188,12 +231,15 @@ def column_from(r: Release, bins: int = BINS):
     see :func:`encodable`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
-    numeric_values = all(not isinstance(v, str) for v in r.values)
     covered = sum(r.values.values()) / present
-    mostly_numbers = whole + fractional >= NOISE_Z * r.std and text <= TEXT_SHARE * present + NOISE_Z * r.std
-    if mostly_numbers and numeric_values and (len(r.values) > bins or covered < 1 - TAIL_SHARE):
-        integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
-        missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
+    of_numbers = whole + fractional >= NOISE_Z * r.std and text <= TEXT_SHARE * present + NOISE_Z * r.std \
+        and all(not isinstance(v, str) for v in r.values)
+    integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
+    missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
+    span = whole_span(r) if of_numbers and integer else None
+    if span is not None and span[1] - span[0] < WHOLE_CODES * bins:
+        return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
+    if of_numbers and (len(r.values) > bins or covered < 1 - TAIL_SHARE):
         return numeric_from(r, bins, integer, missing)
     if not r.values:
         raise ValueError(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
@@ -243,6 +289,28 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
     return share
 
 
+def _kept(levels, std: float) -> np.ndarray:
+    """The decades whose noisy count reaches ``DECADE_Z`` stds."""
+    return np.flatnonzero(levels[0] >= DECADE_Z * std)
+
+
+def whole_span(r: Release):
+    """The integers ``(lo, hi)`` of the column's range (module docstring): from the largest
+    integer of its first cell to the smallest of its last, so inside the numbers' range with
+    high probability, then widened to the released whole values (each held by records); None
+    when no decade is kept or when the range ends in an outer cell (beyond the grid)."""
+    kept = _kept(r.levels, r.std)
+    if not kept.size:
+        return None
+    first, last = _end(r.levels, r.std, kept[0], reverse=False), _end(r.levels, r.std, kept[-1], reverse=True)
+    if first == 0 or last == N_CELLS - 1:
+        return None
+    lo, hi = math.ceil(UPPER[first]) - 1, math.ceil(LOWER[last])
+    released = [int(v) for v in r.values if float(v).is_integer()]
+    lo, hi = min([lo] + released), max([hi] + released)
+    return (lo, hi) if lo <= hi else None
+
+
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (module docstring).
 
@@ -259,7 +327,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
             counts[group[at]] -= r.values[v]
     edges = [float(v) for v in points]
     edges += [float(v) + 1 if integer else float(np.nextafter(float(v), math.inf)) for v in points]
-    kept = np.flatnonzero(levels[0] >= DECADE_Z * r.std)
+    kept = _kept(levels, r.std)
     if kept.size:
         lo = LOWER[_end(levels, r.std, kept[0], reverse=False)]
         hi = UPPER[_end(levels, r.std, kept[-1], reverse=True)]
