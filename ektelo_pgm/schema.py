@@ -31,13 +31,15 @@ Everything else is post-processing of those noisy counts:
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
   integers: one code per integer of the span, whatever its count, numbers outside it clipped
-  to its ends.  The span depends on the data only through the noisy counts and the released
-  values, so it costs nothing more and needs no stability threshold: a rare code inside it (a
-  pay band or a name code held by a few records) keeps its identity, and the clipping of a
-  record outside it depends on that record alone;
-* otherwise a column of numbers is *numeric* when its released values are either more than
-  ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), and any
-  other column is *categorical*, with its released values as categories;
+  to its ends; unless its released values are exactly those integers, at most ``bins`` of
+  them and covering it (below): then it is categorical, with the same codes.  The span
+  depends on the data only through the noisy counts and the released values, so it costs
+  nothing more and needs no stability threshold: a rare code inside it (a pay band or a name
+  code held by a few records) keeps its identity, and the clipping of a record outside it
+  depends on that record alone;
+* any other column of numbers is *numeric* when its released values are either more than
+  ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers); the
+  remaining columns are *categorical*, with their released values as categories;
 * a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
@@ -236,10 +238,12 @@ def column_from(r: Release, bins: int = BINS):
         and all(not isinstance(v, str) for v in r.values)
     integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
     missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
+    binned = of_numbers and (len(r.values) > bins or covered < 1 - TAIL_SHARE)
     span = whole_span(r) if of_numbers and integer else None
-    if span is not None and span[1] - span[0] < WHOLE_CODES * bins:
+    if span is not None and span[1] - span[0] < WHOLE_CODES * bins \
+            and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
-    if of_numbers and (len(r.values) > bins or covered < 1 - TAIL_SHARE):
+    if binned:
         return numeric_from(r, bins, integer, missing)
     if not r.values:
         raise ValueError(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
