@@ -1,5 +1,6 @@
 """The numba kernels agree with their numpy twins."""
 import multiprocessing
+import os
 
 import numpy as np
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibra
                                 exp_shifted, identity_loss, identity_loss_reference, predicted_decrease,
                                 predicted_decrease_reference, project, project_reference, runs_to_maps, step,
                                 step_reference)
+from ektelo_pgm.kernels import tree as kernels_tree
 from ektelo_pgm.kernels.tree import (BLOCK, PARALLEL_CELLS, SERIAL, ParameterLayout, TreeLayout, parallel_cells,
                                      workspace)
 from ektelo_pgm.pgm.inference import MarginalOracle
@@ -112,7 +114,23 @@ def _big_oracle_marginals(seed):
     return oracle.calibrate(np.random.default_rng(seed).normal(size=oracle.size), 100.0)[0]
 
 
-def test_forked_children_run_the_kernels_serially():
+def idle_machine(monkeypatch, load):
+    """The load average reads ``load`` from now on."""
+    monkeypatch.setattr(kernels_tree.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(kernels_tree, "_load", [-float("inf"), 0.0])
+
+
+def test_kernels_go_parallel_only_with_an_idle_core_per_extra_thread(monkeypatch):
+    idle_machine(monkeypatch, 0.0)
+    assert parallel_cells() == PARALLEL_CELLS
+    idle_machine(monkeypatch, os.cpu_count() + 3.0)
+    assert parallel_cells() == (PARALLEL_CELLS if kernels_tree.get_num_threads() == 1 else SERIAL)
+    monkeypatch.setattr(kernels_tree.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # read at most once a second
+    assert parallel_cells() == (PARALLEL_CELLS if kernels_tree.get_num_threads() == 1 else SERIAL)
+
+
+def test_forked_children_run_the_kernels_serially(monkeypatch):
+    idle_machine(monkeypatch, 0.0)
     expected = _big_oracle_marginals(0)  # the parent has started parallel work
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(_big_oracle_marginals, (0,)).get(timeout=120)

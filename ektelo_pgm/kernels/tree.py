@@ -22,10 +22,11 @@ the cache.  They are compiled into the cached entry points that use them, :func:
 from __future__ import annotations
 
 import os
+import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, objmode, prange
+from numba import get_num_threads, njit, objmode, prange
 
 from .interrupt import sigint_received
 
@@ -179,12 +180,33 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+LOAD_EVERY = 1.0  # seconds between two readings of the load average
+_load = [-float("inf"), 0.0]  # (time.monotonic() of the last reading, 1-minute load average)
+
+
+def idle_cores() -> float:
+    """CPUs minus the 1-minute load average (which counts this process while it runs), read at
+    most every :data:`LOAD_EVERY` seconds; all CPUs where the platform has no load average."""
+    now = time.monotonic()
+    if now - _load[0] > LOAD_EVERY:
+        try:
+            _load[:] = [now, os.getloadavg()[0]]
+        except (AttributeError, OSError):
+            _load[:] = [now, 0.0]
+    return (os.cpu_count() or 1) - _load[1]
+
+
 def parallel_cells() -> int:
-    """The ``parallel_cells`` argument of the kernels: :data:`PARALLEL_CELLS`, or :data:`SERIAL` in a
-    process forked from another (e.g. a ``multiprocessing`` pool).  GNU OpenMP, numba's threading
-    layer here, terminates a forked child that starts parallel work once its parent has; a pool
-    of processes keeps the cores busy anyway."""
-    return SERIAL if _forked else PARALLEL_CELLS
+    """The ``parallel_cells`` argument of the kernels: :data:`PARALLEL_CELLS` when the machine has
+    an idle core for each of numba's threads beyond this one (``NUMBA_NUM_THREADS``), otherwise
+    :data:`SERIAL`.  On a busy machine the threads wait for cores at every barrier: on 2 CPUs at
+    load 4-7, PGM with two threads took 11x the wall time and 10x the CPU time of one thread.
+    Also :data:`SERIAL` in a process forked from another (e.g. a ``multiprocessing`` pool): GNU
+    OpenMP, numba's threading layer here, terminates a forked child that starts parallel work
+    once its parent has; a pool of processes keeps the cores busy anyway."""
+    if _forked or idle_cores() < get_num_threads() - 1:
+        return SERIAL
+    return PARALLEL_CELLS
 
 
 def workspace(tree: TreeLayout) -> Workspace:
