@@ -24,7 +24,8 @@ Everything else is post-processing of those noisy counts:
   ``NOISE_Z`` noise stds) and released values that are all numbers; it holds *whole numbers*
   when at most ``TEXT_SHARE`` of its numbers are fractional (likewise);
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z``
-  noise stds are kept; the range starts in the lowest, in the first of its tenths where the
+  noise stds (under Laplace noise: the count that an empty decade passes as rarely,
+  ``DECADE_MISS``) are kept; the range starts in the lowest, in the first of its tenths where the
   running noisy count surely begins (``RANGE_Z`` stds), at the cell of that tenth's noisy
   median, and ends likewise in the highest, so that it lies inside the numbers' range with
   high probability;
@@ -83,9 +84,13 @@ NOISE_Z = 3.0
 MISSING_Z = 1.0
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
-#: Noise stds a decade's count must reach to be kept (an empty one of the 37 passes with
-#: probability about 1e-4).
+#: Noise stds a decade's count must reach to be kept under Gaussian noise (an empty one of the
+#: 37 passes with probability about 1e-4).
 DECADE_Z = 4.5
+#: The probability with which an empty decade passes that bar; under Laplace noise, whose tails
+#: are heavier, the bar is set by this probability instead (4.5 stds would let 3% of columns
+#: keep a spurious decade and stretch their range by orders of magnitude).
+DECADE_MISS = 0.5 * math.erfc(DECADE_Z / math.sqrt(2.0))
 #: A numeric column's range starts where the running noisy count exceeds this many of its noise stds.
 RANGE_Z = 3.0
 #: Decades ``10^k`` covered, ``k`` in this range; smaller magnitudes share one cell, larger ones another.
@@ -144,8 +149,8 @@ def cell_of(numbers: np.ndarray) -> np.ndarray:
 class Release:
     """The noisy histogram of one column (counts): ``kinds`` (missing, text, whole, fractional),
     ``values`` (released value -> noisy count, those at or above ``threshold``), ``levels`` (the
-    noisy counts of the numbers per decade, tenth and cell, see LEVELS), and ``std``, the noise
-    std of every count."""
+    noisy counts of the numbers per decade, tenth and cell, see LEVELS), ``std``, the noise
+    std of every count, and ``decade_bar``, the noisy count a decade needs to be kept."""
 
     name: str
     kinds: dict
@@ -153,6 +158,7 @@ class Release:
     levels: tuple
     threshold: float
     std: float
+    decade_bar: float
 
 
 def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Release:
@@ -185,9 +191,10 @@ def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Rel
         noisy = laplace(answers, sensitivity, amount, rng, budget=budget, label=label)
         std = scale * math.sqrt(2.0)
     threshold = release_threshold(budget.notion, scale, delta)
+    decade_bar = DECADE_Z * std if budget.notion == "zcdp" else release_threshold(budget.notion, scale, DECADE_MISS) - 1
     kinds, values, *levels = np.split(noisy.astype(float), np.cumsum(sizes)[:-1])
     released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
-    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std)
+    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std, decade_bar)
 
 
 def release_threshold(notion: str, scale: float, delta: float) -> float:
@@ -293,9 +300,9 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
     return share
 
 
-def _kept(levels, std: float) -> np.ndarray:
-    """The decades whose noisy count reaches ``DECADE_Z`` stds."""
-    return np.flatnonzero(levels[0] >= DECADE_Z * std)
+def _kept(levels, bar: float) -> np.ndarray:
+    """The decades whose noisy count reaches ``bar`` (a release's ``decade_bar``)."""
+    return np.flatnonzero(levels[0] >= bar)
 
 
 def whole_span(r: Release):
@@ -303,7 +310,7 @@ def whole_span(r: Release):
     integer of its first cell to the smallest of its last, so inside the numbers' range with
     high probability, then widened to the released whole values (each held by records); None
     when no decade is kept or when the range ends in an outer cell (beyond the grid)."""
-    kept = _kept(r.levels, r.std)
+    kept = _kept(r.levels, r.decade_bar)
     if not kept.size:
         return None
     first, last = _end(r.levels, r.std, kept[0], reverse=False), _end(r.levels, r.std, kept[-1], reverse=True)
@@ -318,7 +325,7 @@ def whole_span(r: Release):
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (module docstring).
 
-    Decades whose noisy count reaches ``DECADE_Z`` stds are kept; the range starts inside the
+    Decades whose noisy count reaches the release's ``decade_bar`` are kept; the range starts inside the
     lowest where the numbers surely begin (:func:`_end`) and ends likewise inside the highest;
     the inner edges are the ``j / bins`` quantiles of the kept counts (:func:`_spread`); every
     point mass adds a bin of its own."""
@@ -331,7 +338,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
             counts[group[at]] -= r.values[v]
     edges = [float(v) for v in points]
     edges += [float(v) + 1 if integer else float(np.nextafter(float(v), math.inf)) for v in points]
-    kept = _kept(levels, r.std)
+    kept = _kept(levels, r.decade_bar)
     if kept.size:
         lo = LOWER[_end(levels, r.std, kept[0], reverse=False)]
         hi = UPPER[_end(levels, r.std, kept[-1], reverse=True)]
