@@ -1,6 +1,10 @@
 """The numba kernels agree with their numpy twins."""
 import multiprocessing
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -221,3 +225,18 @@ def test_index_runs_match_plain_maps(seed, p):
                                  np.concatenate([r[2] for r in runs]), [domain.size(h) for h in hosts])
     for j, (h, s) in enumerate(zip(hosts, small)):
         np.testing.assert_array_equal(maps[map_off[j]:map_off[j + 1]], index_map(domain, h, s))
+
+
+def test_kernels_compile_where_their_folder_is_not_writable(tmp_path):
+    """A read-only install without a home: numba cannot cache beside the sources nor in the user's
+    cache folder, and the kernels still import and run (their cache goes to the temporary folder)."""
+    package = Path(__file__).resolve().parents[1] / "ektelo_pgm"
+    shutil.copytree(package, tmp_path / "ektelo_pgm", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "ektelo_pgm" / "kernels" / "__pycache__").write_text("")  # a file: no cache folder there
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(HOME="/proc", XDG_CACHE_HOME="/proc/none", PYTHONPATH=str(tmp_path))
+    script = "import numpy as np; from ektelo_pgm.kernels import dot; print(dot(np.ones(3), np.ones(3)))"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "3.0"
