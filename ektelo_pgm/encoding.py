@@ -392,21 +392,29 @@ class NumericColumn:
         codes[absent] = self.bins
         return codes.astype(np.int64)
 
-    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
+    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator, whole: bool = False):
         """A value inside the bin of each code (NaN for the missing code).
 
         ``within_bin="midpoint"`` gives the middle of the bin (for whole
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
         uniformly among the bin's whole numbers).  A bin one float wide (a point mass) gives
-        its lower edge.
+        its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
+        integers binned at fractional edges): the integers inside each bin, or the integer
+        nearest its middle when it holds none, so that a value re-encodes to its code.
         """
         pd = _pandas()
         edges = np.asarray(self.edges, dtype=float)
         absent = codes == self.bins
         bin_of = np.where(absent, 0, codes)
         lo, hi = edges[bin_of], edges[bin_of + 1]
-        if self.integer:
+        if self.integer or whole:
+            if not self.integer:  # the integers of [lo, hi), of [lo, hi] in the closed last bin
+                first = np.ceil(lo)
+                stop = np.where(bin_of == self.bins - 1, np.floor(hi) + 1, np.ceil(hi))
+                empty = stop <= first
+                first = np.where(empty, np.round((lo + hi) / 2), first)
+                lo, hi = first, np.where(empty, first + 1, stop)
             if within_bin == "midpoint":
                 values = np.floor((lo + hi - 1) / 2)
             else:
@@ -622,14 +630,16 @@ class TableEncoder:
         frame = _as_frame(table)
         return self.fit(frame, **fit_options).transform(frame)
 
-    def inverse_transform(self, dataset: Dataset, within_bin: str = "midpoint", rng=None):
+    def inverse_transform(self, dataset: Dataset, within_bin: str = "midpoint", rng=None, whole=()):
         """Decode a Dataset (e.g. synthetic records) into a DataFrame of original values.
 
         The dataset may hold any subset of the encoder's columns, with their
         sizes.  Categorical codes become their categories; a numeric code
         becomes the bin midpoint (``within_bin="midpoint"``, deterministic)
         or a uniform draw inside its bin (``within_bin="uniform"``, using
-        ``rng``); see :meth:`NumericColumn.decode`.  Missing codes become NaN.
+        ``rng``); see :meth:`NumericColumn.decode`.  Missing codes become NaN.  The numeric
+        columns named in ``whole`` are decoded as whole numbers inside their bins (``decode``'s
+        ``whole``): columns of integers binned at fractional edges.
         """
         pd = _pandas()
         columns = self._fitted()
@@ -642,8 +652,14 @@ class TableEncoder:
             if size != columns[attr].size:
                 raise ValueError(f"attribute {attr!r} has size {size} in the dataset "
                                  f"but {columns[attr].size} in the encoder")
-        decoded = {attr: columns[attr].decode(np.asarray(dataset.records[:, i], dtype=np.int64), within_bin, rng)
-                   for i, attr in enumerate(dataset.domain.attrs)}
+        for attr in whole:
+            if attr not in columns or columns[attr].kind != "numeric":
+                raise ValueError(f"whole: {attr!r} is not a numeric column of the encoder")
+        decoded = {}
+        for i, attr in enumerate(dataset.domain.attrs):
+            codes, column = np.asarray(dataset.records[:, i], dtype=np.int64), columns[attr]
+            decoded[attr] = column.decode(codes, within_bin, rng, whole=True) if attr in whole else \
+                column.decode(codes, within_bin, rng)
         return pd.DataFrame(decoded)
 
     # persistence -------------------------------------------------------------

@@ -308,7 +308,8 @@ class Synthesizer:
     def sample(self, n: int | None = None):
         """``n`` synthetic records (default: the estimated number of records) as a DataFrame with
         the table's column names and value types; numbers are drawn uniformly inside their bins
-        (whole numbers stay whole), categories are among those released."""
+        (a column of whole numbers among the whole numbers of each bin, even where a declared
+        schema cuts it at fractional edges), categories are among those released."""
         self._fitted()
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
@@ -316,7 +317,9 @@ class Synthesizer:
             n = max(1, int(round(self.estimate.total)))
         with self._reporting():
             records = self.estimate.synthetic_data(int(n), self.rng)
-        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
+        whole = [name for name, kind in self.kinds.items()
+                 if kind == "int" and self.encoder.columns[name].kind == "numeric"]
+        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng, whole=whole)
         for name, kind in self.kinds.items():
             frame[name] = _restore(frame[name], kind)
         return frame

@@ -202,6 +202,32 @@ def test_numeric_binning_properties(seed, n, bins, binning, integer, scale, miss
         np.testing.assert_array_equal(again.records, ds.records)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), edges=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=12, unique=True),
+       how=st.sampled_from(["midpoint", "uniform"]))
+def test_whole_decoding_of_fractional_bins_keeps_integers_inside_them(seed, edges, how):
+    edges = sorted(edges)
+    column = NumericColumn("x", tuple(edges), False, True)
+    codes = np.random.default_rng(seed).integers(0, column.size, 500)
+    values = column.decode(codes, how, np.random.default_rng(seed), whole=True)
+    present = codes < column.bins
+    assert values.isna().to_numpy().tolist() == (~present).tolist()
+    got = values[present].to_numpy(dtype=float)
+    assert np.array_equal(got, np.round(got))
+    lo, hi = np.asarray(edges)[codes[present]], np.asarray(edges)[codes[present] + 1]
+    last = codes[present] == column.bins - 1
+    holds = np.ceil(lo) < np.where(last, np.floor(hi) + 1, np.ceil(hi))  # the bin holds an integer
+    inside = (lo <= got) & ((got < hi) | (last & (got == hi)))
+    assert inside[holds].all()
+    assert np.all(np.abs(got - (lo + hi) / 2)[~holds] <= 0.5)  # else the integer nearest its middle
+
+
+def test_whole_decoding_needs_numeric_columns():
+    encoder = TableEncoder().fit(pd.DataFrame({"a": ["x", "y"]}), public=True)
+    with pytest.raises(ValueError, match=r"whole: 'a' is not a numeric column"):
+        encoder.inverse_transform(Dataset([[0]], Domain(["a"], [2])), whole=["a"])
+
+
 def test_unseen_category_names_column_value_and_row(adult, data_dir):
     encoder, _ = adult
     test = read_table(data_dir / "raw" / "adult" / "adult.test", names=ADULT_COLUMNS, skiprows=1)
