@@ -12,6 +12,7 @@ import time
 
 from . import progress, sample_data
 from .dataset import Dataset
+from .estimate import SAMPLING
 from .privacy import Budget
 
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
@@ -94,6 +95,10 @@ budget: reading categories or ranges off the data without noise would leak them.
 held by too few records to survive the noise, and numbers beyond the private range, are then
 encoded as missing or clipped.  With --schema FILE (written by 'ektelo-pgm schema' and edited,
 or by hand) nothing is spent on the schema and it is released as declared.
+
+Records are drawn from the fitted model with --sampling round (default: the counts of each of
+its conditional tables are roundings of their expected counts, values assigned to records at
+random, so less sampling error) or --sampling sample (i.i.d. records); both are free of budget.
 
 examples:
   ektelo-pgm synth adult.data -o synthetic.csv --epsilon 1
@@ -208,12 +213,12 @@ def write_table(frame, path: str, header: bool = True) -> None:
             frame.to_csv(f, index=False, header=header)
 
 
-def fitted(args, frame):
-    """A Synthesizer fitted to ``frame`` as the arguments say."""
+def fitted(args, frame, **options):
+    """A Synthesizer fitted to ``frame`` as the arguments say (``options``: more of its parameters)."""
     from .synthesizer import Synthesizer
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
-                        seed=args.seed)
+                        seed=args.seed, **options)
     return synth.fit(frame, schema=args.schema)
 
 
@@ -226,7 +231,7 @@ def synth(args) -> None:
     check_output(args.output, TABLE_FORMATS)
     start = time.perf_counter()
     frame, header = read_input(args)
-    model = fitted(args, frame)
+    model = fitted(args, frame, sampling=args.sampling)
     out = model.sample(args.rows)
     write_table(out, args.output, header)
     if args.save:
@@ -357,6 +362,9 @@ def parser() -> argparse.ArgumentParser:
     table_arguments(p)
     p.add_argument("--rows", type=count, help="number of synthetic rows (default: the private estimate "
                    "of the input's)")
+    p.add_argument("--sampling", choices=SAMPLING, default="round",
+                   help="round: conditional counts rounded from the model's expectations (default, less "
+                        "sampling error); sample: i.i.d. records")
     p.add_argument("--save", help="also save the fitted synthesizer (.npz) to sample more later")
     p.set_defaults(handler=synth)
 

@@ -37,6 +37,7 @@ from . import progress as progresses
 from . import schema as schemas
 from .domain import Domain
 from .encoding import TableEncoder, _as_frame, _clean, _pandas
+from .estimate import SAMPLING
 from .files import atomic_write
 from .privacy import Budget, Charge, approx_to_zcdp
 
@@ -224,6 +225,11 @@ class Synthesizer:
     epsilon, delta : the (epsilon, delta)-DP guarantee of the whole fit.
     schema_share : share of the budget and of delta that infers the schema when none is declared.
     bins : most bins of an inferred numeric column (besides one per point mass).
+    sampling : how :meth:`sample` draws records from the fitted estimate: ``"round"`` (default)
+        keeps the counts of each of its conditional tables at roundings of their expected counts,
+        assigning values to records at random (less sampling error; where the estimate cannot,
+        as GEM's mixture, records are drawn i.i.d.); ``"sample"`` draws i.i.d. records.  Both
+        are post-processing: no privacy cost.
     seed : seed or numpy Generator of every random step (same seed, same output).
     progress : progress bars on standard error for the schema, the mechanism's rounds, the
         estimation and the sampling: True, False, or None (as the caller's
@@ -232,9 +238,11 @@ class Synthesizer:
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
-                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, seed=None, progress: bool | None = None,
-                 **mechanism_options):
+                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
+                 progress: bool | None = None, **mechanism_options):
         mechanism_entry(mechanism)
+        if sampling not in SAMPLING:
+            raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
                 or epsilon <= 0:
             raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
@@ -246,6 +254,7 @@ class Synthesizer:
             raise ValueError(f"bins must be a positive integer, got {bins!r}")
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
         self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
+        self.sampling = sampling
         self.mechanism_options = dict(mechanism_options)
         self.rng = np.random.default_rng(seed)
         self.encoder: TableEncoder | None = None
@@ -306,8 +315,8 @@ class Synthesizer:
 
     # output ------------------------------------------------------------------
     def sample(self, n: int | None = None):
-        """``n`` synthetic records (default: the estimated number of records) as a DataFrame with
-        the table's column names and value types; numbers are drawn uniformly inside their bins
+        """``n`` synthetic records (default: the estimated number of records), drawn as ``sampling``
+        says, as a DataFrame with the table's column names and value types; numbers are drawn uniformly inside their bins
         (a column of whole numbers among the whole numbers of each bin, even where a declared
         schema cuts it at fractional edges), categories are among those released."""
         self._fitted()
@@ -315,8 +324,9 @@ class Synthesizer:
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
         if n is None:
             n = max(1, int(round(self.estimate.total)))
+        options = {"method": "round"} if self.sampling == "round" and "round" in self.estimate.sampling_methods else {}
         with self._reporting():
-            records = self.estimate.synthetic_data(int(n), self.rng)
+            records = self.estimate.synthetic_data(int(n), self.rng, **options)
         whole = [name for name, kind in self.kinds.items()
                  if kind == "int" and self.encoder.columns[name].kind == "numeric"]
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng, whole=whole)
@@ -365,7 +375,7 @@ class Synthesizer:
         kind, meta, arrays = _estimate_state(self.estimate)
         state = {
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
-            "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins,
+            "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
             "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
             "encoder": self.encoder.to_dict(), "kinds": self.kinds, "schema_inferred": self.schema_inferred,
             "total": str(self.total), "unit": self.unit,
@@ -389,6 +399,7 @@ class Synthesizer:
         synth = cls.__new__(cls)
         synth.mechanism, synth.epsilon, synth.delta = state["mechanism"], state["epsilon"], state["delta"]
         synth.schema_share, synth.bins, synth.progress = state["schema_share"], state["bins"], None
+        synth.sampling = state.get("sampling", "sample")  # saved before the choice existed: i.i.d.
         synth.mechanism_options = state["options"]
         synth.rng = np.random.default_rng()
         synth.rng.bit_generator.state = state["rng"]

@@ -97,6 +97,20 @@ def test_help_has_examples_and_exit_codes(capsys):
     out = capsys.readouterr().out
     assert stop.value.code == 0
     assert "examples:" in out and "exit codes:" in out and "privately" in out and "--schema" in out
+    assert "--sampling {sample,round}" in out and "--sampling round (default" in out
+
+
+def test_sampling_choice_reaches_the_synthesizer(tmp_path, table, capsys):
+    outputs = {}
+    for sampling in ("round", "sample"):
+        path = tmp_path / f"{sampling}.csv"
+        code, _, _ = run(capsys, "synth", table, "-o", path, "--epsilon", 2, "--mechanism", "mst", "--seed", 5,
+                         "--sampling", sampling, "--quiet")
+        assert code == 0
+        outputs[sampling] = path.read_bytes()
+    again = Synthesizer("mst", epsilon=2.0, seed=5).fit(pd.read_csv(table)).sample()
+    assert pd.read_csv(tmp_path / "round.csv").equals(again)  # round is the default
+    assert outputs["round"] != outputs["sample"]
 
 
 def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
@@ -177,7 +191,8 @@ def test_model_too_large_is_refused_with_its_size(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [["synth", "x.csv", "-o", "y.csv"],  # no --epsilon
                                   ["synth", "x.csv", "-o", "y.csv", "--epsilon", "0"],
                                   ["synth", "x.csv", "-o", "y.csv", "--epsilon", "-1"],
-                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "1", "--rows", "0"]])
+                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "1", "--rows", "0"],
+                                  ["synth", "x.csv", "-o", "y.csv", "--epsilon", "1", "--sampling", "exact"]])
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         main(argv)

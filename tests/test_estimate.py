@@ -70,6 +70,31 @@ def test_a_bayes_net_is_an_estimate_of_its_total():
         BayesNet(domain, parents, cpts, total=None)
 
 
+def test_a_bayes_net_rounds_every_table_to_within_one_record_per_cell():
+    """method="round": the root's counts are the largest-remainder rounding of n p(a); the records
+    of every parent configuration get the child's values in counts within one of their expectation
+    given that configuration's (already fixed) count; seeded; an unknown method is refused."""
+    rng = np.random.default_rng(5)
+    domain = Domain(["a", "b", "c"], [3, 4, 5])
+    parents = {"b": ("a",), "c": ("a", "b")}
+    cpts = {a: rng.dirichlet(np.ones(domain[a]), size=domain.project(parents.get(a, ())).size()).reshape(
+        domain.project(parents.get(a, ())).shape + (domain[a],)) for a in domain.attrs}
+    cpts["a"] = cpts["a"].reshape(3)
+    net = BayesNet(domain, parents, cpts, total=1234)
+    data = net.synthetic_data(rng=1, method="round")
+    assert len(data) == 1234
+    assert np.all(np.abs(data.marginal(("a",)) - 1234 * cpts["a"]) < 1)
+    for child in ("b", "c"):
+        pa = parents[child]
+        given = data.marginal(pa)
+        counts = data.marginal(pa + (child,))
+        assert np.all(np.abs(counts - given[..., None] * cpts[child]) < 1)
+    np.testing.assert_array_equal(data.records, net.synthetic_data(rng=1, method="round").records)
+    assert net.sampling_methods == ("sample", "round")
+    with pytest.raises(ValueError, match="method must be one of"):
+        net.synthetic_data(5, method="bogus")
+
+
 def test_every_estimate_of_the_package_is_listed_in_one_place():
     """ektelo_pgm.estimate names every Estimate the package defines (the graphical ones are
     re-exported from their engines), so a user finds them all in one module."""

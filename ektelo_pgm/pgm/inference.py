@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import progress
 from ..domain import Domain
+from ..estimate import round_conditional
 from ..kernels import calibrate
 from ..kernels.tree import ParameterLayout, Workspace, parallel_cells, workspace
 from .clique_vector import FlatCliques
@@ -185,16 +186,6 @@ def clique_tables(tree: JunctionTree, log_beliefs: np.ndarray, chosen: Sequence[
     return factors
 
 
-def _largest_remainder(target: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Round each row of ``target`` (rows summing to ``totals``) to integers summing to ``totals``."""
-    base = np.floor(target)
-    deficit = np.clip(totals - base.sum(axis=1), 0, target.shape[1]).astype(np.int64)
-    order = np.argsort(-(target - base), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(target.shape[1])[None, :], axis=1)
-    return (base + (rank < deficit[:, None])).astype(np.int64)
-
-
 def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
     """(separator attrs, rest attrs, probabilities table [separator cell, rest cell]) of clique c."""
     offsets = tree.layout_offsets()
@@ -250,21 +241,13 @@ def round_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.r
     clique's new attributes in counts equal to the largest-remainder rounding of
     ``count(s) * p(rest | s)``.  So the total is exactly ``n``, each conditional table is rounded
     to within one record per cell, and only the assignment of values to records within one
-    separator value is random (``rng``), never the counts.
+    separator value is random (``rng``), never the counts (:func:`~ektelo_pgm.estimate.round_conditional`).
     """
     domain = tree.domain
     records: dict[str, np.ndarray] = {}
     with progress.bar(len(tree.order), f"rounding {n:,} records", unit="clique") as shown:
         for c in tree.order[::-1]:
             sep, rest, cond = _conditional(tree, log_beliefs, c)
-            rows = _sep_index(domain, records, sep, n)
-            counts = np.bincount(rows, minlength=cond.shape[0])
-            table = _largest_remainder(counts[:, None] * cond, counts)
-            cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
-            order = rng.permutation(n)
-            order = order[np.argsort(rows[order], kind="stable")]
-            values = np.empty(n, dtype=np.int64)
-            values[order] = cells
-            _write(domain, records, rest, values)
+            _write(domain, records, rest, round_conditional(_sep_index(domain, records, sep, n), cond, rng))
             shown.update()
     return np.stack([records[a] for a in domain.attrs], axis=1)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..estimate import Estimate, synthetic_attrs
+from ..estimate import SAMPLING, Estimate, synthetic_attrs
 from ..files import atomic_write
 from .clique_vector import CliqueVector
 from .factor import Factor
@@ -145,6 +145,8 @@ class GraphicalModel(Estimate):
                 raise ValueError(f"factored query on {a!r} must have {self.domain[a]} columns, got shape {q.shape}")
             tables[a] = q
         return self._eliminate(tables, attrs)
+
+    sampling_methods = SAMPLING
 
     def synthetic_data(self, n: int | None = None, rng=None, method: str = "sample", attrs=None) -> Dataset:
         """``n`` records (default: the rounded total) from the model (sec. 3.3), over ``attrs``
