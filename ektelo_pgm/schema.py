@@ -25,10 +25,16 @@ Everything else is post-processing of those noisy counts:
   when at most ``TEXT_SHARE`` of its numbers are fractional (likewise);
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z``
   noise stds (under Laplace noise: the count that an empty decade passes as rarely,
-  ``DECADE_MISS``) are kept; the range starts in the lowest, in the first of its tenths where the
-  running noisy count surely begins (``RANGE_Z`` stds), at the cell of that tenth's noisy
-  median, and ends likewise in the highest, so that it lies inside the numbers' range with
-  high probability;
+  ``DECADE_MISS``) are kept; for a column coded integer by integer (below), where every
+  integer of the range costs a code, the range starts in the lowest, in the first of its
+  tenths where the running noisy count surely begins (``RANGE_Z`` stds), at the cell of that
+  tenth's noisy median, and ends likewise in the highest, so that it lies inside the numbers'
+  range with high probability; a binned column's range starts at the first tenth whose own
+  noisy count reaches ``RANGE_Z`` stds (``RANGE_MISS`` under Laplace noise) and ends at the
+  end of the last such tenth, so that no tenth surely holding numbers is clipped and the range
+  passes the numbers by less than a tenth, which only widens an end bin (on Adult's fnlwgt
+  at the steward's default budget 1.7% of the rows are clipped, against 8.3% with the rule of
+  whole-number spans: mean of 20 seeds);
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
   integers: one code per integer of the span, whatever its count, numbers outside it clipped
@@ -91,8 +97,11 @@ DECADE_Z = 4.5
 #: are heavier, the bar is set by this probability instead (4.5 stds would let 3% of columns
 #: keep a spurious decade and stretch their range by orders of magnitude).
 DECADE_MISS = 0.5 * math.erfc(DECADE_Z / math.sqrt(2.0))
-#: A numeric column's range starts where the running noisy count exceeds this many of its noise stds.
+#: A column's range starts where the running noisy count exceeds this many of its noise stds; a
+#: binned column's, at a tenth of a decade whose noisy count reaches as many (under Laplace noise:
+#: the count that an empty tenth passes as rarely, ``RANGE_MISS``).
 RANGE_Z = 3.0
+RANGE_MISS = 0.5 * math.erfc(RANGE_Z / math.sqrt(2.0))
 #: Decades ``10^k`` covered, ``k`` in this range; smaller magnitudes share one cell, larger ones another.
 DECADES = range(-4, 13)
 #: Default bins of a numeric column.
@@ -150,7 +159,8 @@ class Release:
     """The noisy histogram of one column (counts): ``kinds`` (missing, text, whole, fractional),
     ``values`` (released value -> noisy count, those at or above ``threshold``), ``levels`` (the
     noisy counts of the numbers per decade, tenth and cell, see LEVELS), ``std``, the noise
-    std of every count, and ``decade_bar``, the noisy count a decade needs to be kept."""
+    std of every count, ``decade_bar``, the noisy count a decade needs to be kept, and
+    ``tenth_bar``, the noisy count that shows a tenth of a decade holds numbers."""
 
     name: str
     kinds: dict
@@ -159,6 +169,7 @@ class Release:
     threshold: float
     std: float
     decade_bar: float
+    tenth_bar: float
 
 
 def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Release:
@@ -192,9 +203,10 @@ def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Rel
         std = scale * math.sqrt(2.0)
     threshold = release_threshold(budget.notion, scale, delta)
     decade_bar = DECADE_Z * std if budget.notion == "zcdp" else release_threshold(budget.notion, scale, DECADE_MISS) - 1
+    tenth_bar = RANGE_Z * std if budget.notion == "zcdp" else release_threshold(budget.notion, scale, RANGE_MISS) - 1
     kinds, values, *levels = np.split(noisy.astype(float), np.cumsum(sizes)[:-1])
     released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
-    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std, decade_bar)
+    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std, decade_bar, tenth_bar)
 
 
 def release_threshold(notion: str, scale: float, delta: float) -> float:
@@ -270,16 +282,32 @@ def _start(counts: np.ndarray, std: float) -> int:
     return int(above[0]) if above.size else int(np.argmax(counts))
 
 
-def _end(levels, std: float, kept: int, reverse: bool) -> int:
-    """The cell where the range starts (``reverse``: ends) inside the decade ``kept``: the first
-    of its tenths (``reverse``: the last) where the numbers surely begin, then the cell of that
-    tenth's noisy median (counts clipped at zero), which holds numbers with high probability."""
+def _inner_end(levels, std: float, kept: int, reverse: bool) -> int:
+    """The cell where a whole-number span starts (``reverse``: ends) inside the decade ``kept``:
+    the first of its tenths (``reverse``: the last) where the numbers surely begin, then the cell
+    of that tenth's noisy median (counts clipped at zero), which holds numbers with high
+    probability: every integer of the span costs a code, so the span stays inside the numbers."""
     cells = np.flatnonzero(LEVELS[0] == kept)
     tenths = np.unique(LEVELS[1][cells])[::-1 if reverse else 1]
     tenth = tenths[_start(levels[1][tenths], std)]
     cells = cells[LEVELS[1][cells] == tenth][::-1 if reverse else 1]
     running = np.cumsum(np.clip(levels[2][cells], 0.0, None))
     return int(cells[min(np.searchsorted(running, running[-1] / 2), cells.size - 1)])
+
+
+def _outer_end(levels, r: Release, kept: int, reverse: bool) -> int:
+    """The cell where a binned column's range starts (``reverse``: ends) inside the decade
+    ``kept``: the outer cell of its first tenth (``reverse``: its last) whose noisy count reaches
+    ``r.tenth_bar``, so surely holds numbers (where none does, of the tenth where their running
+    count surely begins, :func:`_start`).  Every sure tenth is inside the range whole: only
+    the numbers of tenths too sparse to tell from the noise are clipped, and the range passes
+    the numbers by less than a tenth, which widens the end bin only."""
+    cells = np.flatnonzero(LEVELS[0] == kept)
+    tenths = np.unique(LEVELS[1][cells])[::-1 if reverse else 1]
+    sure = np.flatnonzero(levels[1][tenths] >= r.tenth_bar)
+    tenth = tenths[sure[0] if sure.size else _start(levels[1][tenths], r.std)]
+    cells = cells[LEVELS[1][cells] == tenth]
+    return int(cells[-1] if reverse else cells[0])
 
 
 def _spread(levels, kept: np.ndarray) -> np.ndarray:
@@ -313,7 +341,8 @@ def whole_span(r: Release):
     kept = _kept(r.levels, r.decade_bar)
     if not kept.size:
         return None
-    first, last = _end(r.levels, r.std, kept[0], reverse=False), _end(r.levels, r.std, kept[-1], reverse=True)
+    first = _inner_end(r.levels, r.std, kept[0], reverse=False)
+    last = _inner_end(r.levels, r.std, kept[-1], reverse=True)
     if first == 0 or last == N_CELLS - 1:
         return None
     lo, hi = math.ceil(UPPER[first]) - 1, math.ceil(LOWER[last])
@@ -325,8 +354,9 @@ def whole_span(r: Release):
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (module docstring).
 
-    Decades whose noisy count reaches the release's ``decade_bar`` are kept; the range starts inside the
-    lowest where the numbers surely begin (:func:`_end`) and ends likewise inside the highest;
+    Decades whose noisy count reaches the release's ``decade_bar`` are kept; the range starts in the
+    lowest at its first tenth that surely holds numbers (:func:`_outer_end`) and ends likewise
+    in the highest;
     the inner edges are the ``j / bins`` quantiles of the kept counts (:func:`_spread`); every
     point mass adds a bin of its own."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
@@ -340,8 +370,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     edges += [float(v) + 1 if integer else float(np.nextafter(float(v), math.inf)) for v in points]
     kept = _kept(levels, r.decade_bar)
     if kept.size:
-        lo = LOWER[_end(levels, r.std, kept[0], reverse=False)]
-        hi = UPPER[_end(levels, r.std, kept[-1], reverse=True)]
+        lo = LOWER[_outer_end(levels, r, kept[0], reverse=False)]
+        hi = UPPER[_outer_end(levels, r, kept[-1], reverse=True)]
         cumulative = np.cumsum(_spread(levels, kept))
         inner = UPPER[np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins)]
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
