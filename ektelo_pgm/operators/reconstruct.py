@@ -1,5 +1,6 @@
 from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from .multiplicative_weights import MultiplicativeWeights
+from ..convergence import DEFAULT_TOL, check_tolerances
 from ..pgm.region_graph import KINDS
 
 __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "MultiplicativeWeights", "PGM",
@@ -52,20 +53,29 @@ class PGM:
 
 
 class APPGM:
-    """Reconstruction by APPGM (McKenna et al. 2021): PROX-PGM over the local polytope.
+    """Reconstruction by APPGM (McKenna et al. 2021): the loss minimised over the local polytope.
 
     ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see
-    :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``iters`` proximal steps from the
-    initial ``stepsize``; ``counting_numbers`` maps regions to positive kappa (default: matched to
-    the loss's curvature for L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64).
-    See :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
+    :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default:
+    "lbfgs" for L2 on the "tree" region graph, "mirror" otherwise), "lbfgs" (L-BFGS on
+    the measured cliques' log-potentials, CONVEX-GBP run to consistency as oracle) or "mirror"
+    (PROX-PGM, the paper's proximal loop, from the initial ``stepsize``); ``iters`` is a maximum, ``gap_tol`` the certified relative
+    optimality gap that stops L-BFGS; ``counting_numbers`` maps regions to positive kappa
+    (default: matched to the loss's curvature for the proximal loop on L2, 1 otherwise); ``max_mb`` bounds the region
+    graph (MB as float64).  The estimate reports ``iterations``, ``converged`` and ``gap``.  See
+    :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
     """
 
     def __init__(self, iters: int = 1000, region_graph: str = "saturated", loss="l2", stepsize: float | None = None,
                  damping: float = 0.5, counting_numbers=None, final_iters: int = 2000, tol: float = 1e-8,
-                 out_of_model_iters: int = 3000, max_mb: float = 1024.0):
+                 out_of_model_iters: int = 3000, max_mb: float = 1024.0, method: str = "auto",
+                 gap_tol: float = DEFAULT_TOL):
+        from ..pgm.appgm.estimation import resolve_method
+
+        resolve_method(method, loss)
+        check_tolerances(gap_tol, 0.0)
         if region_graph not in KINDS:
             raise ValueError(f"region_graph must be one of {KINDS}, got {region_graph!r}")
         if int(iters) < 0 or int(final_iters) < 0:
@@ -79,6 +89,7 @@ class APPGM:
         self.tol = float(tol)
         self.out_of_model_iters = int(out_of_model_iters)
         self.max_mb = float(max_mb)
+        self.method, self.gap_tol = method, float(gap_tol)
 
     def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None):
         """The estimated APPGMEstimate (pseudo-marginals in counts; ``total`` records, estimated
@@ -93,4 +104,4 @@ class APPGM:
                         iters=self.iters, stepsize=self.stepsize, damping=self.damping,
                         counting_numbers=self.counting_numbers, final_iters=self.final_iters, tol=self.tol,
                         out_of_model_iters=self.out_of_model_iters, max_mb=self.max_mb, warm_start=warm_start,
-                        callback=callback)
+                        callback=callback, method=self.method, gap_tol=self.gap_tol)

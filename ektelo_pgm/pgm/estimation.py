@@ -19,7 +19,7 @@ from ..domain import Domain
 from ..matrix import Sparse
 from ..measurement import resolve_total
 from ..kernels import dot, identity_loss, predicted_decrease
-from ..kernels.interrupt import deferred_sigint
+from ..kernels.interrupt import deferred_sigint, sigint_received
 from ..kernels.tree import HOOKS, TINY, LossTerms, mirror_descent as compiled_mirror_descent, parallel_cells
 from .clique_vector import CliqueVector
 from .factor import Factor
@@ -301,17 +301,38 @@ def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, to
 
 def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,
                  iters: int = 3000, rule: StoppingRule | None = None) -> GraphicalModel:
-    """``min_theta L(MARGINAL-ORACLE(theta))`` over the log-potentials, the direct method of McKenna
+    """``min_theta L(MARGINAL-ORACLE(theta))`` over the log-potentials of the junction tree's
+    parameter cliques by :func:`lbfgs`, stopped by ``rule`` (:mod:`ektelo_pgm.convergence`) from
+    the loss and :func:`frank_wolfe_gap`."""
+    rule = StoppingRule() if rule is None else rule
+    work = oracle.workspace()
+
+    def gap(mu, grad, value):
+        return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY, work)
+
+    theta = lbfgs(lambda point: oracle.calibrate(point, total, work=work)[0].copy(), objective, total, theta,
+                  iters, rule, gap)
+    return _finish(oracle, theta, total, rule)
+
+
+def lbfgs(marginals: Callable, objective: Objective, total: float, theta: np.ndarray, iters: int,
+          rule: StoppingRule, gap: Callable, scale: np.ndarray | None = None, scaling: bool = True,
+          memory: int = MEMORY) -> np.ndarray:
+    """``min_theta L(marginals(theta))`` over log-potentials, the direct method of McKenna
     et al. 2019, supplement A.3, by L-BFGS (Nocedal and Wright 2006, Algorithm 7.5), after a
-    scaling phase.
+    scaling phase; returns the last ``theta``.
 
-    Its stationary points are the optima of the convex problem over the marginal polytope (the
-    gradient in theta is ``J grad L(mu)`` with ``J`` the covariance of the clique indicators, zero
-    exactly when ``grad L`` is orthogonal to the polytope), so the non-convexity in theta that
-    the supplement mentions leaves no spurious minima in the interior.  The gradient comes from
-    central differences of the oracle along ``grad L(mu)`` (two calls).
+    ``marginals(theta)`` returns a fresh flat buffer of the marginals (counts) that ``objective``
+    scores, one block per parameter: the junction tree's cliques (Private-PGM) or the measured
+    cliques over a region graph (APPGM).  Its Jacobian is ``H diag(scale)`` with ``H`` symmetric
+    (``scale`` defaults to ones): the Hessian of the log-partition function (or of the convex
+    free energy's conjugate), so the gradient in theta, ``diag(scale) H grad L(mu)``, is
+    ``scale`` times the central difference of ``marginals`` along ``grad L(mu) / scale`` (two
+    calls).  Its stationary points are the optima of the convex problem over the polytope (the
+    gradient is zero exactly when ``grad L`` is orthogonal to it), so the non-convexity in theta
+    that the supplement mentions leaves no spurious minima in the interior.
 
-    Scaling phase (L2 only): steps ``theta += alpha * d`` with ``d`` from
+    Scaling phase (L2 only, unless ``scaling`` is false): steps ``theta += alpha * d`` with ``d`` from
     :meth:`Objective.scaled_direction` (about ``-g / (h * mu)``, ``g`` the loss gradient in the
     marginals, ``h`` the diagonal of ``Q^T W^2 Q``): on consistent measurements this is iterative
     proportional fitting's update for every clique at once, whatever the noise scales and
@@ -322,39 +343,36 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
     goes on from there, its initial inverse Hessian ``diag(1 / mu)`` (the mirror map's metric).
     When its line search fails (the differenced gradient is too inexact), one step of Algorithm
     1 (the natural gradient, exact; Armijo search from twice its last accepted step) is taken and
-    L-BFGS restarts; when that fails too, no step lowers the loss and the run ends.  ``rule`` (:mod:`ektelo_pgm.convergence`)
-    decides when to stop, from the loss and :func:`frank_wolfe_gap`; ``iters`` bounds the
-    iterations of both phases together.
+    L-BFGS restarts; when that fails too, no step lowers the loss and the run ends.  ``rule``
+    (:mod:`ektelo_pgm.convergence`) decides when to stop, from the loss and ``gap(mu, grad,
+    loss)``; ``iters`` bounds the iterations of both phases together; ``memory`` curvature pairs
+    are kept.
     """
-    rule = StoppingRule() if rule is None else rule
-    work = oracle.workspace()
-
     def evaluate(point):
-        mu = oracle.calibrate(point, total, work=work)[0].copy()
+        mu = marginals(point)
         value, grad = objective(mu)
         return value, mu, grad
 
     def gradient(point, grad):
-        step = FD_STEP / max(float(np.abs(grad).max()), TINY)
-        ahead = oracle.calibrate(point + step * grad, total, work=work)[0].copy()
-        behind = oracle.calibrate(point - step * grad, total, work=work)[0]
-        return (ahead - behind) / (2.0 * step)
-
-    def gap(mu, grad, value):
-        return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY, work)
+        along = grad if scale is None else grad / scale
+        step = FD_STEP / max(float(np.abs(along).max()), TINY)
+        slope = (marginals(point + step * along) - marginals(point - step * along)) / (2.0 * step)
+        return slope if scale is None else scale * slope
 
     theta = np.array(theta, dtype=np.float64)
     value, mu, grad = evaluate(theta)
     if rule.start(value, gap(mu, grad, value)) or iters == 0:
-        return _finish(oracle, theta, total, rule)
+        return theta
     curvature = objective.curvature()
-    scaling = curvature is not None and curvature.max() > 0
+    scaling = scaling and curvature is not None and curvature.max() > 0
     if scaling:
         curvature = np.maximum(curvature, curvature.max() * 1e-12)
     alpha, streak, slow = 1.0, 0, 0
     pairs, slope_grad = [], None
     mirror, mirror_alpha = False, objective.first_step(total)
     for _ in range(iters):
+        if sigint_received():  # Ctrl-C inside deferred_sigint: stop before the next iteration
+            break
         if scaling:
             direction = objective.scaled_direction(mu, grad, curvature)
             if streak >= GROW_AFTER:
@@ -397,12 +415,12 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
             new_slope = gradient(candidate, new_grad)
             s, y = candidate - theta, new_slope - slope_grad
             if dot(s, y) > 1e-12 * np.sqrt(dot(s, s) * dot(y, y)):
-                pairs = (pairs + [(s, y)])[-MEMORY:]
+                pairs = (pairs + [(s, y)])[-memory:]
             slope_grad = new_slope
         theta, value, mu, grad = candidate, new_value, new_mu, new_grad
         if rule.update(value, gap(mu, grad, value)):
             break
-    return _finish(oracle, theta, total, rule)
+    return theta
 
 
 def _two_loop(grad: np.ndarray, pairs: list, metric: np.ndarray) -> np.ndarray:

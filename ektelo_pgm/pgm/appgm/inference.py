@@ -98,6 +98,11 @@ class ConvexGBP:
         self.messages, self._incoming = state
         self._velocity, self._drift = np.zeros_like(self.messages), np.zeros_like(self._incoming)
 
+    def rescale(self, factor: float) -> None:
+        """Multiply the messages by ``factor`` (parameters scaled by ``factor``: a warm start)."""
+        self.messages, self._incoming = self.messages * factor, self._incoming * factor
+        self._velocity, self._drift = np.zeros_like(self.messages), np.zeros_like(self._incoming)
+
     def reparameterised(self, theta: np.ndarray) -> np.ndarray:
         """``Phi = theta + sum_c lambda_{r->c} - sum_p lambda_{p->r}`` per region cell: the
         log-potentials that, scaled by ``1 / kappa_r``, give the beliefs of the current messages."""
