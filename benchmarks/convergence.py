@@ -1,10 +1,15 @@
 """Iterations and seconds to reach a relative loss gap of 1e-3 and 1e-6, per reconstruction, on
 the same measurements: ektelo_pgm's PGM (its default, which is ``lbfgs`` on these L2 losses, then
-``mirror`` and ``accelerated``), APPGM, MultiplicativeWeights, and mbi 2.0's MirrorDescent.
+``mirror`` and ``accelerated``), APPGM on the saturated region graph (its default there, the
+proximal loop) and on the junction tree (its default there, L-BFGS), MultiplicativeWeights, and
+mbi 2.0's MirrorDescent.
 
 Run in the peers environment, from the repository root:
 
-    PYTHONPATH=. /work/venvs/peers/bin/python benchmarks/convergence.py [--quick]
+    PYTHONPATH=. /work/venvs/peers/bin/python benchmarks/convergence.py [--quick] [--only LABEL ...]
+
+``--only`` reruns the named rows (e.g. ``APPGM "APPGM tree (lbfgs)"``) against the stored ``f*``
+and keeps the others.
 
 Cases (all L2 losses weighted by 1/std):
 
@@ -57,6 +62,7 @@ DOCS = ROOT / "docs" / "benchmarks.md"
 TARGETS = (1e-3, 1e-6)
 START, END = "<!-- convergence:start -->", "<!-- convergence:end -->"
 DEFAULT = "PGM default (lbfgs)"
+TREE = "APPGM tree (lbfgs)"
 
 
 def heterogeneous(seed: int, total: float = 1000.0):
@@ -121,8 +127,8 @@ def ours(domain, ms, total, method, iters):
     return traced(lambda cb: PGM(iters=iters, method=method, tol=0.0).reconstruct(domain, ms, total, callback=cb))
 
 
-def appgm(domain, ms, total, iters):
-    return traced(lambda cb: APPGM(iters=iters).reconstruct(domain, ms, total, callback=cb))
+def appgm(domain, ms, total, iters, region_graph="saturated"):
+    return traced(lambda cb: APPGM(iters=iters, region_graph=region_graph).reconstruct(domain, ms, total, callback=cb))
 
 
 def mw(domain, ms, total, iters):
@@ -151,14 +157,19 @@ def first_reach(trace, best, target):
     return None
 
 
-def run_case(name, domain, ms, total, iters, small):
-    runs = {DEFAULT: ours(domain, ms, total, "auto", iters), "PGM mirror": ours(domain, ms, total, "mirror", iters),
-            "PGM accelerated": ours(domain, ms, total, "accelerated", iters),
-            "mbi MirrorDescent": mbi_md(domain, ms, total, iters), "APPGM": appgm(domain, ms, total, min(iters, 1000))}
+def run_case(name, domain, ms, total, iters, small, only=None, best=None):
+    """Every method on one case (``only``: those labels alone, against the stored ``best``)."""
+    methods = {DEFAULT: lambda: ours(domain, ms, total, "auto", iters),
+               "PGM mirror": lambda: ours(domain, ms, total, "mirror", iters),
+               "PGM accelerated": lambda: ours(domain, ms, total, "accelerated", iters),
+               "mbi MirrorDescent": lambda: mbi_md(domain, ms, total, iters),
+               "APPGM": lambda: appgm(domain, ms, total, min(iters, 1000)),
+               TREE: lambda: appgm(domain, ms, total, min(iters, 1000), "tree")}
     if small:
-        runs["MW"] = mw(domain, ms, total, 10 * iters)
-    exact = [k for k in runs if k != "APPGM"]
-    best = min(v for k in exact for _, _, v in runs[k][0])
+        methods["MW"] = lambda: mw(domain, ms, total, 10 * iters)
+    runs = {label: run() for label, run in methods.items() if only is None or label in only}
+    if best is None:
+        best = min(v for k in runs if not k.startswith("APPGM") for _, _, v in runs[k][0])
     out = {}
     for label, (trace, seconds, cpu) in runs.items():
         out[label] = {"final_loss": trace[-1][2] if trace else None, "iterations": trace[-1][0] if trace else 0,
@@ -172,7 +183,7 @@ def fmt(hit):
 
 
 def table(results):
-    labels = [DEFAULT, "PGM mirror", "PGM accelerated", "mbi MirrorDescent", "APPGM", "MW"]
+    labels = [DEFAULT, "PGM mirror", "PGM accelerated", "mbi MirrorDescent", "APPGM", TREE, "MW"]
     lines = ["| case | method | to 1e-3: iterations / s | to 1e-6: iterations / s | ran: iterations / s / CPU s | "
              "final gap |", "|---|---|---|---|---|---|"]
     for case, runs in results.items():
@@ -186,44 +197,60 @@ def table(results):
     return "\n".join(lines)
 
 
+def family_row(hetero, label):
+    """The heterogeneous family as one row: summed iterations and seconds (reached only if every case did)."""
+    reach = {}
+    for target in map(str, TARGETS):
+        hits = [h[label]["reach"][target] for h in hetero]
+        reach[target] = None if None in hits else (sum(h[0] for h in hits), sum(h[1] for h in hits))
+    return {"final_loss": sum(h[label]["final_loss"] for h in hetero), "best": sum(h[label]["best"] for h in hetero),
+            "iterations": sum(h[label]["iterations"] for h in hetero),
+            "seconds": sum(h[label]["seconds"] for h in hetero),
+            "cpu_seconds": sum(h[label]["cpu_seconds"] for h in hetero), "reach": reach}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--iters", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=10, help="cases of the heterogeneous family")
     parser.add_argument("--quick", action="store_true", help="3 family cases, 300 iterations, adult only")
+    parser.add_argument("--only", nargs="+", metavar="LABEL",
+                        help="rerun only these methods (e.g. APPGM) against the stored results' f*, keeping the other rows")
     args = parser.parse_args()
     iters, seeds = (300, 3) if args.quick else (args.iters, args.seeds)
+    only = None if args.only is None else set(args.only)
+    stored = json.loads(RESULTS.read_text()) if only else {"results": {}, "family_cases": [None] * seeds}
     started, start_load = datetime.now(timezone.utc), os.getloadavg()[0]
     domain, ms, total = heterogeneous(99)  # load every numba kernel from its cache before timing
     for method in ("auto", "mirror", "accelerated"):
         ours(domain, ms, total, method, 5)
-    appgm(domain, ms, total, 5), mw(domain, ms, total, 5)
-    results = {}
-    hetero = [run_case(f"hetero {s}", *heterogeneous(s), iters, small=True) for s in range(seeds)]
-    for label in hetero[0]:  # the family as one row per method: summed iterations and seconds
-        reach = {}
-        for target in map(str, TARGETS):
-            hits = [h[label]["reach"][target] for h in hetero]
-            reach[target] = None if None in hits else (sum(h[0] for h in hits), sum(h[1] for h in hits))
-        results.setdefault(f"(a) hetero, {seeds} cases summed", {})[label] = {
-            "final_loss": sum(h[label]["final_loss"] for h in hetero), "best": sum(h[label]["best"] for h in hetero),
-            "iterations": sum(h[label]["iterations"] for h in hetero),
-            "seconds": sum(h[label]["seconds"] for h in hetero),
-            "cpu_seconds": sum(h[label]["cpu_seconds"] for h in hetero), "reach": reach}
+    appgm(domain, ms, total, 5), appgm(domain, ms, total, 5, "tree"), mw(domain, ms, total, 5)
+    results = stored["results"]
+    hetero = stored["family_cases"]
+    for s in range(seeds):
+        best = None if hetero[s] is None else hetero[s][DEFAULT]["best"]
+        hetero[s] = {**(hetero[s] or {}), **run_case(f"hetero {s}", *heterogeneous(s), iters, True, only, best)}
+    family = f"(a) hetero, {seeds} cases summed"
+    for label in hetero[0]:
+        results.setdefault(family, {})[label] = family_row(hetero, label)
     for name, (domain, ms, total) in adult_cases(args.data).items():
         if args.quick and name != "adult":
             continue
         key = {"adult": "(b) adult 1-way + 3-way, std 10", "hdmm": "(c) adult HDMM strategy",
                "aim": "(d) adult AIM-like annealed"}[name]
-        results[key] = run_case(name, domain, ms, total, iters, small=False)
+        best = results[key][DEFAULT]["best"] if only else None
+        results[key] = {**results.get(key, {}), **run_case(name, domain, ms, total, iters, False, only, best)}
         print(key, flush=True)
         RESULTS.write_text(json.dumps({"conditions": "partial", "results": results}, indent=1))
     load = os.getloadavg()
-    conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
-                  f"{sys.version.split()[0]}, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
-                  f"(shared machine: other jobs "
-                  f"running), one run per method, maximum {iters} iterations (APPGM 1000, MW {10 * iters}).")
+    run = (f"{started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
+           f"{sys.version.split()[0]}, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
+           f"(shared machine: other jobs running)")
+    if only:
+        conditions = f"{stored['conditions']}  Rows {', '.join(sorted(only))} rerun {run}."
+    else:
+        conditions = (f"Run {run}, one run per method, maximum {iters} iterations (APPGM 1000, MW {10 * iters}).")
     RESULTS.write_text(json.dumps({"conditions": conditions, "results": results, "family_cases": hetero}, indent=1))
     text = f"{START}\n{conditions}\n\n{table(results)}\n{END}"
     print(text)

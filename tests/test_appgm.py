@@ -494,3 +494,18 @@ def test_estimates_on_random_clique_sets_are_valid(cliques, seed):
         marginal = est.project(c)
         assert marginal.shape == tuple(DOMAIN[a] for a in c)
         assert abs(marginal.sum() - 500) < 1e-6
+
+
+def test_lbfgs_that_ends_early_hands_over_to_the_proximal_loop(monkeypatch):
+    """With an oracle too inexact for its differenced gradient (one message update a call), L-BFGS
+    stops early; the proximal loop runs the iterations left and its estimate, consistent, is kept
+    (close to the proximal loop's own after all 300: it had a few iterations fewer)."""
+    import ektelo_pgm.pgm.appgm.estimation as estimation
+
+    domain, ms, total = tree_structured(4)
+    mirror = APPGM(region_graph="tree", method="mirror", iters=300).reconstruct(domain, ms, total=total)
+    monkeypatch.setattr(estimation, "CONSISTENCY_ITERS", 1)
+    est = APPGM(region_graph="tree", iters=300).reconstruct(domain, ms, total=total)
+    assert est.iterations == 300 and est.rejected  # the proximal loop's step search ran
+    assert est.violation() < 1e-6 * total
+    assert l2_loss(domain, ms, est.project) <= 1.05 * l2_loss(domain, ms, mirror.project)
