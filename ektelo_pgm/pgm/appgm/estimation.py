@@ -344,7 +344,7 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
             iters -= rule.iterations
         beliefs, theta, oracle, more, rejected = mirror_descent(
             objective, total, iters=iters, stepsize=stepsize, damping=damping, final_iters=final_iters, tol=tol,
-            warm_start=start, callback=None if callback is None else lambda t, v: callback(len(history) + t + 1, v))
+            warm_start=start, callback=None if callback is None else handover(callback, len(history), rule.loss))
         mu = objective.marginals(beliefs)
         value, grad = objective.objective(mu)
         if method == "lbfgs" and value >= rule.loss:
@@ -354,6 +354,15 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
         rule.start(value, min(bound(mu, grad, resolution) for _ in range(ASSESS_CALLS)))
         rule.iterations = len(history)
     return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements, out_of_model_iters)
+
+
+def handover(callback, offset: int, below: float):
+    """``callback`` for the proximal loop that follows L-BFGS: called (after ``offset`` iterations) only
+    with losses below L-BFGS's ``below``, so that it never reports a loss above the estimate's."""
+    def report(t, value):
+        if value < below:
+            callback(offset + t + 1, value)
+    return report
 
 
 def _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements, out_of_model_iters):
