@@ -216,7 +216,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=10, help="cases of the heterogeneous family")
     parser.add_argument("--quick", action="store_true", help="3 family cases, 300 iterations, adult only")
     parser.add_argument("--only", nargs="+", metavar="LABEL",
-                        help="rerun only these methods (e.g. APPGM) against the stored results' f*, keeping the other rows")
+                        help="rerun only these methods (e.g. APPGM) against the stored f*, keeping the other rows")
     args = parser.parse_args()
     iters, seeds = (300, 3) if args.quick else (args.iters, args.seeds)
     only = None if args.only is None else set(args.only)

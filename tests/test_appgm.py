@@ -339,7 +339,8 @@ def optimum_over_data_vectors(domain, ms, total):
     A = np.vstack([m.full_query(domain).dense() / m.std for m in ms])
     b = np.concatenate([m.y / m.std for m in ms])
     heavy = 1e4 * np.abs(A).max()
-    x = nnls(np.vstack([A, np.full((1, domain.size()), heavy)]), np.append(b, heavy * total), maxiter=50 * domain.size())[0]
+    x = nnls(np.vstack([A, np.full((1, domain.size()), heavy)]), np.append(b, heavy * total),
+             maxiter=50 * domain.size())[0]
     assert abs(x.sum() - total) < 1e-6 * total
     return 0.5 * float(np.sum((A @ x - b) ** 2))
 

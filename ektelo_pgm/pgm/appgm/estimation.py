@@ -8,8 +8,6 @@ the line search of McKenna et al. (2019), Algorithm 1, shared with the exact eng
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from ... import progress
