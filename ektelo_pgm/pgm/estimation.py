@@ -271,7 +271,14 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
 FD_STEP = 1e-4  # largest log-potential change of the central differences giving the gradient in theta
 STEP_CAP = 20.0  # largest log-potential change of one scaling step per unit step size: a cell shrinks by at most e^-20,
 # so that one it empties can still come back (its gradient in theta vanishes with its mass)
-MEMORY = 10  # curvature pairs kept by L-BFGS
+MEMORY = 10  # curvature pairs kept by L-BFGS (the fewest Private-PGM's keeps)
+# Private-PGM's L-BFGS keeps MEMORY_BUDGET / parameters pairs, between MEMORY and MOST_MEMORY: each
+# iteration's two-loop costs 4 x pairs x parameters flops.  On the tree-structured sets of
+# tests/test_appgm.py (zero cells, prefix queries, std 1e-2 to 1e2; 24-60 parameters) 10 pairs ended
+# 1000 iterations up to 31% above the optimum and 100 pairs up to 4e-2, 300 reached it to 1e-8 but
+# one case; on adult (3,000-15,000 parameters) 100 pairs ran 1.5-8x slower per iteration and
+# reached 1e-3 later than 10, or never (docs/benchmarks.md "Convergence").
+MEMORY_BUDGET, MOST_MEMORY = 30_000, 300
 SEARCH = 40  # trial steps of one line search before it concludes that no step lowers the loss
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease the gradient predicts
 GROW_AFTER = 4  # scaling steps in a row accepted at their first trial before the step doubles
@@ -303,15 +310,20 @@ def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, the
                  iters: int = 3000, rule: StoppingRule | None = None) -> GraphicalModel:
     """``min_theta L(MARGINAL-ORACLE(theta))`` over the log-potentials of the junction tree's
     parameter cliques by :func:`lbfgs`, stopped by ``rule`` (:mod:`ektelo_pgm.convergence`) from
-    the loss and :func:`frank_wolfe_gap`."""
+    the loss and :func:`frank_wolfe_gap`, keeping ``MEMORY_BUDGET / parameters`` curvature pairs
+    (within ``[MEMORY, MOST_MEMORY]``).  The scaling phase runs on marginal measurements only: its
+    step is proportional fitting's for them, but for other queries (prefixes) its diagonal
+    ``Q^T W^2 Q`` sends cells to log-potentials near -60, where L-BFGS stalled 11% above the
+    optimum."""
     rule = StoppingRule() if rule is None else rule
     work = oracle.workspace()
 
     def gap(mu, grad, value):
         return frank_wolfe_gap(oracle, mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY, work)
 
+    memory = int(min(MOST_MEMORY, max(MEMORY, MEMORY_BUDGET // max(oracle.size, 1))))
     theta = lbfgs(lambda point: oracle.calibrate(point, total, work=work)[0].copy(), objective, total, theta,
-                  iters, rule, gap)
+                  iters, rule, gap, scaling=not objective.general, memory=memory)
     return _finish(oracle, theta, total, rule)
 
 
