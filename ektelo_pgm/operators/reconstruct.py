@@ -12,7 +12,7 @@ class PGM:
     measured cliques minimising the noise-weighted loss of the measurements.
 
     ``method``: ``"auto"`` (default: ``"lbfgs"`` for the L2 loss, ``"mirror"`` for L1 and callable
-    losses), ``"lbfgs"`` (quasi-Newton on the log-potentials after a scaling phase, supplement
+    losses), ``"lbfgs"`` (quasi-Newton on the log-potentials, supplement
     A.3: robust to noise scales spanning orders of magnitude and to zero cells; smooth losses),
     ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
