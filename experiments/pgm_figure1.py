@@ -11,9 +11,10 @@ the record count as public, as their papers do (substitute neighbours); MWEM and
 memory (MWEM's full table) is reported as refused.
 
     python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM]
-    python experiments/pgm_figure1.py --load runs1.json runs2.json     # table and plot only
+    python experiments/pgm_figure1.py --load runs1.json runs2.json     # combine (later files win), table, plot
 
-writes ``--out`` (default experiments/results/pgm_figure1.json) and the plot beside it.
+writes ``--out`` (default experiments/results/pgm_figure1.json: the runs, or the combined runs
+with ``--load``) and the plot beside it.
 """
 from __future__ import annotations
 
@@ -76,7 +77,11 @@ def main() -> None:
                         help="tabulate and plot the runs of these JSON files instead of running")
     args = parser.parse_args()
     if args.load:
-        rows = [row for path in args.load for row in json.loads(path.read_text())["rows"]]
+        # a cell run again in a later file replaces the earlier run
+        cells = {(r["dataset"], r["mechanism"], r["pgm"], r["epsilon"]): r for path in args.load for r in loaded_rows(path)}
+        rows = list(cells.values())
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"settings": {"loaded": [str(p) for p in args.load]}, "rows": rows}, indent=1))
         plot(rows, args.out.with_suffix(".png"))
         table(rows)
         return
@@ -104,8 +109,8 @@ def main() -> None:
                     seconds.append(time.perf_counter() - start)
                     errors.append(workload_error(workload, data, result.estimate))
                 row = {"dataset": name, "mechanism": mech, "pgm": with_pgm, "epsilon": epsilon,
-                       "errors": errors, "median": statistics.median(errors) if errors else None,
-                       "seconds": seconds, "refused": refused}
+                       "pgm_iters": pgm_iters(mech, with_pgm, settings), "errors": errors,
+                       "median": statistics.median(errors) if errors else None, "seconds": seconds, "refused": refused}
                 rows.append(row)
                 what = f"refused ({refused[:70]})" if refused else f"median error {row['median']:.4f}"
                 print(f"{name} eps={epsilon:g} {mech}{'+PGM' if with_pgm else ''}: {what} "
@@ -113,6 +118,23 @@ def main() -> None:
                 args.out.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
     plot(rows, args.out.with_suffix(".png"))
     table(rows)
+
+
+def pgm_iters(mech: str, with_pgm: bool, settings: dict) -> int | None:
+    """PGM iterations of a run (None without PGM)."""
+    if not with_pgm:
+        return None
+    return settings["dq_pgm_iters"] if mech == "DualQuery" else settings["pgm_iters"]
+
+
+def loaded_rows(path: Path) -> list:
+    """The runs stored in ``path``, each with its PGM iterations (from the file's settings if absent)."""
+    stored = json.loads(path.read_text())
+    rows = stored["rows"]
+    for row in rows:
+        if "pgm_iters" not in row:
+            row["pgm_iters"] = pgm_iters(row["mechanism"], row["pgm"], stored["settings"])
+    return rows
 
 
 def plot(rows, path) -> None:
