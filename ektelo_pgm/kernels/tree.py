@@ -204,7 +204,8 @@ def parallel_cells() -> int:
     Also :data:`SERIAL` in a process forked from another (e.g. a ``multiprocessing`` pool): GNU
     OpenMP, numba's threading layer here, terminates a forked child that starts parallel work
     once its parent has; a pool of processes keeps the cores busy anyway."""
-    if _forked or idle_cores() < get_num_threads() - 1:
+    threads = get_num_threads()
+    if _forked or (threads > 1 and idle_cores() < threads - 1):
         return SERIAL
     return PARALLEL_CELLS
 
