@@ -12,6 +12,7 @@ from ektelo_pgm.privacy import (Budget, BudgetExceededError, approx_to_zcdp,
                                 approx_to_zcdp_simple, exponential, exponential_probabilities,
                                 gaussian, gaussian_sigma, gaussian_std, laplace, laplace_scale,
                                 laplace_std, zcdp_delta, zcdp_to_approx, zcdp_to_approx_simple)
+from ektelo_pgm.privacy.samplers import Source, bernoulli_exp
 
 # ---------------------------------------------------------------- budgets
 
@@ -386,6 +387,58 @@ def test_exponential_handles_extreme_scores_exactly():
     assert exponential([0.0, 1e300, -1e300], 1.0, 1.0, rng=0, budget=budget) == 1
     # tiny differences still matter: 1e-300 apart, weights 1 : exp(50)
     assert exponential([0.0, 1e-300], 1e-300, 100.0, rng=0, budget=budget) == 1
+
+
+finite_scores = st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=12)
+rates = st.fractions(min_value=Fraction(1, 10**30), max_value=10**30).filter(lambda r: r > 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=finite_scores, rate=rates, near=st.booleans())
+def test_acceptance_whole_parts_are_exact_floors(scores, rate, near):
+    """The float shortcut for the whole parts of exp(-rate * gap) never differs from exact
+    arithmetic, also for gaps within rounding error of an integer (``near``)."""
+    from ektelo_pgm.privacy.noise import _WHOLE_CAP, _acceptance_parts
+
+    scores = np.array(scores, dtype=np.float64)
+    if near:  # every gap an exact integer multiple of 1/rate, or one ulp from it
+        rate = Fraction(1, 2**20) if rate > 2**40 else rate
+        scores = np.array([float(Fraction(k) / rate) for k in range(len(scores))], dtype=np.float64)
+        scores = scores + (scores * 2**-52) * np.resize([0, 1, -1], len(scores))
+    whole, rest, den = _acceptance_parts(scores, rate)
+    top = max(Fraction(float(v)) for v in scores)
+    exact = [(top - Fraction(float(v))) * rate for v in scores]
+    assert whole.dtype == np.int64
+    assert whole.tolist() == [min(math.floor(g), _WHOLE_CAP) for g in exact]
+    idx = np.arange(len(scores))
+    assert [Fraction(int(r), den) for r in rest(idx)] == [g - int(w) for g, w in zip(exact, whole)]
+
+
+def _exponential_by_exact_rejection(scores, sens, eps, seed):
+    """The exponential mechanism by rejection on exact integers throughout (slow): propose every
+    index uniformly, accept with Bernoulli(exp(-gap)) on the whole array; gaps over the common
+    denominator of the 53-bit mantissas, as the implementation takes them."""
+    exact = [Fraction(float(v)) for v in scores]
+    shift = int(np.frexp(np.asarray(scores, dtype=np.float64))[1].min()) - 53
+    rate = Fraction(eps) / (2 * Fraction(sens))
+    den = (rate * Fraction(2) ** shift).denominator
+    num = np.array([int((max(exact) - v) * rate * den) for v in exact], dtype=object)
+    source = Source(seed)
+    while True:
+        proposals = source.below(len(num), len(num))
+        accepted = np.flatnonzero(bernoulli_exp(source, num[proposals], den))
+        if accepted.size:
+            return int(proposals[accepted[0]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=finite_scores, sens=st.floats(1e-3, 1e3), eps=st.floats(1e-2, 1e2), seed=st.integers(0, 2**32))
+def test_exponential_draws_what_exact_rejection_draws(scores, sens, eps, seed):
+    """Deciding whole parts in int64 first changes no draw: the same seed picks the same index
+    as rejection sampling with exact integers throughout."""
+    budget = Budget.pure(1e9)
+    assert exponential(scores, sens, eps, rng=seed, budget=budget) == \
+        _exponential_by_exact_rejection(scores, sens, eps, seed)
 
 
 def test_exponential_charges_and_validates():

@@ -215,6 +215,9 @@ def exponential_probabilities(scores, sensitivity: float, epsilon: float,
     return weights / weights.sum()
 
 
+_WHOLE_CAP = 2 ** 62  # whole parts of acceptance exponents are held in int64; weighted_index decides the rest
+
+
 def _scores(scores) -> np.ndarray:
     scores = _finite_array(scores, "scores")
     if scores.ndim != 1 or scores.size == 0:
@@ -222,14 +225,50 @@ def _scores(scores) -> np.ndarray:
     return scores
 
 
-def _exact_gaps(scores: np.ndarray) -> tuple[np.ndarray, int]:
-    """``max(scores) - scores`` exactly, as Python ints times ``2**shift``."""
+def _acceptance_parts(scores: np.ndarray, rate: Fraction):
+    """The acceptance ``exp(-rate * (max(scores) - scores[i]))`` of the exponential mechanism as
+    ``exp(-num[i] / den)`` with exact integers, for :func:`weighted_index`: the whole parts
+    ``num // den`` (int64, capped at ``2**62``), a function giving ``num[idx] - whole[idx] * den``
+    for an index array, and ``den``.
+
+    Scores are ``ints * 2**powers`` exactly (53-bit mantissas), so the gaps are integers times
+    ``2**shift``.  The whole parts come from the float product, whose relative error is below
+    1e-15, wherever it is farther than 1e-9 (relative) from an integer; the others, and any
+    that overflow, are computed exactly."""
     mantissa, exponent = np.frexp(scores)
-    ints = np.ldexp(mantissa, 53).astype(np.int64).astype(object)  # scores = ints * 2**(exponent-53)
-    powers = (exponent - 53).astype(np.int64)
+    ints = np.ldexp(mantissa, 53).astype(np.int64)
+    powers = exponent.astype(np.int64) - 53
     shift = int(powers.min())
-    values = ints * np.array([1 << int(p - shift) for p in powers], dtype=object)
-    return max(values) - values, shift
+    scaled = rate * Fraction(2) ** shift
+    factor, den = scaled.numerator, scaled.denominator
+    top = int(np.argmax(scores))
+    top_value = int(ints[top]) << int(powers[top] - shift)
+
+    def num(idx):
+        return np.array([(top_value - (int(ints[i]) << int(powers[i] - shift))) * factor for i in idx],
+                        dtype=object)
+
+    try:
+        rate_float = float(rate)
+    except OverflowError:
+        rate_float = math.inf
+    if np.finfo(np.float64).tiny <= rate_float < math.inf:
+        with np.errstate(over="ignore", invalid="ignore"):
+            approx = (scores[top] - scores) * rate_float
+            floor = np.floor(approx)
+            tol = 1e-9 * np.maximum(1.0, approx)
+            unsure = ~(approx < 2.0 ** 52) | ((approx - floor <= tol) & (floor > 0)) | (floor + 1 - approx <= tol)
+        whole = np.where(unsure, 0.0, floor).astype(np.int64)
+        unsure = np.flatnonzero(unsure)
+    else:
+        whole, unsure = np.zeros(scores.size, dtype=np.int64), np.arange(scores.size)
+    if unsure.size:
+        whole[unsure] = [min(int(v), _WHOLE_CAP) for v in num(unsure) // den]
+
+    def rest(idx):
+        return num(idx) - whole[idx].astype(object) * den
+
+    return whole, rest, den
 
 
 def exponential(scores, sensitivity: float, epsilon: float, rng=None, *, budget: Budget,
@@ -248,9 +287,6 @@ def exponential(scores, sensitivity: float, epsilon: float, rng=None, *, budget:
     scores = _scores(scores)
     eps = _exact(epsilon, "epsilon")
     sens = Fraction(_positive_finite(sensitivity, "sensitivity"))
-    gaps, shift = _exact_gaps(scores)
-    # acceptance exp(-eps * gap * 2**shift / (c * sens)) = exp(-num / den)
-    rate = eps / ((1 if monotonic else 2) * sens) * Fraction(2) ** shift
-    num = gaps * rate.numerator
+    whole, rest, den = _acceptance_parts(scores, eps / ((1 if monotonic else 2) * sens))
     budget.charge("exponential", epsilon, label)
-    return weighted_index(Source(rng, budget.secure), num, rate.denominator)
+    return weighted_index(Source(rng, budget.secure), whole, rest, den)

@@ -142,20 +142,26 @@ def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
 
 def _bernoulli_exp(source: Source, num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """:func:`bernoulli_exp` on checked arrays of equal length (int64 or object)."""
-    n = num.size
     whole = num // den
     frac = num - whole * den
-    alive = np.ones(n, dtype=bool)
+    alive = _bernoulli_exp_whole(source, whole)
+    idx = np.flatnonzero(alive)
+    if idx.size:
+        alive[idx] = _bernoulli_exp_unit(source, frac[idx], den[idx])
+    return alive
+
+
+def _bernoulli_exp_whole(source: Source, whole: np.ndarray) -> np.ndarray:
+    """Bernoulli(exp(-w)) for integers ``w >= 0``: ``w`` Bernoulli(exp(-1)) trials, stopping at
+    the first failure."""
+    alive = np.ones(whole.size, dtype=bool)
     left = whole.copy()
     active = np.flatnonzero(left > 0)
-    ones = np.ones(n, dtype=np.int64)
+    ones = np.ones(whole.size, dtype=np.int64)
     while active.size:
         alive[active] = _bernoulli_exp_unit(source, ones[:active.size], ones[:active.size])
         left[active] -= 1
         active = active[alive[active] & (left[active] > 0)]
-    idx = np.flatnonzero(alive)
-    if idx.size:
-        alive[idx] = _bernoulli_exp_unit(source, frac[idx], den[idx])
     return alive
 
 
@@ -183,19 +189,28 @@ def geometric_exp(source: Source, n: int) -> np.ndarray:
     return count
 
 
-def weighted_index(source: Source, num, den: int) -> int:
-    """An index ``i`` drawn with probability proportional to ``exp(-num[i] / den)`` (integers
-    ``num >= 0`` with at least one 0, ``den > 0``), exactly: propose indices uniformly, accept
-    with probability ``exp(-num[i]/den)``, return the first accepted (rejection sampling;
-    at least one proposal in ``len(num)`` is accepted on average)."""
-    n = np.size(num)
-    num = _ints(num, n)
-    if n == 0 or (num < 0).any() or min(num) != 0 or den <= 0:
-        raise ValueError("weighted_index: need integers num >= 0 including a 0, and den > 0")
-    den = _ints(den, n)
+def weighted_index(source: Source, whole: np.ndarray, rest, den: int) -> int:
+    """An index ``i`` drawn with probability proportional to ``exp(-num[i] / den)`` for integers
+    ``num >= 0`` with at least one 0 and ``den > 0``, exactly: propose indices uniformly, accept
+    with probability ``exp(-num[i]/den)``, return the first accepted (rejection sampling; at
+    least one proposal in ``len(whole)`` is accepted on average).
+
+    ``whole`` holds every ``num[i] // den`` (int64, at most ``num[i] // den``: a smaller value
+    only costs time) and ``rest(idx)`` gives ``num[idx] - whole[idx] * den`` exactly for an array
+    of indices.  The whole parts are decided first, in int64, so the exact integers are needed
+    only for the few proposals that survive them (``exp(-whole)``)."""
+    whole = np.asarray(whole)
+    if whole.ndim != 1 or whole.size == 0 or whole.dtype.kind != "i" or (whole < 0).any() or whole.min() != 0 \
+            or den <= 0:
+        raise ValueError("weighted_index: need int64 whole parts >= 0 including a 0, and den > 0")
+    n = whole.size
     while True:
         proposals = source.below(n, n)
-        accepted = np.flatnonzero(_bernoulli_exp(source, num[proposals], den))
+        alive = _bernoulli_exp_whole(source, whole[proposals])
+        idx = np.flatnonzero(alive)
+        if idx.size:
+            alive[idx] = _bernoulli_exp(source, _ints(rest(proposals[idx]), idx.size), _ints(den, idx.size))
+        accepted = np.flatnonzero(alive)
         if accepted.size:
             return int(proposals[accepted[0]])
 
