@@ -166,15 +166,20 @@ def plot(rows, path) -> None:
 
 
 def table(rows) -> None:
-    print("| dataset | epsilon | mechanism | without PGM | with PGM |")
-    print("|---|---|---|---|---|")
-    keyed = {(r["dataset"], r["epsilon"], r["mechanism"], r["pgm"]): r for r in rows}
-    for (name, eps, mech, with_pgm), r in keyed.items():
-        if with_pgm:
-            continue
-        other = keyed.get((name, eps, mech, True))
-        show = lambda x: "refused (memory)" if x is None or x["refused"] else f"{x['median']:.4f}"  # noqa: E731
-        print(f"| {name} | {eps:g} | {mech} | {show(r)} | {show(other) if other else '-'} |")
+    """Markdown table: per mechanism, dataset and epsilon the median error without and with PGM,
+    their ratio and the number of trials (``refused`` where memory ran out)."""
+    print("| mechanism | dataset | epsilon | without PGM | with PGM | without / with | trials |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    keyed = {(r["mechanism"], r["dataset"], r["epsilon"], r["pgm"]): r for r in rows}
+    mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
+    cells = sorted({k[:3] for k in keyed}, key=lambda k: (mechs.index(k[0]), k[1] != "titanic", k[2]))
+    for mech, name, eps in cells:
+        sides = [keyed.get((mech, name, eps, with_pgm)) for with_pgm in (False, True)]
+        shown = ["-" if r is None else "refused (memory)" if r["refused"] else f"{r['median']:.4f}" for r in sides]
+        done = [r for r in sides if r is not None and not r["refused"]]
+        ratio = f"{sides[0]['median'] / sides[1]['median']:.2f}x" if len(done) == 2 else "-"
+        trials = " / ".join("-" if r is None else str(len(r["errors"])) for r in sides)
+        print(f"| {mech} | {name} | {eps:g} | {shown[0]} | {shown[1]} | {ratio} | {trials} |")
 
 
 if __name__ == "__main__":
