@@ -316,9 +316,10 @@ class Synthesizer:
     # output ------------------------------------------------------------------
     def sample(self, n: int | None = None):
         """``n`` synthetic records (default: the estimated number of records), drawn as ``sampling``
-        says, as a DataFrame with the table's column names and value types; numbers are drawn uniformly inside their bins
-        (a column of whole numbers among the whole numbers of each bin, even where a declared
-        schema cuts it at fractional edges), categories are among those released."""
+        says, as a DataFrame with the table's column names and value types; numbers are drawn
+        uniformly inside their bins (a column of whole numbers among the whole numbers of each bin,
+        even where a declared schema cuts it at fractional edges), categories are among those
+        released."""
         self._fitted()
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")

@@ -78,7 +78,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.load:
         # a cell run again in a later file replaces the earlier run
-        cells = {(r["dataset"], r["mechanism"], r["pgm"], r["epsilon"]): r for path in args.load for r in loaded_rows(path)}
+        cells = {(r["dataset"], r["mechanism"], r["pgm"], r["epsilon"]): r
+                 for path in args.load for r in loaded_rows(path)}
         rows = list(cells.values())
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"settings": {"loaded": [str(p) for p in args.load]}, "rows": rows}, indent=1))
