@@ -674,6 +674,13 @@ class Product(Matrix):
     def gram(self):
         return product(self.B.T, product(self.A.gram(), self.B))
 
+    def abs(self):
+        """``|A| @ B`` when ``B`` has one entry 1 per column (marginals, totals), where it is exact;
+        otherwise from the sparse product."""
+        if self.B._column_map() is not None:
+            return product(self.A.abs(), self.B)
+        return super().abs()
+
     def column_norms(self, p):
         """``A``'s column norms through ``B``'s column map when ``B`` has one entry 1 per
         column (marginals, totals); otherwise exact from the sparse product."""
