@@ -20,10 +20,16 @@ from ..measurement import check_measurements, resolve_total
 from .least_squares import MAX_DOMAIN_MB, weighted_system
 
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease its gradient predicts
-SEARCH = 40  # halvings of a Gauss-Newton step before the search concludes that no step lowers the loss
+SEARCH = 40  # halvings of a step before the search concludes that no step of its kind lowers the loss
+NEWTON_HALVINGS = 1  # a Gauss-Newton step accepted only after more halvings ends the Gauss-Newton phase
+GROW_AFTER = 4  # mirror steps in a row accepted at their first trial before the searched step doubles
 INNER = 100  # LSMR iterations per Gauss-Newton step at most (each two applications of A and of A')
 LSMR_TOL = 1e-10  # LSMR's relative tolerances (atol, btol) on the Gauss-Newton system
-TINY = 1e-300
+RESOLUTION = np.finfo(np.float64).eps  # rows with less mass than this fraction of the largest: scaled as if they had it
+# Largest change of a log-probability in one Gauss-Newton step: a cell shrinks by at most e^-20 at a time, so that later
+# steps can bring it back; uncapped, one step on noisy answers (MWEM's first round on titanic at epsilon 0.1) emptied
+# 818 of 14,742 cells to exactly zero, which the exponential family cannot revive.
+STEP_CAP = 20.0
 SPARSE_CELLS = 1 << 21  # cells times measurements up to which the stacked query is held as a CSR matrix
 
 
@@ -59,13 +65,17 @@ class MultiplicativeWeights:
     measurements' constraint set (as MWEM's updates, Hardt et al. 2012, and entropic mirror
     descent, McKenna et al. 2019, suppl. E.2, do).
 
-    With the default ``stepsize=None`` each iteration is a Gauss-Newton step in ``lambda``
-    (:func:`gauss_newton`) with Armijo backtracking; the run ends when no step lowers the loss.
-    On the noiseless heterogeneous-noise family of tests/test_pgm_convergence.py (std 1e-2 to
-    1e2) 3-8 steps reach a certified gap of 1e-6, where mirror descent with a searched step
-    reached 1e-3 on none of ten cases in 30,000 iterations (docs/benchmarks.md, "Convergence").
-    A given ``stepsize`` is MWEM's rule as it is, at every iteration (Hardt et al. 2012, Figure 1
-    step 3, with the "all measurements, multiple times" enhancement of sec. 2.3.2):
+    With the default ``stepsize=None`` the run takes Gauss-Newton steps in ``lambda``
+    (:func:`gauss_newton`; each changes a log-probability by at most :data:`STEP_CAP`) with
+    Armijo backtracking, while they are accepted within :data:`NEWTON_HALVINGS` halvings; then
+    (an optimum on the boundary of the simplex, where the linearisation misleads: noisy answers)
+    MWEM's rule with a searched step (Armijo backtracking, the step doubled after
+    :data:`GROW_AFTER` first-trial acceptances), until no step lowers the loss.  On the noiseless
+    heterogeneous-noise family of tests/test_pgm_convergence.py (std 1e-2 to 1e2) 2-6 steps
+    reach a certified gap of 1e-6, where the searched rule alone reached 1e-3 on none of ten
+    cases in 30,000 iterations (docs/benchmarks.md, "Convergence").  A given ``stepsize`` is
+    MWEM's rule as it is, at every iteration (Hardt et al. 2012, Figure 1 step 3, with the "all
+    measurements, multiple times" enhancement of sec. 2.3.2):
     ``p <- total * normalise(p * exp(-stepsize * Q'W^2 (Q p - y)))``.
 
     ``iters`` is a maximum: the run stops earlier once the Frank-Wolfe duality gap certifies
@@ -150,11 +160,12 @@ class MultiplicativeWeights:
         A, b = weighted_system(domain, measurements)
         if domain.size() * len(measurements) <= SPARSE_CELLS:
             A = Sparse(A.sparse())  # small systems: one CSR product instead of the operator tree
+        At = A.T  # formed once: a sparse matrix's transpose is a new matrix
 
         def evaluate(logp):
             counts = total * np.exp(logp)
             residual = A @ counts - b
-            grad = A.T @ residual
+            grad = At @ residual
             gap = dot(grad, counts) - total * float(grad.min())  # Frank-Wolfe gap over the scaled simplex
             return counts, residual, 0.5 * dot(residual, residual), grad, gap
 
@@ -164,45 +175,58 @@ class MultiplicativeWeights:
         if rule.start(value, gap) or self.iters == 0:
             return start
         magnitude = None if self.stepsize else A.abs()
+        newton = self.stepsize is None
+        alpha = self.stepsize or 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
+        streak = 0
         for _ in range(self.iters):
-            if self.stepsize:  # MWEM's rule as it is
-                new_logp = logp - self.stepsize * grad
+            if newton:
+                change = gauss_newton(A, At, magnitude, counts, residual)
+                change *= min(1.0, STEP_CAP / max(float(np.abs(change).max()), STEP_CAP))
+            else:  # MWEM's rule, its step searched unless given
+                if self.stepsize is None and streak >= GROW_AFTER:
+                    alpha, streak = 2.0 * alpha, 0
+                change = -alpha * grad
+            for trial in range(SEARCH):
+                new_logp = logp + change
                 new_logp -= logsumexp(new_logp)
                 new = evaluate(new_logp)
-            else:
-                change = gauss_newton(A, magnitude, counts, residual)
-                slope = -dot(grad, counts * (change - dot(counts, change) / total))  # the loss's decrease per unit step
-                for _ in range(SEARCH):
-                    new_logp = logp + change
-                    new_logp -= logsumexp(new_logp)
-                    new = evaluate(new_logp)
-                    decrease = value - new[2]
-                    if decrease > 0 and decrease >= ARMIJO * slope:
-                        break
-                    change, slope = 0.5 * change, 0.5 * slope
-                else:  # no step lowers the loss any more
+                if self.stepsize is not None:
                     break
+                decrease = value - new[2]
+                predicted = -dot(grad, counts * (change - dot(counts, change) / total))  # first order
+                if decrease > 0 and decrease >= ARMIJO * predicted:
+                    streak = streak + 1 if trial == 0 else 0
+                    break
+                change, streak = 0.5 * change, 0
+                alpha = alpha if newton else 0.5 * alpha
+            else:
+                if newton:  # Gauss-Newton steps no longer lower the loss: searched mirror steps from here
+                    newton = False
+                    continue
+                break  # no step lowers the loss any more
+            newton = newton and trial <= NEWTON_HALVINGS
             logp, (counts, residual, value, grad, gap) = new_logp, new
             if rule.update(value, gap):
                 break
         return np.exp(logp)
 
 
-def gauss_newton(A, magnitude, counts: np.ndarray, residual: np.ndarray) -> np.ndarray:
+def gauss_newton(A, At, magnitude, counts: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """The Gauss-Newton change of ``log p`` for the weighted residual ``A p - b`` at ``counts``
     (Nocedal and Wright 2006, sec. 10.3), ``A' d`` with ``d`` the least-squares solution of
     ``A J A' d = -residual`` (``J = diag(p) - p p' / total``, the Jacobian of the counts in the
     log-probabilities), by LSMR (Fong and Saunders 2011) over at most :data:`INNER` iterations,
-    its columns scaled by ``1 / (|A| p)``; ``magnitude`` is ``|A|``."""
+    its columns scaled by ``1 / (|A| p)`` (at most ``1 / (RESOLUTION max |A| p)``); ``At`` is ``A'``
+    and ``magnitude`` is ``|A|``."""
     total = counts.sum()
 
     def jacobian(d):  # A J A' d
-        change = A.T @ d
+        change = At @ d
         return A @ (counts * (change - dot(counts, change) / total))
 
     size = magnitude @ counts
-    scale = 1.0 / np.maximum(size, TINY * max(float(size.max()), TINY))
+    scale = 1.0 / np.maximum(size, RESOLUTION * float(size.max()))
     system = LinearOperator((A.shape[0],) * 2, matvec=lambda z: jacobian(scale * z),
                             rmatvec=lambda z: scale * jacobian(z), dtype=np.float64)
     z = lsmr(system, -residual, atol=LSMR_TOL, btol=LSMR_TOL, maxiter=INNER)[0]
-    return A.T @ (scale * z)
+    return At @ (scale * z)
