@@ -91,6 +91,19 @@ def test_noisy_heterogeneous_measurements_reach_the_exact_optimum(seed):
     assert model.loss - best <= model.gap + 1e-9  # the reported gap bounds the distance to the optimum
 
 
+@pytest.mark.parametrize("seed", [0, 3, 9, 18])
+def test_multiplicative_weights_reach_the_exact_optimum_of_noisy_measurements(seed):
+    """Noisy answers (on seed 18 Gauss-Newton hands over to MWEM's rule after about ten steps)."""
+    domain, ms = heterogeneous(seed, noisy=True)
+    best, _ = optimum(domain, ms)
+    estimate = MultiplicativeWeights().reconstruct(domain, ms, TOTAL)
+    x = estimate.project(domain.attrs).ravel()
+    A, b = weighted_system(domain, ms)
+    loss = 0.5 * float(np.sum((A @ x - b) ** 2))
+    assert loss <= best * (1 + 1e-9) + 1e-9
+    assert loss - best <= estimate.gap + 1e-9
+
+
 def test_mirror_descent_stalls_where_the_quasi_newton_method_does_not():
     """The issue's failure: Algorithm 1 with one step for all cliques, 3000 iterations."""
     domain, ms = heterogeneous(6)
