@@ -240,3 +240,13 @@ def test_kernels_compile_where_their_folder_is_not_writable(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "3.0"
+
+
+def test_a_missing_numba_is_named_at_import():
+    """numba is a core requirement: without it the kernels' import says so and why."""
+    script = ("import sys; sys.modules['numba'] = None\n"
+              "try:\n    import ektelo_pgm.kernels\nexcept ImportError as why:\n    print(why)")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("ektelo_pgm needs numba (pip install 'numba>=0.58'"), done.stdout

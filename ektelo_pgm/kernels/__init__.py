@@ -2,7 +2,11 @@
 import os
 import tempfile
 
-from numba.core import config
+try:
+    from numba.core import config
+except ImportError as why:  # numba is a core requirement: say so rather than fail deep in a kernel module
+    raise ImportError(f"ektelo_pgm needs numba (pip install 'numba>=0.58', a core requirement); importing it failed: "
+                      f"{why}") from why
 
 
 def _cache_where_writable() -> None:
