@@ -59,8 +59,10 @@ class APPGM:
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see
     :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default:
-    "lbfgs" for L2 on the "tree" region graph, "mirror" otherwise), "lbfgs" (L-BFGS on the
-    measured cliques' log-potentials, CONVEX-GBP run to consistency as oracle) or "mirror"
+    "lbfgs" for L2 where the region graph's local polytope is the marginal polytope, as on the
+    "tree" graph or any graph of cliques that form a junction tree, "mirror" otherwise), "lbfgs"
+    (L-BFGS on the measured cliques' log-potentials: exact Private-PGM's where the polytope is
+    exact, else with CONVEX-GBP run to consistency as oracle) or "mirror"
     (PROX-PGM, the paper's proximal loop, from the initial ``stepsize``); ``iters`` is a maximum,
     ``gap_tol`` the certified relative optimality gap that stops L-BFGS; ``counting_numbers`` maps
     regions to positive kappa (default: matched to the loss's curvature for the proximal loop on

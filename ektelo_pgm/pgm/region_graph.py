@@ -18,10 +18,11 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterable, Mapping
 
+import networkx as nx
 import numpy as np
 
 from ..domain import Domain
-from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map
+from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map, triangulate
 
 KINDS = ("saturated", "factor", "tree")
 
@@ -139,6 +140,47 @@ class RegionGraph:
                 msg_cell=msg_cell, region_off=self.offsets,
             )
         return self._layout
+
+    def junction_tree(self) -> list[tuple[str, ...]] | None:
+        """The regions without parents when the local polytope is the marginal polytope, else None.
+
+        That is when they are the cliques of a junction tree (triangulating their interaction
+        graph adds no clique) and the graph makes every edge of some junction tree agree on its
+        whole separator: a spanning tree of the clique graph is a junction tree exactly when its
+        separators are as large in sum as possible (Jensen and Jensen 1994), so a maximum spanning
+        tree over the pairs whose shared attributes form a region below both must reach the sum
+        of an unrestricted one.  Locally consistent pseudo-marginals are then the marginals of a
+        distribution, ``prod_C tau_C / prod_S tau_S`` over that tree (McKenna et al. 2021, sec. 4).
+        Computed once.
+        """
+        if not hasattr(self, "_junction_tree"):
+            self._junction_tree = self._exact_cliques()
+        return self._junction_tree
+
+    def _exact_cliques(self):
+        tops = [i for i in range(len(self.regions)) if not self.parents[i]]
+        if {frozenset(c) for c in triangulate(self.domain, [self.regions[i] for i in tops])[2]} != \
+                {frozenset(self.regions[i]) for i in tops}:
+            return None
+        below = [set() for _ in self.regions]  # regions reachable from each region (larger regions come first)
+        for i in reversed(range(len(self.regions))):
+            for c in self.children[i]:
+                below[i] |= below[c] | {c}
+        full, agreeing = nx.Graph(), nx.Graph()
+        full.add_nodes_from(tops)
+        agreeing.add_nodes_from(tops)
+        for x, i in enumerate(tops):
+            for j in tops[x + 1:]:
+                shared = tuple(a for a in self.regions[i] if a in self.regions[j])
+                if shared:
+                    full.add_edge(i, j, weight=len(shared))
+                    if self.index.get(shared, -1) in below[i] & below[j]:
+                        agreeing.add_edge(i, j, weight=len(shared))
+
+        def weight(graph):
+            return sum(w for *_, w in nx.maximum_spanning_tree(graph).edges(data="weight"))
+
+        return [self.regions[i] for i in tops] if weight(agreeing) == weight(full) else None
 
     def segment(self, values: np.ndarray, i: int) -> np.ndarray:
         """Region ``i``'s table, shaped by its attributes' sizes, viewed in a flat buffer."""

@@ -1,6 +1,8 @@
 """APPGM estimation: PROX-PGM over the local polytope of a region graph (McKenna et al. 2021).
 
-The proximal loop of Problem 2 with CONVEX-GBP as oracle (sec. 4, Theorem 2) and the practical
+Where the local polytope is the marginal polytope (:meth:`RegionGraph.junction_tree`), Problem 2
+is exact Private-PGM's and is solved as it is (:func:`on_junction_tree`).  Elsewhere: the
+proximal loop of Problem 2 with CONVEX-GBP as oracle (sec. 4, Theorem 2) and the practical
 choices of sec. 6 (one warm-started message update per step, damping); the step size follows
 the line search of McKenna et al. (2019), Algorithm 1, shared with the exact engine
 (:data:`~ektelo_pgm.kernels.tree.HALVINGS`, :data:`~ektelo_pgm.kernels.tree.GROW_AFTER`).
@@ -17,7 +19,8 @@ from ...kernels.interrupt import deferred_sigint, sigint_received
 from ...kernels.tree import GROW_AFTER, HALVINGS
 from ...kernels import dot
 from ...measurement import resolve_total
-from ..estimation import MEMORY, TINY, lbfgs
+from ..estimation import MEMORY, TINY, Objective, lbfgs, quasi_newton as exact_quasi_newton
+from ..inference import MarginalOracle
 from ..region_graph import RegionGraph
 from .inference import ConvexGBP, consistent_beliefs
 from .model import APPGMEstimate
@@ -47,7 +50,7 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
 
     ``counting_numbers`` maps regions to positive kappa; by default they are
     :meth:`MeasuredCliques.counting_numbers` for the proximal loop (``method`` "mirror", or "auto"
-    resolved to it by :func:`resolve_method`) on the L2 loss, and 1 otherwise: L-BFGS needs no
+    resolved to it by :func:`resolve_method` on this graph) on the L2 loss, and 1 otherwise: L-BFGS needs no
     such preconditioning, and CONVEX-GBP, which it runs to consistency, converges far faster with
     equal counting numbers (about 60 updates a call on a junction tree against the cap of 500
     with counting numbers down to 1e-5).  A graph above
@@ -61,7 +64,8 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
         raise MemoryError(f"the {region_graph} region graph has {graph.cells:,} cells ({mb:,.1f} MB as "
                           f"float64), above the limit of {max_mb:,.1f} MB")
     objective = MeasuredCliques(graph, measurements, loss)
-    if counting_numbers is None and loss == "l2" and resolve_method(method, loss, region_graph) == "mirror":
+    exact = graph.junction_tree() is not None
+    if counting_numbers is None and loss == "l2" and resolve_method(method, loss, exact) == "mirror":
         graph.set_counting_numbers(objective.counting_numbers())
     return objective
 
@@ -265,11 +269,11 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
     return theta, ConvexGBP(graph, max(damping, previous.oracle.damping))
 
 
-def resolve_method(method: str, loss, region_graph: str = "saturated") -> str:
-    """The method ``"auto"`` stands for: ``"lbfgs"`` for the L2 loss on the junction tree
-    (``region_graph="tree"``, whose local polytope is the marginal polytope: L-BFGS reaches exact
-    Private-PGM's optimum), else ``"mirror"``, the proximal loop (also for L1 and callable losses,
-    which may have kinks).
+def resolve_method(method: str, loss, exact: bool = False) -> str:
+    """The method ``"auto"`` stands for: ``"lbfgs"`` for the L2 loss on an ``exact`` region graph
+    (:meth:`RegionGraph.junction_tree`: the junction tree, or any graph of cliques that form one,
+    where :func:`on_junction_tree` solves exact Private-PGM's problem), else ``"mirror"``, the
+    proximal loop (also for L1 and callable losses, which may have kinks).
 
     L-BFGS runs CONVEX-GBP to consistency at every evaluation, which on loopy region graphs is
     slow: on HDMM's strategy for titanic (saturated, 3,803 cells) 295 of 510 oracle calls ran
@@ -283,8 +287,52 @@ def resolve_method(method: str, loss, region_graph: str = "saturated") -> str:
     if method == "lbfgs" and loss == "l1":
         raise ValueError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     if method == "auto":
-        return "lbfgs" if loss == "l2" and region_graph == "tree" else "mirror"
+        return "lbfgs" if loss == "l2" and exact else "mirror"
     return method
+
+
+def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
+                     warm_start=None, max_mb: float = 1024.0):
+    """Problem 2 on a region graph whose local polytope is the marginal polytope
+    (:meth:`RegionGraph.junction_tree`): exact Private-PGM's L-BFGS
+    (:func:`ektelo_pgm.pgm.estimation.quasi_newton`) on the log-potentials of the measured
+    cliques, as :func:`ektelo_pgm.pgm.estimation.estimate` runs it, over the junction tree of the
+    region graph's top regions.  Its oracle, belief propagation, is exact after one sweep up and
+    one down, so its differenced gradient is too; no message passing is iterated to a fixed point.
+
+    ``warm_start`` (an earlier APPGMEstimate) adds the tree's cliques ``C`` as parameters and
+    starts from ``prod_C q_C / q_S`` (``S`` their separators, ``q`` its marginals) on the cliques
+    in its model (1 on the others).  Returns ``(beliefs, theta, oracle, history)`` as :func:`quasi_newton`: every region's
+    marginal (counts), and as parameters ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages
+    at zero, a fixed point of its oracle (so warm starts and :meth:`ConvexGBP.violation` apply).
+    """
+    graph = objective.graph
+    tops = [] if warm_start is None else graph.junction_tree()
+    oracle = MarginalOracle(graph.domain, list(objective.cliques) + tops, max_mb)
+    theta = np.zeros(oracle.size)
+    if warm_start is not None:
+        tree = oracle.tree
+        for k, clique in enumerate(tree.cliques):
+            if warm_start.graph.supports(clique):
+                q = np.maximum(warm_start.project(clique), TINY)
+                axes = tuple(i for i, a in enumerate(clique) if a not in tree.separator(k))
+                oracle.block(theta, clique)[...] += np.log(q) - np.log(q.sum(axis=axes, keepdims=True))
+    history, user = [], rule.callback
+
+    def record(t, value):
+        history.append(value)
+        if user is not None:
+            user(t, value)
+
+    rule.callback = record
+    try:
+        model = exact_quasi_newton(oracle, Objective(oracle, objective.measurements, objective.loss), total, theta,
+                                   iters, rule)
+    finally:
+        rule.callback = user
+    beliefs = np.concatenate([model.project(r).ravel() for r in graph.regions])
+    theta = np.repeat(graph.kappa, graph.sizes) * np.log(np.maximum(beliefs, TINY))
+    return beliefs, theta, ConvexGBP(graph, damping), history
 
 
 def estimate(domain: Domain, measurements, total: float | None = None, region_graph: str = "saturated", loss="l2",
@@ -297,9 +345,10 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     measurements over the local polytope of ``region_graph``.
 
     The region graph and the loss come from :func:`measured_cliques`.  ``method``: ``"lbfgs"``
-    (:func:`quasi_newton`), ``"mirror"`` (the proximal loop of the paper, :func:`mirror_descent`)
-    or ``"auto"`` (:func:`resolve_method`: L-BFGS for L2 on the junction tree, else the proximal
-    loop).  On heterogeneous noise and prefix queries over a junction tree the proximal loop
+    (:func:`on_junction_tree` where the local polytope is the marginal polytope, else
+    :func:`quasi_newton`), ``"mirror"`` (the proximal loop of the paper, :func:`mirror_descent`)
+    or ``"auto"`` (:func:`resolve_method`: L-BFGS for L2 where the polytope is exact, else the
+    proximal loop).  On heterogeneous noise and prefix queries over a junction tree the proximal loop
     ended 1000 steps 62% above exact Private-PGM's loss (cells whose optimum is zero are
     approached at a vanishing rate, as in exact mirror descent); L-BFGS reaches it
     (docs/benchmarks.md, "Convergence").  Where L-BFGS ends early without a certified gap, the
@@ -314,13 +363,21 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     measurements = list(measurements)
     for m in measurements:
         m.check(domain)
-    method = resolve_method(method, loss, region_graph)
+    resolve_method(method, loss)
     total = resolve_total(domain, measurements, total)
     objective = measured_cliques(domain, measurements, region_graph, loss, counting_numbers, max_mb, method)
+    exact = objective.graph.junction_tree() is not None
+    method = resolve_method(method, loss, exact)
     start = None if warm_start is None else transfer(warm_start, objective.graph, damping)
     rule = StoppingRule(gap_tol, DEFAULT_FTOL)
     with progress.tracked(callback, iters, f"APPGM ({method})") as callback:
         rejected, history = (), []
+        if method == "lbfgs" and exact:
+            rule.callback = callback
+            beliefs, theta, oracle, history = on_junction_tree(objective, total, iters, rule, damping, warm_start,
+                                                               max_mb)
+            return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
+                             out_of_model_iters)
         if method == "lbfgs":
             rule.callback = callback
             beliefs, theta, oracle, history = quasi_newton(
