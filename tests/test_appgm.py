@@ -387,13 +387,15 @@ def test_saturated_graph_of_a_tree_structured_set_is_exact_pgm(seed):
     assert RegionGraph.build("saturated", loopy[0], [m.attrs for m in loopy[1]]).junction_tree() is None
 
 
-@pytest.mark.parametrize("seed", [0, 3, 5])
+@pytest.mark.parametrize("seed", [0, 1, 3, 5])
 def test_no_worse_than_exact_pgm_on_loopy_sets(seed):
-    """L-BFGS on the saturated region graph of a cycle: the relaxation's loss is at most exact
-    Private-PGM's (3000 iterations) plus 1e-4 (the proximal loop, the default there, is not)."""
+    """Defaults on the saturated region graph of a cycle (small, so L-BFGS): the relaxation's loss
+    is at most exact Private-PGM's (3000 iterations) plus 1e-4, below it on seed 1 (the proximal
+    loop ends 1.4% above it there, at 21 times its loss on seed 0)."""
     domain, ms, total = tree_structured(seed, loopy=True)
     exact = l2_loss(domain, ms, PGM(iters=3000).reconstruct(domain, ms, total=total).project)
-    est = APPGM(method="lbfgs").reconstruct(domain, ms, total=total)
+    est = APPGM().reconstruct(domain, ms, total=total)
+    assert est.graph.junction_tree() is None and est.iterations <= 1000
     assert est.violation() < 1e-6 * total
     assert l2_loss(domain, ms, est.project) <= (1 + 1e-4) * exact
 
@@ -472,6 +474,21 @@ def test_warm_start_carries_parameters_onto_a_larger_graph():
     assert warm.history[-1] < cold.history[-1]
     with pytest.raises(TypeError, match="APPGMEstimate"):
         APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data), warm_start="previous")
+
+
+def test_warm_start_on_an_exact_graph_starts_from_the_earlier_model():
+    """On a graph whose cliques form a junction tree the earlier estimate's marginals enter as
+    log-potentials of the tree's cliques: a warm start begins (0 iterations) at its loss on the
+    cliques it measured, and 5 iterations end lower than cold ones."""
+    data = correlated_data(DOMAIN, seed=10)
+    ms = noisy(data, CHAIN, 10.0)
+    first = APPGM().reconstruct(DOMAIN, ms[:3], total=len(data))
+    start = APPGM(iters=0).reconstruct(DOMAIN, ms, total=len(data), warm_start=first)
+    for c in CHAIN[:3]:
+        np.testing.assert_allclose(start.project(c), first.project(c), rtol=1e-8)
+    cold = APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data))
+    warm = APPGM(iters=5).reconstruct(DOMAIN, ms, total=len(data), warm_start=first)
+    assert warm.history[-1] < cold.history[-1]
 
 
 def test_warm_start_keeps_the_pseudo_marginals_when_the_counting_numbers_change():

@@ -60,7 +60,8 @@ class APPGM:
     ``loss`` is "l2", "l1" or a custom callable (see
     :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default:
     "lbfgs" for L2 where the region graph's local polytope is the marginal polytope, as on the
-    "tree" graph or any graph of cliques that form a junction tree, "mirror" otherwise), "lbfgs"
+    "tree" graph or any graph of cliques that form a junction tree, or the graph has at most
+    1,000 cells, "mirror" otherwise), "lbfgs"
     (L-BFGS on the measured cliques' log-potentials: exact Private-PGM's where the polytope is
     exact, else with CONVEX-GBP run to consistency as oracle) or "mirror"
     (PROX-PGM, the paper's proximal loop, from the initial ``stepsize``); ``iters`` is a maximum,
