@@ -284,7 +284,7 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None) -> str:
     proximal loop reaches 1276; on adult's 105 2-way marginals (saturated, 35,290 cells) an
     iteration took 6 s; on adult's 1-way marginals and three 3-way ones in a cycle (3,319 cells)
     it stopped after 10.  On the small cycles of tests/test_appgm.py (26-67 cells) it ends 1000
-    iterations at or within 1e-7 of exact Private-PGM's loss after 3000, or 4% above on one,
+    iterations below exact Private-PGM's loss after 3000 or within 1e-7 above it, but 4% above on one,
     where the proximal loop ends from 0.2% above it to 300 times its loss.
     """
     if method not in METHODS:
