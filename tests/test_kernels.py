@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibrate_reference, dot, dot_reference,
-                                exp_shifted, identity_loss, identity_loss_reference, predicted_decrease,
-                                predicted_decrease_reference, project, project_reference, runs_to_maps, step,
-                                step_reference)
+                                exp_shifted, identity_loss, identity_loss_reference, log_partition,
+                                predicted_decrease, predicted_decrease_reference, project, project_reference,
+                                runs_to_maps, step, step_reference)
 from ektelo_pgm.kernels import tree as kernels_tree
 from ektelo_pgm.kernels.tree import (BLOCK, PARALLEL_CELLS, SERIAL, ParameterLayout, TreeLayout, parallel_cells,
                                      workspace)
@@ -66,7 +66,8 @@ def _random_tree(rng, k):
 
 
 def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
-    """calibrate = calibrate_reference on one tree: log-probabilities, parameter marginals, log Z."""
+    """calibrate = calibrate_reference on one tree: log-probabilities, parameter marginals, log Z;
+    log_partition = calibrate's log Z to the last bit."""
     clique_off, k = tree.clique_off, len(tree.clique_off) - 1
     results = []
     for kernel in (calibrate, calibrate_reference):
@@ -80,6 +81,7 @@ def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
     np.testing.assert_allclose(fast_b, slow_b, rtol=1e-9, atol=1e-9 * scale)
     np.testing.assert_allclose(fast_mu, slow_mu, rtol=1e-9, atol=1e-9)
     assert abs(fast_z - slow_z) <= 1e-9 * max(1.0, abs(slow_z))
+    assert log_partition(theta, tree, params, workspace(tree), parallel_cells) == fast_z
     for c in range(k):  # every clique's marginal sums to the total
         assert abs(np.exp(fast_b[clique_off[c]:clique_off[c + 1]]).sum() * total - total) < 1e-8 * total
 

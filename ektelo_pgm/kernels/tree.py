@@ -374,7 +374,7 @@ def _exact_logsumexp_runs(src, start, n, length, kept, rows, roff, peak, acc):
 
 
 @njit
-def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
+def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, marginals=True):
     """MARGINAL-ORACLE by calibrated log-space belief propagation on a junction tree (two passes).
 
     ``tree`` is a :class:`TreeLayout`, ``params`` the :class:`ParameterLayout` of the parameter
@@ -390,7 +390,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
     log-probability), the parameter cliques' marginals in counts (scaled to ``total``) into
     ``mu``; returns the log partition function (the sum of the roots' log-normalisers).  The rest
     of ``work`` (a :class:`Workspace`) is scratch.  Tables from ``parallel_cells`` cells use all
-    cores (see :func:`parallel_cells`).
+    cores (see :func:`parallel_cells`).  Without ``marginals`` only the log partition function is
+    computed (the collect pass and the roots' normalisers); ``mu`` and ``work`` then hold no results.
     """
     # every array bound to a local name once (field by field), so that the loops hold no tuple accesses
     clique_off, order, parent, sep_off = tree.clique_off, tree.order, tree.parent, tree.sep_off
@@ -438,6 +439,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
     log_z = 0.0
     for t in range(k - 1, -1, -1):  # distribute: parents first
         p = order[t]
+        if not marginals and parent[p] >= 0:
+            continue
         start = clique_off[p]
         n = clique_off[p + 1] - start
         if parent[p] >= 0:
@@ -448,6 +451,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
         log_norm[p] = lz
         if parent[p] < 0:
             log_z += lz
+        if not marginals:
+            continue
         scale = total / z
         for h in range(hosted_off[p], hosted_off[p + 1]):
             j = hosted[h]
@@ -480,6 +485,13 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells):
 def calibrate(theta, total, tree, params, mu, work, parallel_cells):
     """The MARGINAL-ORACLE (:func:`calibrate_core`) as a cached entry point for Python callers."""
     return calibrate_core(theta, total, tree, params, mu, work, parallel_cells)
+
+
+@njit(cache=True)
+def log_partition(theta, tree, params, work, parallel_cells):
+    """The log partition function of log-potentials ``theta`` alone (:func:`calibrate_core`'s
+    collect pass): half the work of :func:`calibrate` or less."""
+    return calibrate_core(theta, 1.0, tree, params, np.empty(0), work, parallel_cells, False)
 
 
 def _logsumexp_by(values, index, size):

@@ -292,7 +292,7 @@ def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, to
     ``<grad, mu> - total * min_x sum_C grad_C(x_C)`` (Jaggi 2013), within ``resolution`` of it.
 
     The minimum over the records ``x`` (a MAP problem on the junction tree) is bounded from
-    below by a soft minimum, ``-log(sum_x exp(-beta s(x))) / beta``, one MARGINAL-ORACLE call
+    below by a soft minimum, ``-log(sum_x exp(-beta s(x))) / beta``, the log partition function
     at inverse temperature ``beta = total * log(domain size) / resolution``: the bound is at
     most ``total * log(domain size) / beta = resolution`` above the exact gap.  ``work``: the
     oracle's scratch (:meth:`MarginalOracle.workspace`) to reuse.
@@ -302,8 +302,7 @@ def frank_wolfe_gap(oracle: MarginalOracle, mu: np.ndarray, grad: np.ndarray, to
         return 0.0
     beta = total * max(float(np.sum(np.log(oracle.domain.shape))), 1e-300) / resolution
     beta = min(beta, 1e12 / spread)  # keep beta * grad within float64's exact integers' range
-    log_z = oracle.calibrate(-beta * grad, 1.0, work=work)[1]
-    return max(dot(grad, mu) + total * log_z / beta, 0.0)
+    return max(dot(grad, mu) + total * oracle.log_partition(-beta * grad, work) / beta, 0.0)
 
 
 def quasi_newton(oracle: MarginalOracle, objective: Objective, total: float, theta: np.ndarray,

@@ -19,7 +19,7 @@ import numpy as np
 from .. import progress
 from ..domain import Domain
 from ..estimate import round_conditional
-from ..kernels import calibrate
+from ..kernels import calibrate, log_partition
 from ..kernels.tree import ParameterLayout, Workspace, parallel_cells, workspace
 from .clique_vector import FlatCliques
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
@@ -70,6 +70,12 @@ class MarginalOracle(FlatCliques):
         work = self.workspace() if work is None else work
         log_z = calibrate(theta, float(total), self.layout, self.params, mu, work, parallel_cells())
         return mu, log_z
+
+    def log_partition(self, theta: np.ndarray, work: Workspace | None = None) -> float:
+        """The log partition function of log-potentials ``theta`` (:meth:`calibrate`'s ``log_z``
+        without the marginals: its collect pass only)."""
+        work = self.workspace() if work is None else work
+        return log_partition(theta, self.layout, self.params, work, parallel_cells())
 
     def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:
         """``(mu, log_beliefs, log_z)``: :meth:`calibrate` plus the tree cliques' normalised
