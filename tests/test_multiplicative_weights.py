@@ -266,7 +266,8 @@ def test_a_capped_run_reports_that_it_did_not_converge():
     rng = np.random.default_rng(14)
     ms = measure(DOMAIN, positive_truth(DOMAIN, 1000.0, rng), [(("a", "b"), None, 0.01), (("b", "c"), None, 100.0)], rng)
     seen = []
-    est = MultiplicativeWeights(iters=2).reconstruct(DOMAIN, ms, total=1000.0, callback=lambda t, v: seen.append((t, v)))
+    est = MultiplicativeWeights(iters=2).reconstruct(DOMAIN, ms, total=1000.0,
+                                                     callback=lambda t, v: seen.append((t, v)))
     assert est.iterations == 2 and not est.converged and est.gap > 1e-6
     assert [t for t, _ in seen] == [0, 1, 2] and all(b <= a for (_, a), (_, b) in zip(seen, seen[1:]))
     assert MultiplicativeWeights().reconstruct(DOMAIN, ms, total=1000.0).converged  # the uncapped run is

@@ -310,7 +310,8 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
     starts from ``prod_C q_C / q_S`` (``S`` their separators, ``q`` its marginals) on the cliques
     in its model (1 on the others).  Returns ``(beliefs, theta, oracle, history)`` as
     :func:`quasi_newton`: every region's marginal (counts), and as parameters
-    ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages at zero, a fixed point of its oracle (so warm starts and :meth:`ConvexGBP.violation` apply).
+    ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages at zero, a fixed point of its
+    oracle (so warm starts and :meth:`ConvexGBP.violation` apply).
     """
     graph = objective.graph
     tops = [] if warm_start is None else graph.junction_tree()
