@@ -15,7 +15,7 @@ from functools import reduce
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
+from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 #: Largest dense array (in MB) that ``dense()``, ``sparse()`` and the column-norm
 #: fallback will build before refusing with a ``MemoryError``.
@@ -79,6 +79,10 @@ class Matrix(LinearOperator):
     """
 
     dtype = np.dtype(np.float64)
+    # what LinearOperator.__init__ sets besides shape and dtype (scipy 1.18 and later read them), so
+    # that a custom matrix which only assigns its shape works too
+    ndim = 2
+    _xp = getattr(aslinearoperator(np.zeros((1, 1))), "_xp", None)
 
     def __init__(self, shape=None):
         if shape is None:  # a subclass may give its shape as a class attribute
