@@ -23,6 +23,7 @@ from ..estimation import MEMORY, TINY, Objective, lbfgs, quasi_newton as exact_q
 from ..inference import MarginalOracle
 from ..region_graph import RegionGraph
 from .inference import ConvexGBP, consistent_beliefs
+from .lagrangian import augmented_lagrangian
 from .model import APPGMEstimate
 from .objective import MeasuredCliques
 
@@ -40,10 +41,10 @@ CONSISTENCY_TOL, CONSISTENCY_ITERS = 1e-12, 500
 MOST_PAIRS, PAIRS_MB = 100, 64.0
 GAP_UPDATES = 10  # message updates of the gap's oracle per gap computation (warm-started)
 ASSESS_CALLS = 20  # gap computations (the least is kept) assessing where the proximal loop ended
-# Loopy region graphs of at most LBFGS_CELLS cells get L-BFGS by default (see resolve_method): it
-# worked on every small cycle measured (up to 67 cells) and failed on the large graphs (3,319 cells up).
+# Loopy region graphs of at most LBFGS_CELLS cells get L-BFGS by default, larger ones the augmented
+# Lagrangian (see resolve_method).
 LBFGS_CELLS = 1000
-METHODS = ("auto", "lbfgs", "mirror")
+METHODS = ("auto", "lbfgs", "augmented", "mirror")
 
 
 def measured_cliques(domain: Domain, measurements, region_graph: str = "saturated", loss="l2",
@@ -272,28 +273,34 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
 
 
 def resolve_method(method: str, loss, graph: RegionGraph | None = None) -> str:
-    """The method ``"auto"`` stands for on ``graph``: ``"lbfgs"`` for the L2 loss where the local
+    """The method ``"auto"`` stands for on ``graph``, for the L2 loss: ``"lbfgs"`` where the local
     polytope is exact (:meth:`RegionGraph.junction_tree`: the junction tree, or any graph of
     cliques that form one, where :func:`on_junction_tree` solves exact Private-PGM's problem) or
-    the graph has at most :data:`LBFGS_CELLS` cells, else ``"mirror"``, the proximal loop (also for
-    L1 and callable losses, which may have kinks).
+    the graph has at most :data:`LBFGS_CELLS` cells, else ``"augmented"``
+    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`); ``"mirror"``, the proximal
+    loop, for L1 and callable losses, which may have kinks.
 
     On loopy graphs L-BFGS runs CONVEX-GBP to consistency at every evaluation, which on large ones
     is slow: on HDMM's strategy for titanic (saturated, 3,803 cells) 295 of 510 oracle calls ran
-    into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30 iterations at loss 1500, where the
-    proximal loop reaches 1276; on adult's 105 2-way marginals (saturated, 35,290 cells) an
-    iteration took 6 s; on adult's 1-way marginals and three 3-way ones in a cycle (3,319 cells)
-    it stopped after 10.  On the small cycles of tests/test_appgm.py (26-67 cells) it ends 1000
-    iterations below exact Private-PGM's loss after 3000 or within 1e-7 above it, but 4% above on one,
-    where the proximal loop ends from 0.2% above it to 300 times its loss.
+    into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30 iterations; on adult's 1-way
+    marginals and three 3-way ones in a cycle (3,319 cells) it stopped after 10.  There the
+    proximal loop ended 1000 steps 4.5% to 8 times above the optimum and the augmented Lagrangian
+    reached it (certified to 1e-4 or better) in 1-3 s.  On the small cycles of tests/test_appgm.py
+    (26-91 cells, noise std from 1e-2 to 1e2) L-BFGS ends 1000 iterations below exact
+    Private-PGM's loss after 3000 or within 1e-7 above it, but 4% above on one; the augmented
+    Lagrangian needs several thousand iterations there, its subproblems as ill-conditioned as the
+    noise scales are spread.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if method == "lbfgs" and loss == "l1":
-        raise ValueError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
+    if method in ("lbfgs", "augmented") and loss == "l1":
+        raise ValueError(f"method {method!r} needs a smooth loss: use loss='l2' (or a smooth callable), or "
+                         "method='mirror'")
     if method == "auto":
-        small = graph is not None and (graph.junction_tree() is not None or graph.cells <= LBFGS_CELLS)
-        return "lbfgs" if loss == "l2" and small else "mirror"
+        if loss != "l2":
+            return "mirror"
+        small = graph is None or graph.junction_tree() is not None or graph.cells <= LBFGS_CELLS
+        return "lbfgs" if small else "augmented"
     return method
 
 
@@ -353,16 +360,20 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
 
     The region graph and the loss come from :func:`measured_cliques`.  ``method``: ``"lbfgs"``
     (:func:`on_junction_tree` where the local polytope is the marginal polytope, else
-    :func:`quasi_newton`), ``"mirror"`` (the proximal loop of the paper, :func:`mirror_descent`)
-    or ``"auto"`` (:func:`resolve_method`: L-BFGS for L2 where the polytope is exact or the graph
-    small, else the proximal loop).  On heterogeneous noise and prefix queries over a junction
+    :func:`quasi_newton`), ``"augmented"`` (the method of multipliers in the pseudo-marginals,
+    :func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`, then message updates at
+    ``theta = kappa log tau`` until the violation is below ``tol * total``; warm started from the
+    earlier estimate's pseudo-marginals), ``"mirror"`` (the proximal loop of the paper,
+    :func:`mirror_descent`) or ``"auto"`` (:func:`resolve_method`: for L2, L-BFGS where the
+    polytope is exact or the graph small, else the augmented Lagrangian; the proximal loop for
+    other losses).  On heterogeneous noise and prefix queries over a junction
     tree the proximal loop ended 1000 steps 62% above exact Private-PGM's loss (cells whose optimum is zero are
     approached at a vanishing rate, as in exact mirror descent); L-BFGS reaches it
     (docs/benchmarks.md, "Convergence").  Where L-BFGS ends early without a certified gap, the
     proximal loop goes on from its parameters for the iterations left, and the lower loss is
     kept.  ``iters`` is a maximum (of both together); ``gap_tol`` the certified relative gap of
-    :mod:`ektelo_pgm.convergence` that stops L-BFGS (the proximal loop's gap is assessed at its
-    end).  ``warm_start`` is an earlier
+    :mod:`ektelo_pgm.convergence` that stops L-BFGS and the augmented Lagrangian (the proximal
+    loop's gap is assessed at its end).  ``warm_start`` is an earlier
     estimate whose parameters are reused where regions coincide (:func:`transfer`);
     ``callback(step, loss)`` runs after every step.  The estimate reports ``iterations``,
     ``converged`` and ``gap``.
@@ -383,6 +394,18 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
             rule.callback = callback
             beliefs, theta, oracle, history = on_junction_tree(objective, total, iters, rule, damping, warm_start,
                                                                max_mb)
+            return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
+                             out_of_model_iters)
+        if method == "augmented":
+            rule.callback = callback
+            start = None if warm_start is None else start[1].beliefs(start[0], total)
+            tau, bound, history = augmented_lagrangian(objective, total, iters, rule, start)
+            oracle = ConvexGBP(objective.graph, damping)
+            theta = np.repeat(objective.graph.kappa, objective.graph.sizes) * np.log(np.maximum(tau, TINY))
+            beliefs = consistent_beliefs(oracle, theta, total, final_iters, tol)
+            value = objective(beliefs)[0]
+            rule.start(value, max(value - bound, 0.0))
+            rule.iterations = len(history)
             return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
                              out_of_model_iters)
         if method == "lbfgs":
