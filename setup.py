@@ -9,7 +9,7 @@ setup(
     long_description_content_type="text/markdown",
     packages=find_packages(include=["ektelo_pgm", "ektelo_pgm.*"]),
     python_requires=">=3.11",
-    install_requires=["numpy>=1.24", "scipy>=1.10", "networkx>=3.0", "numba>=0.58", "pandas>=2.0", "tqdm>=4.60"],
+    install_requires=["numpy>=1.24", "scipy>=1.12", "networkx>=3.0", "numba>=0.58", "pandas>=2.0", "tqdm>=4.60"],
     extras_require={
         "sparse": ["scikit-sparse==0.4.16"],
         "gem": ["torch>=2.0"],

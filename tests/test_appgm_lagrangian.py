@@ -11,7 +11,7 @@ from ektelo_pgm.pgm.appgm.estimation import LBFGS_CELLS, resolve_method
 from ektelo_pgm.pgm.appgm.lagrangian import LocalConstraints, lower_bound, stationary_multipliers
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.region_graph import RegionGraph
-from test_appgm import DOMAIN, LOOPY, correlated_data, noisy
+from test_appgm import DOMAIN, LOOPY, correlated_data, l2_loss, noisy, tree_structured
 
 CLIQUES = LOOPY + [("B", "D", "E")]
 
@@ -131,3 +131,16 @@ def test_default_on_large_loopy_graphs_is_no_worse_than_exact_pgm():
     assert loss <= exact_loss * (1 + 1e-6)
     assert loss - est.gap <= exact_loss
     assert est.violation() < 1e-8 * 5000
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 7])
+def test_heterogeneous_noise_on_cycles(seed):
+    """The cycles of tests/test_appgm.py (noise std from 1e-2 to 1e2, prefix queries, zero cells):
+    within 1e-4 of exact Private-PGM's loss or below it, the gap bounding the distance to it
+    (whose loss is at least the relaxation's optimum)."""
+    domain, ms, total = tree_structured(seed, loopy=True)
+    exact = l2_loss(domain, ms, PGM(iters=3000).reconstruct(domain, ms, total=total).project)
+    est = APPGM(method="augmented").reconstruct(domain, ms, total=total)
+    loss = l2_loss(domain, ms, est.project)
+    assert loss <= exact * (1 + 1e-4) and est.gap >= loss - exact
+    assert est.violation() < 1e-8 * total

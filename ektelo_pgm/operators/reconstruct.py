@@ -61,11 +61,13 @@ class APPGM:
     :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default:
     "lbfgs" for L2 where the region graph's local polytope is the marginal polytope, as on the
     "tree" graph or any graph of cliques that form a junction tree, or the graph has at most
-    1,000 cells, "mirror" otherwise), "lbfgs"
+    1,000 cells, else "augmented"; "mirror" for L1 and callable losses), "lbfgs"
     (L-BFGS on the measured cliques' log-potentials: exact Private-PGM's where the polytope is
-    exact, else with CONVEX-GBP run to consistency as oracle) or "mirror"
+    exact, else with CONVEX-GBP run to consistency as oracle), "augmented" (the method of
+    multipliers over the pseudo-marginals, :mod:`ektelo_pgm.pgm.appgm.lagrangian`) or "mirror"
     (PROX-PGM, the paper's proximal loop, from the initial ``stepsize``); ``iters`` is a maximum,
-    ``gap_tol`` the certified relative optimality gap that stops L-BFGS; ``counting_numbers`` maps
+    ``gap_tol`` the certified relative optimality gap that stops L-BFGS and the augmented
+    Lagrangian; ``counting_numbers`` maps
     regions to positive kappa (default: matched to the loss's curvature for the proximal loop on
     L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64).  The estimate reports
     ``iterations``, ``converged`` and ``gap``.  See

@@ -3,7 +3,9 @@
 McKenna, Pradhan, Sheldon, Miklau (2021), "Relaxed marginal consistency for differentially
 private query answering".  Laid out like the exact engine: :mod:`.inference` (the CONVEX-GBP
 oracle, out-of-model marginals, sampling), :mod:`.objective` (the loss over the measured
-cliques), :mod:`.estimation` (the proximal loop) and :mod:`.model` (the estimate).
+cliques), :mod:`.estimation` (the proximal loop, L-BFGS, and the choice between the methods),
+:mod:`.lagrangian` (the augmented Lagrangian for large loopy graphs) and :mod:`.model` (the
+estimate).
 """
 from .estimation import estimate, measured_cliques, mirror_descent, transfer
 from .inference import ConvexGBP, consistent_beliefs, max_entropy_marginal, sample_records, sampling_order

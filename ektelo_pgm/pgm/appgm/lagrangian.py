@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
-from scipy.sparse.linalg import LinearOperator, lsmr
+from scipy.sparse.linalg import LinearOperator, lsmr, minres
 
 from ...convergence import StoppingRule, scale
 from ...kernels import assemble, project
@@ -22,13 +22,16 @@ from ..region_graph import RegionGraph
 from .objective import MeasuredCliques
 
 FEASIBLE = 1e-10  # largest local-consistency violation (relative to the total) at which a run may stop
-SHRINK, GROWTH = 0.25, 10.0  # the penalty grows GROWTH-fold when an outer step shrinks the violation by less than SHRINK
+# the penalty grows GROWTH-fold when an outer step shrinks the violation by less than SHRINK
+SHRINK, GROWTH = 0.25, 10.0
 MOST_GROWTH = 1e8  # the penalty stays within this multiple of its start
 # L-BFGS-B iterations of one subproblem at most: solving it exactly while the multipliers are still
-# off wastes them (adult, 3,319 cells: after 1000 iterations in all, 100 or 200 a subproblem came
-# within 4e-5 of the optimum, unbounded ones 8e-4 above it on HDMM's strategy)
+# off wastes them.  On adult's cycle of three triples (3,319 cells) 100 certified the three cases of
+# benchmarks/appgm_loopy.py in 459-700 iterations and 200 in 689-929, but on its 105 2-way
+# marginals (35,570 cells) 100 stalled 0.14% above the loss that 200 reaches within 1000.
 INNER = 200
-MULTIPLIER_ITERS = 500  # LSMR iterations estimating the multipliers of a certificate
+MULTIPLIER_ITERS = 500  # LSMR / MINRES iterations estimating the multipliers of a certificate
+POLISH = 1e-6  # largest violation (relative to the total) at which Newton's step on the support is tried
 
 
 class LocalConstraints:
@@ -66,6 +69,17 @@ class LocalConstraints:
         per_region[self.tops] = lam[self.edge_rows:]
         return out + per_region[self._region_of_cell]
 
+    def rows_per_cell(self) -> np.ndarray:
+        """How many rows of ``A`` each cell appears in (its entries are all +-1): the diagonal of
+        ``A^T A``."""
+        ones = np.ones(self.edge_rows)
+        out = np.empty(self.graph.cells)
+        assemble(ones, *self._edges, out)
+        out += np.bincount(self._child_cell, ones, minlength=self.graph.cells)
+        top = np.zeros(len(self.graph.regions))
+        top[self.tops] = 1.0
+        return out + top[self._region_of_cell]
+
 
 def lower_bound(constraints: LocalConstraints, tau: np.ndarray, value: float, grad: np.ndarray,
                 lam: np.ndarray) -> float:
@@ -100,21 +114,50 @@ def stationary_multipliers(constraints: LocalConstraints, tau: np.ndarray, grad:
     return lsmr(operator, -grad[support], atol=1e-15, btol=1e-15, maxiter=MULTIPLIER_ITERS)[0]
 
 
+def newton_polish(objective: MeasuredCliques, constraints: LocalConstraints, tau: np.ndarray):
+    """For the L2 loss (quadratic): the optimum with the zero cells of ``tau`` (at most
+    ``FEASIBLE * total``) held at zero, and its multipliers, from one Newton step on the KKT system
+    ``[H_SS A_S^T; A_S 0] (d_S, lam) = (-grad_S, -c(tau))`` (MINRES; ``S`` the other cells, ``H``
+    the loss's Hessian).  ``(tau + d, lam)``, or None where that point leaves the orthant: then the
+    zeros were not the optimum's."""
+    support = tau > FEASIBLE * constraints.total
+    size = int(support.sum())
+    _, offset = objective(np.zeros_like(tau))
+    value, grad = objective(tau)
+
+    def kkt(x):
+        step = np.zeros_like(tau)
+        step[support] = x[:size]
+        curve = objective(step)[1] - offset
+        return np.concatenate([curve[support] + constraints.adjoint(x[size:])[support], constraints.apply(step)])
+
+    operator = LinearOperator((size + constraints.rows,) * 2, matvec=kkt, dtype=np.float64)
+    solution = minres(operator, -np.concatenate([grad[support], constraints(tau)]), rtol=1e-14,
+                      maxiter=MULTIPLIER_ITERS)[0]
+    polished = np.where(support, tau, 0.0)
+    polished[support] += solution[:size]
+    return (polished, solution[size:]) if polished.min() >= 0 else None
+
+
 def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule,
                          start: np.ndarray | None = None) -> tuple[np.ndarray, float, list]:
     """Problem 2 over the local polytope of ``objective.graph`` by the method of multipliers.
 
     Outer step ``k``: ``tau = argmin_{tau >= 0} L(tau) + <lam, c(tau)> + rho/2 |c(tau)|^2``
     (``c`` of :class:`LocalConstraints`; at most :data:`INNER` iterations of L-BFGS-B from the
-    last ``tau``), then ``lam += rho
+    last ``tau``, in cells scaled by the square root of the subproblem's Hessian diagonal: the
+    loss's curvature plus ``rho`` times :meth:`LocalConstraints.rows_per_cell`), then ``lam += rho
     c(tau)``; ``rho`` starts at the median squared weight of the measurements (the loss's typical
     curvature per count) and grows ``GROWTH``-fold whenever a step shrinks the largest violation
     by less than ``SHRINK`` (Nocedal and Wright 2006, sec. 17.4).  After every outer step the
-    larger of :func:`lower_bound` at the running multipliers and at
-    :func:`stationary_multipliers` improves the certified bound.  The run stops once the
-    violation is below ``FEASIBLE * total`` and either the gap to the bound meets ``rule.tol``
-    or the loss no longer changes (relative ``FEASIBLE``), or after ``iters`` L-BFGS-B
-    iterations in all.  ``start``: pseudo-marginals to start from (default uniform), need not
+    larger of :func:`lower_bound` at the running multipliers improves the certified bound; once
+    the violation is below ``POLISH * total``, and again each time it has shrunk tenfold, also
+    :func:`stationary_multipliers` and, for the L2 loss, :func:`newton_polish`, whose point is
+    returned where it is consistent to ``FEASIBLE * total`` and its gap meets ``rule.tol``.
+    Otherwise the run stops once the violation is below ``FEASIBLE * total`` and either the gap
+    to the bound meets ``rule.tol`` or two outer steps in a row moved neither the loss nor the
+    bound (relative ``FEASIBLE``), or after ``iters`` L-BFGS-B iterations in all (the last point
+    is then refined too).  ``start``: pseudo-marginals to start from (default uniform), need not
     be consistent.  ``rule.callback(t, loss)`` is called after every L-BFGS-B iteration.
     Returns ``(tau, bound, history)``: the last pseudo-marginals (counts, consistent to the
     violation reached), the best lower bound on the optimum, and the loss after every iteration.
@@ -126,39 +169,73 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
     curvature = [float(np.max(m.weights)) ** 2 for m in objective.measurements]
     rho = first = float(np.median(curvature)) if curvature else 1.0
     history: list[float] = []
-    best, spent, previous_violation, previous_value = -np.inf, 0, np.inf, np.inf
+    best, spent, stalled, previous_violation, previous_value = -np.inf, 0, 0, np.inf, np.inf
 
     def loss(point):
         return objective.objective(objective.marginals(point))[0]
 
-    def record(point):
-        history.append(loss(point))
+    quadratic = objective.loss == "l2"
+    diagonal = objective.objective.curvature()
+    diagonal = np.zeros(graph.cells) if diagonal is None else objective.gradient_to_regions(diagonal)
+    rows = constraints.rows_per_cell()
+
+    def record(x):
+        history.append(loss(x / scaling))
         if rule.callback is not None:
             rule.callback(len(history), history[-1])
         if sigint_received():
             raise StopIteration
 
+    def refine(tau, value, grad, bound):
+        """The bound improved by the multipliers of :func:`stationary_multipliers` and, for the L2
+        loss, of :func:`newton_polish`; with the polished point where it is certified."""
+        bound = max(bound, lower_bound(constraints, tau, value, grad, stationary_multipliers(constraints, tau, grad)))
+        polished = newton_polish(objective, constraints, tau) if quadratic else None
+        if polished is None:
+            return bound, None
+        point, multipliers = polished
+        point_value, point_grad = objective(point)
+        bound = max(bound, lower_bound(constraints, point, point_value, point_grad, multipliers))
+        certified = (np.abs(constraints(point)).max() <= FEASIBLE * total
+                     and point_value - bound <= rule.tol * scale(point_value))
+        return bound, point if certified else None
+
+    value, grad = objective(tau)
+    refine_below, refined = POLISH * total, None
     while spent < iters and not sigint_received():
-        def augmented(point, lam=lam, rho=rho):
+        scaling = np.sqrt(diagonal + rho * rows)
+
+        def augmented(x, lam=lam, rho=rho, scaling=scaling):
+            point = x / scaling
             value, grad = objective(point)
             c = constraints(point)
-            return value + lam @ c + 0.5 * rho * (c @ c), grad + constraints.adjoint(lam + rho * c)
+            return value + lam @ c + 0.5 * rho * (c @ c), (grad + constraints.adjoint(lam + rho * c)) / scaling
 
-        result = minimize(augmented, tau, jac=True, method="L-BFGS-B", bounds=Bounds(0.0, np.inf), callback=record,
-                          options={"maxiter": min(iters - spent, INNER), "maxfun": 20 * (iters - spent), "ftol": 0.0,
-                                   "gtol": 0.0})
+        result = minimize(augmented, tau * scaling, jac=True, method="L-BFGS-B", bounds=Bounds(0.0, np.inf),
+                          callback=record, options={"maxiter": min(iters - spent, INNER), "maxfun": 20 * (iters - spent),
+                                                    "ftol": 0.0, "gtol": 0.0})
         spent += max(int(result.nit), 1)
-        tau = result.x
+        tau = result.x / scaling
         c = constraints(tau)
         violation = float(np.abs(c).max(initial=0.0))
         lam = lam + rho * c
         value, grad = objective(tau)
-        best = max(best, lower_bound(constraints, tau, value, grad, lam),
-                   lower_bound(constraints, tau, value, grad, stationary_multipliers(constraints, tau, grad)))
-        if violation <= FEASIBLE * total and (value - best <= rule.tol * scale(value)
-                                             or abs(value - previous_value) <= FEASIBLE * scale(value)):
+        bound = max(best, lower_bound(constraints, tau, value, grad, lam))
+        if violation <= refine_below:  # again once the violation has shrunk tenfold
+            refine_below, refined = violation / 10.0, tau
+            bound, point = refine(tau, value, grad, bound)
+            if point is not None:
+                return point, bound, history
+        moved = max(abs(value - previous_value), bound - best) > FEASIBLE * scale(value)
+        stalled = stalled + 1 if not moved else 0
+        best = bound
+        if violation <= FEASIBLE * total and (value - best <= rule.tol * scale(value) or stalled >= 2):
             break
         if violation > SHRINK * previous_violation and violation > FEASIBLE * total and rho < MOST_GROWTH * first:
             rho *= GROWTH
         previous_violation, previous_value = violation, value
+    if value - best > rule.tol * scale(value) and tau is not refined:
+        best, point = refine(tau, value, grad, best)
+        if point is not None:
+            return point, best, history
     return tau, best, history
