@@ -284,12 +284,12 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None) -> str:
     is slow: on HDMM's strategy for titanic (saturated, 3,803 cells) 295 of 510 oracle calls ran
     into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30 iterations; on adult's 1-way
     marginals and three 3-way ones in a cycle (3,319 cells) it stopped after 10.  There the
-    proximal loop ended 1000 steps 4.5% to 8 times above the optimum and the augmented Lagrangian
-    reached it (certified to 1e-4 or better) in 1-3 s.  On the small cycles of tests/test_appgm.py
-    (26-91 cells, noise std from 1e-2 to 1e2) L-BFGS ends 1000 iterations below exact
-    Private-PGM's loss after 3000 or within 1e-7 above it, but 4% above on one; the augmented
-    Lagrangian needs several thousand iterations there, its subproblems as ill-conditioned as the
-    noise scales are spread.
+    proximal loop ended 1000 steps 4.5% to 7 times above the optimum, and the augmented Lagrangian
+    is certified optimal (to 1e-7) after 689-929 iterations, 0.4-0.5 s (benchmarks/appgm_loopy.py).
+    On the small cycles of tests/test_appgm.py (26-91 cells, noise std from 1e-2 to 1e2) L-BFGS
+    ends 1000 iterations below exact Private-PGM's loss after 3000 or within 1e-7 above it, but 4%
+    above on one; the augmented Lagrangian ends three of eight 0.4% to 34% above it, its
+    subproblems as ill-conditioned as the noise scales are spread.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
