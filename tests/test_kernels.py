@@ -4,9 +4,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,19 +122,32 @@ def _big_oracle_marginals(seed):
     return oracle.calibrate(np.random.default_rng(seed).normal(size=oracle.size), 100.0)[0]
 
 
-def idle_machine(monkeypatch, load):
-    """The load average reads ``load`` from now on."""
-    monkeypatch.setattr(kernels_tree.os, "getloadavg", lambda: (load, load, load))
+def idle_machine(monkeypatch, busy):
+    """Other work wants ``busy`` CPUs from now on."""
+    monkeypatch.setattr(kernels_tree, "_busy_elsewhere", lambda: busy)
     monkeypatch.setattr(kernels_tree, "_load", [-float("inf"), 0.0])
 
 
-def test_kernels_go_parallel_only_with_an_idle_core_per_extra_thread(monkeypatch):
+def test_kernels_go_parallel_only_with_an_idle_core_per_thread(monkeypatch):
     idle_machine(monkeypatch, 0.0)
     assert parallel_cells() == PARALLEL_CELLS
     idle_machine(monkeypatch, os.cpu_count() + 3.0)
     assert parallel_cells() == (PARALLEL_CELLS if kernels_tree.get_num_threads() == 1 else SERIAL)
-    monkeypatch.setattr(kernels_tree.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # read at most once a second
+    monkeypatch.setattr(kernels_tree, "_busy_elsewhere", lambda: 0.0)  # read at most once a second
     assert parallel_cells() == (PARALLEL_CELLS if kernels_tree.get_num_threads() == 1 else SERIAL)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="instantaneous run queue read from Linux's /proc")
+def test_a_competitor_counts_as_soon_as_it_runs():
+    """A busy process started half a second ago is seen at once (the 1-minute load average
+    would take about a minute to show it)."""
+    competitor = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        assert kernels_tree._busy_elsewhere() >= 1.0
+    finally:
+        competitor.kill()
+        competitor.wait()
 
 
 def test_forked_children_run_the_kernels_serially(monkeypatch):

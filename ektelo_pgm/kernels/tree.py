@@ -180,32 +180,54 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-LOAD_EVERY = 1.0  # seconds between two readings of the load average
-_load = [-float("inf"), 0.0]  # (time.monotonic() of the last reading, 1-minute load average)
+LOAD_EVERY = 1.0  # seconds between two readings of the machine's load
+_load = [-float("inf"), 0.0]  # (time.monotonic() of the last reading, CPUs busy with other work)
+
+
+def _busy_elsewhere() -> float:
+    """CPUs other work wants now: on Linux the runnable threads (``/proc/loadavg``'s fourth field,
+    running or waiting for a CPU at this instant) less this process's own threads in state R; else
+    the 1-minute load average less this process's one thread; 0 where neither is available.
+
+    Instantaneous, unlike the load average, which takes about a minute to see a competitor that
+    has just started (a run beside one started 1 s earlier went parallel and took 1.9x the wall
+    time of one thread) and counts this process's own parallel threads as load."""
+    try:
+        with open("/proc/loadavg") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+        ours = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/stat") as f:
+                stat = f.read()
+            ours += stat[stat.rindex(")") + 2] == "R"
+        return float(max(runnable - ours, 0))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return max(os.getloadavg()[0] - 1.0, 0.0)
+    except (AttributeError, OSError):
+        return 0.0
 
 
 def idle_cores() -> float:
-    """CPUs minus the 1-minute load average (which counts this process while it runs), read at
-    most every :data:`LOAD_EVERY` seconds; all CPUs where the platform has no load average."""
+    """CPUs minus what other work wants now (:func:`_busy_elsewhere`), read at most every
+    :data:`LOAD_EVERY` seconds."""
     now = time.monotonic()
     if now - _load[0] > LOAD_EVERY:
-        try:
-            _load[:] = [now, os.getloadavg()[0]]
-        except (AttributeError, OSError):
-            _load[:] = [now, 0.0]
+        _load[:] = [now, _busy_elsewhere()]
     return (os.cpu_count() or 1) - _load[1]
 
 
 def parallel_cells() -> int:
     """The ``parallel_cells`` argument of the kernels: :data:`PARALLEL_CELLS` when the machine has
-    an idle core for each of numba's threads beyond this one (``NUMBA_NUM_THREADS``), otherwise
+    an idle core for each of numba's threads (``NUMBA_NUM_THREADS``; :func:`idle_cores`), otherwise
     :data:`SERIAL`.  On a busy machine the threads wait for cores at every barrier: on 2 CPUs at
     load 4-7, PGM with two threads took 11x the wall time and 10x the CPU time of one thread.
     Also :data:`SERIAL` in a process forked from another (e.g. a ``multiprocessing`` pool): GNU
     OpenMP, numba's threading layer here, terminates a forked child that starts parallel work
     once its parent has; a pool of processes keeps the cores busy anyway."""
     threads = get_num_threads()
-    if _forked or (threads > 1 and idle_cores() < threads - 1):
+    if _forked or (threads > 1 and idle_cores() < threads):
         return SERIAL
     return PARALLEL_CELLS
 
