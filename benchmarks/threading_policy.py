@@ -112,8 +112,8 @@ def main():
                 process.kill()
                 process.wait()
     conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC on commit {code_state()}, {os.cpu_count()} CPUs, python "
-                  f"{sys.version.split()[0]}; the machine also ran other people's jobs (load column: the "
-                  f"1-minute load average after each run, competitors included); {args.repeats} runs per cell.")
+                  f"{sys.version.split()[0]}; load column: the 1-minute load average after each run, competitors "
+                  f"included; {args.repeats} runs per cell.")
     RESULTS.write_text(json.dumps({"conditions": conditions, "runs": rows}, indent=1))
     text = f"{conditions}\n\n{table(rows)}"
     print(text)

@@ -4,10 +4,11 @@ The local polytope ``L(G)`` is a set of linear equalities (every edge's pair agr
 region sums to the total) over non-negative cells, and the L2 loss is a convex quadratic in the
 measured regions' cells, so ``min_{tau in L(G)} L(tau)`` is a convex quadratic programme.
 :func:`augmented_lagrangian` solves it by the method of multipliers (Nocedal and Wright 2006,
-Algorithm 17.4), each subproblem over ``tau >= 0`` by L-BFGS-B, and certifies the result with
+Algorithm 17.4), each subproblem over ``tau >= 0`` by L-BFGS-B, finishes with a Newton step on
+the cells that are not zero (:func:`newton_polish`) and certifies the result with
 :func:`lower_bound`.  The proximal loop reaches the same optimum through CONVEX-GBP's dual at a
 first-order rate, which on large loopy graphs with a thousand steps ends far above it
-(docs/benchmarks.md, "Convergence").
+(docs/benchmarks.md, "APPGM on loopy region graphs").
 """
 from __future__ import annotations
 
