@@ -47,14 +47,12 @@ import mbi  # noqa: E402
 import numpy as np  # noqa: E402
 from mbi.estimation import MirrorDescent  # noqa: E402
 
-from ektelo_pgm.dataset import Dataset  # noqa: E402
 from ektelo_pgm.domain import Domain  # noqa: E402
 from ektelo_pgm.measurement import Measurement  # noqa: E402
-from ektelo_pgm.operators.measure import Gaussian  # noqa: E402
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights  # noqa: E402
 from ektelo_pgm.operators.reconstruct import APPGM, PGM  # noqa: E402
-from ektelo_pgm.operators.select import HDMMMarginals  # noqa: E402
-from ektelo_pgm.privacy.budget import Budget  # noqa: E402
+
+from adult_cases import adult_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "convergence.json"
@@ -78,33 +76,6 @@ def heterogeneous(seed: int, total: float = 1000.0):
         y = cube.sum(axis=tuple(i for i, a in enumerate(domain.attrs) if a not in attrs)).ravel()
         out.append(Measurement(attrs, y, float(np.exp(rng.uniform(np.log(1e-2), np.log(1e2))))))
     return domain, out, total
-
-
-def random_cliques(domain, sizes, rng):
-    return [tuple(domain.attrs[i] for i in sorted(rng.choice(len(domain), size=k, replace=False))) for k in sizes]
-
-
-def noisy_marginals(data, cliques, stds, rng):
-    out = []
-    for clique, std in zip(cliques, stds):
-        marginal = data.marginal(clique).ravel()
-        out.append(Measurement(clique, marginal + rng.normal(0.0, std, marginal.size), std))
-    return out
-
-
-def adult_cases(data_dir: Path):
-    data = Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
-    domain, n = data.domain, float(len(data.records))
-    rng = np.random.default_rng(0)
-    ones = [(a,) for a in domain.attrs]
-    cases = {"adult": noisy_marginals(data, ones + random_cliques(domain, [3] * 3, rng), [10.0] * 18, rng)}
-    workload = random_cliques(domain, [3] * 4, np.random.default_rng(1))
-    cases["hdmm"] = Gaussian(1.0).measure(data, HDMMMarginals(workload, noise="gaussian").select(domain),
-                                          Budget.zcdp(1.0), rng=2)
-    rounds = random_cliques(domain, [2, 3, 2, 3, 2, 3], np.random.default_rng(3))
-    stds = [100.0] * len(ones) + [80.0 / 2**r for r in range(len(rounds))]
-    cases["aim"] = noisy_marginals(data, ones + rounds, stds, np.random.default_rng(4))
-    return {name: (domain, ms, n) for name, ms in cases.items()}
 
 
 def l2_loss(project, domain, measurements) -> float:

@@ -8,7 +8,7 @@ from ektelo_pgm.domain import Domain
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.appgm import MeasuredCliques
 from ektelo_pgm.pgm.appgm.estimation import LBFGS_CELLS, resolve_method
-from ektelo_pgm.pgm.appgm.lagrangian import LocalConstraints, lower_bound, stationary_multipliers
+from ektelo_pgm.pgm.appgm.lagrangian import LocalConstraints, lower_bound, stationary_multipliers, working_mb
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.region_graph import RegionGraph
 from test_appgm import DOMAIN, LOOPY, correlated_data, l2_loss, noisy, tree_structured
@@ -114,23 +114,41 @@ def test_warm_start_from_an_earlier_estimate(problem):
     assert objective(warm.beliefs)[0] <= best * (1 + 1e-6)
 
 
-def test_default_on_large_loopy_graphs_is_no_worse_than_exact_pgm():
-    """A triangle of 2-way marginals over attributes of size 20 (1,260 cells): "auto" takes the
-    augmented Lagrangian, which ends at most exact Private-PGM's loss, and its certified bound
-    lies below that loss (the marginal polytope is inside the local polytope)."""
-    domain = Domain(["A", "B", "C"], [20, 20, 20])
+@pytest.mark.parametrize("cliques", [[("A", "B"), ("B", "C"), ("A", "C")], [("A", "B"), ("B", "C"), ("C", "D")]])
+def test_default_on_large_graphs_is_no_worse_than_exact_pgm(cliques):
+    """2-way marginals over attributes of size 20 in a triangle (1,280 cells with the fourth
+    attribute) and a chain (1,240 cells, a junction tree): "auto" takes the augmented
+    Lagrangian, which ends at most exact Private-PGM's loss, and its certified bound lies below
+    that loss (the marginal polytope is inside the local polytope)."""
+    domain = Domain(["A", "B", "C", "D"], [20, 20, 20, 20])
     data = correlated_data(domain, n=5000, seed=3)
-    measurements = noisy(data, [("A", "B"), ("B", "C"), ("A", "C")], std=5.0, seed=2)
+    measurements = noisy(data, cliques, std=5.0, seed=2)
     graph = RegionGraph.build("saturated", domain, [m.attrs for m in measurements])
     assert graph.cells > LBFGS_CELLS and resolve_method("auto", "l2", graph) == "augmented"
     est = APPGM().reconstruct(domain, measurements, total=5000.0)
     objective = MeasuredCliques(est.graph, measurements)
     loss = objective(est.beliefs)[0]
-    exact = PGM().reconstruct(domain, measurements, total=5000.0)
+    exact = PGM(iters=3000).reconstruct(domain, measurements, total=5000.0)
     exact_loss = objective(np.concatenate([exact.project(r).ravel() for r in est.graph.regions]))[0]
     assert loss <= exact_loss * (1 + 1e-6)
     assert loss - est.gap <= exact_loss
     assert est.violation() < 1e-8 * 5000
+
+
+def test_memory_decides_between_the_methods():
+    """Above ``max_mb`` the default falls back to L-BFGS where the polytope is exact and to the
+    proximal loop elsewhere; asked for explicitly, the augmented Lagrangian refuses with the size."""
+    domain = Domain(["A", "B", "C", "D"], [20, 20, 20, 20])
+    loopy = RegionGraph.build("saturated", domain, [("A", "B"), ("B", "C"), ("A", "C")])
+    tree = RegionGraph.build("saturated", domain, [("A", "B"), ("B", "C"), ("C", "D")])
+    small = 0.5 * working_mb(loopy)
+    assert resolve_method("auto", "l2", loopy, small) == "mirror"
+    assert resolve_method("auto", "l2", tree, small) == "lbfgs"
+    assert resolve_method("auto", "l1", loopy) == "mirror"
+    data = correlated_data(domain, n=500)
+    with pytest.raises(MemoryError, match=r"1,280 cells\) needs about .* MB, above the limit"):
+        APPGM(method="augmented", max_mb=small).reconstruct(domain, noisy(data, [("A", "B"), ("B", "C"), ("A", "C")],
+                                                                          5.0), total=500.0)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 3, 7])

@@ -58,10 +58,11 @@ class APPGM:
     ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see
-    :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default:
-    "lbfgs" for L2 where the region graph's local polytope is the marginal polytope, as on the
-    "tree" graph or any graph of cliques that form a junction tree, or the graph has at most
-    1,000 cells, else "augmented"; "mirror" for L1 and callable losses), "lbfgs"
+    :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default, for
+    L2: "lbfgs" on region graphs of at most 1,000 cells, else "augmented" where its working
+    memory fits in ``max_mb``, else "lbfgs" where the region graph's local polytope is the
+    marginal polytope, as on the "tree" graph or any graph of cliques that form a junction
+    tree, and "mirror" elsewhere; "mirror" for L1 and callable losses), "lbfgs"
     (L-BFGS on the measured cliques' log-potentials: exact Private-PGM's where the polytope is
     exact, else with CONVEX-GBP run to consistency as oracle), "augmented" (the method of
     multipliers over the pseudo-marginals, :mod:`ektelo_pgm.pgm.appgm.lagrangian`) or "mirror"
@@ -69,7 +70,8 @@ class APPGM:
     ``gap_tol`` the certified relative optimality gap that stops L-BFGS and the augmented
     Lagrangian; ``counting_numbers`` maps
     regions to positive kappa (default: matched to the loss's curvature for the proximal loop on
-    L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64).  The estimate reports
+    L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64) and the augmented
+    Lagrangian's working memory.  The estimate reports
     ``iterations``, ``converged`` and ``gap``.  See
     :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
     """

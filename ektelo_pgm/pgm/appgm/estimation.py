@@ -23,7 +23,7 @@ from ..estimation import MEMORY, TINY, Objective, lbfgs, quasi_newton as exact_q
 from ..inference import MarginalOracle
 from ..region_graph import RegionGraph
 from .inference import ConvexGBP, consistent_beliefs
-from .lagrangian import augmented_lagrangian
+from .lagrangian import augmented_lagrangian, working_mb
 from .model import APPGMEstimate
 from .objective import MeasuredCliques
 
@@ -41,7 +41,7 @@ CONSISTENCY_TOL, CONSISTENCY_ITERS = 1e-12, 500
 MOST_PAIRS, PAIRS_MB = 100, 64.0
 GAP_UPDATES = 10  # message updates of the gap's oracle per gap computation (warm-started)
 ASSESS_CALLS = 20  # gap computations (the least is kept) assessing where the proximal loop ended
-# Loopy region graphs of at most LBFGS_CELLS cells get L-BFGS by default, larger ones the augmented
+# Region graphs of at most LBFGS_CELLS cells get L-BFGS by default, larger ones the augmented
 # Lagrangian (see resolve_method).
 LBFGS_CELLS = 1000
 METHODS = ("auto", "lbfgs", "augmented", "mirror")
@@ -68,7 +68,7 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
         raise MemoryError(f"the {region_graph} region graph has {graph.cells:,} cells ({mb:,.1f} MB as "
                           f"float64), above the limit of {max_mb:,.1f} MB")
     objective = MeasuredCliques(graph, measurements, loss)
-    if counting_numbers is None and loss == "l2" and resolve_method(method, loss, graph) == "mirror":
+    if counting_numbers is None and loss == "l2" and resolve_method(method, loss, graph, max_mb) == "mirror":
         graph.set_counting_numbers(objective.counting_numbers())
     return objective
 
@@ -272,36 +272,44 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
     return theta, ConvexGBP(graph, max(damping, previous.oracle.damping))
 
 
-def resolve_method(method: str, loss, graph: RegionGraph | None = None) -> str:
-    """The method ``"auto"`` stands for on ``graph``, for the L2 loss: ``"lbfgs"`` where the local
-    polytope is exact (:meth:`RegionGraph.junction_tree`: the junction tree, or any graph of
-    cliques that form one, where :func:`on_junction_tree` solves exact Private-PGM's problem) or
-    the graph has at most :data:`LBFGS_CELLS` cells, else ``"augmented"``
-    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`); ``"mirror"``, the proximal
-    loop, for L1 and callable losses, which may have kinks.
+def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: float = 1024.0) -> str:
+    """The method ``"auto"`` stands for on ``graph``.  For the L2 loss: ``"lbfgs"`` on graphs of
+    at most :data:`LBFGS_CELLS` cells, else ``"augmented"``
+    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`) where its working memory
+    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.working_mb`) fits in ``max_mb``, else ``"lbfgs"``
+    where the local polytope is exact (:meth:`RegionGraph.junction_tree`) and ``"mirror"``, the
+    proximal loop, elsewhere; ``"mirror"`` for L1 and callable losses, which may have kinks.
 
-    On loopy graphs L-BFGS runs CONVEX-GBP to consistency at every evaluation, which on large ones
-    is slow: on HDMM's strategy for titanic (saturated, 3,803 cells) 295 of 510 oracle calls ran
-    into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30 iterations; on adult's 1-way
-    marginals and three 3-way ones in a cycle (3,319 cells) it stopped after 10.  There the
-    proximal loop ended 1000 steps 4.5% to 7 times above the optimum, and the augmented Lagrangian
-    is certified optimal (to 1e-7) after 689-929 iterations, 0.4-0.5 s (benchmarks/appgm_loopy.py).
-    On the small cycles of tests/test_appgm.py (26-91 cells, noise std from 1e-2 to 1e2) L-BFGS
-    ends 1000 iterations below exact Private-PGM's loss after 3000 or within 1e-7 above it, but 4%
-    above on one; the augmented Lagrangian ends three of eight 0.4% to 34% above it, its
-    subproblems as ill-conditioned as the noise scales are spread.
+    Measured on adult (docs/benchmarks.md, "APPGM on large region graphs" and "Convergence"),
+    1000 iterations each.  On loopy graphs L-BFGS runs CONVEX-GBP to consistency at every
+    evaluation, which on large ones is slow: on HDMM's strategy for titanic (saturated, 3,803
+    cells) 295 of 510 oracle calls ran into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30
+    iterations; on 1-way marginals and three 3-way ones in a cycle (3,319 cells) it stopped after
+    10, and the proximal loop ended 4.5% to 7 times above the optimum, where the augmented
+    Lagrangian is certified optimal (to 1e-7) after 689-929 iterations, 0.4-0.5 s.  Where the
+    polytope is exact (:func:`on_junction_tree`, exact Private-PGM's L-BFGS on log-potentials,
+    which reaches cells whose optimum is zero only as their potentials go to minus infinity), on
+    the convergence benchmark's cases (b)-(d) (3,129-14,549 cells) L-BFGS ended 2.5e-4, 9.3e-6
+    and 6.3e-4 above the optimum in 0.7-1.5 s, the augmented Lagrangian 1.7e-6, 0 (certified) and
+    5.6e-6 in 0.7-2.8 s.  On the small sets of tests/test_appgm.py (26-91 cells, noise std from
+    1e-2 to 1e2, prefix queries) L-BFGS ends within 1e-7 of the optimum or of exact Private-PGM's
+    loss on all but one, where the augmented Lagrangian, its subproblems as ill-conditioned as
+    the noise scales are spread, ends three cycles of eight 0.4% to 34% above.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method in ("lbfgs", "augmented") and loss == "l1":
         raise ValueError(f"method {method!r} needs a smooth loss: use loss='l2' (or a smooth callable), or "
                          "method='mirror'")
-    if method == "auto":
-        if loss != "l2":
-            return "mirror"
-        small = graph is None or graph.junction_tree() is not None or graph.cells <= LBFGS_CELLS
-        return "lbfgs" if small else "augmented"
-    return method
+    if method != "auto":
+        return method
+    if loss != "l2":
+        return "mirror"
+    if graph is None or graph.cells <= LBFGS_CELLS:
+        return "lbfgs"
+    if working_mb(graph) <= max_mb:
+        return "augmented"
+    return "lbfgs" if graph.junction_tree() is not None else "mirror"
 
 
 def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
@@ -364,9 +372,9 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     :func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`, then message updates at
     ``theta = kappa log tau`` until the violation is below ``tol * total``; warm started from the
     earlier estimate's pseudo-marginals), ``"mirror"`` (the proximal loop of the paper,
-    :func:`mirror_descent`) or ``"auto"`` (:func:`resolve_method`: for L2, L-BFGS where the
-    polytope is exact or the graph small, else the augmented Lagrangian; the proximal loop for
-    other losses).  On heterogeneous noise and prefix queries over a junction
+    :func:`mirror_descent`) or ``"auto"`` (:func:`resolve_method`: for L2, L-BFGS on graphs of
+    at most :data:`LBFGS_CELLS` cells, else the augmented Lagrangian where it fits in ``max_mb``;
+    the proximal loop for other losses).  On heterogeneous noise and prefix queries over a junction
     tree the proximal loop ended 1000 steps 62% above exact Private-PGM's loss (cells whose optimum is zero are
     approached at a vanishing rate, as in exact mirror descent); L-BFGS reaches it
     (docs/benchmarks.md, "Convergence").  Where L-BFGS ends early without a certified gap, the
@@ -385,7 +393,11 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     total = resolve_total(domain, measurements, total)
     objective = measured_cliques(domain, measurements, region_graph, loss, counting_numbers, max_mb, method)
     exact = objective.graph.junction_tree() is not None
-    method = resolve_method(method, loss, objective.graph)
+    method = resolve_method(method, loss, objective.graph, max_mb)
+    if method == "augmented" and working_mb(objective.graph) > max_mb:
+        raise MemoryError(f"the augmented Lagrangian on the {region_graph} region graph ({objective.graph.cells:,} "
+                          f"cells) needs about {working_mb(objective.graph):,.1f} MB, above the limit of {max_mb:,.1f} "
+                          "MB: raise max_mb, or use method='lbfgs' or 'mirror'")
     start = None if warm_start is None else transfer(warm_start, objective.graph, damping)
     rule = StoppingRule(gap_tol, DEFAULT_FTOL)
     with progress.tracked(callback, iters, f"APPGM ({method})") as callback:

@@ -8,7 +8,7 @@ Algorithm 17.4), each subproblem over ``tau >= 0`` by L-BFGS-B, finishes with a 
 the cells that are not zero (:func:`newton_polish`) and certifies the result with
 :func:`lower_bound`.  The proximal loop reaches the same optimum through CONVEX-GBP's dual at a
 first-order rate, which on large loopy graphs with a thousand steps ends far above it
-(docs/benchmarks.md, "APPGM on loopy region graphs").
+(docs/benchmarks.md, "APPGM on large region graphs").
 """
 from __future__ import annotations
 
@@ -28,11 +28,19 @@ SHRINK, GROWTH = 0.25, 10.0
 MOST_GROWTH = 1e8  # the penalty stays within this multiple of its start
 # L-BFGS-B iterations of one subproblem at most: solving it exactly while the multipliers are still
 # off wastes them.  On adult's cycle of three triples (3,319 cells) 100 certified the three cases of
-# benchmarks/appgm_loopy.py in 459-700 iterations and 200 in 689-929, but on its 105 2-way
+# benchmarks/appgm_large.py in 459-700 iterations and 200 in 689-929, but on its 105 2-way
 # marginals (35,570 cells) 100 stalled 0.14% above the loss that 200 reaches within 1000.
 INNER = 200
 MULTIPLIER_ITERS = 500  # LSMR / MINRES iterations estimating the multipliers of a certificate
 POLISH = 1e-6  # largest violation (relative to the total) at which Newton's step on the support is tried
+# float64 vectors as long as the graph's cells that a run holds: L-BFGS-B's 2m + 5 (m = 10), the
+# multipliers, scalings, gradients and the certificates' work
+WORKING_COPIES = 35
+
+
+def working_mb(graph: RegionGraph) -> float:
+    """Memory :func:`augmented_lagrangian` needs on ``graph`` (MB)."""
+    return WORKING_COPIES * graph.cells * 8 / 2**20
 
 
 class LocalConstraints:
@@ -212,9 +220,9 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
             c = constraints(point)
             return value + lam @ c + 0.5 * rho * (c @ c), (grad + constraints.adjoint(lam + rho * c)) / scaling
 
+        options = {"maxiter": min(iters - spent, INNER), "maxfun": 20 * (iters - spent), "ftol": 0.0, "gtol": 0.0}
         result = minimize(augmented, tau * scaling, jac=True, method="L-BFGS-B", bounds=Bounds(0.0, np.inf),
-                          callback=record, options={"maxiter": min(iters - spent, INNER), "maxfun": 20 * (iters - spent),
-                                                    "ftol": 0.0, "gtol": 0.0})
+                          callback=record, options=options)
         spent += max(int(result.nit), 1)
         tau = result.x / scaling
         c = constraints(tau)
