@@ -209,7 +209,6 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
                      and point_value - bound <= rule.tol * scale(point_value))
         return bound, point if certified else None
 
-    value, grad = objective(tau)
     refine_below, refined = POLISH * total, None
     while spent < iters and not sigint_received():
         scaling = np.sqrt(diagonal + rho * rows)
@@ -243,7 +242,7 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
         if violation > SHRINK * previous_violation and violation > FEASIBLE * total and rho < MOST_GROWTH * first:
             rho *= GROWTH
         previous_violation, previous_value = violation, value
-    if value - best > rule.tol * scale(value) and tau is not refined:
+    if spent and value - best > rule.tol * scale(value) and tau is not refined:
         best, point = refine(tau, value, grad, best)
         if point is not None:
             return point, best, history
