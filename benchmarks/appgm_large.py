@@ -30,12 +30,12 @@ from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.appgm import MeasuredCliques
 
 from adult_cases import adult_cases, loopy_cases
+from docs_section import write_section
 from provenance import code_state
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "appgm_large.json"
-DOCS = ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- appgm_large:start -->", "<!-- appgm_large:end -->"
+HEADING = "## APPGM on large region graphs (`benchmarks/appgm_large.py`)"
 EXACT_CASES = {"adult": "(b) 1-way + 3-way, std 10", "hdmm": "(c) HDMM strategy", "aim": "(d) AIM-like annealed"}
 
 
@@ -99,11 +99,9 @@ def main():
                   f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {start_load:.1f} at the "
                   f"start and {os.getloadavg()[0]:.1f} at the end; wall seconds.")
     RESULTS.write_text(json.dumps({"conditions": conditions, "results": results}, indent=1))
-    text = f"{START}\n{conditions}\n\n{table(results)}\n{END}"
+    text = f"{conditions}\n\n{table(results)}"
     print(text)
-    doc = DOCS.read_text()
-    if START in doc:
-        DOCS.write_text(doc[:doc.index(START)] + text + doc[doc.index(END) + len(END):])
+    write_section("appgm_large", HEADING, text)
 
 
 if __name__ == "__main__":
