@@ -190,7 +190,7 @@ def _busy_elsewhere() -> float:
     the 1-minute load average less this process's one thread; 0 where neither is available.
 
     Instantaneous, unlike the load average, which takes about a minute to see a competitor that
-    has just started (a run beside one started 1 s earlier went parallel and took 1.9x the wall
+    has just started (a run beside one started 2 s earlier went parallel and took 1.9x the wall
     time of one thread) and counts this process's own parallel threads as load."""
     try:
         with open("/proc/loadavg") as f:
