@@ -1,5 +1,6 @@
-"""Ctrl-C inside the compiled PGM loop and APPGM's loop: always KeyboardInterrupt, after a bounded
-amount of work (counted in calibrations and message updates, not seconds, so load cannot break it)."""
+"""Ctrl-C inside the compiled PGM loop and APPGM's loops: always KeyboardInterrupt, after a bounded
+amount of work (counted in calibrations, message updates and loss evaluations, not seconds, so load
+cannot break it)."""
 import signal
 
 import numpy as np
@@ -11,7 +12,7 @@ from ektelo_pgm.kernels.tree import HALVINGS, INTERRUPT_CELLS
 from ektelo_pgm.matrix import Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM
-from ektelo_pgm.pgm.appgm import ConvexGBP
+from ektelo_pgm.pgm.appgm import ConvexGBP, MeasuredCliques
 from ektelo_pgm.pgm.estimation import Objective, mirror_descent
 from ektelo_pgm.pgm.inference import MarginalOracle
 
@@ -74,6 +75,23 @@ def test_ctrl_c_stops_appgm_before_its_next_iteration(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         APPGM(iters=10**7).reconstruct(domain, ms)
     assert 0 <= press.after <= HALVINGS  # at most the halvings of the iteration under way
+
+
+def test_ctrl_c_stops_the_augmented_lagrangian_within_one_line_search(monkeypatch):
+    domain = Domain([f"x{i}" for i in range(6)], [6] * 6)
+    rng = np.random.default_rng(1)
+    ms = [Measurement((f"x{i}", f"x{(i + 1) % 6}"), rng.normal(20.0, 5.0, 36), 1.0) for i in range(6)]
+    press = CtrlC(at=30)
+    evaluate = MeasuredCliques.__call__
+
+    def counted(self, beliefs):
+        press.tick()
+        return evaluate(self, beliefs)
+
+    monkeypatch.setattr(MeasuredCliques, "__call__", counted)
+    with pytest.raises(KeyboardInterrupt):
+        APPGM(method="augmented", iters=10**7).reconstruct(domain, ms)
+    assert 0 <= press.after <= 21  # the rest of L-BFGS-B's line search (20 evaluations), then the estimate's loss
 
 
 def test_sigint_is_delivered_to_the_callers_handler_once_the_block_ends():

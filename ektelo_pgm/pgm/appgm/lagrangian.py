@@ -18,7 +18,7 @@ from scipy.sparse.linalg import LinearOperator, lsmr, minres
 
 from ...convergence import StoppingRule, scale
 from ...kernels import assemble, project
-from ...kernels.interrupt import sigint_received
+from ...kernels.interrupt import deferred_sigint, sigint_received
 from ..region_graph import RegionGraph
 from .objective import MeasuredCliques
 
@@ -148,6 +148,7 @@ def newton_polish(objective: MeasuredCliques, constraints: LocalConstraints, tau
     return (polished, solution[size:]) if polished.min() >= 0 else None
 
 
+@deferred_sigint()  # Ctrl-C ends the run after the L-BFGS-B iteration under way and is raised on return
 def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule,
                          start: np.ndarray | None = None) -> tuple[np.ndarray, float, list]:
     """Problem 2 over the local polytope of ``objective.graph`` by the method of multipliers.
@@ -224,6 +225,8 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
                           callback=record, options=options)
         spent += max(int(result.nit), 1)
         tau = result.x / scaling
+        if sigint_received():
+            break
         c = constraints(tau)
         violation = float(np.abs(c).max(initial=0.0))
         lam = lam + rho * c
@@ -242,7 +245,7 @@ def augmented_lagrangian(objective: MeasuredCliques, total: float, iters: int, r
         if violation > SHRINK * previous_violation and violation > FEASIBLE * total and rho < MOST_GROWTH * first:
             rho *= GROWTH
         previous_violation, previous_value = violation, value
-    if spent and value - best > rule.tol * scale(value) and tau is not refined:
+    if spent and not sigint_received() and value - best > rule.tol * scale(value) and tau is not refined:
         best, point = refine(tau, value, grad, best)
         if point is not None:
             return point, best, history
