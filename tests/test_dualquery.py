@@ -93,3 +93,31 @@ def test_near_noiseless_game_and_pgm_approach_the_data():
     assert workload_error(WORKLOAD, data, fitted.estimate) < 0.5 * workload_error(WORKLOAD, data, plain.estimate)
     with pytest.raises(ValueError, match="rounds"):
         DualQuery(WORKLOAD, rounds=1)
+
+
+@pytest.mark.parametrize("budget", [lambda: Budget.pure(2.0, neighbours=SUBSTITUTE),
+                                    lambda: Budget.zcdp(Fraction(1, 10), neighbours=SUBSTITUTE)])
+def test_a_learning_rate_sets_the_rounds_to_what_the_budget_affords(budget):
+    """Given eta, the rounds are the most whose draws at that rate fit (each draw of round t an
+    exponential mechanism of epsilon 2 eta (t-1) / n, added up exactly); the whole budget is
+    spent, so the rate ends at or just above eta."""
+    data, samples, eta = toy(), 3, 0.5
+    n = len(data)
+    mech = DualQuery(WORKLOAD, samples=samples, eta=eta)
+    spent = budget()
+    transcript = mech.play(data, spent, rng=0)
+    rounds = len(transcript.samples)
+
+    def cost(t_max):
+        per_draw = [Fraction(2 * (t - 1)) * Fraction(eta) / n for t in range(2, t_max + 1)]
+        return samples * sum(e if spent.notion == "pure" else e * e / 8 for e in per_draw)
+
+    assert rounds >= 3 and cost(rounds) <= Fraction(spent.total) < cost(rounds + 1)
+    assert rounds == mech.rounds_for(budget(), n)
+    assert all(eta <= scale < 2 * eta for scale in transcript.scales[1:])
+    total = sum((c.amount for c in spent.ledger), Fraction(0))
+    assert total > Fraction(spent.total) * (1 - Fraction(1, 10 ** 9))
+    with pytest.raises(ValueError, match="rounds or eta, not both"):
+        DualQuery(WORKLOAD, rounds=10, eta=1.0)
+    with pytest.raises(ValueError, match="eta must be a positive learning rate"):
+        DualQuery(WORKLOAD, eta=0.0)

@@ -42,6 +42,15 @@ class DualQuery:
     that ``eta_t`` is the same every round (pure epsilon: ``epsilon_t ∝ t-1``; zCDP, e.g. from
     (epsilon, delta) by ``Budget.approx``: ``epsilon_t^2/8 ∝ (t-1)^2``).
 
+    Of the five hyperparameters (``samples``, ``rounds``, ``eta``, and the budget's epsilon and
+    delta; supplement C.3) give ``rounds`` (default 100; ``eta_t`` then grows with the budget and
+    with ``n``) or ``eta``, the learning rate Gaboardi et al. fix: the rounds are then the most
+    whose draws at learning rate ``eta`` fit in the budget (at least 2), and the budget is shared
+    among them as above, so the rate ends slightly above ``eta``.  With ``rounds`` fixed at 100,
+    adult (n = 48,842) at epsilon 1 and 10 (delta 1e-3) gets ``eta`` 6.6 and 44, where the query
+    distribution collapses onto the worst-answered queries and the error rises with epsilon
+    (docs/results.md, Figure 1).
+
     ``reconstruct=None`` releases the ``rounds`` records scaled to ``n`` (the original);
     ``reconstruct=PGM(...)`` (DualQuery+PGM) runs that estimator with its loss replaced by
     :meth:`loss`, the negative log-likelihood of the sampled queries (supplement C.3,
@@ -50,15 +59,41 @@ class DualQuery:
 
     name = "DualQuery"
 
-    def __init__(self, workload, rounds: int = 100, samples: int = 20, restarts: int = 2, reconstruct=None):
-        for value, what in ((rounds, "rounds"), (samples, "samples"), (restarts, "restarts")):
+    def __init__(self, workload, rounds: int | None = None, samples: int = 20, restarts: int = 2, reconstruct=None,
+                 eta: float | None = None):
+        if rounds is not None and eta is not None:
+            raise ValueError("DualQuery: give rounds or eta, not both (the budget decides the other)")
+        if eta is None and rounds is None:
+            rounds = 100
+        for value, what in ((rounds or 2, "rounds"), (samples, "samples"), (restarts, "restarts")):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"DualQuery: {what} must be a positive integer, got {value!r}")
-        if rounds < 2:
+        if rounds is not None and rounds < 2:
             raise ValueError("DualQuery: rounds must be at least 2 (round 1 samples uniformly, spending nothing)")
+        if eta is not None and not (np.isfinite(eta) and eta > 0):
+            raise ValueError(f"DualQuery: eta must be a positive learning rate, got {eta!r}")
         self.workload = workload_queries(workload)
-        self.rounds, self.samples, self.restarts = int(rounds), int(samples), int(restarts)
+        self.rounds = None if rounds is None else int(rounds)
+        self.eta = None if eta is None else float(eta)
+        self.samples, self.restarts = int(samples), int(restarts)
         self.reconstruct = reconstruct
+
+    def rounds_for(self, budget: Budget, n: float) -> int:
+        """The rounds of a game on ``n`` records within what remains of ``budget``: ``rounds`` if
+        given, else the most (at least 2) whose ``samples`` draws per round at learning rate
+        ``eta`` cost no more (round ``t``'s draws have epsilon ``2 eta (t-1) / n``)."""
+        if self.rounds is not None:
+            return self.rounds
+
+        def cost(rounds):  # of rounds 2..rounds, summed in closed form
+            if budget.notion == "pure":
+                return self.samples * self.eta * rounds * (rounds - 1) / n
+            return self.samples * self.eta ** 2 * (rounds - 1) * rounds * (2 * rounds - 1) / (12 * n ** 2)
+
+        rounds, remaining = 2, budget.remaining
+        while cost(rounds + 1) <= remaining:
+            rounds += 1
+        return rounds
 
     # ---- the workload's rows -------------------------------------------------------------------
 
@@ -127,7 +162,7 @@ class DualQuery:
         rows, m = self._rows(domain)
         cliques = [attrs for attrs, _, _ in rows]
         y = self.answers(domain, dict(zip(cliques, data.marginals(cliques))).__getitem__) / n
-        weights = [t - 1 if budget.notion == "pure" else (t - 1) ** 2 for t in range(1, self.rounds + 1)]
+        weights = [t - 1 if budget.notion == "pure" else (t - 1) ** 2 for t in range(1, self.rounds_for(budget, n) + 1)]
         whole = self.samples * sum(weights)
         amounts = [budget.fraction(Fraction(w, whole)) if w else 0.0 for w in weights]
         cumulative = np.zeros(m)
