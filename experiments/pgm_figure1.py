@@ -11,7 +11,7 @@ implied by (epsilon, delta = 1e-3); the others on pure epsilon.  PrivBayes and D
 the record count as public, as their papers do (substitute neighbours); MWEM and HDMM do not.  A run that refuses for lack of
 memory (MWEM's full table) is reported as refused.
 
-    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM]
+    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM] [--dq-eta 1]
     python experiments/pgm_figure1.py --load runs1.json runs2.json     # combine (later files win), table, plot
 
 writes ``--out`` (default experiments/results/pgm_figure1.json: the runs, or the combined runs
@@ -50,13 +50,14 @@ def mechanisms(workload, numeric, args) -> dict:
     pure = lambda eps: Budget.pure(eps)  # noqa: E731
     public = lambda eps: Budget.pure(eps, neighbours=SUBSTITUTE)  # noqa: E731
     approx = lambda eps: Budget.approx(eps, 1e-3, neighbours=SUBSTITUTE)  # noqa: E731
+    dq_length = {"rounds": args.dq_rounds} if args.dq_eta is None else {"eta": args.dq_eta}
     return {
         ("PrivBayes", False): (PrivBayes(k=2), public),
         ("PrivBayes", True): (PrivBayes(k=2, reconstruct=pgm), public),
         ("HDMM", False): (HDMM(workload, reconstruct=LocalLeastSquares()), pure),
         ("HDMM", True): (HDMM(workload, reconstruct=hdmm_pgm), pure),
-        ("DualQuery", False): (DualQuery(workload, rounds=args.dq_rounds, samples=args.dq_samples), approx),
-        ("DualQuery", True): (DualQuery(workload, rounds=args.dq_rounds, samples=args.dq_samples,
+        ("DualQuery", False): (DualQuery(workload, samples=args.dq_samples, **dq_length), approx),
+        ("DualQuery", True): (DualQuery(workload, samples=args.dq_samples, **dq_length,
                                         reconstruct=PGM(iters=args.dq_pgm_iters, method="mirror")), approx),
         ("MWEM", False): (MWEM(workload, rounds=args.rounds), pure),
         ("MWEM", True): (MWEM(workload, rounds=args.rounds, update=pgm), pure),
@@ -73,6 +74,8 @@ def main() -> None:
     parser.add_argument("--hdmm-pgm-iters", type=int, default=300, help="PGM (L-BFGS) iterations after HDMM")
     parser.add_argument("--rounds", type=int, default=10, help="MWEM rounds")
     parser.add_argument("--dq-rounds", type=int, default=100)
+    parser.add_argument("--dq-eta", type=float, default=None,
+                        help="DualQuery's learning rate; its rounds then follow from the budget (instead of --dq-rounds)")
     parser.add_argument("--dq-samples", type=int, default=20)
     parser.add_argument("--dq-pgm-iters", type=int, default=200)
     parser.add_argument("--only", nargs="+", default=None, help="mechanism names to run")
@@ -114,7 +117,8 @@ def main() -> None:
                     seconds.append(time.perf_counter() - start)
                     errors.append(workload_error(workload, data, result.estimate))
                 row = {"dataset": name, "mechanism": mech, "pgm": with_pgm, "epsilon": epsilon,
-                       "pgm_iters": pgm_iters(mech, with_pgm, settings), "errors": errors,
+                       "pgm_iters": pgm_iters(mech, with_pgm, settings),
+                       "dq_eta": args.dq_eta if mech == "DualQuery" else None, "errors": errors,
                        "median": statistics.median(errors) if errors else None, "seconds": seconds, "refused": refused}
                 rows.append(row)
                 what = f"refused ({refused[:70]})" if refused else f"median error {row['median']:.4f}"
