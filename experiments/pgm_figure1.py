@@ -75,7 +75,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10, help="MWEM rounds")
     parser.add_argument("--dq-rounds", type=int, default=100)
     parser.add_argument("--dq-eta", type=float, default=None,
-                        help="DualQuery's learning rate; its rounds then follow from the budget (instead of --dq-rounds)")
+                        help="DualQuery's learning rate, its rounds then following from the budget "
+                        "(instead of --dq-rounds)")
     parser.add_argument("--dq-samples", type=int, default=20)
     parser.add_argument("--dq-pgm-iters", type=int, default=200)
     parser.add_argument("--only", nargs="+", default=None, help="mechanism names to run")
