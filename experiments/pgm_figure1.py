@@ -160,12 +160,13 @@ def plot(rows, path) -> None:
     mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
     fig, axes = plt.subplots(1, len(mechs), figsize=(3.2 * len(mechs), 3), squeeze=False)
     for ax, mech in zip(axes[0], mechs):
-        for name in datasets:
+        for d, name in enumerate(datasets):
             for with_pgm, style in ((False, "--o"), (True, "-s")):
-                pts = [(r["epsilon"], r["median"]) for r in rows
-                       if r["dataset"] == name and r["mechanism"] == mech and r["pgm"] == with_pgm and r["median"]]
-                if pts:
-                    ax.plot(*zip(*pts), style, label=f"{name}{' +PGM' if with_pgm else ''}")
+                pts = sorted((r["epsilon"], r["median"]) for r in rows if r["dataset"] == name
+                             and r["mechanism"] == mech and r["pgm"] == with_pgm and r["median"])
+                if pts:  # one colour per dataset and side in every panel
+                    ax.plot(*zip(*pts), style, color=f"C{2 * d + with_pgm}",
+                            label=f"{name}{' +PGM' if with_pgm else ''}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(mech)
