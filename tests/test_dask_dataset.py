@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-dd = pytest.importorskip("dask.dataframe", reason="the Dask path needs the 'dask' extra")
+dd = pytest.importorskip("dask.dataframe", reason="the Dask path needs the 'dask' extra",
+                         exc_type=ImportError)  # a dask that fails to load skips too
 import dask  # noqa: E402
 
 from ektelo_pgm import Budget, Dataset, Domain, TableEncoder  # noqa: E402

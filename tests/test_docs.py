@@ -69,7 +69,8 @@ def test_the_steward_page_runs_its_python_and_its_commands_parse(monkeypatch, da
 
     from ektelo_pgm.cli import parser
 
-    pytest.importorskip("matplotlib", reason="the page's report needs matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="the page's report needs matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     page = (ROOT / "docs" / "steward.md").read_text()
     (tmp_path / "shared").symlink_to(data_dir.parent)
     (tmp_path / "repo").mkdir()

@@ -98,7 +98,8 @@ def test_the_error_table_names_the_worst_marginals():
 
 
 def test_html_report_is_one_self_contained_file_and_pngs_are_written(tmp_path):
-    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     real = table()
     out, stem = tmp_path / "report.html", tmp_path / "figures" / "r.png"
     stem.parent.mkdir()
@@ -124,7 +125,8 @@ def test_without_matplotlib_the_figures_refuse_clearly_before_any_work(monkeypat
 
 
 def test_compare_runs_every_operator_on_shared_measurements_and_plots_error_vs_epsilon(tmp_path):
-    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     out = tmp_path / "compare.png"
     rows = compare(toy(2000), [0.05, 50.0], {"least-squares": LeastSquares(), "pgm": PGM(iters=200)}, k=2,
                    trials=2, rng=0, out=out)
@@ -136,7 +138,8 @@ def test_compare_runs_every_operator_on_shared_measurements_and_plots_error_vs_e
 
 
 def test_evaluate_command_prints_the_table_and_writes_the_report(tmp_path, capsys):
-    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="the report's figures need matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     real, fake = tmp_path / "real.csv", tmp_path / "fake.csv"
     table().to_csv(real, index=False)
     table(300, 1).to_csv(fake, index=False)
@@ -152,7 +155,8 @@ def test_evaluate_command_prints_the_table_and_writes_the_report(tmp_path, capsy
     ("schema", "column 'colour' is declared numeric but holds 'green'"),
 ])
 def test_evaluate_command_bad_input_is_one_line_exit_1_and_no_file(tmp_path, capsys, problem, message):
-    pytest.importorskip("matplotlib", reason="-o needs matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="-o needs matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     real, fake = tmp_path / "real.csv", tmp_path / "fake.csv"
     table().to_csv(real, index=False)
     table(300, 1).drop(columns="size" if problem == "columns" else []).to_csv(fake, index=False)
@@ -168,7 +172,8 @@ def test_evaluate_command_bad_input_is_one_line_exit_1_and_no_file(tmp_path, cap
 
 
 def test_compare_command_writes_the_figure(tmp_path, capsys):
-    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)")
+    pytest.importorskip("matplotlib", reason="the comparison figure needs matplotlib (the 'report' extra)",
+                        exc_type=ImportError)
     out = tmp_path / "c.html"
     assert main(["compare", "--records", "2000", "--attrs", "sex,race,income", "--epsilons", "0.5", "5",
                  "--reconstruct", "least-squares", "pgm", "-o", str(out)]) == 0
