@@ -212,9 +212,9 @@ def _busy_elsewhere() -> float:
     has just started (a run beside one started 2 s earlier went parallel and took 1.9x the wall
     time of one thread) and counts this process's own parallel threads as load.  The fewest of
     several looks, because one look also catches short-lived processes (a shell command, a
-    monitor): on the idle machine one in seven single looks saw one, and a compiled loop that
-    reads the policy once then ran serial throughout (PGM on a 1.9M-cell tree: 21.8 s instead of
-    about 13 s); a CPU-bound competitor is runnable in every look."""
+    monitor; one in seven single looks on the idle machine), and a compiled loop that reads the
+    policy once would then run serial throughout; a CPU-bound competitor is runnable in every
+    look."""
     try:
         fewest = _running_elsewhere()
         for _ in range(SAMPLES - 1):
