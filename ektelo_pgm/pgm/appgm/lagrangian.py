@@ -126,13 +126,15 @@ def stationary_multipliers(constraints: LocalConstraints, tau: np.ndarray, grad:
 def newton_polish(objective: MeasuredCliques, constraints: LocalConstraints, tau: np.ndarray):
     """For the L2 loss (quadratic): the optimum with the zero cells of ``tau`` (at most
     ``FEASIBLE * total``) held at zero, and its multipliers, from one Newton step on the KKT system
-    ``[H_SS A_S^T; A_S 0] (d_S, lam) = (-grad_S, -c(tau))`` (MINRES; ``S`` the other cells, ``H``
-    the loss's Hessian).  ``(tau + d, lam)``, or None where that point leaves the orthant: then the
-    zeros were not the optimum's."""
+    ``[H_SS A_S^T; A_S 0] (d_S, lam) = (-grad_S, -c(tau_S))`` (MINRES; ``S`` the other cells,
+    ``tau_S`` the point with the zero cells at zero, ``grad`` at it, ``H`` the loss's Hessian).
+    ``(tau_S + d, lam)``, or None where that point leaves the orthant: then the zeros were not the
+    optimum's."""
     support = tau > FEASIBLE * constraints.total
     size = int(support.sum())
+    start = np.where(support, tau, 0.0)
     _, offset = objective(np.zeros_like(tau))
-    value, grad = objective(tau)
+    _, grad = objective(start)
 
     def kkt(x):
         step = np.zeros_like(tau)
@@ -141,9 +143,9 @@ def newton_polish(objective: MeasuredCliques, constraints: LocalConstraints, tau
         return np.concatenate([curve[support] + constraints.adjoint(x[size:])[support], constraints.apply(step)])
 
     operator = LinearOperator((size + constraints.rows,) * 2, matvec=kkt, dtype=np.float64)
-    solution = minres(operator, -np.concatenate([grad[support], constraints(tau)]), rtol=1e-14,
+    solution = minres(operator, -np.concatenate([grad[support], constraints(start)]), rtol=1e-14,
                       maxiter=MULTIPLIER_ITERS)[0]
-    polished = np.where(support, tau, 0.0)
+    polished = start
     polished[support] += solution[:size]
     return (polished, solution[size:]) if polished.min() >= 0 else None
 
