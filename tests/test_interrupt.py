@@ -60,35 +60,37 @@ def test_ctrl_c_stops_the_compiled_loop_within_a_bounded_number_of_calibrations(
     assert press.calls == 1 + per_look * -(-(press.at - 1) // per_look)
 
 
-def test_ctrl_c_stops_appgm_before_its_next_iteration(monkeypatch):
+def noisy_cycle():
+    """2-way marginals of six attributes of size 6 in a cycle (a loopy region graph), noise std 5."""
     domain = Domain([f"x{i}" for i in range(6)], [6] * 6)
     rng = np.random.default_rng(1)
-    ms = [Measurement((f"x{i}", f"x{(i + 1) % 6}"), rng.normal(20.0, 5.0, 36), 1.0) for i in range(6)]
-    press = CtrlC(at=30)
-    step = ConvexGBP.step
+    return domain, [Measurement((f"x{i}", f"x{(i + 1) % 6}"), rng.normal(20.0, 5.0, 36), 1.0) for i in range(6)]
 
-    def counted_step(self, *args, **kwargs):
+
+def count_calls(monkeypatch, cls, name, press):
+    """Let ``press`` count the calls of the method ``cls.name``."""
+    method = getattr(cls, name)
+
+    def counted(self, *args, **kwargs):
         press.tick()
-        return step(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
 
-    monkeypatch.setattr(ConvexGBP, "step", counted_step)
+    monkeypatch.setattr(cls, name, counted)
+
+
+def test_ctrl_c_stops_appgm_before_its_next_iteration(monkeypatch):
+    domain, ms = noisy_cycle()
+    press = CtrlC(at=30)
+    count_calls(monkeypatch, ConvexGBP, "step", press)
     with pytest.raises(KeyboardInterrupt):
         APPGM(iters=10**7).reconstruct(domain, ms)
     assert 0 <= press.after <= HALVINGS  # at most the halvings of the iteration under way
 
 
 def test_ctrl_c_stops_the_augmented_lagrangian_within_one_line_search(monkeypatch):
-    domain = Domain([f"x{i}" for i in range(6)], [6] * 6)
-    rng = np.random.default_rng(1)
-    ms = [Measurement((f"x{i}", f"x{(i + 1) % 6}"), rng.normal(20.0, 5.0, 36), 1.0) for i in range(6)]
+    domain, ms = noisy_cycle()
     press = CtrlC(at=30)
-    evaluate = MeasuredCliques.__call__
-
-    def counted(self, beliefs):
-        press.tick()
-        return evaluate(self, beliefs)
-
-    monkeypatch.setattr(MeasuredCliques, "__call__", counted)
+    count_calls(monkeypatch, MeasuredCliques, "__call__", press)
     with pytest.raises(KeyboardInterrupt):
         APPGM(method="augmented", iters=10**7).reconstruct(domain, ms)
     assert 0 <= press.after <= 21  # the rest of L-BFGS-B's line search (20 evaluations), then the estimate's loss
