@@ -17,6 +17,7 @@ from OpenDP's samplers, which take no seed: its seeds are repetitions.
     SMARTNOISE_VENV=/path/to/venv ... (default ../venvs/smartnoise, with smartnoise-synth 1.0.8)
     /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py --sides ours --mechanisms mst
     /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py --table    # only rewrite the docs table
+    /work/venv/bin/python benchmarks/mechanisms_vs_smartnoise.py --tree-bounds  # MST's model without noise
 
 Results accumulate in benchmarks/results/mechanisms_vs_smartnoise.json (a run already there is
 skipped unless --force), so the grid can be run in parts (side by side with ``--results`` to
@@ -167,6 +168,39 @@ def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_p
     return {**row, "status": "ok", "wall": wall, "cpu": cpu, "tv2": tv2, "tv3": tv3}
 
 
+def tree_bounds(args) -> None:
+    """Print, per dataset, the error of MST's model without noise: the maximum spanning tree of
+    MST's pair scores (and, beside it, of mutual information) on the exact 1-way marginals,
+    fitted by PGM to the exact 1-way and tree marginals; mean 2-way and 3-way TVD of the model's
+    own marginals against the data's.  No private run of MST selects a better tree by its rule
+    except by chance."""
+    import networkx as nx
+    from ektelo_pgm.measurement import Measurement
+    from ektelo_pgm.mechanisms.mst import pair_scores
+    from ektelo_pgm.operators.reconstruct import PGM
+
+    print("| data | tree | TV 2-way | TV 3-way |\n|---|---|---|---|")
+    for name in args.datasets:
+        data = dataset(*recoded(args.data, name))
+        attrs = data.domain.attrs
+        pairs = list(itertools.combinations(attrs, 2))
+        ones = [Measurement((a,), counts, 1.0) for a, counts in zip(attrs, data.marginals([(a,) for a in attrs]))]
+        independent = PGM().reconstruct(data.domain, ones)
+        joint = [counts / len(data) for counts in data.marginals(pairs)]
+        margins = {a: counts / len(data) for a, counts in zip(attrs, data.marginals([(a,) for a in attrs]))}
+        information = [float(np.sum(p[p > 0] * np.log(p[p > 0] / np.outer(margins[a], margins[b])[p > 0])))
+                       for (a, b), p in zip(pairs, joint)]
+        for rule, scores in (("MST's score", pair_scores(data, independent, pairs)),
+                             ("mutual information", information)):
+            graph = nx.Graph()
+            graph.add_weighted_edges_from((a, b, w) for (a, b), w in zip(pairs, scores))
+            tree = [tuple(e) for e in nx.maximum_spanning_edges(graph, data=False)]
+            measured = ones + [Measurement(e, counts, 1.0) for e, counts in zip(tree, data.marginals(tree))]
+            model = PGM().reconstruct(data.domain, measured)
+            tv2, tv3 = total_variations(data, model)
+            print(f"| {name} | {rule} | {tv2:.4f} | {tv3:.4f} |", flush=True)
+
+
 def run_grid(args) -> None:
     runs = load_runs(args.results)
     done = {key(r) for r in runs if r["status"] == "ok"}
@@ -249,6 +283,8 @@ def parse_args(argv=None):
     parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
     parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
+    parser.add_argument("--tree-bounds", action="store_true",
+                        help="only print the error of MST's tree fitted without noise, per dataset")
     # worker mode (internal)
     parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
     parser.add_argument("--mechanism", help=argparse.SUPPRESS)
@@ -264,6 +300,9 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.worker:
         worker(args)
+        return
+    if args.tree_bounds:
+        tree_bounds(args)
         return
     if args.merge:
         merge_runs(RESULTS, args.merge, key, meta())

@@ -11,8 +11,8 @@ implied by (epsilon, delta = 1e-3); the others on pure epsilon.  PrivBayes and D
 the record count as public, as their papers do (substitute neighbours); MWEM and HDMM do not.  A run that refuses for lack of
 memory (MWEM's full table) is reported as refused.
 
-    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM] [--dq-eta 1]
-    python experiments/pgm_figure1.py --load runs1.json runs2.json     # combine (later files win), table, plot
+    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM] [--dq-eta 1] [--first-seed 0]
+    python experiments/pgm_figure1.py --load runs1.json runs2.json     # combine, table, plot
 
 writes ``--out`` (default experiments/results/pgm_figure1.json: the runs, or the combined runs
 with ``--load``) and the plot beside it.
@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["titanic", "adult"])
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 10.0])
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first trial (the trials take seeds first-seed, first-seed + 1, ...)")
     parser.add_argument("--pgm-iters", type=int, default=1000)
     parser.add_argument("--hdmm-pgm-iters", type=int, default=300, help="PGM (L-BFGS) iterations after HDMM")
     parser.add_argument("--rounds", type=int, default=10, help="MWEM rounds")
@@ -85,10 +87,7 @@ def main() -> None:
                         help="tabulate and plot the runs of these JSON files instead of running")
     args = parser.parse_args()
     if args.load:
-        # a cell run again in a later file replaces the earlier run
-        cells = {(r["dataset"], r["mechanism"], r["pgm"], r["epsilon"]): r
-                 for path in args.load for r in loaded_rows(path)}
-        rows = list(cells.values())
+        rows = combined([row for path in args.load for row in loaded_rows(path)])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"settings": {"loaded": [str(p) for p in args.load]}, "rows": rows}, indent=1))
         plot(rows, args.out.with_suffix(".png"))
@@ -108,10 +107,11 @@ def main() -> None:
                 continue
             for epsilon in args.epsilons:
                 errors, seconds, refused = [], [], None
-                for trial in range(args.trials):
+                seeds = list(range(args.first_seed, args.first_seed + args.trials))
+                for seed in seeds:
                     start = time.perf_counter()
                     try:
-                        result = obj.run(data, budget(epsilon), rng=trial)
+                        result = obj.run(data, budget(epsilon), rng=seed)
                     except MemoryError as why:
                         refused = str(why)
                         break
@@ -119,7 +119,8 @@ def main() -> None:
                     errors.append(workload_error(workload, data, result.estimate))
                 row = {"dataset": name, "mechanism": mech, "pgm": with_pgm, "epsilon": epsilon,
                        "pgm_iters": pgm_iters(mech, with_pgm, settings),
-                       "dq_eta": args.dq_eta if mech == "DualQuery" else None, "errors": errors,
+                       "dq_eta": args.dq_eta if mech == "DualQuery" else None,
+                       "seeds": seeds[:len(errors)], "errors": errors,
                        "median": statistics.median(errors) if errors else None, "seconds": seconds, "refused": refused}
                 rows.append(row)
                 what = f"refused ({refused[:70]})" if refused else f"median error {row['median']:.4f}"
@@ -139,13 +140,34 @@ def pgm_iters(mech: str, with_pgm: bool, settings: dict) -> int | None:
 
 
 def loaded_rows(path: Path) -> list:
-    """The runs stored in ``path``, each with its PGM iterations (from the file's settings if absent)."""
+    """The runs stored in ``path``, each with its PGM iterations (from the file's settings if absent)
+    and its seeds (0, 1, ... if absent: runs before ``--first-seed``)."""
     stored = json.loads(path.read_text())
     rows = stored["rows"]
     for row in rows:
         if "pgm_iters" not in row:
             row["pgm_iters"] = pgm_iters(row["mechanism"], row["pgm"], stored["settings"])
+        row.setdefault("dq_eta", None)
+        row.setdefault("seeds", list(range(len(row["errors"]))))
     return rows
+
+
+def combined(rows: list) -> list:
+    """One row per cell (dataset, mechanism, side, epsilon): the trials of rows with the same
+    settings (PGM iterations, DualQuery's eta) pooled by seed, a later row's trial replacing an
+    earlier one of the same seed; a row with other settings replaces the cell's earlier rows."""
+    cells: dict = {}
+    for row in rows:
+        key = (row["dataset"], row["mechanism"], row["pgm"], row["epsilon"])
+        same = key in cells and all(cells[key][k] == row[k] for k in ("pgm_iters", "dq_eta"))
+        trials = dict(zip(cells[key]["seeds"], zip(cells[key]["errors"], cells[key]["seconds"]))) if same else {}
+        trials.update(zip(row["seeds"], zip(row["errors"], row["seconds"])))
+        seeds = sorted(trials)
+        errors = [trials[s][0] for s in seeds]
+        cells[key] = {**row, "seeds": seeds, "errors": errors, "seconds": [trials[s][1] for s in seeds],
+                      "median": statistics.median(errors) if errors else None,
+                      "refused": row["refused"]}
+    return list(cells.values())
 
 
 def plot(rows, path) -> None:
