@@ -11,7 +11,8 @@ implied by (epsilon, delta = 1e-3); the others on pure epsilon.  PrivBayes and D
 the record count as public, as their papers do (substitute neighbours); MWEM and HDMM do not.  A run that refuses for lack of
 memory (MWEM's full table) is reported as refused.
 
-    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM] [--dq-eta 1] [--first-seed 0]
+    python experiments/pgm_figure1.py [--quick] [--trials 5] [--epsilons 0.1 1 10] [--only MWEM] [--sides with] [--dq-eta 1]
+        [--first-seed 0]
     python experiments/pgm_figure1.py --load runs1.json runs2.json     # combine, table, plot
 
 writes ``--out`` (default experiments/results/pgm_figure1.json: the runs, or the combined runs
@@ -82,6 +83,8 @@ def main() -> None:
     parser.add_argument("--dq-samples", type=int, default=20)
     parser.add_argument("--dq-pgm-iters", type=int, default=200)
     parser.add_argument("--only", nargs="+", default=None, help="mechanism names to run")
+    parser.add_argument("--sides", nargs="+", default=["without", "with"], choices=["without", "with"],
+                        help="run each mechanism without PGM, with PGM, or both")
     parser.add_argument("--out", type=Path, default=OUT / "pgm_figure1.json", help="where the runs go (JSON)")
     parser.add_argument("--load", type=Path, nargs="+", default=None,
                         help="tabulate and plot the runs of these JSON files instead of running")
@@ -103,7 +106,7 @@ def main() -> None:
         data = Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")
         workload = range_marginals(data.domain, NUMERIC[name], triples=15, rng=0)
         for (mech, with_pgm), (obj, budget) in mechanisms(workload, NUMERIC[name], args).items():
-            if args.only and mech not in args.only:
+            if (args.only and mech not in args.only) or ("with" if with_pgm else "without") not in args.sides:
                 continue
             for epsilon in args.epsilons:
                 errors, seconds, refused = [], [], None
