@@ -109,26 +109,27 @@ def main() -> None:
             if (args.only and mech not in args.only) or ("with" if with_pgm else "without") not in args.sides:
                 continue
             for epsilon in args.epsilons:
-                errors, seconds, refused = [], [], None
-                seeds = list(range(args.first_seed, args.first_seed + args.trials))
-                for seed in seeds:
+                row = {"dataset": name, "mechanism": mech, "pgm": with_pgm, "epsilon": epsilon,
+                       "pgm_iters": pgm_iters(mech, with_pgm, settings),
+                       "dq_eta": args.dq_eta if mech == "DualQuery" else None,
+                       "seeds": [], "errors": [], "median": None, "seconds": [], "refused": None}
+                rows.append(row)
+                for seed in range(args.first_seed, args.first_seed + args.trials):
                     start = time.perf_counter()
                     try:
                         result = obj.run(data, budget(epsilon), rng=seed)
                     except MemoryError as why:
-                        refused = str(why)
+                        row["refused"] = str(why)
                         break
-                    seconds.append(time.perf_counter() - start)
-                    errors.append(workload_error(workload, data, result.estimate))
-                row = {"dataset": name, "mechanism": mech, "pgm": with_pgm, "epsilon": epsilon,
-                       "pgm_iters": pgm_iters(mech, with_pgm, settings),
-                       "dq_eta": args.dq_eta if mech == "DualQuery" else None,
-                       "seeds": seeds[:len(errors)], "errors": errors,
-                       "median": statistics.median(errors) if errors else None, "seconds": seconds, "refused": refused}
-                rows.append(row)
-                what = f"refused ({refused[:70]})" if refused else f"median error {row['median']:.4f}"
+                    row["seconds"].append(time.perf_counter() - start)
+                    row["errors"].append(workload_error(workload, data, result.estimate))
+                    row["seeds"].append(seed)
+                    row["median"] = statistics.median(row["errors"])
+                    # stored after every trial: a run stopped midway keeps the trials it finished
+                    args.out.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+                what = f"refused ({row['refused'][:70]})" if row["refused"] else f"median error {row['median']:.4f}"
                 print(f"{name} eps={epsilon:g} {mech}{'+PGM' if with_pgm else ''}: {what} "
-                      f"in {sum(seconds):.1f} s", flush=True)
+                      f"in {sum(row['seconds']):.1f} s", flush=True)
                 args.out.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
     plot(rows, args.out.with_suffix(".png"))
     table(rows)
@@ -161,6 +162,8 @@ def combined(rows: list) -> list:
     earlier one of the same seed; a row with other settings replaces the cell's earlier rows."""
     cells: dict = {}
     for row in rows:
+        if not row["errors"] and not row["refused"]:
+            continue  # stopped before its first trial
         key = (row["dataset"], row["mechanism"], row["pgm"], row["epsilon"])
         same = key in cells and all(cells[key][k] == row[k] for k in ("pgm_iters", "dq_eta"))
         trials = dict(zip(cells[key]["seeds"], zip(cells[key]["errors"], cells[key]["seconds"]))) if same else {}
