@@ -172,8 +172,7 @@ def tree_bounds(args) -> None:
     """Print, per dataset, the error of MST's model without noise: the maximum spanning tree of
     MST's pair scores (and, beside it, of mutual information) on the exact 1-way marginals,
     fitted by PGM to the exact 1-way and tree marginals; mean 2-way and 3-way TVD of the model's
-    own marginals against the data's.  No private run of MST selects a better tree by its rule
-    except by chance."""
+    own marginals against the data's."""
     import networkx as nx
     from ektelo_pgm.measurement import Measurement
     from ektelo_pgm.mechanisms.mst import pair_scores

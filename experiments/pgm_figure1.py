@@ -171,8 +171,7 @@ def combined(rows: list) -> list:
         seeds = sorted(trials)
         errors = [trials[s][0] for s in seeds]
         cells[key] = {**row, "seeds": seeds, "errors": errors, "seconds": [trials[s][1] for s in seeds],
-                      "median": statistics.median(errors) if errors else None,
-                      "refused": row["refused"]}
+                      "median": statistics.median(errors) if errors else None}
     return list(cells.values())
 
 
