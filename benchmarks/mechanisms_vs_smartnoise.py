@@ -183,10 +183,11 @@ def tree_bounds(args) -> None:
         data = dataset(*recoded(args.data, name))
         attrs = data.domain.attrs
         pairs = list(itertools.combinations(attrs, 2))
-        ones = [Measurement((a,), counts, 1.0) for a, counts in zip(attrs, data.marginals([(a,) for a in attrs]))]
+        oneway = data.marginals([(a,) for a in attrs])
+        ones = [Measurement((a,), counts, 1.0) for a, counts in zip(attrs, oneway)]
         independent = PGM().reconstruct(data.domain, ones)
         joint = [counts / len(data) for counts in data.marginals(pairs)]
-        margins = {a: counts / len(data) for a, counts in zip(attrs, data.marginals([(a,) for a in attrs]))}
+        margins = {a: counts / len(data) for a, counts in zip(attrs, oneway)}
         information = [float(np.sum(p[p > 0] * np.log(p[p > 0] / np.outer(margins[a], margins[b])[p > 0])))
                        for (a, b), p in zip(pairs, joint)]
         for rule, scores in (("MST's score", pair_scores(data, independent, pairs)),
