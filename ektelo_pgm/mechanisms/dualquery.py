@@ -65,7 +65,8 @@ class DualQuery:
             raise ValueError("DualQuery: give rounds or eta, not both (the budget decides the other)")
         if eta is None and rounds is None:
             rounds = 100
-        for value, what in ((rounds or 2, "rounds"), (samples, "samples"), (restarts, "restarts")):
+        given = ([] if rounds is None else [(rounds, "rounds")]) + [(samples, "samples"), (restarts, "restarts")]
+        for value, what in given:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"DualQuery: {what} must be a positive integer, got {value!r}")
         if rounds is not None and rounds < 2:
