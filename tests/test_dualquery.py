@@ -121,3 +121,12 @@ def test_a_learning_rate_sets_the_rounds_to_what_the_budget_affords(budget):
         DualQuery(WORKLOAD, rounds=10, eta=1.0)
     with pytest.raises(ValueError, match="eta must be a positive learning rate"):
         DualQuery(WORKLOAD, eta=0.0)
+
+
+@pytest.mark.parametrize("matrix", [mx.Dense(np.array([[2.0, 0.0]])), mx.Dense(np.array([[1.0, -1.0]]))])
+def test_queries_with_entries_outside_zero_one_are_refused_before_charging(matrix):
+    """The scores' sensitivity (t-1)/n holds for counting queries with entries in [0, 1] only."""
+    budget = Budget.pure(1.0, neighbours=SUBSTITUTE)
+    with pytest.raises(ValueError, match=r"entries in \[0, 1\]"):
+        DualQuery([Query(("a",), matrix)], rounds=3).run(toy(), budget, rng=0)
+    assert budget.spent == 0

@@ -6,7 +6,7 @@ import pytest
 
 from ektelo_pgm import Budget, Dataset, Domain
 from ektelo_pgm.estimate import VectorEstimate
-from ektelo_pgm.mechanisms.framework import KWorst, permute_and_flip, select_fraction, split
+from ektelo_pgm.mechanisms.framework import KWorst, select_fraction, split
 from ektelo_pgm.mechanisms.pep import PEP
 from ektelo_pgm.mechanisms.pmw import PMW
 from ektelo_pgm.workload import kway_marginals
@@ -141,15 +141,6 @@ def test_kworst_picks_distinct_worst_queries_with_a_large_epsilon():
     assert [c.mechanism for c in budget.ledger] == ["exponential"] * 2 + ["pure"] * 2
     cells = KWorst(cliques, k=3, unit="query").select(data, uniform(n), budget, 1e3, np.random.default_rng(0))
     assert len({(q.attrs, int(q.matrix.sparse().indices[0])) for q in cells}) == 3
-
-
-def test_permute_and_flip_distribution():
-    rng = np.random.default_rng(0)
-    epsilon = 1.0
-    draws = np.array([permute_and_flip(np.array([2.0, 0.0]), 1.0, epsilon, rng) for _ in range(20000)])
-    # the lower score is reached only when it comes first and its coin comes up: 1/2 exp(-eps)
-    expected = 0.5 * np.exp(-epsilon * 2.0 / 2.0)
-    assert np.mean(draws == 1) == pytest.approx(expected, abs=4 * np.sqrt(expected / 20000))
 
 
 def test_pep_on_a_graphical_model_runs_where_the_full_vector_cannot():

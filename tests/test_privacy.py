@@ -1,4 +1,8 @@
+import copy
+import itertools
 import math
+import multiprocessing
+import pickle
 import sys
 import threading
 from fractions import Fraction
@@ -11,7 +15,8 @@ from scipy import stats
 from ektelo_pgm.privacy import (Budget, BudgetExceededError, approx_to_zcdp,
                                 approx_to_zcdp_simple, exponential, exponential_probabilities,
                                 gaussian, gaussian_sigma, gaussian_std, laplace, laplace_scale,
-                                laplace_std, zcdp_delta, zcdp_to_approx, zcdp_to_approx_simple)
+                                laplace_std, permute_and_flip, zcdp_delta, zcdp_to_approx,
+                                zcdp_to_approx_simple)
 from ektelo_pgm.privacy.samplers import Source, bernoulli_exp
 
 # ---------------------------------------------------------------- budgets
@@ -165,15 +170,40 @@ def _hammer():
         assert sum(c.amount for c in b.ledger) == Fraction(1) and b.spent == 1.0 and b.remaining == 0.0
 
 
-def test_a_budget_survives_pickling_with_its_ledger():
-    import pickle
-
+def test_a_budget_cannot_be_copied_or_pickled():
+    """Issue 26, item 8: a copy (pickled to another process, or copied here) could spend the
+    whole budget again."""
     b = Budget.zcdp(1.0, neighbours="substitute", secure=True)
     b.charge("gaussian", 0.25, "m")
-    c = pickle.loads(pickle.dumps(b))
-    assert (c.spent, c.neighbours, c.secure, c.ledger) == (0.25, "substitute", True, b.ledger)
-    c.charge("gaussian", 0.75)
-    assert c.remaining == 0.0 and b.remaining == 0.75
+    for duplicate in (pickle.dumps, copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            duplicate(b)
+    assert b.spent == 0.25 and len(b.ledger) == 1
+
+
+def _charge_in_child(budget, results):
+    try:
+        budget.charge("pure", 1.0, "in the child")
+        results.put("charged")
+    except RuntimeError as error:
+        results.put(str(error))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method")
+def test_a_forked_copy_of_a_budget_refuses_to_charge():
+    """Issue 26, item 8: a forked child inherits a copy of the budget without pickling; its
+    charges would not reach the parent, so it must refuse them all."""
+    fork = multiprocessing.get_context("fork")
+    b = Budget.pure(1.0)
+    results = fork.Queue()
+    child = fork.Process(target=_charge_in_child, args=(b, results))
+    child.start()
+    message = results.get(timeout=60)
+    child.join(timeout=60)
+    assert "cannot be charged in process" in message
+    assert b.spent == 0.0
+    b.charge("pure", 1.0, "in the parent")  # the process that made it still charges it
+    assert b.remaining == 0.0
 
 
 def test_neighbouring_relation_is_declared_on_the_budget():
@@ -273,11 +303,13 @@ def test_noise_is_only_drawn_through_a_budget():
     """Issue 10: no budget=None path that releases anything."""
     for call in (lambda: laplace([1.0], 1.0, 1.0, rng=0, budget=None),
                  lambda: gaussian([1.0], 1.0, 1.0, rng=0, budget=None),
-                 lambda: exponential([1.0], 1.0, 1.0, rng=0, budget=None)):
+                 lambda: exponential([1.0], 1.0, 1.0, rng=0, budget=None),
+                 lambda: permute_and_flip([1.0], 1.0, 1.0, rng=0, budget=None)):
         with pytest.raises(TypeError, match="the budget must be a Budget"):
             call()
-    with pytest.raises(TypeError):
-        laplace([1.0], 1.0, 1.0, 0)  # the budget is a required keyword
+    for primitive in (laplace, permute_and_flip):
+        with pytest.raises(TypeError):
+            primitive([1.0], 1.0, 1.0, 0)  # the budget is a required keyword
 
 
 def _std_within(sample, sigma, kurtosis):
@@ -381,6 +413,59 @@ def test_exponential_frequencies_match_exact_probabilities(monotonic):
     assert stats.chisquare(counts, n * other).pvalue < 1e-6
 
 
+def _permute_and_flip_probabilities(scores, sens, eps):
+    """Exact output distribution of permute-and-flip, averaged over every order: candidate i
+    wins when every candidate before it flips tails and it flips heads."""
+    keep = np.exp(-eps * (max(scores) - np.asarray(scores)) / (2 * sens))
+    p = np.zeros(len(scores))
+    for order in itertools.permutations(range(len(scores))):
+        tails = 1.0
+        for i in order:
+            p[i] += tails * keep[i]
+            tails *= 1 - keep[i]
+    return p / math.factorial(len(scores))
+
+
+def test_permute_and_flip_frequencies_match_its_exact_distribution():
+    """Issue 26, item 7: permute-and-flip (McKenna and Sheldon 2020) on the exact samplers draws
+    its exact distribution, which differs from the exponential mechanism's."""
+    scores = np.array([0.0, 1.0, 2.0, 2.5, 4.0, -1.0])
+    sens, eps, n = 2.0, 3.0, 4000
+    p = _permute_and_flip_probabilities(scores, sens, eps)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert _permute_and_flip_probabilities([2.0, 0.0], 1.0, 1.0)[1] == pytest.approx(0.5 * math.exp(-1.0))
+    rng = np.random.default_rng(7)
+    budget = Budget.pure(n * eps)
+    draws = np.array([permute_and_flip(scores, sens, eps, rng, budget=budget) for _ in range(n)])
+    counts = np.bincount(draws, minlength=scores.size)
+    assert stats.chisquare(counts, n * p).pvalue > 1e-3
+    assert stats.chisquare(counts, n * exponential_probabilities(scores, sens, eps)).pvalue < 1e-6
+    assert budget.spent == n * eps and {c.mechanism for c in budget.ledger} == {"pure"}
+
+
+def test_permute_and_flip_with_a_secure_budget_never_touches_the_generator_given():
+    """Issue 26, item 7: secure=True draws the order and the coins from the operating system."""
+    rng = np.random.default_rng(11)
+    state = rng.bit_generator.state
+    budget = Budget.zcdp(10.0, secure=True)
+    picks = {permute_and_flip([0.0, 0.1, 0.2], 1.0, 0.1, rng, budget=budget) for _ in range(60)}
+    assert rng.bit_generator.state == state
+    assert picks == {0, 1, 2}  # all nearly equally likely: the draws are random, not fixed
+    assert budget.spent == pytest.approx(60 * 0.1 ** 2 / 2)
+
+
+def test_permute_and_flip_handles_extreme_scores_and_validates():
+    budget = Budget.pure(1e9)
+    assert permute_and_flip([0.0, 1e300, -1e300], 1.0, 1.0, rng=0, budget=budget) == 1
+    assert all(permute_and_flip([0.0, 1e-300], 1e-300, 100.0, rng=seed, budget=budget) == 1 for seed in range(5))
+    b = Budget.pure(1.0)
+    with pytest.raises(ValueError, match=r"scores must be finite"):
+        permute_and_flip([1.0, np.inf], 1.0, 0.5, rng=0, budget=b)
+    with pytest.raises(ValueError, match="sensitivity"):
+        permute_and_flip([1.0], 0.0, 0.5, rng=0, budget=b)
+    assert b.spent == 0.0  # invalid calls charge nothing
+
+
 def test_exponential_handles_extreme_scores_exactly():
     budget = Budget.pure(1e9)
     # one candidate 1e300 ahead: the others have probability exp(-5e299), i.e. never
@@ -462,7 +547,8 @@ def test_refused_charge_releases_nothing_and_keeps_rng_state():
     laplace(np.zeros(3), 1.0, 0.7, rng=rng, budget=b)
     state = rng.bit_generator.state
     for call in (lambda: laplace(np.zeros(3), 1.0, 0.31, rng=rng, budget=b),
-                 lambda: exponential([0.0, 1.0], 1.0, 0.31, rng=rng, budget=b)):
+                 lambda: exponential([0.0, 1.0], 1.0, 0.31, rng=rng, budget=b),
+                 lambda: permute_and_flip([0.0, 1.0], 1.0, 0.31, rng=rng, budget=b)):
         with pytest.raises(BudgetExceededError):
             call()
         assert rng.bit_generator.state == state

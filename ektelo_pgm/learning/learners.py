@@ -299,9 +299,10 @@ class PrivateSGD:
 
     Each of ``iters`` steps clips every record's gradient ``phi(x) - mu(theta)`` (free
     parameters) to L2 norm ``clip`` and releases their sum with the Gaussian mechanism (L2
-    sensitivity ``clip`` under adding or removing a record); the step is
+    sensitivity ``clip`` under adding or removing a record, ``2 clip`` under substitution); the step is
     ``theta += lr * (noisy sum / noisy count - 2 lam theta)``.  Accounting is in zCDP, exact with
-    fractions: ``count_share`` of the budget buys the noisy record count (sensitivity 1), the rest
+    fractions: ``count_share`` of the budget buys the noisy record count (sensitivity 1 under
+    adding or removing a record, and, conservatively, 2 under substitution), the rest
     is split equally over the steps.  The batch is the whole data set: without the moments
     accountant's credit for subsampling (which this accounting does not take) a full batch gives
     the least noise per step, and the guarantee is looser-accounted than Abadi et al.'s.  ``Budget.approx(epsilon, delta)`` gives the zCDP budget implying (epsilon,
@@ -350,15 +351,15 @@ class PrivateSGD:
         rng = np.random.default_rng(rng)
         structure = self.structure(data.domain)
         rho_count = budget.fraction(self.count_share)
-        count = float(gaussian(np.array([len(data)], dtype=np.float64), 1.0, rho_count, rng=rng, budget=budget,
-                               label="PrivateSGD record count")[0])
+        count = float(gaussian(np.array([len(data)], dtype=np.float64), budget.sensitivity(1.0), rho_count,
+                               rng=rng, budget=budget, label="PrivateSGD record count")[0])
         count = max(1.0, count)
         rho_step = budget.split(self.iters)
         theta = np.zeros(structure.size)
         for t in range(self.iters):
             marginals = structure.split(structure.infer(theta)[0])
             grad = data.sum_rows(functools.partial(self._clipped_sum, structure, marginals=marginals))
-            noisy = gaussian(grad, self.clip, rho_step, rng=rng, budget=budget, label=f"PrivateSGD step {t}",
-                             integer=False)
+            noisy = gaussian(grad, budget.sensitivity(self.clip), rho_step, rng=rng, budget=budget,
+                             label=f"PrivateSGD step {t}", integer=False)
             theta = theta + self.lr * (noisy / count - 2.0 * self.lam * theta)
         return UndirectedModel(structure, theta)

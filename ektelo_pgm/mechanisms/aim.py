@@ -145,14 +145,16 @@ class AIM(Adaptive):
         truth.update(zip(missing, data.marginals(missing)))  # counted once each, all new ones together
         scores = quality(truth.__getitem__, state.estimate, allowed, weights, sigma)
         epsilon = budget.parameter_for("exponential", share.select)
-        chosen = exponential(scores, max(weights[c] for c in allowed), epsilon, rng=rng, budget=budget,
+        sensitivity = budget.sensitivity(max(weights[c] for c in allowed))  # under the budget's relation
+        chosen = exponential(scores, sensitivity, epsilon, rng=rng, budget=budget,
                              label=f"AIM round {state.round} select")
         return [Query(allowed[chosen])]
 
     @staticmethod
     def sigma(budget: Budget, amount) -> float:
-        """Noise std (counts) of one marginal measured with the Gaussian mechanism for ``amount`` rho."""
-        return 1.0 / math.sqrt(2.0 * budget.parameter_for("gaussian", amount))
+        """Noise std (counts) of one marginal measured with the Gaussian mechanism for ``amount`` rho
+        (its L2 sensitivity, 1 for adding or removing a record, under the budget's relation)."""
+        return budget.sensitivity(1.0) / math.sqrt(2.0 * budget.parameter_for("gaussian", amount))
 
     @staticmethod
     def grow(state: State) -> bool:

@@ -99,10 +99,15 @@ class DualQuery:
     # ---- the workload's rows -------------------------------------------------------------------
 
     def _rows(self, domain):
-        """Per workload entry: its attrs, local matrix and the slice of its rows."""
+        """Per workload entry: its attrs, local matrix and the slice of its rows; refuses entries
+        outside [0, 1], for which the scores' sensitivity ``(t-1)/n`` would not hold."""
         out, start = [], 0
         for q in self.workload:
             matrix = q.local(domain)
+            entries = matrix.sparse().data
+            if entries.size and not (entries.min() >= 0 and entries.max() <= 1):
+                raise ValueError(f"DualQuery answers counting queries with entries in [0, 1]; the query on "
+                                 f"{list(q.attrs)} has entries from {entries.min():g} to {entries.max():g}")
             out.append((domain.check(q.attrs), matrix, slice(start, start + matrix.shape[0])))
             start += matrix.shape[0]
         return out, start

@@ -24,12 +24,16 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..estimate import Estimate
 from ..matrix import Sparse
-from ..privacy import Budget, exponential
+from ..privacy import Budget, exponential, permute_and_flip
 from ..workload import Query, as_workload
 from .adaptive import Adaptive, EqualShares, State
 
 UNITS = ("marginal", "query")
 SELECTIONS = ("exponential", "permute_and_flip")
+#: Sensitivity (counts) of KWorst's scores under add/remove and substitute neighbours alike: a
+#: record added or removed moves one cell of each marginal by 1, a record substituted moves two
+#: cells by 1 each, so a cell's absolute error, or the largest over a marginal, moves by at most 1.
+SCORE_SENSITIVITY = 1.0
 
 
 def marginal_cliques(domain: Domain, workload) -> list[tuple[str, ...]]:
@@ -95,22 +99,6 @@ class Measured(dict):
         return key
 
 
-def permute_and_flip(scores, sensitivity: float, epsilon: float, rng, budget: Budget | None = None,
-                     label: str | None = None) -> int:
-    """Index chosen by permute-and-flip (McKenna and Sheldon 2020): candidates in random order,
-    each kept with probability ``exp(epsilon (score - max) / (2 sensitivity))``.  epsilon-DP;
-    charged as a pure epsilon-DP mechanism (``epsilon**2 / 2`` on a zCDP budget)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim != 1 or scores.size == 0 or not np.all(np.isfinite(scores)):
-        raise ValueError(f"permute_and_flip: scores must be a non-empty finite 1-D array, got shape {scores.shape}")
-    if budget is not None:
-        budget.charge("pure", epsilon, label)
-    keep = np.exp(epsilon * (scores - scores.max()) / (2.0 * sensitivity))
-    order = rng.permutation(scores.size)
-    flips = rng.random(scores.size) < keep[order]
-    return int(order[np.argmax(flips)])
-
-
 def one_hot(cells: int, cell: int) -> Sparse:
     """The 1 x ``cells`` query picking one cell of a marginal."""
     import scipy.sparse as sp
@@ -134,11 +122,12 @@ def split(amount: float, k: int) -> float:
 
 class KWorst:
     """Private selection of ``k`` high-error queries of a workload of marginals (a
-    :class:`~ektelo_pgm.stages.PrivateSelect`): ``k`` runs of the exponential mechanism (sampled
-    by Gumbel-max) or of permute-and-flip, each excluding the queries already chosen and spending
-    ``1/k`` of the amount (sec. 3.1, proof of Theorem 1).  Candidates are every marginal
+    :class:`~ektelo_pgm.stages.PrivateSelect`): ``k`` runs of the exponential mechanism or of
+    permute-and-flip (McKenna and Sheldon 2020), each excluding the queries already chosen and
+    spending ``1/k`` of the amount (sec. 3.1, proof of Theorem 1).  Candidates are every marginal
     (``unit='marginal'``, scored by its largest cell error: appendix A.1) or every cell
-    (``unit='query'``); scores are absolute errors in counts, of sensitivity 1."""
+    (``unit='query'``); scores are absolute errors of cells in counts, of sensitivity
+    :data:`SCORE_SENSITIVITY` under either neighbouring relation."""
 
     def __init__(self, workload, k: int = 1, unit: str = "marginal", mechanism: str = "exponential"):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -183,10 +172,8 @@ class KWorst:
         left, chosen = np.arange(scores.size), []
         for i in range(self.k):
             what = (label or "select") + (f" ({i + 1}/{self.k})" if self.k > 1 else "")
-            if self.mechanism == "exponential":
-                pick = exponential(scores[left], 1.0, epsilon, rng=rng, budget=budget, label=what)
-            else:
-                pick = permute_and_flip(scores[left], 1.0, epsilon, rng, budget=budget, label=what)
+            select = exponential if self.mechanism == "exponential" else permute_and_flip
+            pick = select(scores[left], SCORE_SENSITIVITY, epsilon, rng=rng, budget=budget, label=what)
             index = int(left[pick])
             left = np.delete(left, pick)
             j = int(np.searchsorted(offsets, index, side="right") - 1)

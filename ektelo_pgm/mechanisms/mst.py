@@ -98,13 +98,16 @@ def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, 
     """A spanning tree over ``attrs`` chosen edge by edge, Kruskal-style: each of the
     ``len(attrs) - 1`` steps picks, with the exponential mechanism (parameter ``epsilon``,
     charged to ``budget`` before sampling), one of the ``pairs`` joining two different
-    components, favouring large ``scores`` (sensitivity ``sensitivity``).  Returns the chosen
-    edges in order."""
+    components, favouring large ``scores``.  ``sensitivity`` is the scores' sensitivity to
+    adding or removing one record (counts); the exponential mechanism uses it under the
+    budget's neighbouring relation (twice it for substitution, which moves the L1 scores of
+    :func:`pair_scores` by 2).  Returns the chosen edges in order."""
     pairs = [tuple(p) for p in pairs]
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (len(pairs),):
         raise ValueError(f"private_spanning_tree: {len(pairs)} pairs but {scores.size} scores")
     rng = np.random.default_rng(rng)
+    sensitivity = budget.sensitivity(sensitivity)
     components = UnionFind(attrs)
     tree = []
     for step in range(len(attrs) - 1):

@@ -29,11 +29,14 @@ replaced by another; the number of records is then public, and a query's
 sensitivity is at most twice its add/remove sensitivity).
 
 A budget is safe to share between threads: the check and the charge happen
-under one lock.
+under one lock.  It is charged only in the process that made it: a copy in a
+forked child refuses every charge, and a budget cannot be copied or pickled,
+since each copy could otherwise spend the whole budget again.
 """
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -211,6 +214,9 @@ class Budget:
     under: ``'add/remove'`` (default) or ``'substitute'``.  ``secure=True``
     makes every draw charged to this budget come from the operating system's
     cryptographically secure generator instead of the ``rng`` given.
+
+    Only the process that made a budget can charge it (a forked copy refuses), and a
+    budget cannot be copied or pickled: share the one object between threads.
     """
 
     def __init__(self, total, notion: str, neighbours: str = ADD_REMOVE, secure: bool = False):
@@ -224,6 +230,7 @@ class Budget:
         self._total = _positive(total, self.unit)
         self._spent = Fraction(0)
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self.ledger: list[Charge] = []
 
     @classmethod
@@ -242,15 +249,10 @@ class Budget:
         tight conversion (see :func:`approx_to_zcdp`)."""
         return cls(approx_to_zcdp(epsilon, delta), ZCDP, neighbours, secure)
 
-    def __getstate__(self):
-        with self._lock:
-            state = dict(self.__dict__)
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a Budget cannot be copied or pickled: each copy could spend the whole budget "
+                        "again.  Share the one Budget between threads, and charge it only in the process "
+                        "that made it (other processes may count records, never measure them)")
 
     def sensitivity(self, add_remove: float) -> float:
         """Sensitivity, under this budget's neighbouring relation, of a query whose
@@ -329,6 +331,10 @@ class Budget:
         return self._record(Charge(label, amount, mechanism, float(parameter)))
 
     def _record(self, charge: Charge) -> Fraction:
+        if os.getpid() != self._pid:  # a forked copy: its charges would not reach the original
+            raise RuntimeError(f"this Budget was made in process {self._pid} and cannot be charged in process "
+                               f"{os.getpid()}: a copy in another process could spend the whole budget again; "
+                               "charge it in the process that made it (other processes may count, never measure)")
         with self._lock:  # check and charge as one step: threads never overspend
             remaining = self._total - self._spent
             if charge.amount > remaining:

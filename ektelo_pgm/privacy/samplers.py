@@ -38,6 +38,17 @@ class Source:
             return np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64).copy()
         return self.rng.integers(0, 2 ** 64 - 1, size=n, dtype=np.uint64, endpoint=True)
 
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random permutation of ``range(n)`` (int64): numpy's shuffle, or a
+        Fisher-Yates shuffle on ``secrets.randbelow`` (exact bounded integers either way)."""
+        if not self.secure:
+            return self.rng.permutation(n)
+        order = np.arange(n)
+        for i in range(n - 1, 0, -1):
+            j = secrets.randbelow(i + 1)
+            order[i], order[j] = order[j], order[i]
+        return order
+
     def below(self, n: int, high: int) -> np.ndarray:
         """``n`` independent uniform integers in ``[0, high)`` (``high`` a positive int):
         int64 when ``high <= 2**63``, else Python ints in an object array."""
@@ -189,6 +200,14 @@ def geometric_exp(source: Source, n: int) -> np.ndarray:
     return count
 
 
+def _check_weights(whole, den: int, where: str) -> np.ndarray:
+    whole = np.asarray(whole)
+    if whole.ndim != 1 or whole.size == 0 or whole.dtype.kind != "i" or (whole < 0).any() or whole.min() != 0 \
+            or den <= 0:
+        raise ValueError(f"{where}: need int64 whole parts >= 0 including a 0, and den > 0")
+    return whole
+
+
 def weighted_index(source: Source, whole: np.ndarray, rest, den: int) -> int:
     """An index ``i`` drawn with probability proportional to ``exp(-num[i] / den)`` for integers
     ``num >= 0`` with at least one 0 and ``den > 0``, exactly: propose indices uniformly, accept
@@ -199,20 +218,35 @@ def weighted_index(source: Source, whole: np.ndarray, rest, den: int) -> int:
     only costs time) and ``rest(idx)`` gives ``num[idx] - whole[idx] * den`` exactly for an array
     of indices.  The whole parts are decided first, in int64, so the exact integers are needed
     only for the few proposals that survive them (``exp(-whole)``)."""
-    whole = np.asarray(whole)
-    if whole.ndim != 1 or whole.size == 0 or whole.dtype.kind != "i" or (whole < 0).any() or whole.min() != 0 \
-            or den <= 0:
-        raise ValueError("weighted_index: need int64 whole parts >= 0 including a 0, and den > 0")
+    whole = _check_weights(whole, den, "weighted_index")
     n = whole.size
     while True:
         proposals = source.below(n, n)
-        alive = _bernoulli_exp_whole(source, whole[proposals])
-        idx = np.flatnonzero(alive)
-        if idx.size:
-            alive[idx] = _bernoulli_exp(source, _ints(rest(proposals[idx]), idx.size), _ints(den, idx.size))
-        accepted = np.flatnonzero(alive)
+        accepted = np.flatnonzero(_accept(source, whole, rest, den, proposals))
         if accepted.size:
             return int(proposals[accepted[0]])
+
+
+def permuted_index(source: Source, whole: np.ndarray, rest, den: int) -> int:
+    """Permute-and-flip on exact weights (McKenna and Sheldon 2020, Algorithm 1): the indices in
+    a uniformly random order, each kept with probability ``exp(-num[i] / den)``; returns the
+    first kept (an index with ``num`` 0 is always kept).  ``whole``, ``rest`` and ``den`` as in
+    :func:`weighted_index`; every coin is drawn at once, independently, which gives the same
+    distribution as flipping them one by one in order."""
+    whole = _check_weights(whole, den, "permuted_index")
+    order = source.permutation(whole.size)
+    return int(order[np.argmax(_accept(source, whole, rest, den, order))])
+
+
+def _accept(source: Source, whole: np.ndarray, rest, den: int, idx: np.ndarray) -> np.ndarray:
+    """Independent Bernoulli(``exp(-num[i] / den)``) draws for the indices ``idx`` (bool array):
+    the whole parts first, in int64, then the exact rest for the survivors."""
+    alive = _bernoulli_exp_whole(source, whole[idx])
+    survivors = np.flatnonzero(alive)
+    if survivors.size:
+        alive[survivors] = _bernoulli_exp(source, _ints(rest(idx[survivors]), survivors.size),
+                                          _ints(den, survivors.size))
+    return alive
 
 
 def _as_ratio(x, name: str) -> Fraction:
