@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 from . import progress, sample_data
 from .dataset import Dataset
@@ -83,11 +82,12 @@ def run(args) -> None:
 
 
 EXIT_CODES = """exit codes: 0 success; 1 bad input or data (one line: ektelo-pgm: error: ...,
-naming the column, value or size; no output file is written); 2 bad usage; 130 interrupted."""
+naming the column or size, never a value of the table; no output file is written); 2 bad usage; 130 interrupted."""
 
-SYNTH_HELP = """Reads a CSV (with or without a header line; detected, or say --no-header or --names)
-or Parquet table of strings and numbers, fits a differentially private mechanism and writes
-synthetic records with the same columns and value types, CSV or Parquet by OUTPUT's extension.
+SYNTH_HELP = """Reads a CSV (say --header when its first line names the columns, --no-header or
+--names when it does not: this is never guessed from the data) or Parquet table of strings and
+numbers, fits a differentially private mechanism and writes synthetic records with the same
+columns, in the value types the schema fixes, CSV or Parquet by OUTPUT's extension.
 
 Without --schema the schema (which columns are categorical or numeric, the categories, the
 ranges and bins of numbers) is inferred privately from the data, spending --schema-share of the
@@ -101,10 +101,10 @@ its conditional tables are roundings of their expected counts, values assigned t
 random, so less sampling error) or --sampling sample (i.i.d. records); both are free of budget.
 
 examples:
-  ektelo-pgm synth adult.data -o synthetic.csv --epsilon 1
+  ektelo-pgm synth adult.data --no-header -o synthetic.csv --epsilon 1
   ektelo-pgm synth people.parquet -o synthetic.parquet --epsilon 0.5 --mechanism mst --rows 1000
-  ektelo-pgm schema people.csv -o schema.json --epsilon 0.1   # then edit schema.json
-  ektelo-pgm synth people.csv -o synthetic.csv --epsilon 1 --schema schema.json
+  ektelo-pgm schema people.csv --header -o schema.json --epsilon 0.1   # then edit schema.json
+  ektelo-pgm synth people.csv --header -o synthetic.csv --epsilon 1 --schema schema.json
 
 """ + EXIT_CODES
 
@@ -113,8 +113,8 @@ marginal of the columns (one row per cell: marginal, cell, count) to CSV or JSON
 extension.
 
 examples:
-  ektelo-pgm answer adult.data -o marginals.csv --epsilon 1 --k 2
-  ektelo-pgm answer people.csv -o marginals.json --epsilon 1 --mechanism mst --schema schema.json
+  ektelo-pgm answer adult.data --no-header -o marginals.csv --epsilon 1 --k 2
+  ektelo-pgm answer people.csv --header -o marginals.json --epsilon 1 --mechanism mst --schema schema.json
 
 """ + EXIT_CODES
 
@@ -124,7 +124,7 @@ public, widen ranges), then give it to 'synth' or 'answer' with --schema, which 
 nothing on the schema.  The two runs' budgets add up.
 
 examples:
-  ektelo-pgm schema adult.data -o schema.json --epsilon 0.2
+  ektelo-pgm schema adult.data --no-header -o schema.json --epsilon 0.2
 
 """ + EXIT_CODES
 
@@ -175,27 +175,33 @@ def count(text: str) -> int:
     return value
 
 
-def check_output(path: str, formats) -> None:
-    """Refuse, before any work, an output whose format is unknown or whose folder does not exist."""
+def check_output(args, formats) -> None:
+    """Refuse, before any work, an output whose format is unknown or whose folder does not exist,
+    and an output (``-o``, ``--save``) that would overwrite the input."""
     from .synthesizer import check_parquet
 
+    path = args.output
     if not path.endswith(formats):
         raise ValueError(f"output {path!r} must end in {' or '.join(formats)}")
     check_parquet(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"output folder {folder!r} does not exist")
+    save = getattr(args, "save", None)
+    for output in [path] + ([save if save.endswith(".npz") else save + ".npz"] if save else []):
+        if os.path.realpath(output) == os.path.realpath(args.input):
+            raise ValueError(f"{output} would overwrite the input; choose another name")
 
 
 def read_input(args):
-    """The input table and whether it has a header line (Parquet: always)."""
-    from .synthesizer import has_header, read_table
+    """The input table and whether it has a header line (Parquet: always; a CSV: as the user
+    says, never guessed)."""
+    from .synthesizer import read_table
 
     names = args.names.split(",") if args.names else None
-    if args.input.endswith((".parquet", ".pq")):
-        return read_table(args.input), True
-    header = False if args.no_header or names else (has_header(args.input) if os.path.isfile(args.input) else True)
-    return read_table(args.input, header=header, names=names), header
+    header = True if args.header else False if args.no_header or names else None
+    frame = read_table(args.input, header=header, names=names)
+    return frame, header is not False
 
 
 def write_table(frame, path: str, header: bool = True) -> None:
@@ -218,7 +224,7 @@ def fitted(args, frame, **options):
     from .synthesizer import Synthesizer
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
-                        seed=args.seed, **options)
+                        seed=args.seed, **options)  # no --seed: secure noise
     return synth.fit(frame, schema=args.schema)
 
 
@@ -228,8 +234,7 @@ def say(args, message: str) -> None:
 
 
 def synth(args) -> None:
-    check_output(args.output, TABLE_FORMATS)
-    start = time.perf_counter()
+    check_output(args, TABLE_FORMATS)
     frame, header = read_input(args)
     model = fitted(args, frame, sampling=args.sampling)
     out = model.sample(args.rows)
@@ -238,11 +243,11 @@ def synth(args) -> None:
         model.save(args.save)
     schema = "declared schema" if args.schema else f"schema inferred with {args.schema_share:g} of the budget"
     say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({args.mechanism}, "
-              f"{model.guarantee()}, {schema}) in {time.perf_counter() - start:.1f} s")
+              f"{model.guarantee()}, {schema})")
 
 
 def answer(args) -> None:
-    check_output(args.output, (".csv", ".json"))
+    check_output(args, (".csv", ".json"))
     frame, _ = read_input(args)
     model = fitted(args, frame)
     table = model.answer(args.k)
@@ -256,12 +261,10 @@ def schema(args) -> None:
 
     from .privacy import Budget
     from .schema import infer
-    from .synthesizer import check_columns
 
-    check_output(args.output, (".json",))
+    check_output(args, (".json",))
     frame, _ = read_input(args)
-    check_columns(frame)
-    budget = Budget.approx(args.epsilon, args.delta / 2)
+    budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     encoder = infer(frame, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
@@ -329,9 +332,11 @@ def table_arguments(p, mechanism: bool = True) -> None:
     p.add_argument("--epsilon", type=positive, required=True, help="privacy budget epsilon (> 0)")
     p.add_argument("--delta", type=positive, default=1e-9, help="privacy parameter delta (default 1e-9)")
     header = p.add_mutually_exclusive_group()
-    header.add_argument("--no-header", action="store_true", help="the CSV has no header line")
+    header.add_argument("--header", action="store_true", help="the CSV's first line names its columns")
+    header.add_argument("--no-header", action="store_true", help="the CSV has no header line (columns column_1, ...)")
     header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
-    p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output)")
+    p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
+                   "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     if mechanism:
         p.add_argument("--mechanism", default="aim", help=f"one of {', '.join(sorted(mechanisms()))} "

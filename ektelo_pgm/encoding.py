@@ -38,6 +38,7 @@ use it only for tables that are public.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -127,6 +128,58 @@ def _clean(series, missing: frozenset):
         markers[text] = stripped.isin(list(missing)).to_numpy()
         values = values.mask(markers)
     return values.mask(pd.isna(values))
+
+
+def canonical(series, missing: frozenset) -> np.ndarray:
+    """Each value of a raw column as every private step reads it, whatever the column's dtype
+    (so that a raw dtype, which one record can change, never decides anything): None when
+    missing (NaN, None or a ``missing`` marker, after stripping), an exact Python int for a
+    whole number (``"61"``, ``61.0``, ``"1e3"``; every digit kept, beyond 2**53 too), a float
+    for any other number (``"61.5"``; ``inf`` for ``"inf"`` and numbers past the float range
+    such as ``"1e400"``), else the text as a str (booleans included: ``"True"``).  An object
+    array, one entry per row; each distinct raw value is parsed once."""
+    pd = _pandas()
+    codes, uniques = pd.factorize(_clean(series, missing))
+    parsed = np.empty(len(uniques) + 1, dtype=object)  # the last entry, None, for code -1 (missing)
+    parsed[:-1] = [_canonical_value(v) for v in uniques]
+    return parsed[codes]
+
+
+def _canonical_value(value):
+    """One present raw value as :func:`canonical` reads it."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return int(value) if float(value).is_integer() else float(value)
+    text = str(value)
+    try:
+        return int(text)  # exact, any number of digits Python parses
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if number != number:
+        return None
+    if not number.is_integer():  # fractional, or past the float range (inf)
+        return number
+    if abs(number) >= 2 ** 53:  # every digit of a whole number written "9007199254740993.0"
+        try:
+            return int(Fraction(text))
+        except ValueError:  # a form float reads and Fraction does not ("1_0e20")
+            pass
+    return int(number)  # "61.0", "1e3"
+
+
+def as_float(value) -> float:
+    """A number of :func:`canonical` as a float, whole numbers past the float range as +-inf."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _numbers(name: str, values):
@@ -409,12 +462,14 @@ class NumericColumn:
         bin_of = np.where(absent, 0, codes)
         lo, hi = edges[bin_of], edges[bin_of + 1]
         if self.integer or whole:
-            if not self.integer:  # the integers of [lo, hi), of [lo, hi] in the closed last bin
-                first = np.ceil(lo)
-                stop = np.where(bin_of == self.bins - 1, np.floor(hi) + 1, np.ceil(hi))
-                empty = stop <= first
-                first = np.where(empty, np.round((lo + hi) / 2), first)
-                lo, hi = first, np.where(empty, first + 1, stop)
+            # the integers of [lo, hi) (of [lo, hi] in a fractional column's closed last bin): the
+            # bin itself where the edges are whole numbers
+            first = np.ceil(lo)
+            closed = not self.integer and bin_of == self.bins - 1
+            stop = np.where(closed, np.floor(hi) + 1, np.ceil(hi))
+            empty = stop <= first
+            first = np.where(empty, np.round((lo + hi) / 2), first)
+            lo, hi = first, np.where(empty, first + 1, stop)
             if within_bin == "midpoint":
                 values = np.floor((lo + hi - 1) / 2)
             else:

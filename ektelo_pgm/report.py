@@ -404,10 +404,13 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         matplotlib_figure()  # refuse before any work when the figures cannot be drawn
     import pandas as pd
 
-    from .synthesizer import read_table
+    from .synthesizer import PARQUET, has_header, read_table
 
-    real = read_table(real) if isinstance(real, (str, os.PathLike)) else real
-    synthetic = read_table(synthetic) if isinstance(synthetic, (str, os.PathLike)) else synthetic
+    def read(path):  # not private: a CSV's header line is guessed
+        return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))
+
+    real = read(real) if isinstance(real, (str, os.PathLike)) else real
+    synthetic = read(synthetic) if isinstance(synthetic, (str, os.PathLike)) else synthetic
     for name, frame in (("real", real), ("synthetic", synthetic)):
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the {name} table must be a pandas DataFrame or a file path, got {type(frame).__name__}")

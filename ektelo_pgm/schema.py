@@ -52,8 +52,8 @@ Everything else is post-processing of those noisy counts:
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
   of the kept counts;
 * a column has a missing code only when the records it cannot code otherwise (missing, text in
-  a numeric column, categories not released) are noticeably many; rows needing a code their
-  column lacks are dropped before the mechanism runs (:func:`encodable`).
+  a numeric column, categories not released) are noticeably many; a value needing a code its
+  column lacks gets the column's first code (:func:`encoded`: no record is ever dropped).
 
 :func:`declared` reads a schema a user wrote, in either of two forms: the JSON that
 :meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
@@ -63,7 +63,7 @@ form ``{"columns": {name: spec}}`` where ``spec`` is
 integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
 with an optional ``"missing": false`` when the column is never missing (by default it may be:
 values outside the categories are then encoded as missing, and missing values come out; with
-false they are refused, naming the row).
+false such values get the column's first code, see :func:`encoded`).
 Reading a declared schema spends nothing.
 """
 from __future__ import annotations
@@ -77,7 +77,9 @@ from fractions import Fraction
 import numpy as np
 
 from . import progress
-from .encoding import CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _clean, _pandas, _python
+from .dataset import Dataset
+from .encoding import (CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _canonical_value, _pandas, _python,
+                       as_float, canonical)
 from .privacy import Budget, gaussian, laplace
 
 #: A record adds one to five counts of its column: kind, value, decade, tenth, cell.
@@ -172,21 +174,19 @@ class Release:
     tenth_bar: float
 
 
-def release(name: str, values, budget: Budget, amount, delta: float, rng) -> Release:
-    """The noisy histogram of one cleaned column (see the module docstring), spending ``amount``
-    of ``budget`` (its unit) in one charge; values pass when their noisy count reaches the
-    threshold that one record's value passes with probability at most ``delta``."""
+def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng) -> Release:
+    """The noisy histogram of one column's :func:`~ektelo_pgm.encoding.canonical` values (see
+    the module docstring), spending ``amount`` of ``budget`` (its unit) in one charge; values
+    pass when their noisy count reaches the threshold that one record's value passes with
+    probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells."""
     pd = _pandas()
-    numbers = pd.to_numeric(values, errors="coerce").astype(float).to_numpy()
-    present = values.notna().to_numpy()
-    number = present & np.isfinite(numbers)
-    whole = number & (numbers == np.round(numbers))
+    present = np.array([v is not None for v in values], dtype=bool)
+    whole = np.array([isinstance(v, int) for v in values], dtype=bool)
+    number = whole | np.array([isinstance(v, float) for v in values], dtype=bool)
     kinds = np.array([(~present).sum(), (present & ~number).sum(), whole.sum(), (number & ~whole).sum()])
-    keys = np.empty(int(present.sum()), dtype=object)
-    keys[:int(number.sum())] = [_python(v) for v in numbers[number]]
-    keys[int(number.sum()):] = [str(v) for v in values.to_numpy(dtype=object)[present & ~number]]
-    counts = pd.Series(keys, dtype=object).value_counts(sort=False)
-    cells = np.bincount(cell_of(numbers[number]), minlength=N_CELLS)
+    counts = pd.Series(values[present], dtype=object).value_counts(sort=False)
+    numbers = np.array([as_float(v) for v in values[number]], dtype=float)
+    cells = np.bincount(cell_of(numbers), minlength=N_CELLS)
     levels = [np.bincount(group, weights=cells) for group in LEVELS]
     sizes = [4, len(counts)] + [level.size for level in levels]
     answers = np.concatenate([kinds, counts.to_numpy()] + levels).astype(float)
@@ -248,8 +248,8 @@ def column_from(r: Release, bins: int = BINS):
 
     It gets a missing code only when the records it could not encode otherwise (missing values,
     and text in a numeric column or categories not released in a categorical one) are
-    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the others are dropped,
-    see :func:`encodable`)."""
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the others get the
+    column's first code, see :func:`encoded`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -346,7 +346,7 @@ def whole_span(r: Release):
     if first == 0 or last == N_CELLS - 1:
         return None
     lo, hi = math.ceil(UPPER[first]) - 1, math.ceil(LOWER[last])
-    released = [int(v) for v in r.values if float(v).is_integer()]
+    released = [v for v in r.values if isinstance(v, int)]
     lo, hi = min([lo] + released), max([hi] + released)
     return (lo, hi) if lo <= hi else None
 
@@ -360,14 +360,14 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     the inner edges are the ``j / bins`` quantiles of the kept counts (:func:`_spread`); every
     point mass adds a bin of its own."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
-    points = sorted(v for v, c in r.values.items() if c >= numbers / bins)
+    points = sorted(v for v, c in r.values.items() if c >= numbers / bins and math.isfinite(as_float(v)))
     levels = [counts.copy() for counts in r.levels]
     for v in points:  # a point mass is its own bin: take it out of its cell, tenth and decade
-        at = cell_of(np.array([float(v)]))[0]
+        at = cell_of(np.array([as_float(v)]))[0]
         for group, counts in zip(LEVELS, levels):
             counts[group[at]] -= r.values[v]
-    edges = [float(v) for v in points]
-    edges += [float(v) + 1 if integer else float(np.nextafter(float(v), math.inf)) for v in points]
+    edges = [as_float(v) for v in points]
+    edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
     kept = _kept(levels, r.decade_bar)
     if kept.size:
         lo = LOWER[_outer_end(levels, r, kept[0], reverse=False)]
@@ -389,7 +389,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     """A TableEncoder for ``table`` learnt privately (module docstring): one histogram per
     column, each spending an equal part of ``amount`` (in the budget's unit; None: all that
     remains) and of ``delta``.  The encoder clips numbers outside a column's range into its end
-    bins; apply it to :func:`encodable` rows."""
+    bins; :func:`encoded` codes the rows."""
     frame = _as_frame(table)
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
@@ -404,34 +404,39 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     columns = {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
-            columns[name] = column_from(release(name, _clean(frame[name], markers), budget, share, delta / d, rng), bins)
+            columns[name] = column_from(release(name, canonical(frame[name], markers), budget, share, delta / d, rng),
+                                        bins)
             shown.update()
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = columns
     return encoder
 
 
-def encodable(frame, encoder: TableEncoder):
-    """The rows of ``frame`` that an inferred encoder can code, its numeric columns made numbers:
-    text in a numeric column becomes missing, and a row missing (or holding a category not
-    released) in a column without a missing code is dropped.  Dropping a record because of its
-    own values changes nothing for the others: the privacy of what follows is unaffected."""
-    pd = _pandas()
-    frame = frame.copy()
+def encoded(frame, encoder: TableEncoder) -> Dataset:
+    """The integer codes of every row of ``frame`` under a private or declared schema, read as
+    :func:`~ektelo_pgm.encoding.canonical` values: whatever a record holds, it is coded and
+    never refused or dropped, so neither the run's outcome nor the number of records the
+    mechanism sees depends on one record's values (substitute neighbours stay substitute
+    neighbours).  A number outside its column's range goes to the nearest end bin (infinities
+    included); a value the column cannot code (missing, text in a numeric column, a category
+    outside the schema's) gets the column's missing code, or its first code when the schema
+    gives it none (a data-independent choice: such records are few, by the schema's rule or by
+    the user's declaration)."""
     markers = frozenset(encoder.missing)
-    keep = np.ones(len(frame), dtype=bool)
+    codes = []
     for name, column in encoder.columns.items():
-        values = _clean(frame[name], markers)
+        values = canonical(frame[name], markers)
         if column.kind == "numeric":
-            values = pd.to_numeric(values, errors="coerce")
-            absent = values.isna().to_numpy()
+            number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
+            code = np.full(len(values), -1, dtype=np.int64)
+            edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
+            code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
         else:
-            known = pd.Index(list(column.categories), dtype=object).get_indexer(values.to_numpy(dtype=object)) >= 0
-            absent = ~known
-        frame[name] = values
-        if not column.missing:
-            keep &= ~absent
-    return frame[keep].reset_index(drop=True)
+            categories = [_canonical_value(c) for c in column.categories]
+            code = _pandas().Index(categories, dtype=object).get_indexer(values)
+        code[code < 0] = column.size - 1 if column.missing else 0
+        codes.append(code)
+    return Dataset(np.column_stack(codes).astype(np.int64), encoder.domain)
 
 
 def declared(schema) -> TableEncoder:

@@ -22,11 +22,13 @@ never unpickles anything (``allow_pickle=False``).
 from __future__ import annotations
 
 import contextlib
+import csv
 import importlib.util
 import io
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
@@ -36,7 +38,7 @@ import numpy as np
 from . import progress as progresses
 from . import schema as schemas
 from .domain import Domain
-from .encoding import TableEncoder, _as_frame, _clean, _pandas
+from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_float
 from .estimate import SAMPLING
 from .files import atomic_write
 from .privacy import Budget, Charge, approx_to_zcdp
@@ -136,37 +138,69 @@ def check_parquet(path: str) -> None:
 def read_table(path, header: bool | None = None, names=None):
     """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
 
-    CSV: ``header`` says whether the first line names the columns (None: detected by
-    :func:`has_header`, or False when ``names`` are given); ``names`` name the columns of a file
-    without a header line, which otherwise get ``column_1``, ``column_2``, ...
+    CSV: ``header`` says whether the first line names the columns; ``names`` name the columns of
+    a file without a header line (``header`` then defaults to False), which otherwise get
+    ``column_1``, ``column_2``, ...  Nothing is guessed from the data: a CSV with neither is
+    refused before it is read (a guess would publish a headerless file's first record as the
+    column names).  Every CSV field is read as text (missing markers as NaN) and parsed later by
+    :func:`~ektelo_pgm.encoding.canonical`, so no column's type depends on one record; a line
+    with more fields than the header is cut to its width, and bytes that are not UTF-8 are
+    replaced, so one malformed record cannot make the run fail.
     Raises ValueError naming the file when it is not a table."""
     pd = _pandas()
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
     check_parquet(path)
+    if path.endswith(PARQUET):
+        reader = lambda: pd.read_parquet(path)  # noqa: E731
+    else:
+        if header is None and names is not None:
+            header = False
+        if header is None:
+            raise ValueError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
+                             "or --names; in Python header=True or False): it is never guessed from the data")
+        if header and names is not None:
+            raise ValueError(f"{path}: names are for a CSV without a header line (header=False)")
+        options = {"skipinitialspace": True, "header": 0 if header else None, "dtype": str,
+                   "encoding_errors": "replace"}
+        if names is not None:
+            options["names"] = list(names)
+        reader = lambda: _read_csv(path, options)  # noqa: E731
     try:
-        if path.endswith(PARQUET):
-            frame = pd.read_parquet(path)
-        else:
-            if header is None:
-                header = names is None and has_header(path)
-            options = {"skipinitialspace": True, "header": 0 if header else None}
-            if names is not None:
-                options["names"] = list(names)
-            frame = pd.read_csv(path, **options)
-            if names is None and not header:
-                frame.columns = [f"column_{i + 1}" for i in range(frame.shape[1])]
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable table ({type(err).__name__}: {str(err).splitlines()[0]})") from None
+        frame = reader()
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a readable table ({type(err).__name__})") from None  # no line of it
     if frame.shape[1] < 1 or frame.shape[0] < 1:
         raise ValueError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
     return frame
 
 
+def _read_csv(path: str, options: dict):
+    """``pandas.read_csv`` at a width that no single record decides: the header line's, the
+    names', or else the most common number of fields among the first 1,000 lines (column_1,
+    column_2, ...).  Longer lines are cut to it (the slower python parser, only where one is),
+    shorter ones padded with missing values, silently."""
+    pd = _pandas()
+    if options["header"] is None and "names" not in options:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            widths = [len(r) for _, r in zip(range(1000), csv.reader(f, skipinitialspace=True)) if r]
+        width = max(set(widths), key=lambda w: (widths.count(w), -w)) if widths else 1
+        options = {**options, "names": [f"column_{i + 1}" for i in range(width)]}
+    options = {**options, "index_col": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(path, **options)
+        except pd.errors.ParserError:
+            width = len(options["names"]) if "names" in options else len(pd.read_csv(path, nrows=0, **options).columns)
+            return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:width], **options)
+
+
 def has_header(path) -> bool:
-    """Whether the first line of a CSV file names its columns: some field of it is text where the
-    lines below hold numbers, or none of its fields repeats a value of its column below."""
+    """A guess, for ``evaluate`` only (not private), whether a CSV file's first line names its
+    columns: some field of it is text where the lines below hold numbers, or none of its fields
+    repeats a value of its column below."""
     pd = _pandas()
     try:
         with open(path, encoding="utf-8") as f:
@@ -184,35 +218,28 @@ def has_header(path) -> bool:
     return not any(first[j] in set(rest[j]) for j in range(rows.shape[1]))
 
 
-def check_columns(frame, missing=("?", "")) -> None:
-    """Refuse a table with a column that is missing in every row or holds one value in every row
-    (nothing to synthesise); the error names the column."""
-    markers = frozenset(missing)
-    for name in frame.columns:
-        values = _clean(frame[name], markers).dropna()
-        if values.empty:
-            raise ValueError(f"column {name!r} is missing in all {len(frame)} rows; drop it")
-        distinct = values.map(repr).unique()
-        if distinct.size == 1:
-            raise ValueError(f"column {name!r} holds one value ({values.iloc[0]!r}) in every row; drop it")
-
-
-def _dtype_kind(series) -> str:
-    """``'int'``, ``'float'``, ``'bool'`` or ``'object'``: the value type to restore."""
-    kind = series.dtype.kind
-    return {"i": "int", "u": "int", "f": "float", "b": "bool"}.get(kind, "object")
-
-
-def _restore(series, kind: str):
-    """``series`` (decoded) in the value type ``kind`` of its input column, where it fits."""
+def typed(values, column):
+    """A decoded column in the value type its schema fixes, never the raw table's: whole numbers
+    (a numeric column of integers, or categories that are all whole numbers) as nullable
+    integers, other numbers as floats, anything else as text."""
     pd = _pandas()
-    if kind == "int" and series.notna().all():
-        return series.astype(np.int64)
-    if kind == "float":
-        return pd.to_numeric(series, errors="coerce").astype(float)
-    if kind == "bool" and series.notna().all():
-        return series.astype(bool)
-    return series
+    if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
+        return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
+    categories = [_canonical_value(c) for c in column.categories]
+    if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories):
+        return values.map(_canonical_value, na_action="ignore").astype("Int64")
+    if all(isinstance(c, (int, float)) and math.isfinite(as_float(c)) for c in categories):
+        return pd.to_numeric(values.map(_canonical_value, na_action="ignore")).astype(float)
+    return values.map(str, na_action="ignore").astype(object)
+
+
+def _generators(seed):
+    """Independent generators for the fit and for the sampling, spawned from ``seed`` (an int, or
+    a Generator whose next draw seeds them): what the sampling draws tells nothing of the fit's
+    state.  None: fresh ones from the operating system's entropy."""
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(2 ** 63))
+    return tuple(np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(2))
 
 
 class Synthesizer:
@@ -230,7 +257,11 @@ class Synthesizer:
         assigning values to records at random (less sampling error; where the estimate cannot,
         as GEM's mixture, records are drawn i.i.d.); ``"sample"`` draws i.i.d. records.  Both
         are post-processing: no privacy cost.
-    seed : seed or numpy Generator of every random step (same seed, same output).
+    seed : None (default): the noise comes from the operating system's secure generator
+        (``Budget(secure=True)``) and the sampling from a fresh generator, so nothing can replay
+        them.  An int (or a Generator): every random step is reproducible from it (same seed, same
+        output); the noise and the sampling then draw from two independent streams spawned from
+        it, and the seed is as secret as the data.  Nothing saved holds a generator's state.
     progress : progress bars on standard error for the schema, the mechanism's rounds, the
         estimation and the sampling: True, False, or None (as the caller's
         :func:`ektelo_pgm.progress.reporting` says; by default only on a terminal, never in tests).
@@ -256,30 +287,31 @@ class Synthesizer:
         self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
         self.sampling = sampling
         self.mechanism_options = dict(mechanism_options)
-        self.rng = np.random.default_rng(seed)
+        self.secure = seed is None
+        self.fit_rng, self.rng = _generators(seed)
         self.encoder: TableEncoder | None = None
         self.estimate = None
         self.ledger: list[Charge] = []
         self.total: Fraction | None = None
         self.unit: str | None = None
-        self.kinds: dict[str, str] = {}
         self.schema_inferred: bool | None = None
 
     # fitting -----------------------------------------------------------------
-    def fit(self, table, schema=None) -> "Synthesizer":
+    def fit(self, table, schema=None, header: bool | None = None) -> "Synthesizer":
         """Learn from ``table`` (a DataFrame, or a CSV/Parquet path) spending the whole budget.
 
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
-        dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`)."""
+        dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`).  ``header``:
+        whether a CSV path's first line names its columns (:func:`read_table`)."""
         with self._reporting():
-            return self._fit(table, schema)
+            return self._fit(read_table(table, header) if isinstance(table, (str, os.PathLike)) else table, schema)
 
     def _reporting(self):
         """Progress as ``progress`` says; None leaves the caller's setting (e.g. the CLI's --quiet)."""
         return contextlib.nullcontext() if self.progress is None else progresses.reporting(self.progress)
 
     def _fit(self, table, schema) -> "Synthesizer":
-        frame = _as_frame(read_table(table) if isinstance(table, (str, os.PathLike)) else table)
+        frame = _as_frame(table)
         entry = mechanism_entry(self.mechanism)
         encoder = None if schema is None else schemas.declared(schema)
         if encoder is not None:
@@ -287,27 +319,23 @@ class Synthesizer:
             if absent:
                 raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
             frame = frame[list(encoder.columns)]
-        check_columns(frame)
-        kinds = {name: _dtype_kind(frame[name]) for name in frame.columns}
         budget, schema_delta = self._budget(entry.notion, declared=encoder is not None)
         if encoder is None:
-            encoder = schemas.infer(frame, budget, budget.fraction(self.schema_share), schema_delta, self.rng,
+            encoder = schemas.infer(frame, budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
                                     self.bins)
-            frame = schemas.encodable(frame, encoder)
-        data = encoder.transform(frame)
+        data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
-        result = mechanism.run(data, budget, self.rng)
+        result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, schema is None
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
-        self.kinds = {name: kinds[name] for name in encoder.columns}
         return self
 
     def _budget(self, notion: str, declared: bool) -> tuple[Budget, float]:
         """The mechanism's budget and the delta left to the schema (module docstring)."""
         schema_delta = 0.0 if declared else self.schema_share * self.delta
         if notion == "pure":
-            return Budget.pure(self.epsilon, neighbours="substitute"), schema_delta
-        return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta)), schema_delta
+            return Budget.pure(self.epsilon, neighbours="substitute", secure=self.secure), schema_delta
+        return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta), secure=self.secure), schema_delta
 
     def _fitted(self):
         if self.estimate is None:
@@ -316,10 +344,9 @@ class Synthesizer:
     # output ------------------------------------------------------------------
     def sample(self, n: int | None = None):
         """``n`` synthetic records (default: the estimated number of records), drawn as ``sampling``
-        says, as a DataFrame with the table's column names and value types; numbers are drawn
-        uniformly inside their bins (a column of whole numbers among the whole numbers of each bin,
-        even where a declared schema cuts it at fractional edges), categories are among those
-        released."""
+        says, as a DataFrame with the table's column names and the value types its schema fixes
+        (:func:`typed`); numbers are drawn uniformly inside their bins (a column of whole numbers
+        among the whole numbers of each bin), categories are among those released."""
         self._fitted()
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
@@ -328,11 +355,9 @@ class Synthesizer:
         options = {"method": "round"} if self.sampling == "round" and "round" in self.estimate.sampling_methods else {}
         with self._reporting():
             records = self.estimate.synthetic_data(int(n), self.rng, **options)
-        whole = [name for name, kind in self.kinds.items()
-                 if kind == "int" and self.encoder.columns[name].kind == "numeric"]
-        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng, whole=whole)
-        for name, kind in self.kinds.items():
-            frame[name] = _restore(frame[name], kind)
+        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
+        for name, column in self.encoder.columns.items():
+            frame[name] = typed(frame[name], column)
         return frame
 
     def answer(self, k: int = 2):
@@ -371,18 +396,21 @@ class Synthesizer:
     # persistence -------------------------------------------------------------
     def save(self, path) -> None:
         """Write the fitted synthesizer to one ``.npz`` file (numpy arrays and JSON text, no
-        pickle), atomically; ``.npz`` is appended to ``path`` if missing."""
+        pickle), atomically; ``.npz`` is appended to ``path`` if missing.  It holds what sampling
+        more records needs, all of it released privately or declared: the settings, the schema,
+        the ledger and the fitted estimate; no generator state (a loaded synthesizer samples
+        with fresh randomness)."""
         self._fitted()
         kind, meta, arrays = _estimate_state(self.estimate)
         state = {
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
             "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
             "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
-            "encoder": self.encoder.to_dict(), "kinds": self.kinds, "schema_inferred": self.schema_inferred,
+            "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
-            "rng": self.rng.bit_generator.state, "estimate": {"kind": kind, **meta},
+            "estimate": {"kind": kind, **meta},
         }
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
@@ -391,7 +419,8 @@ class Synthesizer:
 
     @classmethod
     def load(cls, path) -> "Synthesizer":
-        """Read a synthesizer written by :meth:`save` (only arrays and JSON: no code runs)."""
+        """Read a synthesizer written by :meth:`save` (only arrays and JSON: no code runs); it
+        samples with a fresh generator from the operating system's entropy."""
         with np.load(path, allow_pickle=False) as data:
             state = json.loads(str(data["state"]))
             arrays = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("estimate/")}
@@ -402,10 +431,9 @@ class Synthesizer:
         synth.schema_share, synth.bins, synth.progress = state["schema_share"], state["bins"], None
         synth.sampling = state.get("sampling", "sample")  # saved before the choice existed: i.i.d.
         synth.mechanism_options = state["options"]
-        synth.rng = np.random.default_rng()
-        synth.rng.bit_generator.state = state["rng"]
+        synth.secure, (synth.fit_rng, synth.rng) = True, _generators(None)
         synth.encoder = TableEncoder.from_dict(state["encoder"])
-        synth.kinds, synth.schema_inferred = state["kinds"], state["schema_inferred"]
+        synth.schema_inferred = state["schema_inferred"]
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]

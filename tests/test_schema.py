@@ -7,7 +7,8 @@ import pytest
 
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget
-from ektelo_pgm.schema import (BOUNDARIES, LEVELS, N_CELLS, WHOLE_CODES, cell_of, declared, encodable, infer,
+from ektelo_pgm.encoding import canonical
+from ektelo_pgm.schema import (BOUNDARIES, LEVELS, N_CELLS, WHOLE_CODES, cell_of, declared, encoded, infer,
                                noise_tail, release, release_threshold)
 
 
@@ -89,16 +90,21 @@ def test_inferred_schema_on_a_clear_table():
     assert len({ch.amount for ch in budget.ledger}) == 1 and budget.remaining < 1e-12
 
 
-def test_encodable_drops_rows_a_column_cannot_code():
+def test_encoded_codes_every_row_and_never_refuses_a_value():
     frame = table(4000)
-    encoder = TableEncoder(clip=True)
-    encoder.columns = declared({"columns": {
+    encoder = declared({"columns": {
         "colour": {"kind": "categorical", "categories": ["red", "green"], "missing": False},
-        "age": {"kind": "numeric", "bounds": [20, 69]}}}).columns
-    kept = encodable(frame.assign(age=frame.age.astype(object).where(frame.index != 3, "old")), encoder)
-    assert len(kept) == (frame.colour != "blue").sum()
-    assert kept.age.isna().sum() == int(frame.colour[3] != "blue")  # text in a numeric column: missing
-    encoder.transform(kept)  # every kept row codes
+        "age": {"kind": "numeric", "bounds": [20, 69], "bins": 50}}})
+    odd = ["old", "inf", "-1e400", "1" * 400, "", "61.5", 2 ** 70]
+    ages = frame.age.astype(object)
+    ages[:len(odd)] = odd
+    data = encoded(frame.assign(age=ages), encoder)
+    assert len(data) == len(frame)  # no row dropped
+    colour = data.records[:, 0]
+    assert (colour == np.where(frame.colour == "green", 1, 0)).all()  # no missing code: blue gets the first
+    age = data.records[:, 1]
+    assert list(age[:len(odd)]) == [50, 49, 0, 49, 50, 41, 49]  # text, missing: the missing code; ends clipped
+    assert (age[len(odd):] == np.clip(frame.age[len(odd):] - 20, 0, 49)).all()
 
 
 def test_the_written_schema_reads_back_as_declared(tmp_path):
@@ -131,7 +137,8 @@ def test_rare_whole_number_codes_keep_their_own_code():
     column = infer(frame, budget, None, 1e-9, rng=0).columns["band"]
     top = column.edges[-2]  # the last code's number, inside the bands' range
     assert column.integer and column.edges == tuple(range(0, top + 2)) and 12 <= top <= 29
-    released = release("band", frame.band, Budget.zcdp(0.001), 0.001, 1e-9, np.random.default_rng(0)).values
+    released = release("band", canonical(frame.band, frozenset()), Budget.zcdp(0.001), 0.001, 1e-9,
+                       np.random.default_rng(0)).values
     assert {5, 11} <= set(range(top + 1)) - set(released)  # too rare to pass the threshold ...
     assert (frame.band == 5).sum() == (frame.band == 11).sum() == 3  # ... yet each keeps its own code
     encoder = TableEncoder(clip=True)
