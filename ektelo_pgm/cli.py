@@ -200,7 +200,7 @@ def read_input(args):
 
     names = args.names.split(",") if args.names else None
     header = True if args.header else False if args.no_header or names else None
-    frame = read_table(args.input, header=header, names=names)
+    frame = read_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding)
     return frame, header is not False
 
 
@@ -224,8 +224,24 @@ def fitted(args, frame, **options):
     from .synthesizer import Synthesizer
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
-                        seed=args.seed, **options)  # no --seed: secure noise
+                        seed=args.seed, drop=args.drop, kinds=kinds(args), **options)  # no --seed: secure noise
     return synth.fit(frame, schema=args.schema)
+
+
+def kinds(args) -> dict:
+    """``{column: kind}`` from --categorical and --numeric."""
+    both = sorted(set(args.categorical) & set(args.numeric))
+    if both:
+        raise ValueError(f"columns {both} are given both --categorical and --numeric")
+    return {**{c: "categorical" for c in args.categorical}, **{c: "numeric" for c in args.numeric}}
+
+
+def schema_words(args, model) -> str:
+    """How the fit's schema came about, in words."""
+    inferred = f"inferred with {args.schema_share:g} of the budget"
+    if not args.schema:
+        return f"schema {inferred}"
+    return f"schema declared, undeclared columns {inferred}" if model.schema_inferred else "declared schema"
 
 
 def say(args, message: str) -> None:
@@ -241,9 +257,8 @@ def synth(args) -> None:
     write_table(out, args.output, header)
     if args.save:
         model.save(args.save)
-    schema = "declared schema" if args.schema else f"schema inferred with {args.schema_share:g} of the budget"
     say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({args.mechanism}, "
-              f"{model.guarantee()}, {schema})")
+              f"{model.guarantee()}, {schema_words(args, model)})")
 
 
 def answer(args) -> None:
@@ -264,8 +279,12 @@ def schema(args) -> None:
 
     check_output(args, (".json",))
     frame, _ = read_input(args)
+    unknown = [c for c in args.drop if c not in frame.columns]
+    if unknown:
+        raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
-    encoder = infer(frame, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins)
+    encoder = infer(frame.drop(columns=list(args.drop)), budget, None, args.delta / 2,
+                    np.random.default_rng(args.seed), args.bins, kinds=kinds(args))
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
               f"(({args.epsilon:g}, {args.delta:g})-DP)")
@@ -335,13 +354,23 @@ def table_arguments(p, mechanism: bool = True) -> None:
     header.add_argument("--header", action="store_true", help="the CSV's first line names its columns")
     header.add_argument("--no-header", action="store_true", help="the CSV has no header line (columns column_1, ...)")
     header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
+    p.add_argument("--sep", help="the CSV's field separator (default: a tab for .tsv and .tab files, else a comma)")
+    p.add_argument("--encoding", default="utf-8", help="the CSV's text encoding (default utf-8; e.g. latin-1); "
+                   "bytes invalid in it are replaced, never an error")
+    columns = lambda text: [c for c in text.split(",") if c]  # noqa: E731
+    p.add_argument("--drop", type=columns, default=[], help="comma-separated columns to leave out")
+    p.add_argument("--categorical", type=columns, default=[],
+                   help="comma-separated columns whose inferred kind is categorical (e.g. a numeric code)")
+    p.add_argument("--numeric", type=columns, default=[], help="comma-separated columns whose inferred kind is "
+                   "numeric, binned")
     p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     if mechanism:
         p.add_argument("--mechanism", default="aim", help=f"one of {', '.join(sorted(mechanisms()))} "
                        "(default aim)")
-        p.add_argument("--schema", help="declared schema (JSON); nothing is spent on it")
+        p.add_argument("--schema", help="declared schema (JSON) of some or all columns; nothing is spent on the "
+                       "columns it fixes, the others are inferred privately")
         p.add_argument("--schema-share", type=positive, default=SCHEMA_SHARE,
                        help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
 

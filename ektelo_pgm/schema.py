@@ -241,10 +241,11 @@ def noise_tail(notion: str, scale: float, t: int) -> float:
     return math.exp(-t / scale) / (1.0 + math.exp(-1.0 / scale))
 
 
-def column_from(r: Release, bins: int = BINS):
+def column_from(r: Release, bins: int = BINS, kind: str | None = None):
     """The column that the release ``r`` describes (post-processing only, module docstring):
     numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
-    its point masses, or categorical.
+    its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
+    user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
 
     It gets a missing code only when the records it could not encode otherwise (missing values,
     and text in a numeric column or categories not released in a categorical one) are
@@ -253,11 +254,11 @@ def column_from(r: Release, bins: int = BINS):
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
-    of_numbers = whole + fractional >= NOISE_Z * r.std and text <= TEXT_SHARE * present + NOISE_Z * r.std \
-        and all(not isinstance(v, str) for v in r.values)
+    of_numbers = kind == "numeric" or kind is None and whole + fractional >= NOISE_Z * r.std \
+        and text <= TEXT_SHARE * present + NOISE_Z * r.std and all(not isinstance(v, str) for v in r.values)
     integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
     missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
-    binned = of_numbers and (len(r.values) > bins or covered < 1 - TAIL_SHARE)
+    binned = of_numbers and (kind == "numeric" or len(r.values) > bins or covered < 1 - TAIL_SHARE)
     span = whole_span(r) if of_numbers and integer else None
     if span is not None and span[1] - span[0] < WHOLE_CODES * bins \
             and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
@@ -385,12 +386,18 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
-          missing=("?", "")) -> TableEncoder:
+          missing=("?", ""), kinds: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (module docstring): one histogram per
     column, each spending an equal part of ``amount`` (in the budget's unit; None: all that
-    remains) and of ``delta``.  The encoder clips numbers outside a column's range into its end
-    bins; :func:`encoded` codes the rows."""
+    remains) and of ``delta``.  ``kinds`` fixes the kind of the columns it names
+    (``"categorical"`` or ``"numeric"``, see :func:`column_from`).  The encoder clips numbers
+    outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = _as_frame(table)
+    kinds = dict(kinds or {})
+    wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
+    if wrong:
+        raise ValueError(f"kinds {wrong}: each must name a column of the table {list(frame.columns)} and be "
+                         "'categorical' or 'numeric'")
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     if amount is None:
@@ -404,8 +411,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     columns = {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
-            columns[name] = column_from(release(name, canonical(frame[name], markers), budget, share, delta / d, rng),
-                                        bins)
+            noisy = release(name, canonical(frame[name], markers), budget, share, delta / d, rng)
+            columns[name] = column_from(noisy, bins, kinds.get(name))
             shown.update()
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = columns

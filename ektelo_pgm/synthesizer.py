@@ -13,8 +13,9 @@ adding rho and delta (Bun and Steinke 2016, sec. 8), and converts to (epsilon, d
 Canonne, Kamath and Steinke (2020, Cor. 13).  PrivBayes is pure epsilon-DP with a public record
 count (substitute neighbours): its budget is ``epsilon`` (pure), of which the schema spends
 ``schema_share`` with Laplace noise, ``schema_share * delta``-approximately.  With a declared
-schema nothing is spent on it, the whole budget goes to the mechanism and, on zCDP, to
-``delta`` itself.  Every charge is in :attr:`Synthesizer.ledger`, exactly (fractions).
+schema that fixes every column nothing is spent on it, the whole budget goes to the mechanism
+and, on zCDP, to ``delta`` itself; one that fixes some columns leaves the others to the private
+schema, which spends ``schema_share`` on them.  Every charge is in :attr:`Synthesizer.ledger`, exactly (fractions).
 
 ``save``/``load`` write and read one ``.npz`` file of numpy arrays and JSON text; loading
 never unpickles anything (``allow_pickle=False``).
@@ -22,6 +23,7 @@ never unpickles anything (``allow_pickle=False``).
 from __future__ import annotations
 
 import contextlib
+import copy
 import csv
 import importlib.util
 import io
@@ -135,17 +137,23 @@ def check_parquet(path: str) -> None:
         raise ImportError(f"{path}: Parquet needs pyarrow: pip install 'ektelo_pgm[parquet]' (or use .csv)")
 
 
-def read_table(path, header: bool | None = None, names=None):
+#: Extensions of files whose fields are separated by tabs.
+TABS = (".tsv", ".tab")
+
+
+def read_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8"):
     """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
 
     CSV: ``header`` says whether the first line names the columns; ``names`` name the columns of
     a file without a header line (``header`` then defaults to False), which otherwise get
     ``column_1``, ``column_2``, ...  Nothing is guessed from the data: a CSV with neither is
     refused before it is read (a guess would publish a headerless file's first record as the
-    column names).  Every CSV field is read as text (missing markers as NaN) and parsed later by
+    column names).  ``sep`` separates the fields (default: a tab for ``.tsv`` and ``.tab``
+    files, else a comma); ``encoding`` is the file's text encoding, whose invalid bytes are
+    replaced.  Every field is read as text (missing markers as NaN) and parsed later by
     :func:`~ektelo_pgm.encoding.canonical`, so no column's type depends on one record; a line
-    with more fields than the header is cut to its width, and bytes that are not UTF-8 are
-    replaced, so one malformed record cannot make the run fail.
+    with more fields than the header is cut to its width: one malformed record cannot make the
+    run fail.  Repeated column names are refused, by name.
     Raises ValueError naming the file when it is not a table."""
     pd = _pandas()
     path = os.fspath(path)
@@ -162,8 +170,13 @@ def read_table(path, header: bool | None = None, names=None):
                              "or --names; in Python header=True or False): it is never guessed from the data")
         if header and names is not None:
             raise ValueError(f"{path}: names are for a CSV without a header line (header=False)")
-        options = {"skipinitialspace": True, "header": 0 if header else None, "dtype": str,
-                   "encoding_errors": "replace"}
+        try:
+            "".encode(encoding)
+        except LookupError:
+            raise ValueError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
+        sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
+        options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None, "dtype": str,
+                   "encoding": encoding, "encoding_errors": "replace"}
         if names is not None:
             options["names"] = list(names)
         reader = lambda: _read_csv(path, options)  # noqa: E731
@@ -177,24 +190,30 @@ def read_table(path, header: bool | None = None, names=None):
 
 
 def _read_csv(path: str, options: dict):
-    """``pandas.read_csv`` at a width that no single record decides: the header line's, the
-    names', or else the most common number of fields among the first 1,000 lines (column_1,
-    column_2, ...).  Longer lines are cut to it (the slower python parser, only where one is),
-    shorter ones padded with missing values, silently."""
+    """``pandas.read_csv`` with the columns named first, at a width that no single record
+    decides: the header line's, the names', or else the most common number of fields among the
+    first 1,000 lines (column_1, column_2, ...).  Longer lines are cut to it (the slower python
+    parser, only where one is), shorter ones padded with missing values, silently."""
     pd = _pandas()
-    if options["header"] is None and "names" not in options:
-        with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            widths = [len(r) for _, r in zip(range(1000), csv.reader(f, skipinitialspace=True)) if r]
-        width = max(set(widths), key=lambda w: (widths.count(w), -w)) if widths else 1
-        options = {**options, "names": [f"column_{i + 1}" for i in range(width)]}
-    options = {**options, "index_col": False}
+    names = options.pop("names", None)
+    with open(path, encoding=options["encoding"], errors="replace", newline="") as f:
+        lines = csv.reader(f, delimiter=options["sep"], skipinitialspace=True)
+        if options["header"] == 0:
+            names = next((r for r in lines if r), [])
+        elif names is None:
+            widths = [len(r) for _, r in zip(range(1000), lines) if r]
+            width = max(set(widths), key=lambda w: (widths.count(w), -w)) if widths else 1
+            names = [f"column_{i + 1}" for i in range(width)]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise KeyError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
+    options = {**options, "names": names, "header": options["header"], "index_col": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
         try:
             return pd.read_csv(path, **options)
         except pd.errors.ParserError:
-            width = len(options["names"]) if "names" in options else len(pd.read_csv(path, nrows=0, **options).columns)
-            return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:width], **options)
+            return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:len(names)], **options)
 
 
 def has_header(path) -> bool:
@@ -250,7 +269,8 @@ class Synthesizer:
     mechanism : a name of :func:`mechanisms` (``aim``, ``mst``, ``privbayes``, ``mwem``, ``pep``,
         ``gem`` with torch).
     epsilon, delta : the (epsilon, delta)-DP guarantee of the whole fit.
-    schema_share : share of the budget and of delta that infers the schema when none is declared.
+    schema_share : share of the budget and of delta that infers the columns a declared schema does
+        not fix (all of them when none is declared).
     bins : most bins of an inferred numeric column (besides one per point mass).
     sampling : how :meth:`sample` draws records from the fitted estimate: ``"round"`` (default)
         keeps the counts of each of its conditional tables at roundings of their expected counts,
@@ -265,12 +285,15 @@ class Synthesizer:
     progress : progress bars on standard error for the schema, the mechanism's rounds, the
         estimation and the sampling: True, False, or None (as the caller's
         :func:`ektelo_pgm.progress.reporting` says; by default only on a terminal, never in tests).
+    drop : columns of the table left out.
+    kinds : ``{column: "categorical" | "numeric"}``, the kinds of inferred columns the user fixes
+        (a numeric code of a category; numbers with few values to bin).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
                  schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
-                 progress: bool | None = None, **mechanism_options):
+                 progress: bool | None = None, drop=(), kinds: dict | None = None, **mechanism_options):
         mechanism_entry(mechanism)
         if sampling not in SAMPLING:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
@@ -286,6 +309,7 @@ class Synthesizer:
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
         self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
         self.sampling = sampling
+        self.drop, self.kinds = tuple(drop), dict(kinds or {})
         self.mechanism_options = dict(mechanism_options)
         self.secure = seed is None
         self.fit_rng, self.rng = _generators(seed)
@@ -313,26 +337,37 @@ class Synthesizer:
     def _fit(self, table, schema) -> "Synthesizer":
         frame = _as_frame(table)
         entry = mechanism_entry(self.mechanism)
-        encoder = None if schema is None else schemas.declared(schema)
-        if encoder is not None:
-            absent = [c for c in encoder.columns if c not in frame.columns]
-            if absent:
-                raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
-            frame = frame[list(encoder.columns)]
-        budget, schema_delta = self._budget(entry.notion, declared=encoder is not None)
-        if encoder is None:
-            encoder = schemas.infer(frame, budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
-                                    self.bins)
+        unknown = [c for c in (*self.drop, *self.kinds) if c not in frame.columns]
+        if unknown:
+            raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
+        frame = frame.drop(columns=list(self.drop))
+        declared = None if schema is None else schemas.declared(schema)
+        fixed = {} if declared is None else declared.columns
+        absent = [c for c in fixed if c not in frame.columns]
+        if absent:
+            raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
+        both = [c for c in self.kinds if c in fixed]
+        if both:
+            raise ValueError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
+                             "the kinds of the columns inferred")
+        open_ = [c for c in frame.columns if c not in fixed]
+        budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
+        encoder = schemas.infer(frame[open_], budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
+                                self.bins, kinds=self.kinds) if open_ else None
+        if declared is not None:  # the declared columns as declared, the others inferred, in table order
+            columns = {**fixed, **(encoder.columns if encoder else {})}
+            encoder = copy.copy(declared)
+            encoder.columns = {c: columns[c] for c in frame.columns}
         data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
         result = mechanism.run(data, budget, self.fit_rng)
-        self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, schema is None
+        self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
 
-    def _budget(self, notion: str, declared: bool) -> tuple[Budget, float]:
+    def _budget(self, notion: str, inferred: bool) -> tuple[Budget, float]:
         """The mechanism's budget and the delta left to the schema (module docstring)."""
-        schema_delta = 0.0 if declared else self.schema_share * self.delta
+        schema_delta = self.schema_share * self.delta if inferred else 0.0
         if notion == "pure":
             return Budget.pure(self.epsilon, neighbours="substitute", secure=self.secure), schema_delta
         return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta), secure=self.secure), schema_delta

@@ -284,3 +284,20 @@ def test_parquet_without_pyarrow_is_refused_before_any_work(tmp_path, capsys, mo
                        "--mechanism", "mst", "--quiet")
     assert code == 1 and "pyarrow" in err and "ektelo_pgm[parquet]" in err
     assert not (tmp_path / "s.parquet").exists()
+
+
+def test_column_options_and_a_partial_schema_on_the_command_line(tmp_path, table, capsys):
+    (tmp_path / "schema.json").write_text(json.dumps({"columns": {"city": PEOPLE_SCHEMA["columns"]["city"]}}))
+    code, _, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2, "--mechanism",
+                       "mst", "--seed", 0, "--drop", "income", "--categorical", "age", "--schema",
+                       tmp_path / "schema.json")
+    assert code == 0 and "schema declared, undeclared columns inferred with 0.1 of the budget" in err
+    assert list(pd.read_csv(tmp_path / "out.csv").columns) == ["city", "age", "member"]
+    code, _, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2,
+                       "--categorical", "age", "--numeric", "age")
+    assert code == 1 and "columns ['age'] are given both --categorical and --numeric" in err
+    code, _, _ = run(capsys, "schema", table, "--header", "-o", tmp_path / "s.json", "--epsilon", 2, "--seed", 0,
+                     "--drop", "member", "--numeric", "age")
+    written = json.loads((tmp_path / "s.json").read_text())["columns"]
+    assert code == 0 and [(c["name"], c["kind"]) for c in written][:2] == [("city", "categorical"), ("age", "numeric")]
+    assert len(written) == 3

@@ -108,7 +108,8 @@ def test_a_value_a_declared_column_cannot_code_is_coded_never_refused_nor_droppe
     for row, name in ((17, "age"), (23, "city")):
         code = data.records[row, data.domain.attrs.index(name)]
         assert code == (encoder.domain[name] - 1 if missing else 0)
-    synth = Synthesizer("privbayes", epsilon=2.0, seed=0).fit(table, schema=schema)
+    others = [c for c in table.columns if c not in schema["columns"]]
+    synth = Synthesizer("privbayes", epsilon=2.0, seed=0, drop=others).fit(table, schema=schema)
     assert synth.estimate.total == len(table)
     out = synth.sample(500)
     assert len(out) == 500 and out["age"].dtype == "Int64" and out["age"].dropna().between(18, 90).all()
@@ -412,3 +413,43 @@ def test_progress_is_off_in_tests_and_shown_when_asked(capsys):
     Synthesizer("mst", epsilon=2.0, seed=0, progress=True).fit(people(3000)).sample(100)
     err = capsys.readouterr().err
     assert "schema" in err and "column" in err
+
+
+def test_a_partial_schema_fixes_its_columns_and_the_others_are_inferred():
+    table = people(6000)
+    schema = {"columns": {"city": PEOPLE_SCHEMA["columns"]["city"]}}
+    synth = Synthesizer("mst", epsilon=2.0, seed=0, drop=["income"], kinds={"age": "categorical"}).fit(table, schema)
+    assert list(synth.encoder.columns) == ["city", "age", "member"]  # the table's order, income dropped
+    assert synth.encoder.columns["city"] == declared(schema).columns["city"]  # as declared, Lille included
+    assert synth.encoder.columns["age"].kind == "categorical" and synth.schema_inferred
+    assert [c.label for c in synth.ledger[:2]] == ["schema of column 'age'", "schema of column 'member'"]
+    assert list(synth.sample(100).columns) == ["city", "age", "member"]
+    full = Synthesizer("mst", epsilon=2.0, seed=0).fit(table, PEOPLE_SCHEMA)
+    assert not full.schema_inferred and not any(c.label.startswith("schema") for c in full.ledger)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"drop": ["nope"]}, r"columns \['nope'\] are not in the table"),
+    ({"kinds": {"age": "date"}}, r"must name a column of the table .* and be 'categorical' or 'numeric'"),
+    ({"kinds": {"city": "numeric"}, "schema": PEOPLE_SCHEMA}, r"columns \['city'\] are declared in the schema"),
+])
+def test_column_options_are_checked_by_name(options, message):
+    schema = options.pop("schema", None)
+    with pytest.raises(ValueError, match=message):
+        Synthesizer("mst", epsilon=1.0, seed=0, **options).fit(people(500), schema)
+
+
+def test_separators_encodings_and_repeated_names(tmp_path):
+    table = people(200).assign(city=lambda t: t.city.replace("Nice", "Nîmes"))
+    table.to_csv(tmp_path / "t.tsv", sep="\t", index=False, encoding="latin-1")
+    read = read_table(tmp_path / "t.tsv", header=True, encoding="latin-1")  # a tab: from the extension
+    assert list(read.columns) == list(table.columns) and set(read.city) == set(table.city)
+    garbled = read_table(tmp_path / "t.tsv", header=True)  # utf-8: the invalid byte replaced, no error
+    assert len(garbled) == len(table) and "N\ufffdmes" in set(garbled.city)
+    table.to_csv(tmp_path / "t.txt", sep=";", index=False)
+    assert list(read_table(tmp_path / "t.txt", header=True, sep=";").columns) == list(table.columns)
+    (tmp_path / "d.csv").write_text("a,b,a\n1,2,3\n")
+    with pytest.raises(KeyError, match=r"the column names \['a'\] repeat"):
+        read_table(tmp_path / "d.csv", header=True)
+    with pytest.raises(ValueError, match=r"unknown text encoding 'nope'"):
+        read_table(tmp_path / "t.tsv", header=True, encoding="nope")
