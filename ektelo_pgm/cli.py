@@ -224,8 +224,12 @@ def fitted(args, frame, **options):
     from .synthesizer import Synthesizer
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
-                        seed=args.seed, drop=args.drop, kinds=kinds(args), **options)  # no --seed: secure noise
-    return synth.fit(frame, schema=args.schema)
+                        seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
+                        regenerate=args.regenerate, **options)  # no --seed: secure noise
+    synth.fit(frame, schema=args.schema)
+    for why in synth.left_out.values():
+        say(args, f"note: left out {why}")
+    return synth
 
 
 def kinds(args) -> dict:
@@ -283,8 +287,14 @@ def schema(args) -> None:
     if unknown:
         raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
+    left_out = {}
     encoder = infer(frame.drop(columns=list(args.drop)), budget, None, args.delta / 2,
-                    np.random.default_rng(args.seed), args.bins, kinds=kinds(args))
+                    np.random.default_rng(args.seed), args.bins, kinds=kinds(args), other=args.other_label,
+                    left_out=left_out)
+    if not encoder.columns:
+        raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
+    for why in left_out.values():
+        say(args, f"note: left out {why}")
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
               f"(({args.epsilon:g}, {args.delta:g})-DP)")
@@ -344,6 +354,7 @@ def data_options(p) -> None:
 
 def table_arguments(p, mechanism: bool = True) -> None:
     """The arguments shared by synth, answer and schema."""
+    from .schema import OTHER
     from .synthesizer import SCHEMA_SHARE, mechanisms
 
     p.add_argument("input", help="CSV or Parquet file (.parquet, .pq)")
@@ -363,6 +374,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    help="comma-separated columns whose inferred kind is categorical (e.g. a numeric code)")
     p.add_argument("--numeric", type=columns, default=[], help="comma-separated columns whose inferred kind is "
                    "numeric, binned")
+    p.add_argument("--other-label", default=OTHER, help=f"the value written for categories too rare to release "
+                   f"(default {OTHER!r}; missing values stay missing)")
     p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
@@ -371,6 +384,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
                        "(default aim)")
         p.add_argument("--schema", help="declared schema (JSON) of some or all columns; nothing is spent on the "
                        "columns it fixes, the others are inferred privately")
+        p.add_argument("--regenerate", type=columns, default=[], help="comma-separated identifier columns "
+                       "left out of the model and written afresh (1, 2, ..., n)")
         p.add_argument("--schema-share", type=positive, default=SCHEMA_SHARE,
                        help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
 

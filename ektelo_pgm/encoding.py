@@ -217,20 +217,22 @@ def _first_row(mask: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class CategoricalColumn:
-    """A column coded by category: code ``i`` is ``categories[i]``; when
-    ``missing`` the last code, ``len(categories)``, stands for a missing value."""
+    """A column coded by category: code ``i`` is ``categories[i]``; when ``other`` (a label)
+    is given, the next code stands for every value outside the categories and decodes to that
+    label; when ``missing`` the last code stands for a missing value."""
 
     name: str
     categories: tuple
     missing: bool
-    others_missing: bool = False  # values outside the categories get the missing code
+    others_missing: bool = False  # values outside the categories get the missing code (without other)
+    other: str | None = None
 
     kind = "categorical"
 
     @property
     def size(self) -> int:
         """Number of codes of the column."""
-        return len(self.categories) + int(self.missing)
+        return len(self.categories) + int(self.other is not None) + int(self.missing)
 
     @classmethod
     def fit(cls, name: str, values) -> "CategoricalColumn":
@@ -267,13 +269,16 @@ class CategoricalColumn:
         (``clip`` concerns numeric columns only)."""
         pd = _pandas()
         codes = pd.Index(list(self.categories), dtype=object).get_indexer(values.to_numpy(dtype=object))
-        absent = values.isna().to_numpy() | (self.others_missing & (codes < 0))
+        missing = values.isna().to_numpy()
+        if self.other is not None:
+            codes[(codes < 0) & ~missing] = len(self.categories)
+        absent = missing | (self.others_missing & (codes < 0))
         if absent.any():
             if not self.missing:
                 row = _first_row(absent)
                 raise ValueError(f"column {self.name!r}: missing value in row {row}, "
                                  "but the column had no missing values when the encoder was fitted")
-            codes[absent] = len(self.categories)
+            codes[absent] = self.size - 1
         if (codes < 0).any():
             row = _first_row(codes < 0)
             raise ValueError(f"column {self.name!r}: value {values.iloc[row]!r} in row {row} "
@@ -281,18 +286,20 @@ class CategoricalColumn:
         return codes.astype(np.int64)
 
     def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
-        """The category of each code (NaN for the missing code)."""
+        """The category of each code (the ``other`` label for its code, NaN for the missing code)."""
         pd = _pandas()
-        lookup = np.array(list(self.categories) + [np.nan], dtype=object)
+        lookup = np.array(list(self.categories) + ([] if self.other is None else [self.other]) + [np.nan],
+                          dtype=object)
         return pd.Series(lookup[codes], name=self.name, dtype=object).infer_objects()
 
     def labels(self) -> list[str]:
         """A readable label per code."""
-        return [str(c) for c in self.categories] + (["<missing>"] if self.missing else [])
+        return [str(c) for c in self.categories] + ([] if self.other is None else [self.other]) + \
+            (["<missing>"] if self.missing else [])
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
-                "missing": self.missing, "others_missing": self.others_missing}
+                "missing": self.missing, "others_missing": self.others_missing, "other": self.other}
 
 
 @dataclass(frozen=True)
@@ -510,7 +517,7 @@ def _check_bounds(name: str, bounds):
 def _column_from_dict(spec: dict):
     if spec.get("kind") == "categorical":
         return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]),
-                                 bool(spec.get("others_missing", False)))
+                                 bool(spec.get("others_missing", False)), spec.get("other"))
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]))
     raise ValueError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")

@@ -51,14 +51,21 @@ Everything else is post-processing of those noisy counts:
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
   of the kept counts;
-* a column has a missing code only when the records it cannot code otherwise (missing, text in
-  a numeric column, categories not released) are noticeably many; a value needing a code its
-  column lacks gets the column's first code (:func:`encoded`: no record is ever dropped).
+* a categorical column whose values not released are surely many (``NOISE_Z`` stds of their
+  noisy count) codes them together as one category, labelled ``other`` (never a blank); a
+  column has a missing code only when the records it cannot code otherwise (missing, text in a
+  numeric column, categories not released where there is no other code) are noticeably many; a
+  value needing a code its column lacks gets the column's first code (:func:`encoded`: no
+  record is ever dropped);
+* a column of which nothing can be released (no value frequent enough: an identifier, free
+  text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
+  reason (``left_out``).
 
 :func:`declared` reads a schema a user wrote, in either of two forms: the JSON that
 :meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
 form ``{"columns": {name: spec}}`` where ``spec`` is
-``{"kind": "categorical", "categories": [...]}`` or
+``{"kind": "categorical", "categories": [...]}`` (with ``"other": "label"``, values outside the
+categories get a code of their own with that label) or
 ``{"kind": "numeric", "bounds": [lo, hi], "bins": 16}`` (whole numbers when both bounds are
 integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
 with an optional ``"missing": false`` when the column is never missing (by default it may be:
@@ -108,6 +115,8 @@ RANGE_MISS = 0.5 * math.erfc(RANGE_Z / math.sqrt(2.0))
 DECADES = range(-4, 13)
 #: Default bins of a numeric column.
 BINS = 32
+#: Default label of the code that stands for a categorical column's values not released.
+OTHER = "(other)"
 #: A column of whole numbers spanning at most this many times ``bins`` integers gets one code
 #: per integer (1,024 at the default 32 bins: a name or zip code, not an amount of money).  Two
 #: such columns make a 2-way marginal of about a million cells (8 MB of float64), which every
@@ -241,11 +250,18 @@ def noise_tail(notion: str, scale: float, t: int) -> float:
     return math.exp(-t / scale) / (1.0 + math.exp(-1.0 / scale))
 
 
-def column_from(r: Release, bins: int = BINS, kind: str | None = None):
+class Unreleasable(ValueError):
+    """Nothing of a column can be released privately at this budget (its message says why)."""
+
+
+def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: str = OTHER):
     """The column that the release ``r`` describes (post-processing only, module docstring):
     numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
     its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
     user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
+    A categorical column whose values not released are noticeably many (``MISSING_Z`` stds of
+    their noisy count) gets a code of its own for them, labelled ``other``; genuine missing
+    values keep the missing code.  Raises :class:`Unreleasable` when nothing can be released.
 
     It gets a missing code only when the records it could not encode otherwise (missing values,
     and text in a numeric column or categories not released in a categorical one) are
@@ -266,13 +282,18 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None):
     if binned:
         return numeric_from(r, bins, integer, missing)
     if not r.values:
-        raise ValueError(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
-                         f"needs a noisy count of at least {r.threshold:.0f} records at this budget); declare "
-                         "the column in a schema, give more records, or a larger epsilon")
+        raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
+                           f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
+                           "identifier, free text, or a column almost always missing?); declare the column in a "
+                           "schema, give more records, or a larger epsilon")
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
-    absent = sum(r.kinds.values()) - sum(r.values.values())  # missing, or of a category not released
-    missing = bool(absent >= MISSING_Z * r.std * math.sqrt(len(KINDS) + len(r.values)))
-    return CategoricalColumn(r.name, tuple(cats), missing, True)
+    unreleased = text + whole + fractional - sum(r.values.values())  # present, of a category not released
+    other = other if unreleased >= NOISE_Z * r.std * math.sqrt(len(KINDS) - 1 + len(r.values)) else None
+    if other is None:  # values not released get the missing code, where there is one
+        missing = bool(r.kinds["missing"] + unreleased >= MISSING_Z * r.std * math.sqrt(len(KINDS) + len(r.values)))
+    else:
+        missing = bool(r.kinds["missing"] >= MISSING_Z * r.std)
+    return CategoricalColumn(r.name, tuple(cats), missing, other is None, other)
 
 
 def _start(counts: np.ndarray, std: float) -> int:
@@ -377,7 +398,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         inner = UPPER[np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins)]
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
     if not edges:
-        raise ValueError(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
+        raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
                          "declare its bounds in a schema, give more records, or a larger epsilon")
     edges = np.unique(np.ceil(edges) if integer else np.array(edges, dtype=float))
     if edges.size == 1:
@@ -386,12 +407,16 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
-          missing=("?", ""), kinds: dict | None = None) -> TableEncoder:
+          missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          left_out: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (module docstring): one histogram per
     column, each spending an equal part of ``amount`` (in the budget's unit; None: all that
     remains) and of ``delta``.  ``kinds`` fixes the kind of the columns it names
-    (``"categorical"`` or ``"numeric"``, see :func:`column_from`).  The encoder clips numbers
-    outside a column's range into its end bins; :func:`encoded` codes the rows."""
+    (``"categorical"`` or ``"numeric"``) and ``other`` labels a categorical column's values not
+    released (see :func:`column_from`).  A column of which nothing can be released raises
+    :class:`Unreleasable`; given a dict ``left_out``, it is left out of the encoder instead and
+    ``left_out[name]`` says why.  The encoder clips numbers outside a column's range into its
+    end bins; :func:`encoded` codes the rows."""
     frame = _as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
@@ -412,7 +437,12 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
             noisy = release(name, canonical(frame[name], markers), budget, share, delta / d, rng)
-            columns[name] = column_from(noisy, bins, kinds.get(name))
+            try:
+                columns[name] = column_from(noisy, bins, kinds.get(name), other)
+            except Unreleasable as why:
+                if left_out is None:
+                    raise
+                left_out[name] = str(why)
             shown.update()
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = columns
@@ -428,7 +458,8 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
     included); a value the column cannot code (missing, text in a numeric column, a category
     outside the schema's) gets the column's missing code, or its first code when the schema
     gives it none (a data-independent choice: such records are few, by the schema's rule or by
-    the user's declaration)."""
+    the user's declaration); a column with an ``other`` code gives it to the values outside its
+    categories."""
     markers = frozenset(encoder.missing)
     codes = []
     for name, column in encoder.columns.items():
@@ -441,6 +472,8 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
         else:
             categories = [_canonical_value(c) for c in column.categories]
             code = _pandas().Index(categories, dtype=object).get_indexer(values)
+            if column.other is not None:
+                code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
         code[code < 0] = column.size - 1 if column.missing else 0
         codes.append(code)
     return Dataset(np.column_stack(codes).astype(np.int64), encoder.domain)
@@ -480,8 +513,11 @@ def _declared_column(name: str, spec):
         categories = spec.get("categories")
         if not isinstance(categories, list) or not categories:
             raise ValueError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
-        missing = _flag(name, spec)
-        return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing, missing)
+        missing, other = _flag(name, spec), spec.get("other")
+        if other is not None and not isinstance(other, str):
+            raise ValueError(f"column {name!r}: \"other\" must be a label (text), got {other!r}")
+        return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing,
+                                 missing and other is None, other)
     if kind == "numeric":
         if "edges" in spec:
             edges = spec["edges"]

@@ -244,7 +244,7 @@ def typed(values, column):
     pd = _pandas()
     if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
         return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
-    categories = [_canonical_value(c) for c in column.categories]
+    categories = [_canonical_value(c) for c in column.categories] + ([] if column.other is None else [column.other])
     if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories):
         return values.map(_canonical_value, na_action="ignore").astype("Int64")
     if all(isinstance(c, (int, float)) and math.isfinite(as_float(c)) for c in categories):
@@ -288,12 +288,17 @@ class Synthesizer:
     drop : columns of the table left out.
     kinds : ``{column: "categorical" | "numeric"}``, the kinds of inferred columns the user fixes
         (a numeric code of a category; numbers with few values to bin).
+    other : the label of an inferred categorical column's values too rare to release (a
+        category of their own, never a blank).
+    regenerate : identifier columns left out of the model and written afresh in the output
+        (1, 2, ..., n: unique, unrelated to the input's).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
                  schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
-                 progress: bool | None = None, drop=(), kinds: dict | None = None, **mechanism_options):
+                 progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
+                 regenerate=(), **mechanism_options):
         mechanism_entry(mechanism)
         if sampling not in SAMPLING:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
@@ -309,7 +314,10 @@ class Synthesizer:
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
         self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
         self.sampling = sampling
-        self.drop, self.kinds = tuple(drop), dict(kinds or {})
+        self.drop, self.kinds, self.other, self.regenerate = tuple(drop), dict(kinds or {}), str(other), \
+            tuple(regenerate)
+        self.left_out: dict[str, str] = {}
+        self.order: list[str] = []
         self.mechanism_options = dict(mechanism_options)
         self.secure = seed is None
         self.fit_rng, self.rng = _generators(seed)
@@ -337,10 +345,11 @@ class Synthesizer:
     def _fit(self, table, schema) -> "Synthesizer":
         frame = _as_frame(table)
         entry = mechanism_entry(self.mechanism)
-        unknown = [c for c in (*self.drop, *self.kinds) if c not in frame.columns]
+        unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate) if c not in frame.columns]
         if unknown:
             raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
-        frame = frame.drop(columns=list(self.drop))
+        table_order = [c for c in frame.columns if c not in self.drop]
+        frame = frame.drop(columns=list(self.drop) + list(self.regenerate))
         declared = None if schema is None else schemas.declared(schema)
         fixed = {} if declared is None else declared.columns
         absent = [c for c in fixed if c not in frame.columns]
@@ -352,16 +361,20 @@ class Synthesizer:
                              "the kinds of the columns inferred")
         open_ = [c for c in frame.columns if c not in fixed]
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
+        left_out = {}
         encoder = schemas.infer(frame[open_], budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
-                                self.bins, kinds=self.kinds) if open_ else None
+                                self.bins, kinds=self.kinds, other=self.other, left_out=left_out) if open_ else None
+        columns = {**fixed, **(encoder.columns if encoder else {})}
+        if not columns:
+            raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
         if declared is not None:  # the declared columns as declared, the others inferred, in table order
-            columns = {**fixed, **(encoder.columns if encoder else {})}
             encoder = copy.copy(declared)
-            encoder.columns = {c: columns[c] for c in frame.columns}
+        encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
         data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
+        self.left_out, self.order = left_out, [c for c in table_order if c in columns or c in self.regenerate]
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
 
@@ -393,7 +406,9 @@ class Synthesizer:
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
-        return frame
+        for name in self.regenerate:
+            frame[name] = _pandas().Series(np.arange(1, int(n) + 1), dtype="Int64")
+        return frame[self.order]
 
     def answer(self, k: int = 2):
         """The estimated counts of every ``k``-way marginal of the columns, as a DataFrame with
@@ -441,7 +456,9 @@ class Synthesizer:
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
             "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
             "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
-            "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
+            "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred, "order": self.order,
+            "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
+            "left_out": self.left_out,
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
@@ -469,6 +486,10 @@ class Synthesizer:
         synth.secure, (synth.fit_rng, synth.rng) = True, _generators(None)
         synth.encoder = TableEncoder.from_dict(state["encoder"])
         synth.schema_inferred = state["schema_inferred"]
+        synth.order = state.get("order", list(synth.encoder.columns))  # saved before columns were regenerated
+        synth.drop, synth.kinds = tuple(state.get("drop", ())), state.get("column_kinds", {})
+        synth.other, synth.regenerate = state.get("other", schemas.OTHER), tuple(state.get("regenerate", ()))
+        synth.left_out = state.get("left_out", {})
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]

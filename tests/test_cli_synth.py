@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from ektelo_pgm.cli import main
+from ektelo_pgm.schema import OTHER
 from ektelo_pgm.synthesizer import Synthesizer
 
 from test_synthesizer import ADULT_NAMES, PEOPLE_SCHEMA, people
@@ -132,7 +133,7 @@ def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
         assert f.readline().split(",")[0].isdigit()  # the first line is a record: no header written
     assert abs(len(synthetic) - len(real)) < 0.005 * len(real)  # no row dropped: the count read, plus noise
     for name in ("workclass", "education", "sex", "income"):
-        assert set(synthetic[name].dropna()) <= set(real[name])
+        assert set(synthetic[name].dropna()) <= set(real[name]) | {OTHER}  # categories too rare: one other
     for name in ("capital-gain", "capital-loss"):
         assert abs((synthetic[name] == 0).mean() - (real[name] == 0).mean()) < 0.03
     assert synthetic["age"].dropna().between(real["age"].min(), real["age"].max()).all()
@@ -163,8 +164,8 @@ def bad(tmp_path, frame):
 @pytest.mark.parametrize("make, extra, message", [
     (lambda p: bad(p, people(300)), ["--header", "--mechanism", "magic"],
      r"unknown mechanism 'magic'; choose from .*aim"),
-    (lambda p: bad(p, people(3000).assign(age="?")), ["--header", "--epsilon", "2"],
-     r"column 'age': no value is frequent enough"),  # all missing: the private schema's own rule
+    (lambda p: bad(p, people(3000).assign(age="?", city="?", member="?", income="?")), ["--header", "--epsilon", "2"],
+     r"no column can be released privately at this budget: column 'city': no value is frequent enough"),
     (lambda p: bad(p, people(300)), [], r"people.csv: say whether the CSV's first line names its columns "
                                         r"\(--header or --no-header"),
     # a binary file reads as a table of text (bytes that are not UTF-8 replaced), refused by the schema's rule
@@ -301,3 +302,22 @@ def test_column_options_and_a_partial_schema_on_the_command_line(tmp_path, table
     written = json.loads((tmp_path / "s.json").read_text())["columns"]
     assert code == 0 and [(c["name"], c["kind"]) for c in written][:2] == [("city", "categorical"), ("age", "numeric")]
     assert len(written) == 3
+
+
+def test_rare_categories_become_other_and_identifiers_are_left_out_or_regenerated(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 6000
+    cities = rng.choice([f"city{i:02d}" for i in range(40)], n, p=np.r_[[0.3, 0.2, 0.1], np.full(37, 0.4 / 37)])
+    frame = pd.DataFrame({"id": [f"R{i:06d}" for i in range(n)], "city": np.where(rng.random(n) < 0.05, None, cities),
+                          "age": rng.integers(18, 80, n), "note": [f"said {rng.integers(10 ** 9)}" for _ in range(n)]})
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    code, _, err = run(capsys, "synth", tmp_path / "people.csv", "--header", "-o", tmp_path / "out.csv", "--epsilon",
+                       1, "--mechanism", "mst", "--seed", 0, "--regenerate", "id", "--other-label", "elsewhere")
+    assert code == 0 and re.search(r"note: left out column 'note': no value is frequent enough .* at least \d+", err)
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert list(out.columns) == ["id", "city", "age"] and list(out["id"]) == list(range(1, len(out) + 1))
+    kept = set(out["city"].dropna()) - {"elsewhere"}
+    assert {"city00", "city01", "city02"} <= kept and kept < set(cities)  # the rare ones are released as one
+    share = (out["city"] == "elsewhere").mean()
+    real = 1 - pd.Series(cities)[pd.Series(cities).isin(kept)].size / n
+    assert abs(share - real) < 0.05 and abs(out["city"].isna().mean() - 0.05) < 0.02  # missing stays missing

@@ -62,6 +62,11 @@ def substitute(column: str, value: str, row: int = 0):
     return change
 
 
+def identifiers(rows):
+    """The base rows with a unique identifier in place of the country."""
+    return [r[:3] + [f"id{i:05d}"] for i, r in enumerate(rows)]
+
+
 SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62, "missing": False},
                       "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"],
                                "missing": False},
@@ -81,6 +86,7 @@ class Case:
     raw: bytes = b""  # bytes appended to the changed table's first record
     base: object = None
     flag: bool = True  # whether the command line says --header or --no-header
+    options: tuple = ()  # more arguments of synth and answer
 
     def tables(self) -> tuple[list, list]:
         rows = base_rows() if self.base is None else self.base(base_rows())
@@ -105,6 +111,9 @@ CASES = {
     "declared never missing, one missing": Case(substitute("age", ""), schema=SCHEMA),
     "PrivBayes, a category outside the schema": Case(substitute("city", "Zanzibar"), mechanism="privbayes",
                                                      schema=SCHEMA),
+    "identifier column, left out": Case(substitute("country", "id99999"), base=identifiers),
+    "identifier column, regenerated": Case(substitute("country", "id99999"), base=identifiers,
+                                           options=("--regenerate", "country")),
 }
 
 
@@ -140,7 +149,7 @@ def run(command: str, table, case: Case, seed: int, out) -> Run:
     argv = [command, str(table)] + (["--header" if case.header else "--no-header"] if case.flag else []) + [
         "--epsilon", str(EPSILON), "--delta", str(DELTA), "--seed", str(seed)]
     if command != "schema":
-        argv += ["--mechanism", case.mechanism, "--schema-share", "0.5"]
+        argv += ["--mechanism", case.mechanism, "--schema-share", "0.5", *case.options]
         if case.schema is not None:
             (out.parent / "declared.json").write_text(json.dumps(case.schema))
             argv += ["--schema", str(out.parent / "declared.json")]

@@ -210,3 +210,37 @@ def test_a_long_tail_is_cut_only_where_the_noise_hides_it():
         clipped.append(np.mean((amounts < lo) | (amounts > top)))
         assert tenth_below(amounts.min()) <= lo and top <= tenth_above(amounts.max()) + 1, (seed, lo, top)
     assert np.mean(clipped) < 0.045, clipped
+
+
+def test_values_not_released_get_an_other_code_and_missing_stays_missing():
+    rng = np.random.default_rng(0)
+    n = 20000
+    rare = [f"r{i}" for i in range(50)]  # 2,000 records spread over values of about 40 each
+    values = np.concatenate([rng.choice(["a", "b", "c"], n - 3000), rng.choice(rare, 2000), [None] * 1000])
+    frame = pd.DataFrame({"v": values})
+    column = infer(frame, Budget.zcdp(0.002), None, 1e-9, rng=0, other="else").columns["v"]  # threshold ~230
+    assert column.categories == ("a", "b", "c") and column.other == "else" and column.missing
+    data = encoded(frame, _with(column))
+    codes = np.bincount(data.records[:, 0], minlength=column.size)
+    assert list(codes) == [(values == v).sum() for v in "abc"] + [2000, 1000]
+    assert column.decode(np.arange(column.size), "midpoint", None).tolist()[:4] == ["a", "b", "c", "else"]
+    assert column.labels() == ["a", "b", "c", "else", "<missing>"]
+    again = TableEncoder.from_dict(_with(column).to_dict()).columns["v"]
+    assert again == column
+    few = infer(pd.DataFrame({"v": values[:n - 3000]}), Budget.zcdp(0.002), None, 1e-9, rng=0).columns["v"]
+    assert few.other is None and not few.missing  # nothing else to code: no other code, no missing code
+
+
+def _with(column):
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {column.name: column}
+    return encoder
+
+
+def test_a_declared_other_label_codes_values_outside_the_categories():
+    encoder = declared({"columns": {"v": {"kind": "categorical", "categories": ["a", "b"], "other": "rest"}}})
+    column = encoder.columns["v"]
+    data = encoded(pd.DataFrame({"v": ["a", "z", None, "b", "y"]}), encoder)
+    assert list(data.records[:, 0]) == [0, 2, 3, 1, 2] and column.labels() == ["a", "b", "rest", "<missing>"]
+    with pytest.raises(ValueError, match=r"column 'v': \"other\" must be a label"):
+        declared({"columns": {"v": {"kind": "categorical", "categories": ["a"], "other": 3}}})
