@@ -207,7 +207,7 @@ def _read_csv(path: str, options: dict):
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise KeyError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
-    options = {**options, "names": names, "header": options["header"], "index_col": False}
+    options = {**options, "names": names, "index_col": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
         try:
