@@ -31,3 +31,18 @@ def test_compiling_says_so_once_on_a_terminal_and_never_in_a_pipe(monkeypatch):
     compile_afresh(tree.step, np.zeros(3), 1.0, np.ones(3), np.empty(3))
     compile_afresh(tree.predicted_decrease, np.ones(3), np.ones(3), np.zeros(3))
     assert terminal.getvalue() == compiling.MESSAGE + "\n"
+
+
+def test_lifted_object_mode_blocks_compiled_in_every_process_are_not_announced(monkeypatch):
+    """numba compiles a cached kernel's ``objmode`` block (progress, Ctrl-C polls) afresh in
+    every process, with the same event: a run whose kernels all came from the cache said
+    "compiling kernels" every time on a terminal."""
+    from numba.core import event
+    from numba.core.dispatcher import ObjModeLiftedWith
+
+    monkeypatch.setattr(compiling.NOTICE, "shown", False)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    lifted = ObjModeLiftedWith.__new__(ObjModeLiftedWith)  # what the event carries for such a block
+    compiling.NOTICE.on_start(event.Event("numba:compile", event.EventStatus.START, data={"dispatcher": lifted}))
+    assert terminal.getvalue() == "" and not compiling.NOTICE.shown

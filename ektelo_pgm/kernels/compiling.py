@@ -3,13 +3,16 @@
 numba compiles a kernel only when its on-disk cache has no entry for it (the first run after
 installing or changing the package); it announces that as a ``"numba:compile"`` event.  The
 first such event for one of this package's functions prints one line on stderr if stderr is a
-terminal; pipes, files and test runs stay silent.
+terminal; pipes, files and test runs stay silent.  The ``numba.objmode`` blocks inside cached
+kernels (progress callbacks, Ctrl-C polls) are lifted code that numba compiles in every process,
+in milliseconds, with the same event: they are not announced.
 """
 from __future__ import annotations
 
 import sys
 
 from numba.core import event
+from numba.core.dispatcher import LiftedCode
 
 MESSAGE = "ektelo_pgm: compiling kernels, once per installation (about 20 s)..."
 
@@ -21,9 +24,12 @@ class CompileNotice(event.Listener):
         self.shown = False
 
     def on_start(self, ev):
-        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        dispatcher = ev.data["dispatcher"]
+        if self.shown or isinstance(dispatcher, LiftedCode):
+            return
+        module = getattr(dispatcher.py_func, "__module__", "") or ""
         stream = sys.stderr
-        if self.shown or not module.startswith("ektelo_pgm.") or stream is None or not stream.isatty():
+        if not module.startswith("ektelo_pgm.") or stream is None or not stream.isatty():
             return
         self.shown = True
         print(MESSAGE, file=stream, flush=True)
