@@ -181,12 +181,17 @@ def test_compression_merges_rare_values_and_decompresses_uniformly():
     assert np.all(back.records[:, 1] == compression.codes["v"][synthetic.records[:, 1]])
 
 
-def test_mst_refuses_a_pure_budget_and_a_single_attribute():
+def test_mst_refuses_a_pure_budget():
     with pytest.raises(ValueError, match="rho-zCDP"):
         MST().run(chain(), Budget.pure(1.0))
-    single = Dataset(np.zeros((5, 1), dtype=int), Domain(["a"], [2]))
-    with pytest.raises(ValueError, match="two attributes"):
-        MST().run(single, Budget.zcdp(1.0))
+
+
+def test_mst_on_a_single_attribute_measures_its_marginal_with_the_whole_budget():
+    records = np.repeat([0, 1, 2], [6000, 3000, 1000])[:, None]
+    budget = Budget.zcdp(0.5)
+    result = MST().run(Dataset(records, Domain(["a"], [3])), budget, rng=0)
+    assert [ch.label for ch in budget.ledger] == ["MST 1-way marginals"] and budget.remaining == 0
+    np.testing.assert_allclose(result.estimate.project(("a",)), [6000, 3000, 1000], atol=10)  # noise std 1
 
 
 def test_mst_on_titanic_end_to_end(data_dir):

@@ -126,7 +126,7 @@ class MST:
     by Private-PGM (McKenna, Miklau and Sheldon 2021).
 
     ``run`` spends all that remains of a rho-zCDP budget (``Budget.zcdp`` or ``Budget.approx``)
-    in three equal parts: 1-way marginals, the tree (``d - 1`` exponential mechanisms, each of
+    in three equal parts (all on the 1-way marginal of a single attribute): 1-way marginals, the tree (``d - 1`` exponential mechanisms, each of
     parameter ``epsilon`` with ``epsilon^2 / 8`` equal to its share), the tree's 2-way marginals.
     Hyperparameters: ``threshold`` (noise stds below which a value is rare; ``None`` compresses
     nothing), ``iters`` (mirror-descent iterations of each PGM fit: Algorithm 1, which on these
@@ -147,11 +147,9 @@ class MST:
         domain = data.domain
         if budget.notion != "zcdp":
             raise ValueError("MST measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
-        if len(domain) < 2:
-            raise ValueError(f"MST needs at least two attributes to build a tree, got {list(domain.attrs)}")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
-        third = budget.split(3)
+        third = budget.split(3) if len(domain) > 1 else budget.fraction(1)  # one attribute: no tree
 
         with progress.bar(3, "MST", unit="phase") as shown:
             oneway = [Query((a,)) for a in domain.attrs]
@@ -165,6 +163,9 @@ class MST:
             shown.update(done="1-way marginals")
 
             independent = self.reconstruction.reconstruct(compression.domain, measurements)
+            if len(domain) == 1:
+                return Result(Decompressed(independent, domain, compression.codes), measurements, oneway,
+                              budget.ledger[start:])
             pairs = list(itertools.combinations(domain.attrs, 2))
             scores = pair_scores(compressed, independent, pairs)
             step = budget.fraction(Fraction(1, 2 * (len(domain) - 1)))
