@@ -225,11 +225,20 @@ def fitted(args, frame, **options):
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
-                        regenerate=args.regenerate, **options)  # no --seed: secure noise
+                        regenerate=args.regenerate, public=args.public_categories, **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.schema)
-    for why in synth.left_out.values():
-        say(args, f"note: left out {why}")
+    notes(args, synth.left_out, synth.encoder)
     return synth
+
+
+def notes(args, left_out: dict, encoder) -> None:
+    """One line per column left out, and per column whose categories were declared public."""
+    for why in left_out.values():
+        say(args, f"note: left out {why}")
+    for column in encoder.columns.values():
+        if getattr(column, "public", False):
+            say(args, f"note: the {len(column.categories)} categories of column {column.name!r} were read as they "
+                      "are, declared public (--public-categories): not a private release")
 
 
 def kinds(args) -> dict:
@@ -238,14 +247,6 @@ def kinds(args) -> dict:
     if both:
         raise ValueError(f"columns {both} are given both --categorical and --numeric")
     return {**{c: "categorical" for c in args.categorical}, **{c: "numeric" for c in args.numeric}}
-
-
-def schema_words(args, model) -> str:
-    """How the fit's schema came about, in words."""
-    inferred = f"inferred with {args.schema_share:g} of the budget"
-    if not args.schema:
-        return f"schema {inferred}"
-    return f"schema declared, undeclared columns {inferred}" if model.schema_inferred else "declared schema"
 
 
 def say(args, message: str) -> None:
@@ -261,8 +262,7 @@ def synth(args) -> None:
     write_table(out, args.output, header)
     if args.save:
         model.save(args.save)
-    say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({args.mechanism}, "
-              f"{model.guarantee()}, {schema_words(args, model)})")
+    say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({model.settings()})")
 
 
 def answer(args) -> None:
@@ -279,22 +279,29 @@ def schema(args) -> None:
     import numpy as np
 
     from .privacy import Budget
-    from .schema import infer
+    from .encoding import TableEncoder
+    from .schema import infer, public_column
 
     check_output(args, (".json",))
     frame, _ = read_input(args)
     unknown = [c for c in args.drop if c not in frame.columns]
     if unknown:
         raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
+    unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
+    if unknown:
+        raise ValueError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     left_out = {}
-    encoder = infer(frame.drop(columns=list(args.drop)), budget, None, args.delta / 2,
-                    np.random.default_rng(args.seed), args.bins, kinds=kinds(args), other=args.other_label,
-                    left_out=left_out)
+    public = {c: public_column(frame[c]) for c in args.public_categories}
+    inferred = frame.drop(columns=list(args.drop) + list(public))
+    encoder = infer(inferred, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
+                    kinds=kinds(args), other=args.other_label, left_out=left_out) if len(inferred.columns) else \
+        TableEncoder(bins=args.bins, clip=True)
+    columns = {**encoder.columns, **public}
+    encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
     if not encoder.columns:
         raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
-    for why in left_out.values():
-        say(args, f"note: left out {why}")
+    notes(args, left_out, encoder)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
               f"(({args.epsilon:g}, {args.delta:g})-DP)")
@@ -316,7 +323,7 @@ def evaluate(args) -> None:
 
     real, synthetic = read_compared(args.real, args), read_compared(args.synthetic, args)
     orders = (1, 2, 3) if args.three_way else (1, 2)
-    evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png)
+    evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png, args.model)
     print(evaluation.text())
     for path in filter(None, (args.output, args.png and f"{args.png.removesuffix('.png')}-*.png")):
         print(f"wrote {path}")
@@ -374,6 +381,10 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    help="comma-separated columns whose inferred kind is categorical (e.g. a numeric code)")
     p.add_argument("--numeric", type=columns, default=[], help="comma-separated columns whose inferred kind is "
                    "numeric, binned")
+    p.add_argument("--public-categories", type=columns, default=[],
+                   help="comma-separated columns whose categories are public knowledge (the cities of a state, the "
+                        "codes of a codebook): read from the table as they are, without noise, and marked public "
+                        "(an assumption you vouch for, not a private release)")
     p.add_argument("--other-label", default=OTHER, help=f"the value written for categories too rare to release "
                    f"(default {OTHER!r}; missing values stay missing)")
     p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
@@ -442,6 +453,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--schema", help="JSON file fixing which columns are numeric: a schema of 'ektelo-pgm "
                    "schema' or {column: 'numeric' | 'categorical'} (default: numeric when every value is a "
                    "number and there are more than --bins distinct ones)")
+    p.add_argument("--model", help="the synthesizer saved by 'ektelo-pgm synth --save': its settings head the "
+                                   "report, and its schema explains what to do about columns far from the real ones")
     p.add_argument("--bins", type=count, default=16, help="quantile bins per numeric column (default 16)")
     p.add_argument("--three-way", action="store_true", help="also every 3-way marginal")
     p.set_defaults(handler=evaluate)

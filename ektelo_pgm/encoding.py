@@ -182,6 +182,47 @@ def as_float(value) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+#: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
+#: first that matches it whole.
+TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
+                "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y",
+                "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
+                "%b %d, %Y")
+
+
+def time_formats(values: np.ndarray) -> np.ndarray:
+    """For each :func:`canonical` value, the index in TIME_FORMATS of the first format that reads
+    it whole (-1: none, or not text); each distinct text is parsed once per format."""
+    pd = _pandas()
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    found = np.full(len(values), -1, dtype=np.int64)
+    if not text.any():
+        return found
+    codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
+    first = np.full(len(uniques), -1, dtype=np.int64)
+    for k, fmt in enumerate(TIME_FORMATS):
+        open_ = first < 0
+        if not open_.any():
+            break
+        parsed = pd.to_datetime(pd.Series(uniques[open_], dtype=object), format=fmt, errors="coerce")
+        first[np.flatnonzero(open_)[parsed.notna().to_numpy()]] = k
+    found[text] = first[codes]
+    return found
+
+
+def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
+    """:func:`canonical` values read in the time format ``fmt``: whole seconds since
+    1970-01-01T00:00:00 (an int) for each text that it reads whole, None for anything else."""
+    pd = _pandas()
+    out = np.empty(len(values), dtype=object)
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
+    parsed = pd.to_datetime(pd.Series(uniques, dtype=object), format=fmt, errors="coerce")
+    seconds = ((parsed - pd.Timestamp(0)) // pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+    out[text] = np.array([None if s != s else int(s) for s in seconds] + [None], dtype=object)[codes]
+    return out
+
+
 def _numbers(name: str, values):
     """``values`` (cleaned) as float64, raising on the first one that is not a number."""
     pd = _pandas()
@@ -219,13 +260,15 @@ def _first_row(mask: np.ndarray) -> int:
 class CategoricalColumn:
     """A column coded by category: code ``i`` is ``categories[i]``; when ``other`` (a label)
     is given, the next code stands for every value outside the categories and decodes to that
-    label; when ``missing`` the last code stands for a missing value."""
+    label; when ``missing`` the last code stands for a missing value.  ``public``: the categories
+    were declared public knowledge and read from the table as they are (not a private release)."""
 
     name: str
     categories: tuple
     missing: bool
     others_missing: bool = False  # values outside the categories get the missing code (without other)
     other: str | None = None
+    public: bool = False
 
     kind = "categorical"
 
@@ -299,7 +342,8 @@ class CategoricalColumn:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
-                "missing": self.missing, "others_missing": self.others_missing, "other": self.other}
+                "missing": self.missing, "others_missing": self.others_missing, "other": self.other,
+                **({"public": True} if self.public else {})}
 
 
 @dataclass(frozen=True)
@@ -310,13 +354,18 @@ class NumericColumn:
     and the last edge is one more than the largest value, so every bin holds
     the whole numbers ``edges[i] .. edges[i+1]-1``; otherwise the last bin is
     closed, ``[edges[-2], edges[-1]]``.  When ``missing`` the last code,
-    ``len(edges) - 1``, stands for a missing value.
+    ``len(edges) - 1``, stands for a missing value.  ``decimals`` (fractional columns): decoded
+    values are rounded to that many decimals, as the column's numbers are written (None: not
+    rounded).  ``time_format``: the numbers are whole seconds since 1970-01-01T00:00:00, read
+    from and written as text in that format (:func:`as_times`).
     """
 
     name: str
     edges: tuple
     integer: bool
     missing: bool
+    decimals: int | None = None
+    time_format: str | None = None
 
     kind = "numeric"
 
@@ -482,23 +531,31 @@ class NumericColumn:
             else:
                 values = lo + np.floor(rng.random(codes.shape) * (hi - lo))
             values[absent] = np.nan
-            return pd.Series(values, name=self.name).astype("Int64")
+            values = pd.Series(values, name=self.name).astype("Int64")
+            if self.time_format is None:
+                return values
+            return pd.to_datetime(values, unit="s").dt.strftime(self.time_format).astype(object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        if self.decimals is not None:  # as the column writes its numbers, never past its range
+            values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
         values[absent] = np.nan
         return pd.Series(values, name=self.name, dtype=float)
 
     def labels(self) -> list[str]:
-        """A readable label per code, e.g. ``"[17, 20)"``."""
-        e = [f"{x:g}" for x in self.edges]
+        """A readable label per code, e.g. ``"[17, 20)"`` (times in the column's format)."""
+        e = [f"{x:g}" if self.time_format is None else
+             _pandas().Timestamp(int(x), unit="s").strftime(self.time_format) for x in self.edges]
         out = [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)]
         if not self.integer:
             out[-1] = out[-1][:-1] + "]"
         return out + (["<missing>"] if self.missing else [])
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "edges": list(self.edges),
+        spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
+        optional = {"decimals": self.decimals, "time_format": self.time_format}
+        return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 
 def _check_bounds(name: str, bounds):
@@ -517,9 +574,11 @@ def _check_bounds(name: str, bounds):
 def _column_from_dict(spec: dict):
     if spec.get("kind") == "categorical":
         return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]),
-                                 bool(spec.get("others_missing", False)), spec.get("other"))
+                                 bool(spec.get("others_missing", False)), spec.get("other"),
+                                 bool(spec.get("public", False)))
     if spec.get("kind") == "numeric":
-        return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]))
+        return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
+                             spec.get("decimals"), spec.get("time_format"))
     raise ValueError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

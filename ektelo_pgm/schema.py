@@ -1,12 +1,13 @@
 """A table's schema (kinds, categories, bins) inferred privately, or read from what a user declares.
 
 :func:`infer` learns a :class:`~ektelo_pgm.encoding.TableEncoder` for a raw table without
-any declared metadata, reading the data only through one noisy histogram per column
-(discrete Gaussian noise on a rho-zCDP budget, discrete Laplace on a pure one).  Every record
-adds one to at most five counts of its column, so the histogram's L2 sensitivity is sqrt(5)
-(L1: 5):
+any declared metadata, reading the data only through noisy histograms (discrete Gaussian noise
+on a rho-zCDP budget, discrete Laplace on a pure one) in which a record adds one to one count
+per level (sensitivity 1 per level), spending ``1 - FINE_SHARE`` of the amount on each column
+alike (:func:`release`) and the rest where columns of numbers need it (:func:`refine`):
 
-* its *kind*: missing, text, whole number or fractional number;
+* its *kind* (a ``KIND_SHARE`` of the column's first amount): missing, text, whole number,
+  fractional number, or text in one of the date and time formats of ``TIME_FORMATS``;
 * its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
   value is released only when its noisy count reaches a threshold ``tau`` that a value held by
   one record passes with probability at most ``delta_c`` (the stability-based histogram of
@@ -14,27 +15,29 @@ adds one to at most five counts of its column, so the histogram's L2 sensitivity
   discrete noise, :func:`noise_tail`).  The ``delta_c`` of the columns add up
   to the ``delta`` given: the release is ``delta``-approximately rho-zCDP (Bun and Steinke
   2016, Def. 8.1), and composes with the zCDP of a mechanism by adding rho and delta;
-* for numbers, its *decade* ``[10^k, 10^(k+1))``, its *tenth* ``[m 10^k, (m+1) 10^k)`` and its
-  *cell* at two significant digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent
-  grid (negatives mirrored, zero apart, ``k`` in DECADES).
+* for a column of numbers (or of times, as seconds), with its values: each number's *decade*
+  ``[10^k, 10^(k+1))``, its *tenth* ``[m 10^k, (m+1) 10^k)`` and its *cell* at two significant
+  digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent grid (negatives
+  mirrored, zero apart, ``k`` in DECADES);
+* for a column binned as numbers, the digits past the cell's two where the mass is, the
+  number of distinct whole numbers, or the numbers' decimals (:func:`refine`).
 
 Everything else is post-processing of those noisy counts:
 
 * a column *of numbers* has nearly only numbers (at most ``TEXT_SHARE`` text, up to
   ``NOISE_Z`` noise stds) and released values that are all numbers; it holds *whole numbers*
-  when at most ``TEXT_SHARE`` of its numbers are fractional (likewise);
+  when at most ``TEXT_SHARE`` of its numbers are fractional (likewise); a column *of times*
+  has nearly only text in one format (:func:`_time_format`): its numbers are whole seconds,
+  binned, and written back in that format;
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z``
   noise stds (under Laplace noise: the count that an empty decade passes as rarely,
-  ``DECADE_MISS``) are kept; for a column coded integer by integer (below), where every
-  integer of the range costs a code, the range starts in the lowest, in the first of its
-  tenths where the running noisy count surely begins (``RANGE_Z`` stds), at the cell of that
-  tenth's noisy median, and ends likewise in the highest, so that it lies inside the numbers'
-  range with high probability; a binned column's range starts at the first tenth whose own
-  noisy count reaches ``RANGE_Z`` stds (``RANGE_MISS`` under Laplace noise) and ends at the
-  end of the last such tenth, so that no tenth surely holding numbers is clipped and the range
-  passes the numbers by less than a tenth, which only widens an end bin (on Adult's fnlwgt
-  at the steward's default budget 1.7% of the rows are clipped, against 8.3% with the rule of
-  whole-number spans: mean of 20 seeds);
+  ``DECADE_MISS``) are kept; the range starts in the lowest, at its first tenth that surely
+  holds numbers, alone (``RANGE_Z`` stds; ``RANGE_MISS`` under Laplace noise) or with the
+  tenths below it (a thin tail), then at the first such cell of that tenth, then at the first
+  of the refined parts below it that surely hold numbers where they hold about all of it
+  (:func:`_end`, :func:`_parts`), and ends likewise in the highest: no part surely holding
+  numbers is clipped, and the range passes the numbers by less than the finest part the
+  noise tells apart, which only widens an end bin;
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
   integers: one code per integer of the span, whatever its count, numbers outside it clipped
@@ -47,10 +50,13 @@ Everything else is post-processing of those noisy counts:
 * any other column of numbers is *numeric* when its released values are either more than
   ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers); the
   remaining columns are *categorical*, with their released values as categories;
+* a column of whole numbers almost all distinct (``ID_SHARE``) of which no value is released
+  is an *identifier*: left out (or regenerated by the caller), unless its kind is given;
 * a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
-  of the kept counts;
+  of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
+  decimals its numbers have;
 * a categorical column whose values not released are surely many (``NOISE_Z`` stds of their
   noisy count) codes them together as one category, labelled ``other`` (never a blank); a
   column has a missing code only when the records it cannot code otherwise (missing, text in a
@@ -65,7 +71,8 @@ Everything else is post-processing of those noisy counts:
 :meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
 form ``{"columns": {name: spec}}`` where ``spec`` is
 ``{"kind": "categorical", "categories": [...]}`` (with ``"other": "label"``, values outside the
-categories get a code of their own with that label) or
+categories get a code of their own with that label; ``"public": true`` records that the
+categories are public knowledge, :func:`public_column`) or
 ``{"kind": "numeric", "bounds": [lo, hi], "bins": 16}`` (whole numbers when both bounds are
 integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
 with an optional ``"missing": false`` when the column is never missing (by default it may be:
@@ -78,19 +85,19 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
 
 from . import progress
 from .dataset import Dataset
-from .encoding import (CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _canonical_value, _pandas, _python,
-                       as_float, canonical)
+from .encoding import (TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _canonical_value,
+                       _pandas, _python, as_float, as_times, canonical, time_formats)
 from .privacy import Budget, gaussian, laplace
 
-#: A record adds one to five counts of its column: kind, value, decade, tenth, cell.
-COUNTS_PER_RECORD = 5
+#: Share of a column's histogram amount that counts its kinds (:func:`release`).
+KIND_SHARE = Fraction(1, 5)
 #: A column is numeric only if at most this share of its present values is text.
 TEXT_SHARE = 0.01
 #: A noisy count below this many noise stds may well be zero.
@@ -123,6 +130,20 @@ OTHER = "(other)"
 #: mechanism here measures; AIM leaves out larger 3-way candidates by its model-size cap.
 WHOLE_CODES = 32
 KINDS = ("missing", "text", "whole", "fractional")
+#: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
+FINE_SHARE = Fraction(1, 4)
+#: Digits a refined cell gains at most: its tenths, hundredths and thousandths.
+FINE_DEPTH = 3
+#: Noise stds by which the children of a node that cannot be told from empty may hold more than
+#: TAIL_SHARE of it, for the node's numbers to be placed in the others (:func:`_parts`).
+SPLIT_Z = 2.0
+#: Nodes split at most per column and depth (the fullest, and the outermost at each end).
+FINE_NODES = 64
+#: A column of whole numbers of which no value is released and at least this share is distinct
+#: (noisy counts) is an identifier: left out, or regenerated.
+ID_SHARE = 0.99
+#: Decimals a column's numbers are told apart by at most; more is kept at full precision.
+MAX_DECIMALS = 9
 #: Relative slack on the noise's tail bound against floating-point rounding (of the noise
 #: parameter, exp and erfc: about 1e-14 here).
 TAIL_MARGIN = 1e-9
@@ -169,9 +190,16 @@ def cell_of(numbers: np.ndarray) -> np.ndarray:
 class Release:
     """The noisy histogram of one column (counts): ``kinds`` (missing, text, whole, fractional),
     ``values`` (released value -> noisy count, those at or above ``threshold``), ``levels`` (the
-    noisy counts of the numbers per decade, tenth and cell, see LEVELS), ``std``, the noise
-    std of every count, ``decade_bar``, the noisy count a decade needs to be kept, and
-    ``tenth_bar``, the noisy count that shows a tenth of a decade holds numbers."""
+    noisy counts of the numbers per decade, tenth and cell, see LEVELS; zeros for a column not
+    of numbers), ``std``, the noise std of these counts, ``kind_std``, that of the kinds,
+    ``decade_bar``, the noisy count a decade needs to be kept, and
+    ``tenth_bar``, the noisy count that shows a tenth of a decade holds numbers.  After
+    :func:`refine`: ``fine``, the noisy count of each node ``(cell, depth, index)`` below the
+    cells it split (the ``index``-th of the ``10 ** depth`` equal parts of the cell), ``fine_bar``,
+    the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those counts, ``decimals``, the decimals that tell the
+    column's numbers apart (None: full precision), and ``distinct``, the noisy number of distinct
+    whole numbers.  ``time_format``: a column of times in that
+    format, whose numbers are whole seconds (:func:`column_values`)."""
 
     name: str
     kinds: dict
@@ -179,43 +207,218 @@ class Release:
     levels: tuple
     threshold: float
     std: float
+    kind_std: float
     decade_bar: float
     tenth_bar: float
+    fine: dict = field(default_factory=dict)
+    fine_bar: float = math.inf
+    fine_std: float = math.inf
+    decimals: int | None = None
+    distinct: float | None = None
+    time_format: str | None = None
 
 
-def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng) -> Release:
-    """The noisy histogram of one column's :func:`~ektelo_pgm.encoding.canonical` values (see
-    the module docstring), spending ``amount`` of ``budget`` (its unit) in one charge; values
-    pass when their noisy count reaches the threshold that one record's value passes with
-    probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells."""
+def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
+    """The noisy histograms of one column's :func:`~ektelo_pgm.encoding.canonical` values (see
+    the module docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
+    with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
+    values and, for a column of numbers (:func:`_of_numbers` of the noisy kinds, or ``kind``
+    ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
+    count reaches the threshold that one record's value passes with probability at most
+    ``delta``.  Infinite numbers count as fractional, in the outer cells."""
     pd = _pandas()
     present = np.array([v is not None for v in values], dtype=bool)
     whole = np.array([isinstance(v, int) for v in values], dtype=bool)
     number = whole | np.array([isinstance(v, float) for v in values], dtype=bool)
-    kinds = np.array([(~present).sum(), (present & ~number).sum(), whole.sum(), (number & ~whole).sum()])
+    times = np.bincount(time_formats(values) + 1, minlength=len(TIME_FORMATS) + 1)
+    kinds = np.array([(~present).sum(), times[0] - (~present).sum() - number.sum(), whole.sum(),
+                      (number & ~whole).sum(), *times[1:]], dtype=float)
+    label, exact = f"schema of column {name!r}", Fraction(repr(float(amount)))
+    kinds, _, kind_std = _noisy(kinds, 1, budget, _floor(exact * KIND_SHARE), rng, label + ": kinds")
+    time_format = None if kind == "categorical" else _time_format(kinds, kind_std)
+    missing, text, numbers, times = kinds[0], kinds[1], kinds[2:4], kinds[4:]
+    sure = np.where(times >= NOISE_Z * kind_std, times, 0.0)  # text read as times (noise alone adds nothing)
+    if time_format is None:
+        kinds = dict(zip(KINDS, [missing, text + sure.sum(), *numbers]))
+    else:  # a column of times: the times are its numbers, anything else is text
+        at = TIME_FORMATS.index(time_format)
+        kinds = dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0]))
+        values = as_times(values, time_format)
+        present = np.array([v is not None for v in values], dtype=bool)
+        number = present
     counts = pd.Series(values[present], dtype=object).value_counts(sort=False)
-    numbers = np.array([as_float(v) for v in values[number]], dtype=float)
-    cells = np.bincount(cell_of(numbers), minlength=N_CELLS)
-    levels = [np.bincount(group, weights=cells) for group in LEVELS]
-    sizes = [4, len(counts)] + [level.size for level in levels]
-    answers = np.concatenate([kinds, counts.to_numpy()] + levels).astype(float)
-    label = f"schema of column {name!r}"
-    if budget.notion == "zcdp":
-        sensitivity = budget.sensitivity(math.sqrt(COUNTS_PER_RECORD))
-        scale = sensitivity / math.sqrt(2.0 * float(amount))
-        noisy = gaussian(answers, sensitivity, amount, rng, budget=budget, label=label)
-        std = scale
-    else:
-        sensitivity = budget.sensitivity(COUNTS_PER_RECORD)
-        scale = sensitivity / float(amount)
-        noisy = laplace(answers, sensitivity, amount, rng, budget=budget, label=label)
-        std = scale * math.sqrt(2.0)
+    parts = [counts.to_numpy()]
+    if kind == "numeric" or time_format is not None or kind is None and _of_numbers(kinds, kind_std):
+        cells = np.bincount(cell_of(np.array([as_float(v) for v in values[number]], dtype=float)), minlength=N_CELLS)
+        parts += [np.bincount(group, weights=cells) for group in LEVELS]
+    answers = np.concatenate(parts).astype(float)
+    noisy, scale, std = _noisy(answers, len(parts), budget, _floor(exact * (1 - KIND_SHARE)), rng, label)
     threshold = release_threshold(budget.notion, scale, delta)
-    decade_bar = DECADE_Z * std if budget.notion == "zcdp" else release_threshold(budget.notion, scale, DECADE_MISS) - 1
-    tenth_bar = RANGE_Z * std if budget.notion == "zcdp" else release_threshold(budget.notion, scale, RANGE_MISS) - 1
-    kinds, values, *levels = np.split(noisy.astype(float), np.cumsum(sizes)[:-1])
+    values, *levels = np.split(noisy, np.cumsum([part.size for part in parts])[:-1])
+    levels = levels or [np.zeros(group.max() + 1) for group in LEVELS]
     released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
-    return Release(name, dict(zip(KINDS, kinds)), released, tuple(levels), threshold, std, decade_bar, tenth_bar)
+    return Release(name, kinds, released, tuple(levels), threshold, std, kind_std,
+                   _bar(budget.notion, scale, DECADE_Z, DECADE_MISS), _bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
+                   time_format=time_format)
+
+
+def _time_format(kinds: np.ndarray, std: float) -> str | None:
+    """The format of a column of times, from its noisy kinds (missing, text, whole, fractional,
+    then one count per TIME_FORMATS, each of noise std ``std``): the format most values are read
+    in, when its count surely holds some (``NOISE_Z`` stds, as every other format counted) and
+    all else present is at most ``TEXT_SHARE`` of it all (up to ``NOISE_Z`` stds of the sum of
+    text, numbers and another format); else None."""
+    counts = np.clip(kinds[1:], 0.0, None)
+    counts[3:] = np.where(counts[3:] >= NOISE_Z * std, counts[3:], 0.0)
+    at = int(np.argmax(counts[3:]))
+    rest = counts.sum() - counts[3 + at]
+    if counts[3 + at] > 0 and rest <= TEXT_SHARE * counts.sum() + NOISE_Z * std * math.sqrt(4):
+        return TIME_FORMATS[at]
+    return None
+
+
+def column_values(series, markers: frozenset, time_format: str | None = None) -> np.ndarray:
+    """A raw column as the schema reads it: :func:`~ektelo_pgm.encoding.canonical` values, or
+    for a column of times, seconds (:func:`~ektelo_pgm.encoding.as_times`)."""
+    values = canonical(series, markers)
+    return values if time_format is None else as_times(values, time_format)
+
+
+def _of_numbers(kinds: dict, std: float) -> bool:
+    """Whether noisy ``kinds`` (each of noise std ``std``) show a column of numbers: surely some
+    numbers, and at most ``TEXT_SHARE`` of text (up to ``NOISE_Z`` stds)."""
+    text, whole, fractional = (max(kinds[k], 0.0) for k in ("text", "whole", "fractional"))
+    return whole + fractional >= NOISE_Z * std and text <= TEXT_SHARE * (text + whole + fractional) + NOISE_Z * std
+
+
+def _noisy(answers: np.ndarray, per_record: int, budget: Budget, amount, rng, label: str):
+    """``(noisy answers, noise scale, noise std)`` of counts to which a record adds one to at
+    most ``per_record`` of them, spending ``amount`` of ``budget`` in one charge: discrete
+    Gaussian noise under zCDP, discrete Laplace under pure DP."""
+    if budget.notion == "zcdp":
+        sensitivity = budget.sensitivity(math.sqrt(per_record))
+        scale = sensitivity / math.sqrt(2.0 * float(amount))
+        return gaussian(answers, sensitivity, amount, rng, budget=budget, label=label).astype(float), scale, scale
+    sensitivity = budget.sensitivity(per_record)
+    scale = sensitivity / float(amount)
+    noisy = laplace(answers, sensitivity, amount, rng, budget=budget, label=label).astype(float)
+    return noisy, scale, scale * math.sqrt(2.0)
+
+
+def _bar(notion: str, scale: float, z: float, miss: float) -> float:
+    """The noisy count that shows a count holds records: ``z`` noise stds under Gaussian noise;
+    under Laplace noise, whose tails are heavier, the count an empty one passes with probability
+    at most ``miss`` (the Gaussian's at ``z`` stds)."""
+    return z * scale if notion == "zcdp" else release_threshold(notion, scale, miss) - 1
+
+
+def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer: bool) -> Release:
+    """``r`` with the numbers' digits past the two significant ones of its cells, where the mass
+    is (a hierarchical histogram refined only below nodes that surely hold numbers, as in
+    PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level).
+
+    The cells whose noisy count shows they hold numbers are split into ten equal parts, the
+    parts that do into ten again, down to ``FINE_DEPTH`` digits (whole numbers: to parts one wide),
+    at most ``FINE_NODES`` nodes per depth: the fullest, and always the outermost at each end.
+    Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending an
+    equal part of ``amount``; so is, for a column of whole numbers, the number of distinct
+    numbers (sensitivity 1 too), which tells an identifier (:func:`column_from`), and for a
+    fractional column the count of numbers per
+    number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
+    decimals held by a noticeable count (``NOISE_Z`` stds and ``TEXT_SHARE`` of the numbers).  Which nodes
+    are split depends on earlier noisy counts only; a depth that would split no node spends nothing."""
+    numbers = np.array([as_float(v) for v in values if isinstance(v, (int, float))], dtype=float)
+    cells = cell_of(numbers)
+    share = _floor(Fraction(repr(float(amount))) / (FINE_DEPTH + 1))
+    fine, decimals, distinct = {}, None, None
+    if integer and r.time_format is None:
+        count = np.array([float(len({v for v in values if isinstance(v, int)}))])
+        distinct = float(_noisy(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")[0][0])
+    else:
+        digits = [min(_decimals(v), MAX_DECIMALS + 1) for v in values if isinstance(v, float)]
+        counts = np.bincount(np.array(digits, dtype=np.int64), minlength=MAX_DECIMALS + 2).astype(float)
+        counts[0] += sum(isinstance(v, int) for v in values)
+        noisy, _, std = _noisy(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
+        total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
+        noticed = np.flatnonzero(noisy >= max(NOISE_Z * std, TEXT_SHARE * total))
+        most = int(noticed[-1]) if noticed.size else 0
+        decimals = most if most <= MAX_DECIMALS else None
+    bar = fine_std = math.inf
+    nodes = [(int(c), 0, 0) for c in _sure_cells(r)]
+    for depth in range(1, FINE_DEPTH + 1):
+        nodes = [n for n in nodes if not integer or _width(n) >= 10.0]
+        if not nodes:
+            break
+        nodes = _fullest(nodes, fine, r.levels[2])
+        position = _position(numbers, cells, depth)
+        ids = np.array([c * 10 ** (depth - 1) + i for c, _, i in nodes], dtype=np.int64)  # ascending
+        parent = cells * 10 ** (depth - 1) + position // 10
+        k = np.minimum(np.searchsorted(ids, parent), ids.size - 1)
+        inside = ids[k] == parent
+        answers = np.bincount(10 * k[inside] + position[inside] % 10, minlength=10 * ids.size).astype(float)
+        noisy, scale, fine_std = _noisy(answers, 1, budget, share, rng, f"schema of column {r.name!r}: digit {depth + 2}")
+        bar = _bar(budget.notion, scale, RANGE_Z, RANGE_MISS)
+        children = [(c, depth, 10 * i + j) for c, _, i in nodes for j in range(10)]
+        fine.update(zip(children, noisy))
+        nodes = [n for n, count in zip(children, noisy) if count >= bar]
+    return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct)
+
+
+def _floor(exact: Fraction) -> float:
+    """The largest float at most ``exact``."""
+    share = float(exact)
+    while Fraction(repr(share)) > exact:
+        share = float(np.nextafter(share, 0.0))
+    return share
+
+
+def _decimals(x: float) -> int:
+    """Decimals of the shortest text that reads back as ``x`` (``2.5``: 1, ``1e-05``: 5, ``3e+20``: 0)."""
+    mantissa, _, exponent = repr(x).partition("e")
+    fraction = mantissa.partition(".")[2].rstrip("0")
+    return max(len(fraction) - int(exponent or 0), 0)
+
+
+def _sure_cells(r: Release) -> np.ndarray:
+    """The cells of finite width whose noisy count shows they hold numbers, in kept decades."""
+    finite = np.isfinite(LOWER) & np.isfinite(UPPER) & (UPPER - LOWER > 1e-300)
+    finite[[0, N_CELLS - 1]] = False
+    kept = np.isin(LEVELS[0], _kept(r.levels, r.decade_bar))
+    return np.flatnonzero(finite & kept & (r.levels[2] >= r.tenth_bar))
+
+
+def _width(node) -> float:
+    """Width of a node ``(cell, depth, index)``."""
+    cell, depth, _ = node
+    return (UPPER[cell] - LOWER[cell]) / 10.0 ** depth
+
+
+def _edges(node) -> tuple[float, float]:
+    """``[lower, upper)`` of a node ``(cell, depth, index)``."""
+    cell, depth, index = node
+    width = (UPPER[cell] - LOWER[cell]) / 10.0 ** depth
+    if depth == 0:
+        return LOWER[cell], UPPER[cell]
+    digits = 1 - math.floor(math.log10(width))  # the node's decimals, less float error
+    upper = UPPER[cell] if index == 10 ** depth - 1 else round(LOWER[cell] + width * (index + 1), digits)
+    return round(LOWER[cell] + width * index, digits), upper
+
+
+def _position(numbers: np.ndarray, cells: np.ndarray, depth: int) -> np.ndarray:
+    """Index of each number's node at ``depth`` inside its cell."""
+    parts = 10 ** depth
+    at = np.floor((numbers - LOWER[cells]) / (UPPER[cells] - LOWER[cells]) * parts)
+    return np.clip(np.nan_to_num(at), 0, parts - 1).astype(np.int64)
+
+
+def _fullest(nodes: list, fine: dict, cells: np.ndarray) -> list:
+    """At most ``FINE_NODES`` of ``nodes`` (in grid order): the outermost at each end, then the
+    fullest by noisy count."""
+    if len(nodes) <= FINE_NODES:
+        return nodes
+    count = lambda n: fine.get(n, cells[n[0]])  # noqa: E731
+    order = sorted(range(1, len(nodes) - 1), key=lambda k: -count(nodes[k]))
+    return [nodes[k] for k in sorted([0, len(nodes) - 1] + order[:FINE_NODES - 2])]
 
 
 def release_threshold(notion: str, scale: float, delta: float) -> float:
@@ -270,15 +473,20 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
-    of_numbers = kind == "numeric" or kind is None and whole + fractional >= NOISE_Z * r.std \
-        and text <= TEXT_SHARE * present + NOISE_Z * r.std and all(not isinstance(v, str) for v in r.values)
-    integer = bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.std)
-    missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.std * math.sqrt(2))
-    binned = of_numbers and (kind == "numeric" or len(r.values) > bins or covered < 1 - TAIL_SHARE)
-    span = whole_span(r) if of_numbers and integer else None
+    timed = r.time_format is not None
+    of_numbers = kind == "numeric" or timed or kind is None and _of_numbers(r.kinds, r.kind_std) \
+        and all(not isinstance(v, str) for v in r.values)
+    integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
+    missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.kind_std * math.sqrt(2))
+    binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE)
+    span = whole_span(r) if of_numbers and integer and not timed else None
     if span is not None and span[1] - span[0] < WHOLE_CODES * bins \
             and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
+    if binned and kind is None and r.distinct is not None and not r.values \
+            and r.distinct >= ID_SHARE * max(whole, 1.0):
+        raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "
+                           "released privately (declare it --numeric to keep it as numbers)")
     if binned:
         return numeric_from(r, bins, integer, missing)
     if not r.values:
@@ -288,48 +496,82 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
                            "schema, give more records, or a larger epsilon")
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a category not released
-    other = other if unreleased >= NOISE_Z * r.std * math.sqrt(len(KINDS) - 1 + len(r.values)) else None
+    spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
+    other = other if unreleased >= NOISE_Z * spread(len(KINDS) - 1) else None
     if other is None:  # values not released get the missing code, where there is one
-        missing = bool(r.kinds["missing"] + unreleased >= MISSING_Z * r.std * math.sqrt(len(KINDS) + len(r.values)))
+        missing = bool(r.kinds["missing"] + unreleased >= MISSING_Z * spread(len(KINDS)))
     else:
-        missing = bool(r.kinds["missing"] >= MISSING_Z * r.std)
+        missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
     return CategoricalColumn(r.name, tuple(cats), missing, other is None, other)
 
 
-def _start(counts: np.ndarray, std: float) -> int:
-    """Index of the first of the noisy ``counts`` (each of noise std ``std``) at which their
-    running sum exceeds ``RANGE_Z`` times its noise std: where the numbers have surely begun
-    (the largest count when that never happens: the numbers are most likely there)."""
-    above = np.flatnonzero(np.cumsum(counts) >= RANGE_Z * std * np.sqrt(np.arange(1, counts.size + 1)))
-    return int(above[0]) if above.size else int(np.argmax(counts))
-
-
-def _inner_end(levels, std: float, kept: int, reverse: bool) -> int:
-    """The cell where a whole-number span starts (``reverse``: ends) inside the decade ``kept``:
-    the first of its tenths (``reverse``: the last) where the numbers surely begin, then the cell
-    of that tenth's noisy median (counts clipped at zero), which holds numbers with high
-    probability: every integer of the span costs a code, so the span stays inside the numbers."""
+def _end(levels, fine: dict, r: Release, kept: int, reverse: bool) -> tuple:
+    """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
+    decade ``kept``: its first tenth (``reverse``: its last) that surely holds numbers, alone or
+    with those beyond it (:func:`_first`); in it the first such cell; below that, the first of
+    the :func:`_parts` of each node split.  So the range holds every node that surely holds
+    numbers, and passes the numbers by less than the finest node the noise lets it tell apart
+    (which only widens an end bin)."""
+    step = -1 if reverse else 1
     cells = np.flatnonzero(LEVELS[0] == kept)
-    tenths = np.unique(LEVELS[1][cells])[::-1 if reverse else 1]
-    tenth = tenths[_start(levels[1][tenths], std)]
-    cells = cells[LEVELS[1][cells] == tenth][::-1 if reverse else 1]
-    running = np.cumsum(np.clip(levels[2][cells], 0.0, None))
-    return int(cells[min(np.searchsorted(running, running[-1] / 2), cells.size - 1)])
+    tenths = np.unique(LEVELS[1][cells])[::step]
+    tenth = tenths[_first(levels[1][tenths], r, int(np.argmax(levels[1][tenths])))]  # else the fullest
+    cells = cells[LEVELS[1][cells] == tenth][::step]
+    node = (int(cells[_first(levels[2][cells], r, 0)]), 0, 0)  # else the outer cell
+    while (parts := _parts(node, fine, r)):
+        node = parts[::step][0][0]
+    return node
 
 
-def _outer_end(levels, r: Release, kept: int, reverse: bool) -> int:
-    """The cell where a binned column's range starts (``reverse``: ends) inside the decade
-    ``kept``: the outer cell of its first tenth (``reverse``: its last) whose noisy count reaches
-    ``r.tenth_bar``, so surely holds numbers (where none does, of the tenth where their running
-    count surely begins, :func:`_start`).  Every sure tenth is inside the range whole: only
-    the numbers of tenths too sparse to tell from the noise are clipped, and the range passes
-    the numbers by less than a tenth, which widens the end bin only."""
-    cells = np.flatnonzero(LEVELS[0] == kept)
-    tenths = np.unique(LEVELS[1][cells])[::-1 if reverse else 1]
-    sure = np.flatnonzero(levels[1][tenths] >= r.tenth_bar)
-    tenth = tenths[sure[0] if sure.size else _start(levels[1][tenths], r.std)]
-    cells = cells[LEVELS[1][cells] == tenth]
-    return int(cells[-1] if reverse else cells[0])
+def _first(counts: np.ndarray, r: Release, fallback: int) -> int:
+    """Index of the first of the noisy ``counts`` that surely holds numbers (``r.tenth_bar``), or
+    at which their running sum surely does (``RANGE_Z`` stds of the sum: a thin tail),
+    whichever comes first; ``fallback`` when neither happens."""
+    sure = (counts >= r.tenth_bar) | (np.cumsum(counts) >= RANGE_Z * r.std * np.sqrt(np.arange(1, counts.size + 1)))
+    return int(np.argmax(sure)) if sure.any() else fallback
+
+
+def _parts(node, fine: dict, r: Release) -> list:
+    """``[(child, noisy count)]`` of the children of ``node`` that surely hold numbers (noisy count
+    at least ``r.fine_bar``), when :func:`refine` split it and the others hold little of it: the
+    sum of their noisy counts at most ``TAIL_SHARE`` of the children's (clipped at zero), up to
+    ``SPLIT_Z`` stds of that sum; else ``[]`` (its numbers are too spread for the noise to place
+    them: the node is kept whole)."""
+    parts = _children(node)
+    if parts[0] not in fine:
+        return []
+    sure = [(part, fine[part]) for part in parts if fine[part] >= r.fine_bar]
+    rest = [fine[part] for part in parts if fine[part] < r.fine_bar]
+    total = sum(c for _, c in sure) + sum(max(c, 0.0) for c in rest)
+    return sure if sum(rest) <= TAIL_SHARE * total + SPLIT_Z * math.sqrt(len(rest)) * r.fine_std else []
+
+
+def _children(node) -> list:
+    """The ten nodes one digit below ``node``, in order."""
+    cell, depth, index = node
+    return [(cell, depth + 1, 10 * index + j) for j in range(10)]
+
+
+def _atoms(levels, fine: dict, r: Release, kept: np.ndarray):
+    """``(lower, upper, count)`` arrays of the finest nodes holding numbers, in order: the counts
+    per cell of :func:`_spread`, each cell's shared among its :func:`_parts` in proportion to
+    their noisy counts, and theirs likewise, down to nodes kept whole."""
+    lower, upper, count = [], [], []
+
+    def share(node, mass):
+        parts = _parts(node, fine, r)
+        if not parts:
+            lo, hi = _edges(node)
+            lower.append(lo), upper.append(hi), count.append(mass)
+            return
+        total = sum(c for _, c in parts)
+        for part, weight in parts:
+            share(part, mass * weight / total)
+
+    cells = _spread(levels, kept)
+    for cell in np.flatnonzero(cells > 0):
+        share((int(cell), 0, 0), cells[cell])
+    return np.array(lower), np.array(upper), np.array(count)
 
 
 def _spread(levels, kept: np.ndarray) -> np.ndarray:
@@ -356,18 +598,17 @@ def _kept(levels, bar: float) -> np.ndarray:
 
 
 def whole_span(r: Release):
-    """The integers ``(lo, hi)`` of the column's range (module docstring): from the largest
-    integer of its first cell to the smallest of its last, so inside the numbers' range with
-    high probability, then widened to the released whole values (each held by records); None
-    when no decade is kept or when the range ends in an outer cell (beyond the grid)."""
+    """The integers ``(lo, hi)`` of the column's range (module docstring, :func:`_end`), widened to
+    the released whole values (each held by records); None when no decade is kept or when the
+    range ends in an outer cell (beyond the grid)."""
     kept = _kept(r.levels, r.decade_bar)
     if not kept.size:
         return None
-    first = _inner_end(r.levels, r.std, kept[0], reverse=False)
-    last = _inner_end(r.levels, r.std, kept[-1], reverse=True)
-    if first == 0 or last == N_CELLS - 1:
+    first = _end(r.levels, r.fine, r, kept[0], reverse=False)
+    last = _end(r.levels, r.fine, r, kept[-1], reverse=True)
+    if first[0] == 0 or last[0] == N_CELLS - 1:
         return None
-    lo, hi = math.ceil(UPPER[first]) - 1, math.ceil(LOWER[last])
+    lo, hi = math.ceil(_edges(first)[0]), math.ceil(_edges(last)[1]) - 1
     released = [v for v in r.values if isinstance(v, int)]
     lo, hi = min([lo] + released), max([hi] + released)
     return (lo, hi) if lo <= hi else None
@@ -377,25 +618,32 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     """Bins from the noisy counts of the numbers, point masses apart (module docstring).
 
     Decades whose noisy count reaches the release's ``decade_bar`` are kept; the range starts in the
-    lowest at its first tenth that surely holds numbers (:func:`_outer_end`) and ends likewise
-    in the highest;
-    the inner edges are the ``j / bins`` quantiles of the kept counts (:func:`_spread`); every
-    point mass adds a bin of its own."""
+    lowest (:func:`_end`) and ends likewise in the highest; the inner edges are the ``j / bins``
+    quantiles of the counts of the finest nodes (:func:`_atoms`); every point mass adds a bin of
+    its own.  Sampled values keep the column's ``decimals``."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     points = sorted(v for v, c in r.values.items() if c >= numbers / bins and math.isfinite(as_float(v)))
     levels = [counts.copy() for counts in r.levels]
-    for v in points:  # a point mass is its own bin: take it out of its cell, tenth and decade
-        at = cell_of(np.array([as_float(v)]))[0]
+    fine = dict(r.fine)
+    for v in points:  # a point mass is its own bin: take it out of every count that holds it
+        x = np.array([as_float(v)])
+        at = cell_of(x)
         for group, counts in zip(LEVELS, levels):
-            counts[group[at]] -= r.values[v]
+            counts[group[at[0]]] -= r.values[v]
+        for depth in range(1, FINE_DEPTH + 1):
+            node = (int(at[0]), depth, int(_position(x, at, depth)[0]))
+            if node in fine:
+                fine[node] -= r.values[v]
     edges = [as_float(v) for v in points]
     edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
     kept = _kept(levels, r.decade_bar)
     if kept.size:
-        lo = LOWER[_outer_end(levels, r, kept[0], reverse=False)]
-        hi = UPPER[_outer_end(levels, r, kept[-1], reverse=True)]
-        cumulative = np.cumsum(_spread(levels, kept))
-        inner = UPPER[np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins)]
+        lo = _edges(_end(levels, fine, r, kept[0], reverse=False))[0]
+        hi = _edges(_end(levels, fine, r, kept[-1], reverse=True))[1]
+        _, upper, count = _atoms(levels, fine, r, kept)
+        cumulative = np.cumsum(count)
+        inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
+                                 upper.size - 1)] if upper.size else []
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
     if not edges:
         raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
@@ -403,17 +651,20 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     edges = np.unique(np.ceil(edges) if integer else np.array(edges, dtype=float))
     if edges.size == 1:
         edges = np.append(edges, edges[0] + 1.0 if integer else np.nextafter(edges[0], math.inf))
-    return NumericColumn(r.name, tuple(_python(e) for e in edges), integer, missing)
+    decimals = None if integer else r.decimals
+    return NumericColumn(r.name, tuple(_python(e) for e in edges), integer, missing, decimals, r.time_format)
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None) -> TableEncoder:
-    """A TableEncoder for ``table`` learnt privately (module docstring): one histogram per
-    column, each spending an equal part of ``amount`` (in the budget's unit; None: all that
-    remains) and of ``delta``.  ``kinds`` fixes the kind of the columns it names
-    (``"categorical"`` or ``"numeric"``) and ``other`` labels a categorical column's values not
-    released (see :func:`column_from`).  A column of which nothing can be released raises
+    """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
+    the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
+    spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
+    binned as numbers share the rest equally to :func:`refine` their bins (where no column is,
+    it is not spent).  ``kinds`` fixes the kind of the columns it names (``"categorical"`` or
+    ``"numeric"``) and ``other`` labels a categorical column's values not released (see
+    :func:`column_from`).  A column of which nothing can be released raises
     :class:`Unreleasable`; given a dict ``left_out``, it is left out of the encoder instead and
     ``left_out[name]`` says why.  The encoder clips numbers outside a column's range into its
     end bins; :func:`encoded` codes the rows."""
@@ -425,28 +676,51 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
                          "'categorical' or 'numeric'")
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
-    if amount is None:
-        share = budget.split(d)
-    else:
-        exact = Fraction(repr(float(amount))) / d
-        share = float(exact)
-        while Fraction(repr(share)) > exact:  # never more than the exact share
-            share = float(np.nextafter(share, 0.0))
+    total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
     markers = frozenset(missing)
-    columns = {}
+    releases, columns, why = {}, {}, {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
-            noisy = release(name, canonical(frame[name], markers), budget, share, delta / d, rng)
+            releases[name] = release(name, canonical(frame[name], markers), budget,
+                                     _floor(total * (1 - FINE_SHARE) / d), delta / d, rng, kinds.get(name))
             try:
-                columns[name] = column_from(noisy, bins, kinds.get(name), other)
-            except Unreleasable as why:
-                if left_out is None:
-                    raise
-                left_out[name] = str(why)
+                columns[name] = column_from(releases[name], bins, kinds.get(name), other)
+            except Unreleasable as reason:
+                why[name] = reason
             shown.update()
+    binned = [name for name, column in columns.items() if column.kind == "numeric"]
+    with progress.bar(len(binned), "schema digits", "column") as shown:
+        for name in binned:
+            refined = refine(releases[name], column_values(frame[name], markers, releases[name].time_format), budget,
+                             _floor(total * FINE_SHARE / len(binned)), rng, columns[name].integer)
+            try:
+                columns[name] = column_from(refined, bins, kinds.get(name), other)
+            except Unreleasable as reason:
+                why[name] = reason
+                del columns[name]
+            shown.update()
+    if why and left_out is None:
+        raise next(iter(why.values()))
+    if why:
+        left_out.update({name: str(reason) for name, reason in why.items()})
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
-    encoder.columns = columns
+    encoder.columns = {name: columns[name] for name in frame.columns if name in columns}
     return encoder
+
+
+def public_column(series, missing=("?", "")) -> CategoricalColumn:
+    """The column of a table whose categories the user declares public knowledge (the cities of a
+    state, the codes of a codebook): every value present, as :func:`~ektelo_pgm.encoding.canonical`
+    reads it, is a category (numbers first, then text, each sorted), with a missing code when a
+    value is missing.  Read from the table as it is, without noise: a declared assumption that
+    the set of values is known without the table, which the user vouches for; no privacy is
+    spent and none is claimed for the set (docs/privacy.md)."""
+    values = canonical(series, frozenset(missing))
+    present = {v for v in values if v is not None}
+    categories = sorted(present, key=lambda v: (isinstance(v, str), v))
+    if not categories:
+        raise ValueError(f"column {series.name!r} is declared to have public categories but has no value")
+    return CategoricalColumn(str(series.name), tuple(categories), any(v is None for v in values), public=True)
 
 
 def encoded(frame, encoder: TableEncoder) -> Dataset:
@@ -463,7 +737,7 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
     markers = frozenset(encoder.missing)
     codes = []
     for name, column in encoder.columns.items():
-        values = canonical(frame[name], markers)
+        values = column_values(frame[name], markers, getattr(column, "time_format", None))
         if column.kind == "numeric":
             number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
             code = np.full(len(values), -1, dtype=np.int64)
@@ -516,8 +790,11 @@ def _declared_column(name: str, spec):
         missing, other = _flag(name, spec), spec.get("other")
         if other is not None and not isinstance(other, str):
             raise ValueError(f"column {name!r}: \"other\" must be a label (text), got {other!r}")
+        public = spec.get("public", False)
+        if not isinstance(public, bool):
+            raise ValueError(f"column {name!r}: \"public\" must be true or false, got {public!r}")
         return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing,
-                                 missing and other is None, other)
+                                 missing and other is None, other, public)
     if kind == "numeric":
         if "edges" in spec:
             edges = spec["edges"]

@@ -240,8 +240,10 @@ def has_header(path) -> bool:
 def typed(values, column):
     """A decoded column in the value type its schema fixes, never the raw table's: whole numbers
     (a numeric column of integers, or categories that are all whole numbers) as nullable
-    integers, other numbers as floats, anything else as text."""
+    integers, other numbers as floats, anything else (times included) as text."""
     pd = _pandas()
+    if column.kind == "numeric" and column.time_format is not None:  # text in the column's time format
+        return values.astype(object)
     if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
         return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
     categories = [_canonical_value(c) for c in column.categories] + ([] if column.other is None else [column.other])
@@ -292,13 +294,16 @@ class Synthesizer:
         category of their own, never a blank).
     regenerate : identifier columns left out of the model and written afresh in the output
         (1, 2, ..., n: unique, unrelated to the input's).
+    public : columns whose categories the user declares public knowledge: read from the table as
+        they are, without noise (:func:`ektelo_pgm.schema.public_column`; a declared assumption,
+        not a private release, listed in :attr:`public`).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
                  schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
                  progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
-                 regenerate=(), **mechanism_options):
+                 regenerate=(), public=(), **mechanism_options):
         mechanism_entry(mechanism)
         if sampling not in SAMPLING:
             raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
@@ -316,6 +321,7 @@ class Synthesizer:
         self.sampling = sampling
         self.drop, self.kinds, self.other, self.regenerate = tuple(drop), dict(kinds or {}), str(other), \
             tuple(regenerate)
+        self.public = tuple(public)
         self.left_out: dict[str, str] = {}
         self.order: list[str] = []
         self.mechanism_options = dict(mechanism_options)
@@ -327,6 +333,7 @@ class Synthesizer:
         self.total: Fraction | None = None
         self.unit: str | None = None
         self.schema_inferred: bool | None = None
+        self.schema_declared: bool | None = None
 
     # fitting -----------------------------------------------------------------
     def fit(self, table, schema=None, header: bool | None = None) -> "Synthesizer":
@@ -345,13 +352,18 @@ class Synthesizer:
     def _fit(self, table, schema) -> "Synthesizer":
         frame = _as_frame(table)
         entry = mechanism_entry(self.mechanism)
-        unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate) if c not in frame.columns]
+        unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate, *self.public) if c not in frame.columns]
         if unknown:
             raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
         table_order = [c for c in frame.columns if c not in self.drop]
         frame = frame.drop(columns=list(self.drop) + list(self.regenerate))
         declared = None if schema is None else schemas.declared(schema)
         fixed = {} if declared is None else declared.columns
+        twice = [c for c in self.public if c in fixed or c in self.kinds or c in self.drop or c in self.regenerate]
+        if twice:
+            raise ValueError(f"columns {twice} have public categories and are also declared, dropped, regenerated or "
+                             "given a kind")
+        fixed = {**fixed, **{c: schemas.public_column(frame[c]) for c in self.public}}
         absent = [c for c in fixed if c not in frame.columns]
         if absent:
             raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
@@ -369,11 +381,14 @@ class Synthesizer:
             raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
         if declared is not None:  # the declared columns as declared, the others inferred, in table order
             encoder = copy.copy(declared)
+        elif encoder is None:  # every column's categories public
+            encoder = TableEncoder(bins=self.bins, clip=True)
         encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
         data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
+        self.schema_declared = declared is not None
         self.left_out, self.order = left_out, [c for c in table_order if c in columns or c in self.regenerate]
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
@@ -435,6 +450,14 @@ class Synthesizer:
         """Exact total of the ledger's charges, in the budget's unit (:attr:`unit`)."""
         return sum((c.amount for c in self.ledger), Fraction(0))
 
+    def settings(self) -> str:
+        """The fit's mechanism, guarantee and schema, in words (a report's first line)."""
+        self._fitted()
+        inferred = f"inferred with {self.schema_share:g} of the budget"
+        schema = "schema declared" if not self.schema_inferred else \
+            f"schema declared, undeclared columns {inferred}" if self.schema_declared else f"schema {inferred}"
+        return f"{self.mechanism}, {self.guarantee()}, {schema}"
+
     def guarantee(self) -> str:
         """The privacy guarantee of the fit, in words."""
         self._fitted()
@@ -456,9 +479,10 @@ class Synthesizer:
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
             "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
             "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
-            "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred, "order": self.order,
+            "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
+            "schema_declared": self.schema_declared, "order": self.order,
             "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
-            "left_out": self.left_out,
+            "public": list(self.public), "left_out": self.left_out,
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
@@ -486,9 +510,11 @@ class Synthesizer:
         synth.secure, (synth.fit_rng, synth.rng) = True, _generators(None)
         synth.encoder = TableEncoder.from_dict(state["encoder"])
         synth.schema_inferred = state["schema_inferred"]
+        synth.schema_declared = state.get("schema_declared", not synth.schema_inferred)
         synth.order = state.get("order", list(synth.encoder.columns))  # saved before columns were regenerated
         synth.drop, synth.kinds = tuple(state.get("drop", ())), state.get("column_kinds", {})
         synth.other, synth.regenerate = state.get("other", schemas.OTHER), tuple(state.get("regenerate", ()))
+        synth.public = tuple(state.get("public", ()))
         synth.left_out = state.get("left_out", {})
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])

@@ -323,3 +323,30 @@ def test_rare_categories_become_other_and_identifiers_are_left_out_or_regenerate
     share = (out["city"] == "elsewhere").mean()
     real = 1 - pd.Series(cities)[pd.Series(cities).isin(kept)].size / n
     assert abs(share - real) < 0.05 and abs(out["city"].isna().mean() - 0.05) < 0.02  # missing stays missing
+
+
+def test_public_categories_are_kept_whole_marked_public_and_cost_nothing(tmp_path, capsys):
+    """46 cities of about 190 rows each, about the release threshold: inferred, most are too
+    rare; declared public, each is a category, and the schema says so."""
+    rng = np.random.default_rng(0)
+    n = 8600
+    frame = pd.DataFrame({"city": rng.choice([f"town {i:02d}" for i in range(46)], n), "sales": rng.integers(10, 900, n)})
+    frame.to_csv(tmp_path / "tx.csv", index=False)
+    common = ["--header", "--epsilon", 1, "--seed", 0]
+    code, _, err = run(capsys, "schema", tmp_path / "tx.csv", "-o", tmp_path / "s.json", *common,
+                       "--public-categories", "city")
+    city = json.loads((tmp_path / "s.json").read_text())["columns"][0]
+    assert code == 0 and city["public"] is True and len(city["categories"]) == 46
+    assert "note: the 46 categories of column 'city' were read as they are, declared public" in err
+    code, _, err = run(capsys, "synth", tmp_path / "tx.csv", "-o", tmp_path / "out.csv", *common, "--mechanism", "mst",
+                       "--public-categories", "city", "--save", tmp_path / "m.npz")
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert code == 0 and set(out["city"]) == set(frame["city"]) and out["city"].notna().all()
+    model = Synthesizer.load(tmp_path / "m.npz")
+    assert model.public == ("city",) and not any("'city'" in c.label for c in model.ledger)
+    code, _, err = run(capsys, "synth", tmp_path / "tx.csv", "-o", tmp_path / "out.csv", *common, "--mechanism", "mst",
+                       "--public-categories", "city", "--drop", "city")
+    assert code == 1 and "columns ['city'] have public categories and are also declared, dropped" in err
+    code, _, _ = run(capsys, "synth", tmp_path / "tx.csv", "-o", tmp_path / "out.csv", *common, "--mechanism", "mst")
+    inferred = set(pd.read_csv(tmp_path / "out.csv")["city"]) - {OTHER}
+    assert code == 0 and len(inferred) < 46  # inferred privately, most are too rare to release

@@ -149,8 +149,8 @@ CASES = {
     "TableEncoder private fit": ("pure", 1.0, lambda _, b: TableEncoder(
         bins=4, binning="quantile", bounds={"income": (0, 100_000)}, categories={"job": ["a", "b", "c", "z"]})
         .fit(_table(), budget=b, rng=0, threshold=20), {(ENCODING, "laplace"), (ENCODING, "exponential")}),
-    "schema.infer, zCDP": ("zcdp", 1.0, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "gaussian")}),
-    "schema.infer, pure": ("pure", 20.0, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "laplace")}),
+    "schema.infer, zCDP": ("zcdp", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "gaussian")}),
+    "schema.infer, pure": ("pure", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "laplace")}),
 }
 
 

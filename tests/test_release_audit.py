@@ -67,6 +67,18 @@ def identifiers(rows):
     return [r[:3] + [f"id{i:05d}"] for i, r in enumerate(rows)]
 
 
+def numbered(rows):
+    """The base rows with a unique whole number (a row id) in place of the country."""
+    return [r[:3] + [str(i + 1000)] for i, r in enumerate(rows)]
+
+
+def stamped(rows):
+    """The base rows with a time of 2019 (a timestamp to the second) in place of the country."""
+    seconds = np.random.default_rng(8).integers(0, 365 * 86400, len(rows))
+    times = (np.datetime64("2019-01-01T00:00:00") + seconds.astype("timedelta64[s]")).astype(str)
+    return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
+
+
 SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62, "missing": False},
                       "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"],
                                "missing": False},
@@ -87,6 +99,7 @@ class Case:
     base: object = None
     flag: bool = True  # whether the command line says --header or --no-header
     options: tuple = ()  # more arguments of synth and answer
+    common: tuple = ()  # more arguments of every command
 
     def tables(self) -> tuple[list, list]:
         rows = base_rows() if self.base is None else self.base(base_rows())
@@ -114,6 +127,10 @@ CASES = {
     "identifier column, left out": Case(substitute("country", "id99999"), base=identifiers),
     "identifier column, regenerated": Case(substitute("country", "id99999"), base=identifiers,
                                            options=("--regenerate", "country")),
+    "whole-number identifier column": Case(substitute("country", "99999999"), base=numbered),
+    "time far outside the others": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped),
+    "time in another format": Case(substitute("country", "12/31/2019"), base=stamped),
+    "public categories, another of them": Case(substitute("city", "Lille"), common=("--public-categories", "city")),
 }
 
 
@@ -147,7 +164,7 @@ def run(command: str, table, case: Case, seed: int, out) -> Run:
     for old in out.iterdir():
         old.unlink()
     argv = [command, str(table)] + (["--header" if case.header else "--no-header"] if case.flag else []) + [
-        "--epsilon", str(EPSILON), "--delta", str(DELTA), "--seed", str(seed)]
+        "--epsilon", str(EPSILON), "--delta", str(DELTA), "--seed", str(seed), *case.common]
     if command != "schema":
         argv += ["--mechanism", case.mechanism, "--schema-share", "0.5", *case.options]
         if case.schema is not None:

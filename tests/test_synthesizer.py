@@ -76,10 +76,12 @@ def test_ledger_spends_the_budget_exactly():
     assert synth.unit == "rho"
     assert synth.total == Fraction(repr(approx_to_zcdp(1.0, 0.75e-9)))
     schema = [c for c in synth.ledger if c.label.startswith("schema of column")]
-    assert [c.label for c in schema] == [f"schema of column {n!r}" for n in ("city", "age", "income", "member")]
-    assert len({c.amount for c in schema}) == 1  # equal shares
-    assert sum(c.amount for c in schema) <= synth.total / 4
-    assert synth.total / 4 - sum(c.amount for c in schema) < synth.total * Fraction(1, 10 ** 12)
+    names = ("city", "age", "income", "member")
+    histograms = [f"schema of column {n!r}{part}" for n in names for part in (": kinds", "")]
+    assert [c.label for c in schema[:8]] == histograms  # then the digits of the binned columns
+    assert len({c.amount for c in schema[:8:2]}) == len({c.amount for c in schema[1:8:2]}) == 1  # equal shares
+    assert sum(c.amount for c in schema[:8]) <= synth.total / 4 * Fraction(3, 4)
+    assert sum(c.amount for c in schema) <= synth.total / 4  # what the digits leave goes to the mechanism
     assert synth.spent <= synth.total and synth.total - synth.spent < synth.total * Fraction(1, 10 ** 12)
 
 
@@ -428,7 +430,8 @@ def test_a_partial_schema_fixes_its_columns_and_the_others_are_inferred():
     assert list(synth.encoder.columns) == ["city", "age", "member"]  # the table's order, income dropped
     assert synth.encoder.columns["city"] == declared(schema).columns["city"]  # as declared, Lille included
     assert synth.encoder.columns["age"].kind == "categorical" and synth.schema_inferred
-    assert [c.label for c in synth.ledger[:2]] == ["schema of column 'age'", "schema of column 'member'"]
+    assert [c.label for c in synth.ledger[:4]] == ["schema of column 'age': kinds", "schema of column 'age'",
+                                                   "schema of column 'member': kinds", "schema of column 'member'"]
     assert list(synth.sample(100).columns) == ["city", "age", "member"]
     full = Synthesizer("mst", epsilon=2.0, seed=0).fit(table, PEOPLE_SCHEMA)
     assert not full.schema_inferred and not any(c.label.startswith("schema") for c in full.ledger)
