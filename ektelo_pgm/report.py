@@ -201,16 +201,42 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / p.sum() - q / q.sum()).sum())
 
 
+#: A column whose 1-way TVD exceeds this gets a line of advice.
+ADVICE_TVD = 0.10
+#: Shares above which a numeric column's real values are clipped by its range, and a categorical
+#: column's synthetic rows are its other category, enough to name as the cause.
+CLIPPED_SHARE = 0.02
+OTHER_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What a steward can do about one column: its 1-way TVD (None: not in the synthetic
+    table), the likely ``cause`` and the ``remedy``, in words."""
+
+    column: str
+    tvd: float | None
+    cause: str
+    remedy: str
+
+    def text(self) -> str:
+        shown = "not in the synthetic table" if self.tvd is None else f"1-way TVD {self.tvd:.3f}"
+        return f"{self.column} ({shown}): {self.cause}; {self.remedy}"
+
+
 @dataclass
 class Evaluation:
     """The outcome of :func:`evaluate`: both tables coded by ``discretisation`` and the TVD of
     every marginal in ``errors`` (a DataFrame: ``order``, ``marginal`` (a tuple of columns),
-    ``tvd``; worst first)."""
+    ``tvd``; worst first); ``release``, the fit's settings in words where the model was given;
+    ``advice``, per column far from the real one or absent (:func:`advise`)."""
 
     discretisation: Discretisation
     real: Dataset
     synthetic: Dataset
     errors: object  # pandas.DataFrame
+    release: str | None = None
+    advice: tuple = ()
 
     def summary(self):
         """Per marginal order: how many marginals, mean, median and max TVD."""
@@ -224,8 +250,9 @@ class Evaluation:
 
     def text(self, worst: int = 5) -> str:
         """The error table printed by ``ektelo-pgm evaluate``."""
-        lines = [f"real: {len(self.real):,} rows, synthetic: {len(self.synthetic):,} rows, "
-                 f"{len(self.discretisation.columns)} columns",
+        lines = ([f"release: {self.release}"] if self.release else []) + [
+                 f"real: {len(self.real):,} rows, synthetic: {len(self.synthetic):,} rows, "
+                 f"{len(self.discretisation.columns)} columns compared",
                  "total variation distance per marginal (0 = identical, 1 = disjoint):",
                  f"{'order':>5}  {'marginals':>9}  {'mean':>6}  {'median':>6}  {'max':>6}"]
         for row in self.summary().itertuples():
@@ -234,6 +261,9 @@ class Evaluation:
             rows = self.errors[self.errors["order"] == order].head(worst)
             lines.append(f"worst {order}-way: " + ", ".join(f"{' x '.join(m)} {t:.3f}"
                                                            for m, t in zip(rows["marginal"], rows["tvd"])))
+        if self.advice:
+            lines.append(f"what to do (columns with a 1-way TVD above {ADVICE_TVD:g}, or left out):")
+            lines += [f"  {advice.text()}" for advice in self.advice]
         return "\n".join(lines)
 
     # figures ------------------------------------------------------------------------------------
@@ -356,6 +386,9 @@ class Evaluation:
                  "1 disjoint).</p><p class='note'>Numeric columns are cut at the real table's quantiles, the same "
                  "bins for both tables.  This report is not private: it shows the real table's marginals and "
                  "quantiles.  Treat it like the real data.</p>",
+                 *([f"<p>Release: {html.escape(self.release)}.</p>"] if self.release else []),
+                 *(["<h2>What to do</h2><ul>"] + [f"<li>{html.escape(a.text())}</li>" for a in self.advice] + ["</ul>"]
+                   if self.advice else []),
                  "<h2>Summary</h2>", self.summary().to_html(index=False, float_format=lambda x: f"{x:.4f}"),
                  "<h2>Error distribution</h2>", _img(figures["errors"]),
                  "<h2>1-way marginals</h2>", _img(figures["oneway"]), _img(figures["oneway_all"])]
@@ -387,15 +420,19 @@ def _img(fig, dpi: int = 100) -> str:
 
 
 def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins: int = 16,
-             out=None, png=None) -> Evaluation:
+             out=None, png=None, model=None) -> Evaluation:
     """Compare ``synthetic`` with ``real`` (DataFrames with the original column types, or
-    paths of CSV/Parquet files) on every marginal of the given ``orders`` (1, 2, 3).
+    paths of CSV/Parquet files) on every marginal of the given ``orders`` (1, 2, 3), over the
+    real table's columns that the synthetic one has (the others are named in the advice).
 
     Both are coded by one :class:`Discretisation` fitted on ``real`` (``bins`` quantile bins per
     numeric column; ``schema``: a TableEncoder, a ``{column: "numeric" | "categorical"}``
-    mapping or a JSON path of either, fixes the columns' kinds).  Writes the HTML report to
-    ``out`` and the figures as PNGs ``{png}-{name}.png`` when given (``png`` ending in ``.png``
-    loses that suffix).  Not private: see the module's docstring.
+    mapping or a JSON path of either, fixes the columns' kinds).  ``model``: the fitted
+    :class:`~ektelo_pgm.synthesizer.Synthesizer` (or the path it was saved to) that wrote the
+    synthetic table; its settings head the report and its schema explains the advice
+    (:func:`advise`).  Writes the HTML report to ``out`` and the figures as PNGs
+    ``{png}-{name}.png`` when given (``png`` ending in ``.png`` loses that suffix).  Not private:
+    see the module's docstring.
     """
     orders = sorted(set(int(k) for k in orders))
     if not orders or orders[0] < 1 or orders[-1] > 3:
@@ -416,8 +453,17 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
             raise TypeError(f"the {name} table must be a pandas DataFrame or a file path, got {type(frame).__name__}")
         if len(frame) == 0:
             raise ValueError(f"the {name} table has no rows")
-    coding = Discretisation(real, bins, None if schema is None else kinds_of(schema))
-    truth, fake = coding.codes(real, "real table"), coding.codes(synthetic, "synthetic table")
+    if isinstance(model, (str, os.PathLike)):
+        from .synthesizer import Synthesizer
+        model = Synthesizer.load(model)
+    present = {str(c) for c in synthetic.columns}
+    absent = [str(c) for c in real.columns if str(c) not in present]
+    real_compared = real[[c for c in real.columns if str(c) in present]]
+    if real_compared.shape[1] == 0:
+        raise ValueError("the synthetic table has none of the real table's columns")
+    kinds = None if schema is None else {c: k for c, k in kinds_of(schema).items() if c not in absent}
+    coding = Discretisation(real_compared, bins, kinds)
+    truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
     rows = []
     for k in orders:
         for attrs in itertools.combinations(coding.columns, k):
@@ -425,6 +471,8 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     errors = pd.DataFrame(rows, columns=["order", "marginal", "tvd"])
     errors = errors.sort_values(["order", "tvd"], ascending=[True, False], kind="stable").reset_index(drop=True)
     evaluation = Evaluation(coding, truth, fake, errors)
+    evaluation.release = None if model is None else model.settings()
+    evaluation.advice = advise(evaluation, real, synthetic, absent, model)
     if out is not None or png is not None:
         figures = evaluation.figures()
         if out is not None:
@@ -433,6 +481,54 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
             png = os.fspath(png)
             evaluation.save_figures(png[:-4] if png.endswith(".png") else png, figures)
     return evaluation
+
+
+def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model=None) -> tuple:
+    """:class:`Advice` for each column of ``absent`` (not in the synthetic table) and each whose
+    1-way TVD exceeds ``ADVICE_TVD``, worst first.  The cause is read from the fitted ``model``
+    where given (why a column was left out; a numeric column's range that clips more than
+    ``CLIPPED_SHARE`` of the real values, or bins too few for it; a categorical column whose
+    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows);
+    else, and where none of these shows, the noise of the mechanism."""
+    columns = {} if model is None else model.encoder.columns
+    left_out = {} if model is None else model.left_out
+    out = []
+    for name in absent:
+        why = left_out.get(name)  # "column 'x': why; what the schema step suggests"
+        cause = why.split(": ", 1)[1].split("; ")[0] if why else "the synthesizer left it out"
+        out.append(Advice(name, None, cause, "declare it in a schema (--schema), its categories public "
+                                             "(--public-categories) if they are, or --regenerate an identifier"))
+    oneway = evaluation.errors[evaluation.errors["order"] == 1]
+    for (name,), tvd in zip(oneway["marginal"], oneway["tvd"]):
+        if tvd <= ADVICE_TVD:
+            continue
+        out.append(Advice(name, float(tvd), *_cause(columns.get(name), real[name], synthetic[name])))
+    return tuple(out)
+
+
+def _cause(column, real, synthetic) -> tuple[str, str]:
+    """``(cause, remedy)`` of a column far from the real one, given its schema ``column`` (or None)."""
+    noise = ("the mechanism's noise on this column", "raise --epsilon, or leave out columns you do not need (--drop)")
+    if column is None:
+        return noise
+    if column.kind == "numeric" and column.time_format is None:
+        numbers = np.array([_number(v) for v in real], dtype=float)
+        numbers = numbers[~np.isnan(numbers)]
+        lo, hi = float(column.edges[0]), float(column.edges[-1])
+        clipped = float(np.mean((numbers < lo) | (numbers > hi))) if numbers.size else 0.0
+        if clipped > CLIPPED_SHARE:
+            return (f"its range [{_edge(lo)}, {_edge(hi)}] clips {clipped:.0%} of the real values",
+                    "declare its bounds in a schema (--schema), or raise --schema-share")
+        if column.bins < 8:
+            return (f"bins too coarse for its range ({column.bins} over [{_edge(lo)}, {_edge(hi)}])",
+                    "declare its bounds and bins in a schema (--schema), or raise --schema-share")
+    if column.kind == "categorical" and column.other is not None:
+        share = float(np.mean(synthetic.astype(object) == column.other))
+        if share > OTHER_SHARE:
+            return (f"categories too rare to release are {share:.0%} of the synthetic rows, as {column.other!r}",
+                    "declare its categories public (--public-categories) if they are, or in a schema; "
+                    "or raise --schema-share")
+    return noise
 
 
 def compare(data: Dataset, epsilons: Sequence[float], operators: dict, k: int = 2, trials: int = 1, rng=None,
