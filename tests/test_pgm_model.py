@@ -164,3 +164,16 @@ def test_bad_inputs():
         GraphicalModel(domain, [("a",)], total=-1.0)
     with pytest.raises(KeyError, match="'z'"):
         GraphicalModel(domain, [("a",)]).project(("z",))
+
+
+def test_an_out_of_model_marginal_of_many_independent_attributes():
+    """75 attributes with only their 1-way factors (MST's independent model of a wide table):
+    a pair's marginal joins all 75 clique tables, more than numpy's einsum takes at once (32);
+    it is the outer product of the two 1-way marginals."""
+    rng = np.random.default_rng(0)
+    domain = Domain([f"x{i}" for i in range(75)], rng.integers(2, 5, size=75).tolist())
+    cliques = [(a,) for a in domain.attrs]
+    pots = CliqueVector({c: Factor(domain.project(c), rng.normal(size=domain.project(c).shape)) for c in cliques})
+    model = GraphicalModel(domain, cliques, pots, total=1000.0)
+    a, b = model.project(("x3",)), model.project(("x74",))  # at the two ends of the chain of cliques
+    np.testing.assert_allclose(model.project(("x3", "x74")), np.outer(a, b) / 1000.0, rtol=1e-10)

@@ -87,6 +87,10 @@ class MarginalOracle(FlatCliques):
         return mu, log_beliefs, log_z
 
 
+#: Tables contracted by one einsum at most (numpy's limit is 32 operands).
+EINSUM_OPERANDS = 16
+
+
 def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, float]:
     """Variable elimination: sum the product of ``factors`` over every variable not in ``keep``.
 
@@ -106,6 +110,11 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
     log_scale = 0.0
 
     def contract(group, out):
+        while len(group) > EINSUM_OPERANDS:  # numpy's einsum takes at most 32 operands
+            head, group = group[:EINSUM_OPERANDS], group[EINSUM_OPERANDS:]
+            later = {v for vs, _ in group for v in vs} | set(out)
+            joined = tuple(dict.fromkeys(v for vs, _ in head for v in vs if v in later))
+            group = [(joined, contract(head, joined))] + group
         labels = {v: i for i, v in enumerate(dict.fromkeys([v for vs, _ in group for v in vs] + list(out)))}
         args = []
         for vs, a in group:
