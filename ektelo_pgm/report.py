@@ -91,6 +91,13 @@ def _edge(x: float) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:.4g}"
 
 
+def _time(seconds: float, fmt: str) -> str:
+    """A bin edge of a column of times (seconds since 1970) in the column's format."""
+    import pandas as pd
+
+    return pd.Timestamp(int(seconds), unit="s").strftime(fmt)
+
+
 def kinds_of(schema) -> dict:
     """``{column: "numeric" | "categorical"}`` from a schema: a fitted TableEncoder, a mapping
     ``{column: kind}`` or ``{"columns": {column: {"kind": kind, ...}}}``, or the path of a JSON
@@ -141,6 +148,7 @@ class Discretisation:
         if unknown:
             raise ValueError(f"schema columns {unknown} are not in the real table {[str(c) for c in real.columns]}")
         self.columns = [str(c) for c in real.columns]
+        self.time_formats: dict[str, str] = {}  # numeric columns of seconds, shown as times
         self.edges: dict[str, np.ndarray] = {}
         self.categories: dict[str, list[str]] = {}
         for name, column in zip(self.columns, real.columns):
@@ -161,11 +169,13 @@ class Discretisation:
                                                key=lambda s: (np.isnan(_number(s)), _number(s), s))
 
     def labels(self, column: str) -> list[str]:
-        """The cells of ``column`` in code order: bins or categories, then missing and other."""
+        """The cells of ``column`` in code order: bins or categories, then missing and other.
+        The bins of a column in :attr:`time_formats` (seconds since 1970) show times."""
         if column in self.edges:
-            e = self.edges[column]
-            cells = [f"≤ {_edge(e[0])}"] + [f"({_edge(a)}, {_edge(b)}]" for a, b in zip(e, e[1:])]
-            cells.append(f"> {_edge(e[-1])}")
+            fmt = self.time_formats.get(column)
+            e = [_edge(x) if fmt is None else _time(x, fmt) for x in self.edges[column]]
+            cells = [f"≤ {e[0]}"] + [f"({a}, {b}]" for a, b in zip(e, e[1:])]
+            cells.append(f"> {e[-1]}")
         else:
             cells = list(self.categories[column])
         return cells + [MISSING, OTHER]
@@ -294,11 +304,13 @@ class Evaluation:
 
     def _cells(self, column: str, p: np.ndarray, q: np.ndarray, most: int):
         """Indices of the cells of ``column`` to draw: those non-empty in either table, in code
-        order (numeric bins, all) or by real frequency (categories, the ``most`` largest)."""
+        order (numeric bins, all; categories that are all numbers, in numeric order) or by real
+        frequency (other categories); of categories, the ``most`` largest."""
         keep = np.flatnonzero((p > 0) | (q > 0))
         if column in self.discretisation.edges:
             return keep  # every bin, in order
-        keep = keep[np.argsort(-(p[keep] + 1e-12 * q[keep]), kind="stable")]
+        if not all(np.isfinite(_number(c)) for c in self.discretisation.categories[column]):
+            keep = keep[np.argsort(-(p[keep] + 1e-12 * q[keep]), kind="stable")]
         if keep.size > most:
             largest = np.argsort(-np.maximum(p[keep], q[keep]), kind="stable")[:most]
             keep = keep[np.sort(largest)]
@@ -429,8 +441,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     numeric column; ``schema``: a TableEncoder, a ``{column: "numeric" | "categorical"}``
     mapping or a JSON path of either, fixes the columns' kinds).  ``model``: the fitted
     :class:`~ektelo_pgm.synthesizer.Synthesizer` (or the path it was saved to) that wrote the
-    synthetic table; its settings head the report and its schema explains the advice
-    (:func:`advise`).  Writes the HTML report to ``out`` and the figures as PNGs
+    synthetic table; its settings head the report, its schema explains the advice
+    (:func:`advise`), its columns of times are compared on the time axis, and the columns it
+    was told to drop or regenerate are not compared.  Writes the HTML report to ``out`` and the figures as PNGs
     ``{png}-{name}.png`` when given (``png`` ending in ``.png`` loses that suffix).  Not private:
     see the module's docstring.
     """
@@ -456,13 +469,20 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     if isinstance(model, (str, os.PathLike)):
         from .synthesizer import Synthesizer
         model = Synthesizer.load(model)
-    present = {str(c) for c in synthetic.columns}
-    absent = [str(c) for c in real.columns if str(c) not in present]
+    chosen = set() if model is None else set(model.regenerate) | set(model.drop)  # the user's choice
+    present = {str(c) for c in synthetic.columns} - chosen
+    absent = [str(c) for c in real.columns if str(c) not in present and str(c) not in chosen]
     real_compared = real[[c for c in real.columns if str(c) in present]]
     if real_compared.shape[1] == 0:
         raise ValueError("the synthetic table has none of the real table's columns")
-    kinds = None if schema is None else {c: k for c, k in kinds_of(schema).items() if c not in absent}
+    kinds = None if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
+    if model is not None:  # columns of times compared as numbers on the time axis
+        times = {name: column.time_format for name, column in model.encoder.columns.items()
+                 if column.kind == "numeric" and column.time_format is not None and name in present}
+        real_compared, synthetic = (_on_time_axis(frame, times) for frame in (real_compared, synthetic))
+        kinds = {**(kinds or {}), **{name: "numeric" for name in times}}
     coding = Discretisation(real_compared, bins, kinds)
+    coding.time_formats = {} if model is None else times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
     rows = []
     for k in orders:
@@ -481,6 +501,18 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
             png = os.fspath(png)
             evaluation.save_figures(png[:-4] if png.endswith(".png") else png, figures)
     return evaluation
+
+
+def _on_time_axis(frame, formats: dict):
+    """``frame`` with each column of ``formats`` (name -> time format) as seconds since 1970
+    (text that is not a time in its format: missing)."""
+    from .encoding import as_times, canonical
+
+    frame = frame.copy()
+    for name, fmt in formats.items():
+        seconds = as_times(canonical(frame[name], frozenset(MISSING_MARKERS)), fmt)
+        frame[name] = np.array([np.nan if s is None else float(s) for s in seconds])
+    return frame
 
 
 def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model=None) -> tuple:

@@ -213,3 +213,40 @@ def test_the_report_says_what_to_do_about_columns_far_from_the_real_ones(tmp_pat
                  str(tmp_path / "m.npz")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("release: mst, (1, 1e-09)-DP") and "what to do" in out and "id (not in the synthetic" in out
+
+
+def test_with_the_model_times_are_compared_on_the_time_axis_and_chosen_columns_not_at_all():
+    """A timestamp column (every value distinct: as text, no two tables share a category) is
+    compared on the time axis; the columns the fit was told to drop or regenerate are not
+    compared and get no advice."""
+    from ektelo_pgm.synthesizer import Synthesizer
+
+    rng = np.random.default_rng(1)
+    n = 5000
+    stamps = pd.Timestamp("2017-01-01") + pd.to_timedelta(rng.integers(0, 365 * 86400, n), unit="s")
+    real = pd.DataFrame({"row": np.arange(n), "note": [f"n{i}" for i in range(n)],
+                         "at": stamps.strftime("%Y-%m-%dT%H:%M:%SZ"), "kind": rng.choice(["a", "b"], n)})
+    model = Synthesizer("mst", epsilon=2.0, seed=0, drop=["note"], regenerate=["row"]).fit(real)
+    synthetic = model.sample()
+    assert evaluate(real.drop(columns="note"), synthetic).errors.query("order == 1").set_index(
+        "marginal").loc[[("at",)], "tvd"].item() > 0.9  # without the model: text, nothing in common
+    evaluation = evaluate(real, synthetic, model=model)
+    assert evaluation.discretisation.columns == ["at", "kind"] and evaluation.advice == ()
+    assert "at" in evaluation.discretisation.edges  # numeric, on the time axis, its bins shown as times
+    assert evaluation.discretisation.labels("at")[1].startswith("(2017-")
+    assert evaluation.errors.query("order == 1")["tvd"].max() < 0.05
+
+
+def test_figures_order_categories_that_are_numbers_numerically():
+    """Codes 1..12 as categories are drawn 1, 2, ..., 12, not by frequency; text categories by
+    frequency."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"month": rng.choice(np.arange(1, 13), 3000, p=np.arange(1, 13) / 78),  # 12 most often
+                         "colour": rng.choice(["red", "green", "blue"], 3000, p=[0.2, 0.3, 0.5])})
+    evaluation = evaluate(real, real.sample(frac=1.0, random_state=1), schema={"month": "categorical"})
+    p, q = evaluation.marginals(("month",))
+    labels = evaluation.discretisation.labels("month")
+    assert [labels[i] for i in evaluation._cells("month", p, q, 24)] == [str(m) for m in range(1, 13)]
+    p, q = evaluation.marginals(("colour",))
+    labels = evaluation.discretisation.labels("colour")
+    assert [labels[i] for i in evaluation._cells("colour", p, q, 24)] == ["blue", "green", "red"]
