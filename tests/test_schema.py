@@ -330,12 +330,14 @@ def test_prices_keep_their_cents_and_times_their_format():
 
 
 def test_whole_number_identifiers_are_left_out_and_amounts_are_not():
+    """Identifiers are told from amounts by their noisy number of distinct values: 100% against
+    79% here (and 95% for Lending Club's credit utilised), at a margin of 2 noise stds."""
     rng = np.random.default_rng(2)
-    n = 20000
+    n = 50000
     frame = pd.DataFrame({"row": rng.permutation(n) + 1, "big_id": rng.choice(10 ** 18, n, replace=False),
-                          "amount": rng.integers(0, 10 ** 5, n)})  # about 9% of amounts repeat
+                          "amount": rng.integers(0, 10 ** 5, n)})  # 79% distinct
     left_out = {}
-    columns = infer(frame, Budget.zcdp(0.002), None, 1e-9, rng=0, left_out=left_out).columns
+    columns = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, left_out=left_out).columns
     assert set(left_out) == {"row", "big_id"} and "identifier" in left_out["row"] and set(columns) == {"amount"}
-    kept = infer(frame, Budget.zcdp(0.002), None, 1e-9, rng=0, kinds={"row": "numeric", "big_id": "numeric"}).columns
+    kept = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, kinds={"row": "numeric", "big_id": "numeric"}).columns
     assert kept["row"].kind == kept["big_id"].kind == "numeric"  # the user decides
