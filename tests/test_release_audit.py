@@ -100,6 +100,8 @@ class Case:
     flag: bool = True  # whether the command line says --header or --no-header
     options: tuple = ()  # more arguments of synth and answer
     common: tuple = ()  # more arguments of every command
+    sep: str = ","  # the input's field separator
+    encoding: str = "utf-8"  # the input's text encoding
 
     def tables(self) -> tuple[list, list]:
         rows = base_rows() if self.base is None else self.base(base_rows())
@@ -131,12 +133,14 @@ CASES = {
     "time far outside the others": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped),
     "time in another format": Case(substitute("country", "12/31/2019"), base=stamped),
     "public categories, another of them": Case(substitute("city", "Lille"), common=("--public-categories", "city")),
+    "semicolons in Latin-1, a new accented category": Case(substitute("city", "Zürich"), sep=";", encoding="latin-1",
+                                                            common=("--sep", ";", "--encoding", "latin-1")),
 }
 
 
 def write(path, rows, case: Case, changed: bool) -> None:
-    lines = ([",".join(HEADER)] if case.header else []) + [",".join(r) for r in rows]
-    text = [line.encode() for line in lines]
+    lines = ([case.sep.join(HEADER)] if case.header else []) + [case.sep.join(r) for r in rows]
+    text = [line.encode(case.encoding) for line in lines]
     if changed and case.raw:
         text[int(case.header)] += case.raw
     path.write_bytes(b"\n".join(text) + b"\n")
