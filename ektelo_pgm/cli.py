@@ -227,15 +227,20 @@ def fitted(args, frame, **options):
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
                         regenerate=args.regenerate, public=args.public_categories, **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.schema)
-    notes(args, synth.left_out, synth.encoder)
+    notes(args, synth.left_out, synth.encoder, synth.thresholds)
     return synth
 
 
-def notes(args, left_out: dict, encoder) -> None:
-    """One line per column left out, and per column whose categories were declared public."""
+def notes(args, left_out: dict, encoder, thresholds: dict) -> None:
+    """One line per column left out, per column whose rare categories are written as the other
+    label (with the release threshold), and per column whose categories were declared public."""
     for why in left_out.values():
         say(args, f"note: left out {why}")
     for column in encoder.columns.values():
+        if column.name in thresholds and getattr(column, "other", None) is not None:
+            say(args, f"note: column {column.name!r}: categories held by fewer than about "
+                      f"{thresholds[column.name]:.0f} records (the release threshold at this budget) are written as "
+                      f"{column.other!r}; --public-categories keeps them if they are public")
         if getattr(column, "public", False):
             say(args, f"note: the {len(column.categories)} categories of column {column.name!r} were read as they "
                       "are, declared public (--public-categories): not a private release")
@@ -291,17 +296,17 @@ def schema(args) -> None:
     if unknown:
         raise ValueError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
-    left_out = {}
+    left_out, thresholds = {}, {}
     public = {c: public_column(frame[c]) for c in args.public_categories}
     inferred = frame.drop(columns=list(args.drop) + list(public))
     encoder = infer(inferred, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
-                    kinds=kinds(args), other=args.other_label, left_out=left_out) if len(inferred.columns) else \
-        TableEncoder(bins=args.bins, clip=True)
+                    kinds=kinds(args), other=args.other_label, left_out=left_out, thresholds=thresholds) \
+        if len(inferred.columns) else TableEncoder(bins=args.bins, clip=True)
     columns = {**encoder.columns, **public}
     encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
     if not encoder.columns:
         raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
-    notes(args, left_out, encoder)
+    notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
               f"(({args.epsilon:g}, {args.delta:g})-DP)")

@@ -663,7 +663,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
@@ -672,8 +672,11 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     ``"numeric"``) and ``other`` labels a categorical column's values not released (see
     :func:`column_from`).  A column of which nothing can be released raises
     :class:`Unreleasable`; given a dict ``left_out``, it is left out of the encoder instead and
-    ``left_out[name]`` says why.  The encoder clips numbers outside a column's range into its
-    end bins; :func:`encoded` codes the rows."""
+    ``left_out[name]`` says why.  Given a dict ``thresholds``, ``thresholds[name]`` is the noisy
+    count a value of the column needed to be released (set by the budget and the column's noisy
+    kind).  The
+    encoder clips numbers outside a column's range into its end bins; :func:`encoded` codes the
+    rows."""
     frame = _as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
@@ -709,6 +712,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
         raise next(iter(why.values()))
     if why:
         left_out.update({name: str(reason) for name, reason in why.items()})
+    if thresholds is not None:
+        thresholds.update({name: r.threshold for name, r in releases.items()})
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = {name: columns[name] for name in frame.columns if name in columns}
     return encoder

@@ -301,6 +301,10 @@ class Synthesizer:
     public : columns whose categories the user declares public knowledge: read from the table as
         they are, without noise (:func:`ektelo_pgm.schema.public_column`; a declared assumption,
         not a private release, listed in :attr:`public`).
+
+    After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
+    the noisy count a category needed to be released, for each inferred column with an
+    ``other`` code (set by the budget and the column's noisy kind: post-processing).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
@@ -327,6 +331,7 @@ class Synthesizer:
             tuple(regenerate)
         self.public = tuple(public)
         self.left_out: dict[str, str] = {}
+        self.thresholds: dict[str, float] = {}
         self.order: list[str] = []
         self.mechanism_options = dict(mechanism_options)
         self.secure = seed is None
@@ -377,9 +382,10 @@ class Synthesizer:
                              "the kinds of the columns inferred")
         open_ = [c for c in frame.columns if c not in fixed]
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
-        left_out = {}
+        left_out, thresholds = {}, {}
         encoder = schemas.infer(frame[open_], budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
-                                self.bins, kinds=self.kinds, other=self.other, left_out=left_out) if open_ else None
+                                self.bins, kinds=self.kinds, other=self.other, left_out=left_out,
+                                thresholds=thresholds) if open_ else None
         columns = {**fixed, **(encoder.columns if encoder else {})}
         if not columns:
             raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
@@ -394,6 +400,7 @@ class Synthesizer:
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.schema_declared = declared is not None
         self.left_out, self.order = left_out, [c for c in table_order if c in columns or c in self.regenerate]
+        self.thresholds = {c: t for c, t in thresholds.items() if getattr(columns.get(c), "other", None) is not None}
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
 
@@ -486,7 +493,7 @@ class Synthesizer:
             "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
             "schema_declared": self.schema_declared, "order": self.order,
             "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
-            "public": list(self.public), "left_out": self.left_out,
+            "public": list(self.public), "left_out": self.left_out, "thresholds": self.thresholds,
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
@@ -519,7 +526,7 @@ class Synthesizer:
         synth.drop, synth.kinds = tuple(state.get("drop", ())), state.get("column_kinds", {})
         synth.other, synth.regenerate = state.get("other", schemas.OTHER), tuple(state.get("regenerate", ()))
         synth.public = tuple(state.get("public", ()))
-        synth.left_out = state.get("left_out", {})
+        synth.left_out, synth.thresholds = state.get("left_out", {}), state.get("thresholds", {})
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]

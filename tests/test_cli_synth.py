@@ -316,6 +316,8 @@ def test_rare_categories_become_other_and_identifiers_are_left_out_or_regenerate
     code, _, err = run(capsys, "synth", tmp_path / "people.csv", "--header", "-o", tmp_path / "out.csv", "--epsilon",
                        1, "--mechanism", "mst", "--seed", 0, "--regenerate", "id", "--other-label", "elsewhere")
     assert code == 0 and re.search(r"note: left out column 'note': no value is frequent enough .* at least \d+", err)
+    assert re.search(r"note: column 'city': categories held by fewer than about \d+ records \(the release "
+                     r"threshold at this budget\) are written as 'elsewhere'", err)
     out = pd.read_csv(tmp_path / "out.csv")
     assert list(out.columns) == ["id", "city", "age"] and list(out["id"]) == list(range(1, len(out) + 1))
     kept = set(out["city"].dropna()) - {"elsewhere"}
