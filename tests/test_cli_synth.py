@@ -61,7 +61,7 @@ def test_parquet_in_and_out_with_a_declared_schema_and_a_saved_model(tmp_path, c
     code, _, err = run(capsys, "synth", tmp_path / "p.parquet", "-o", tmp_path / "s.parquet", "--epsilon", 1,
                        "--mechanism", "mst", "--schema", tmp_path / "schema.json", "--save", tmp_path / "m.npz",
                        "--seed", 0)
-    assert code == 0 and "declared schema" in err
+    assert code == 0 and "schema declared)" in err
     synthetic = pd.read_parquet(tmp_path / "s.parquet")
     # the declared schema's types: whole-number bounds give nullable integers, edges with a fraction floats
     assert synthetic["age"].dtype == "Int64" and synthetic["income"].dtype == float
