@@ -58,10 +58,10 @@ Everything else is post-processing of those noisy counts:
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
   of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
   decimals its numbers have;
-* a categorical column whose values not released are surely many (``NOISE_Z`` stds of their
-  noisy count) codes them together as one category, labelled ``other`` (never a blank); a
-  column has a missing code only when the records it cannot code otherwise (missing, text in a
-  numeric column, categories not released where there is no other code) are noticeably many; a
+* a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
+  their noisy count) codes them together as one category, labelled ``other`` (never a blank); a
+  column has a missing code only when its missing values (for a numeric column: and text) are
+  noticeably many; a
   value needing a code its column lacks gets the column's first code (:func:`encoded`: no
   record is ever dropped);
 * a column of which nothing can be released (no value frequent enough: an identifier, free
@@ -105,6 +105,9 @@ TEXT_SHARE = 0.01
 NOISE_Z = 3.0
 #: A column gets a missing code when the records it cannot code otherwise number this many stds.
 MISSING_Z = 1.0
+#: A categorical column gets an other code when its values not released number this many stds
+#: (noise alone passes 2.3% of the time; those values are never coded as missing).
+OTHER_Z = 2.0
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
 #: Noise stds a decade's count must reach to be kept under Gaussian noise (an empty one of the
@@ -468,14 +471,13 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
     its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
     user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
-    A categorical column whose values not released are noticeably many (``MISSING_Z`` stds of
+    A categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
     their noisy count) gets a code of its own for them, labelled ``other``; genuine missing
     values keep the missing code.  Raises :class:`Unreleasable` when nothing can be released.
 
-    It gets a missing code only when the records it could not encode otherwise (missing values,
-    and text in a numeric column or categories not released in a categorical one) are
-    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the others get the
-    column's first code, see :func:`encoded`)."""
+    It gets a missing code only when its missing values (and, in a numeric column, text) are
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the values it cannot code
+    otherwise get the column's first code, see :func:`encoded`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -503,11 +505,8 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a category not released
     spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
-    other = other if unreleased >= NOISE_Z * spread(len(KINDS) - 1) else None
-    if other is None:  # values not released get the missing code, where there is one
-        missing = bool(r.kinds["missing"] + unreleased >= MISSING_Z * spread(len(KINDS)))
-    else:
-        missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
+    other = other if unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None  # never blanks for them
+    missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
     return CategoricalColumn(r.name, tuple(cats), missing, other is None, other)
 
 
@@ -521,20 +520,24 @@ def _end(levels, fine: dict, r: Release, kept: int, reverse: bool) -> tuple:
     step = -1 if reverse else 1
     cells = np.flatnonzero(LEVELS[0] == kept)
     tenths = np.unique(LEVELS[1][cells])[::step]
-    tenth = tenths[_first(levels[1][tenths], r, int(np.argmax(levels[1][tenths])))]  # else the fullest
+    tenth = tenths[_first(levels[1][tenths], r)]
     cells = cells[LEVELS[1][cells] == tenth][::step]
-    node = (int(cells[_first(levels[2][cells], r, 0)]), 0, 0)  # else the outer cell
+    node = (int(cells[_first(levels[2][cells], r)]), 0, 0)
     while (parts := _parts(node, fine, r)):
         node = parts[::step][0][0]
     return node
 
 
-def _first(counts: np.ndarray, r: Release, fallback: int) -> int:
+def _first(counts: np.ndarray, r: Release) -> int:
     """Index of the first of the noisy ``counts`` that surely holds numbers (``r.tenth_bar``), or
-    at which their running sum surely does (``RANGE_Z`` stds of the sum: a thin tail),
-    whichever comes first; ``fallback`` when neither happens."""
-    sure = (counts >= r.tenth_bar) | (np.cumsum(counts) >= RANGE_Z * r.std * np.sqrt(np.arange(1, counts.size + 1)))
-    return int(np.argmax(sure)) if sure.any() else fallback
+    at which their running sum surely does (``RANGE_Z`` stds of the sum: a thin tail before it),
+    whichever comes first; 0 (the outer one) when none does alone: numbers spread too thin for
+    the noise to place them are kept whole rather than clipped (months of a small table)."""
+    alone = counts >= r.tenth_bar
+    if not alone.any():
+        return 0
+    sure = alone | (np.cumsum(counts) >= RANGE_Z * r.std * np.sqrt(np.arange(1, counts.size + 1)))
+    return int(np.argmax(sure))
 
 
 def _parts(node, fine: dict, r: Release) -> list:
