@@ -164,7 +164,8 @@ def bad(tmp_path, frame):
 @pytest.mark.parametrize("make, extra, message", [
     (lambda p: bad(p, people(300)), ["--header", "--mechanism", "magic"],
      r"unknown mechanism 'magic'; choose from .*aim"),
-    (lambda p: bad(p, people(3000).assign(age="?", city="?", member="?", income="?")), ["--header", "--epsilon", "2"],
+    (lambda p: bad(p, people(3000).assign(age="?", city="?", member="?", income="?")),
+     ["--header", "--epsilon", "2", "--seed", "0"],  # seeded: on 2% of secure runs noise says 'numbers'
      r"no column can be released privately at this budget: column 'city': no value is frequent enough"),
     (lambda p: bad(p, people(300)), [], r"people.csv: say whether the CSV's first line names its columns "
                                         r"\(--header or --no-header"),
