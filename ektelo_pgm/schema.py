@@ -476,8 +476,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     values keep the missing code.  Raises :class:`Unreleasable` when nothing can be released.
 
     It gets a missing code only when its missing values (and, in a numeric column, text) are
-    noticeably many: at least ``MISSING_Z`` stds of their noisy count (the values it cannot code
-    otherwise get the column's first code, see :func:`encoded`)."""
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count; a value not released is
+    never coded as missing (without an other code it gets the column's first code, see
+    :func:`encoded`: such values are few by the rule above)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -505,9 +506,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a category not released
     spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
-    other = other if unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None  # never blanks for them
+    other = other if unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None
     missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
-    return CategoricalColumn(r.name, tuple(cats), missing, other is None, other)
+    return CategoricalColumn(r.name, tuple(cats), missing, False, other)  # a value is never coded as missing
 
 
 def _end(levels, fine: dict, r: Release, kept: int, reverse: bool) -> tuple:
