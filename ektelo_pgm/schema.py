@@ -331,10 +331,10 @@ def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer:
     Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending an
     equal part of ``amount``; so is, for a column of whole numbers, the number of distinct
     numbers (sensitivity 1 too), which tells an identifier (:func:`column_from`), and for a
-    fractional column the count of numbers per
-    number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
-    decimals held by a noticeable count (``NOISE_Z`` stds and ``TEXT_SHARE`` of the numbers).  Which nodes
-    are split depends on earlier noisy counts only; a depth that would split no node spends nothing."""
+    fractional column the count of numbers per number of decimals (0 to ``MAX_DECIMALS``, or
+    more), which gives ``r.decimals``: the most decimals held by a noticeable count
+    (``NOISE_Z`` stds and ``TEXT_SHARE`` of the numbers).  Which nodes are split depends on
+    earlier noisy counts only; a depth that would split no node spends nothing."""
     numbers = np.array([as_float(v) for v in values if isinstance(v, (int, float))], dtype=float)
     cells = cell_of(numbers)
     share = _floor(Fraction(repr(float(amount))) / (FINE_DEPTH + 1))
