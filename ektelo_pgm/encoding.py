@@ -223,6 +223,11 @@ def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
     return out
 
 
+def time_text(seconds: float, fmt: str) -> str:
+    """Whole ``seconds`` since 1970-01-01T00:00:00 written in the time format ``fmt``."""
+    return _pandas().Timestamp(int(seconds), unit="s").strftime(fmt)
+
+
 def _numbers(name: str, values):
     """``values`` (cleaned) as float64, raising on the first one that is not a number."""
     pd = _pandas()
@@ -544,8 +549,7 @@ class NumericColumn:
 
     def labels(self) -> list[str]:
         """A readable label per code, e.g. ``"[17, 20)"`` (times in the column's format)."""
-        e = [f"{x:g}" if self.time_format is None else
-             _pandas().Timestamp(int(x), unit="s").strftime(self.time_format) for x in self.edges]
+        e = [f"{x:g}" if self.time_format is None else time_text(x, self.time_format) for x in self.edges]
         out = [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)]
         if not self.integer:
             out[-1] = out[-1][:-1] + "]"

@@ -91,13 +91,6 @@ def _edge(x: float) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:.4g}"
 
 
-def _time(seconds: float, fmt: str) -> str:
-    """A bin edge of a column of times (seconds since 1970) in the column's format."""
-    import pandas as pd
-
-    return pd.Timestamp(int(seconds), unit="s").strftime(fmt)
-
-
 def kinds_of(schema) -> dict:
     """``{column: "numeric" | "categorical"}`` from a schema: a fitted TableEncoder, a mapping
     ``{column: kind}`` or ``{"columns": {column: {"kind": kind, ...}}}``, or the path of a JSON
@@ -172,8 +165,10 @@ class Discretisation:
         """The cells of ``column`` in code order: bins or categories, then missing and other.
         The bins of a column in :attr:`time_formats` (seconds since 1970) show times."""
         if column in self.edges:
+            from .encoding import time_text
+
             fmt = self.time_formats.get(column)
-            e = [_edge(x) if fmt is None else _time(x, fmt) for x in self.edges[column]]
+            e = [_edge(x) if fmt is None else time_text(x, fmt) for x in self.edges[column]]
             cells = [f"≤ {e[0]}"] + [f"({a}, {b}]" for a, b in zip(e, e[1:])]
             cells.append(f"> {e[-1]}")
         else:
@@ -506,11 +501,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
 def _on_time_axis(frame, formats: dict):
     """``frame`` with each column of ``formats`` (name -> time format) as seconds since 1970
     (text that is not a time in its format: missing)."""
-    from .encoding import as_times, canonical
+    from .schema import column_values
 
     frame = frame.copy()
     for name, fmt in formats.items():
-        seconds = as_times(canonical(frame[name], frozenset(MISSING_MARKERS)), fmt)
+        seconds = column_values(frame[name], frozenset(MISSING_MARKERS), fmt)
         frame[name] = np.array([np.nan if s is None else float(s) for s in seconds])
     return frame
 

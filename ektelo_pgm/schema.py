@@ -202,10 +202,10 @@ class Release:
     ``tenth_bar``, the noisy count that shows a tenth of a decade holds numbers.  After
     :func:`refine`: ``fine``, the noisy count of each node ``(cell, depth, index)`` below the
     cells it split (the ``index``-th of the ``10 ** depth`` equal parts of the cell), ``fine_bar``,
-    the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those counts, ``decimals``, the decimals that tell the
-    column's numbers apart (None: full precision), and ``distinct``, the noisy number of distinct
-    whole numbers.  ``time_format``: a column of times in that
-    format, whose numbers are whole seconds (:func:`column_values`)."""
+    the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those
+    counts, ``decimals``, the decimals that tell the column's numbers apart (None: full
+    precision), and ``distinct``, the noisy number of distinct whole numbers.  ``time_format``:
+    a column of times in that format, whose numbers are whole seconds (:func:`column_values`)."""
 
     name: str
     kinds: dict
@@ -224,7 +224,8 @@ class Release:
     time_format: str | None = None
 
 
-def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
+def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng,
+            kind: str | None = None) -> Release:
     """The noisy histograms of one column's :func:`~ektelo_pgm.encoding.canonical` values (see
     the module docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
@@ -365,7 +366,8 @@ def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer:
         k = np.minimum(np.searchsorted(ids, parent), ids.size - 1)
         inside = ids[k] == parent
         answers = np.bincount(10 * k[inside] + position[inside] % 10, minlength=10 * ids.size).astype(float)
-        noisy, scale, fine_std = _noisy(answers, 1, budget, share, rng, f"schema of column {r.name!r}: digit {depth + 2}")
+        label = f"schema of column {r.name!r}: digit {depth + 2}"
+        noisy, scale, fine_std = _noisy(answers, 1, budget, share, rng, label)
         bar = _bar(budget.notion, scale, RANGE_Z, RANGE_MISS)
         children = [(c, depth, 10 * i + j) for c, _, i in nodes for j in range(10)]
         fine.update(zip(children, noisy))

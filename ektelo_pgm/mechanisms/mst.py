@@ -126,8 +126,9 @@ class MST:
     by Private-PGM (McKenna, Miklau and Sheldon 2021).
 
     ``run`` spends all that remains of a rho-zCDP budget (``Budget.zcdp`` or ``Budget.approx``)
-    in three equal parts (all on the 1-way marginal of a single attribute): 1-way marginals, the tree (``d - 1`` exponential mechanisms, each of
-    parameter ``epsilon`` with ``epsilon^2 / 8`` equal to its share), the tree's 2-way marginals.
+    in three equal parts (all on the 1-way marginal of a single attribute): 1-way marginals, the
+    tree (``d - 1`` exponential mechanisms, each of parameter ``epsilon`` with ``epsilon^2 / 8``
+    equal to its share), the tree's 2-way marginals.
     Hyperparameters: ``threshold`` (noise stds below which a value is rare; ``None`` compresses
     nothing), ``iters`` (mirror-descent iterations of each PGM fit: Algorithm 1, which on these
     noisy tree measurements gives the same synthetic data as L-BFGS at a fraction of its time) and
