@@ -6,6 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from ektelo_pgm import Dataset, Domain
@@ -35,6 +37,19 @@ def test_candidates_are_the_downward_closure_weighted_by_shared_attributes():
     weights = candidate_weights(DOMAIN, [("c", "a", "b"), Query(("b", "c"), weight=2.0)])
     assert weights == {("a",): 1, ("b",): 3, ("c",): 3, ("a", "b"): 4, ("a", "c"): 4, ("b", "c"): 6,
                        ("a", "b", "c"): 7}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(DOMAIN.attrs), min_size=1, max_size=4, unique=True),
+                          st.integers(1, 5)), min_size=1, max_size=6))
+def test_candidate_weights_equal_their_definition(entries):
+    workload = [Query(tuple(attrs), weight=float(w)) for attrs, w in entries]
+    weights = candidate_weights(DOMAIN, workload)
+    closure = {frozenset(sub) for attrs, _ in entries for k in range(1, len(attrs) + 1)
+               for sub in itertools.combinations(attrs, k)}
+    assert {frozenset(c) for c in weights} == closure
+    for c, w in weights.items():
+        assert w == sum(q.weight * len(set(c) & set(q.attrs)) for q in workload)
 
 
 def test_candidates_inside_the_junction_tree_are_free_and_the_others_are_sized():

@@ -40,12 +40,16 @@ def downward_closure(cliques) -> list[tuple[str, ...]]:
 
 def candidate_weights(domain: Domain, workload) -> dict[tuple[str, ...], float]:
     """AIM's candidates and their weights (sec. 4.2): every clique ``c`` of the workload's downward
-    closure (domain order) with ``w_c = sum_r w_r |c & r|`` over the workload's entries ``r``."""
+    closure (domain order) with ``w_c = sum_r w_r |c & r|`` over the workload's entries ``r``,
+    computed as ``sum_{a in c} W_a`` with ``W_a`` the total weight of the entries holding ``a``."""
     entries = [(canonical(domain, q.attrs), q.weight) for q in as_workload(workload)]
     if any(not attrs for attrs, _ in entries):
         raise ValueError("AIM: a workload entry has no attributes")
-    return {c: sum(w * len(set(c) & set(r)) for r, w in entries)
-            for c in downward_closure(r for r, _ in entries)}
+    holding: dict[str, float] = {}
+    for attrs, weight in entries:
+        for a in attrs:
+            holding[a] = holding.get(a, 0.0) + weight
+    return {c: sum(holding[a] for a in c) for c in downward_closure(r for r, _ in entries)}
 
 
 def fits(model: GraphicalModel, candidates, limit_mb: float) -> list[tuple[str, ...]]:

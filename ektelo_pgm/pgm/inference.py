@@ -87,6 +87,8 @@ class MarginalOracle(FlatCliques):
         return mu, log_beliefs, log_z
 
 
+#: Largest magnitudes of an intermediate table of :func:`eliminate` left as they are.
+SAFE_SCALE = (1e-30, 1.0)
 #: Tables contracted by one einsum at most (numpy's limit is 32 operands).
 EINSUM_OPERANDS = 16
 
@@ -97,8 +99,9 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
     ``factors`` are ``(variables, array)`` pairs in linear space (entries may be negative, as in
     supplement B); ``sizes`` maps each variable to its size.  Variables go greedily, the one
     whose product table is smallest first (ties by name; costs updated only around the
-    eliminated variable).  Each intermediate table is rescaled by its largest magnitude to avoid
-    underflow.  Returns ``(table over keep, log_scale)``: the result is ``table * exp(log_scale)``.
+    eliminated variable).  An intermediate table whose largest magnitude lies outside
+    :data:`SAFE_SCALE` is divided by it (probabilities need no rescaling, other tables keep
+    magnitudes at most 1), so that products of many tables neither overflow nor underflow.  Returns ``(table over keep, log_scale)``: the result is ``table * exp(log_scale)``.
     """
     keep = list(keep)
     tables = {i: (tuple(v), np.asarray(a, dtype=np.float64)) for i, (v, a) in enumerate(factors)}
@@ -119,7 +122,7 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
         args = []
         for vs, a in group:
             args += [a, [labels[v] for v in vs]]
-        return np.einsum(*args, [labels[v] for v in out], optimize=len(group) > 2)
+        return np.einsum(*args, [labels[v] for v in out], optimize=True)
 
     def cost(v):
         joined = {u for i in holders[v] for u in tables[i][0]}
@@ -136,8 +139,8 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
         group = [tables.pop(i) for i in sorted(holders.pop(v))]
         out = tuple(dict.fromkeys(u for vs, _ in group for u in vs if u != v))
         table = contract(group, out)
-        top = np.abs(table).max() if table.size else 0.0
-        if top > 0:
+        top = max(float(table.max()), -float(table.min())) if table.size else 0.0
+        if top > 0 and not SAFE_SCALE[0] <= top <= SAFE_SCALE[1]:
             table = table / top
             log_scale += float(np.log(top))
         for vs, _ in group:
@@ -180,24 +183,40 @@ def steiner_cliques(tree: JunctionTree, attrs: Sequence[str]) -> list[int]:
     return sorted(alive)
 
 
-def clique_tables(tree: JunctionTree, log_beliefs: np.ndarray, chosen: Sequence[int]) -> list:
-    """Linear-space factors whose product is the joint distribution of the chosen (connected) cliques.
+def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[int], need: Sequence[str]) -> list:
+    """Linear-space factors whose product is the joint distribution of ``need`` and the separators
+    between the chosen (connected) cliques, from the tree cliques' ``marginals`` (flat, laid out
+    like ``tree.layout()``, any positive scale: the factors are normalised).
 
-    The topmost chosen clique contributes its marginal, every other one its conditional given
-    the separator with its parent (junction-tree factorisation), all in probabilities.
+    Each chosen clique's marginal is first summed over its attributes that are neither needed
+    nor in a separator with another chosen clique (an attribute of one clique alone leaves the
+    junction-tree factorisation valid when summed out of it), so that no table bigger than
+    what is kept enters the elimination.  The topmost chosen clique contributes its reduced
+    marginal, every other one its reduced marginal divided by that of its separator with its
+    parent (0 where the separator has no mass).
     """
     offsets = tree.layout_offsets()
     chosen_set = set(chosen)
+    need = set(need)
+    joined = {c: set() for c in chosen}  # attributes each chosen clique shares with a chosen neighbour
+    for c in chosen:
+        if tree.parent[c] in chosen_set:
+            joined[c] |= set(tree.separator(c))
+            joined[tree.parent[c]] |= set(tree.separator(c))
     factors = []
     for c in chosen:
         attrs = tree.cliques[c]
-        table = log_beliefs[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
-        if tree.parent[c] >= 0 and tree.parent[c] in chosen_set:
+        table = marginals[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
+        kept = tuple(a for a in attrs if a in need or a in joined[c])
+        table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
+        if tree.parent[c] in chosen_set:
             sep = tree.separator(c)
-            drop = tuple(i for i, a in enumerate(attrs) if a not in sep)
-            top = table.max(axis=drop, keepdims=True)
-            table = table - (top + np.log(np.exp(table - top).sum(axis=drop, keepdims=True)))
-        factors.append((attrs, np.exp(table)))
+            below = table.sum(axis=tuple(i for i, a in enumerate(kept) if a not in sep), keepdims=True)
+            table = np.divide(table, below, out=np.zeros_like(table), where=below > 0)
+        else:
+            total = float(table.sum())
+            table = table / total if total > 0 else table
+        factors.append((kept, table))
     return factors
 
 

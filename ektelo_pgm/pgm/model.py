@@ -101,7 +101,7 @@ class GraphicalModel(Estimate):
         summed over every other attribute except ``keep`` (supplement B, Algorithm 3)."""
         covered = list(keep) + [a for a in queries if a not in keep]
         chosen = steiner_cliques(self.tree, covered)
-        factors = clique_tables(self.tree, self.log_beliefs, chosen)
+        factors = clique_tables(self.tree, self._marginals, chosen, covered)
         sizes = dict(self.domain.config)
         out = list(keep)
         for a, q in queries.items():
