@@ -177,3 +177,14 @@ def test_an_out_of_model_marginal_of_many_independent_attributes():
     model = GraphicalModel(domain, cliques, pots, total=1000.0)
     a, b = model.project(("x3",)), model.project(("x74",))  # at the two ends of the chain of cliques
     np.testing.assert_allclose(model.project(("x3", "x74")), np.outer(a, b) / 1000.0, rtol=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(1, 7), m=st.integers(0, 5))
+def test_projections_of_many_cliques_match_brute_force(seed, d, m):
+    rng = np.random.default_rng(seed)
+    domain, _, pots, model = _random_model(rng, d, m)  # m = 0: no clique, every attribute on its own
+    p, _ = _joint(domain, pots, 100.0)
+    asked = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 3) + 1), replace=False)) for _ in range(12)]
+    for attrs, table in zip(asked, model.projections(asked)):
+        np.testing.assert_allclose(table, _marginal(domain, p, attrs), atol=1e-9)

@@ -2,10 +2,11 @@
 
 :func:`triangulated_cells` runs both greedy heuristics of
 :func:`ektelo_pgm.pgm.junction_tree.triangulate` (its reference twin: same scores, same
-tie-breaking) on an interaction graph of at most 64 attributes held as one ``uint64`` bitmask of
-neighbours per attribute, and returns the smaller total number of cells of the maximal
-elimination cliques.  Adaptive mechanisms (AIM) ask this for hundreds of hypothetical models per
-round.  Products and sums saturate at ``SATURATED`` cells: a saturated answer only says "huge".
+tie-breaking) on an interaction graph held as bitmasks of neighbours, one row of ``uint64``
+words per attribute (attribute ``a`` is bit ``a % 64`` of word ``a // 64``), and returns the
+smaller total number of cells of the maximal elimination cliques.  Adaptive mechanisms (AIM) ask
+this for thousands of hypothetical models per round.  Products and sums saturate at
+``SATURATED`` cells: a saturated answer only says "huge".
 """
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from numba import njit
 
 #: Cell counts at or above this value are reported as this value.
 SATURATED = 1 << 62
-MAX_ATTRIBUTES = 64
+#: Bits of one word of a bitmask.
+WORD = 64
+
+
+def words(d: int) -> int:
+    """Words of a bitmask over ``d`` attributes."""
+    return max(1, -(-d // WORD))
 
 
 @njit(cache=True)
@@ -27,10 +34,15 @@ def _times(a, b):
 
 
 @njit(cache=True)
+def _has(mask, a):
+    return (mask[a // 64] >> np.uint64(a % 64)) & np.uint64(1)
+
+
+@njit(cache=True)
 def _cells(mask, sizes):
     out = 1
     for a in range(sizes.size):
-        if (mask >> np.uint64(a)) & np.uint64(1):
+        if _has(mask, a):
             out = _times(out, sizes[a])
     return out
 
@@ -39,24 +51,37 @@ def _cells(mask, sizes):
 def _fill(mask, adjacency):
     """Pairs of ``mask``'s members that are not adjacent."""
     missing = 0
-    d = adjacency.size
-    for a in range(d):
-        if (mask >> np.uint64(a)) & np.uint64(1):
-            later = mask & ~adjacency[a] & ~((np.uint64(2) << np.uint64(a)) - np.uint64(1))
-            while later:
-                later &= later - np.uint64(1)
-                missing += 1
+    for a in range(adjacency.shape[0]):
+        if _has(mask, a):
+            own = a // 64
+            for w in range(own, mask.size):
+                later = mask[w] & ~adjacency[a, w]
+                if w == own:  # only members after a: bits above a % 64 (none above 63: the shift wraps to 0)
+                    later &= ~((np.uint64(2) << np.uint64(a % 64)) - np.uint64(1))
+                while later:
+                    later &= later - np.uint64(1)
+                    missing += 1
     return missing
 
 
 @njit(cache=True)
-def _elimination_cells(adjacency, sizes, min_fill):
-    d = adjacency.size
+def _within(small, big):
+    for w in range(small.size):
+        if small[w] & big[w] != small[w]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def elimination_cells(adjacency, sizes, min_fill, alive):
+    """Cells (saturating) of the maximal cliques of the greedy elimination (min-fill if
+    ``min_fill``, else min-size) of the attributes marked in ``alive`` (bool, modified: a
+    union of connected components of ``adjacency``; the others are ignored)."""
+    d, width = adjacency.shape
     adj = adjacency.copy()
-    alive = np.ones(d, dtype=np.bool_)
-    created = np.zeros(d, dtype=np.uint64)
+    created = np.zeros((d, width), dtype=np.uint64)
     total = 0
-    for step in range(d):
+    for step in range(alive.sum()):
         best, best_fill, best_size = -1, 0, 0
         for v in range(d):
             if not alive[v]:
@@ -65,21 +90,23 @@ def _elimination_cells(adjacency, sizes, min_fill):
             fill = _fill(adj[v], adj) if min_fill else 0
             if best < 0 or fill < best_fill or (fill == best_fill and size < best_size):
                 best, best_fill, best_size = v, fill, size
-        neighbours = adj[best]
-        bit = np.uint64(1) << np.uint64(best)
-        clique = neighbours | bit
+        clique = adj[best].copy()
+        clique[best // 64] |= np.uint64(1) << np.uint64(best % 64)
         maximal = True
         for j in range(step):
-            if clique & created[j] == clique:
+            if _within(clique, created[j]):
                 maximal = False
                 break
         created[step] = clique
         if maximal:
             total = min(total + _cells(clique, sizes), SATURATED)
         for a in range(d):
-            if (neighbours >> np.uint64(a)) & np.uint64(1):
-                adj[a] = (adj[a] | neighbours) & ~(np.uint64(1) << np.uint64(a)) & ~bit
-        adj[best] = np.uint64(0)
+            if a != best and _has(clique, a):
+                for w in range(width):
+                    adj[a, w] |= clique[w]
+                adj[a, a // 64] &= ~(np.uint64(1) << np.uint64(a % 64))
+                adj[a, best // 64] &= ~(np.uint64(1) << np.uint64(best % 64))
+        adj[best] = 0
         alive[best] = False
     return total
 
@@ -87,6 +114,7 @@ def _elimination_cells(adjacency, sizes, min_fill):
 @njit(cache=True)
 def triangulated_cells(adjacency, sizes):
     """Cells (saturating at ``SATURATED``) of the smaller of the min-fill and min-size
-    triangulations of the graph ``adjacency`` (uint64 neighbour bitmask per attribute, attributes
-    in domain order) with attribute sizes ``sizes`` (int64)."""
-    return min(_elimination_cells(adjacency, sizes, True), _elimination_cells(adjacency, sizes, False))
+    triangulations of the graph ``adjacency`` (a row of uint64 neighbour bitmask words per
+    attribute, attributes in domain order) with attribute sizes ``sizes`` (int64)."""
+    every = np.ones(adjacency.shape[0], dtype=np.bool_)
+    return min(elimination_cells(adjacency, sizes, True, every.copy()), elimination_cells(adjacency, sizes, False, every))

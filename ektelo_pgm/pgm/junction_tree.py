@@ -171,23 +171,73 @@ def triangulate(domain: Domain, cliques: Iterable[Sequence[str]]) -> tuple[int, 
     return best
 
 
+def _adjacency(domain: Domain, cliques: Iterable[Sequence[str]]) -> np.ndarray:
+    """The interaction graph of ``cliques`` as neighbour bitmasks (see :mod:`ektelo_pgm.kernels.triangulation`)."""
+    from ..kernels.triangulation import words
+
+    position = _positions(domain)
+    adjacency = np.zeros((len(domain), words(len(domain))), dtype=np.uint64)
+    for cl in cliques:
+        members = [position[a] for a in cl]
+        for i in members:
+            for j in members:
+                if i != j:
+                    adjacency[i, j // 64] |= np.uint64(1 << (j % 64))
+    return adjacency
+
+
 def triangulated_mb(domain: Domain, cliques: Iterable[Sequence[str]]) -> float:
     """Megabytes (float64) of the junction tree that :class:`JunctionTree` would build for
     ``cliques``, without building it (e.g. to compare hypothetical models); compiled
-    (:func:`ektelo_pgm.kernels.triangulation.triangulated_cells`) up to 64 attributes."""
-    from ..kernels.triangulation import MAX_ATTRIBUTES, triangulated_cells
+    (:func:`ektelo_pgm.kernels.triangulation.triangulated_cells`)."""
+    from ..kernels.triangulation import triangulated_cells
 
-    if len(domain) > MAX_ATTRIBUTES:
-        return triangulate(domain, cliques)[0] * 8 / 2**20
+    return triangulated_cells(_adjacency(domain, cliques), np.array(domain.shape, dtype=np.int64)) * 8 / 2**20
+
+
+def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra: Sequence[Sequence[str]]) -> np.ndarray:
+    """:func:`triangulated_mb` of ``cliques`` plus each clique of ``extra`` in turn (AIM's
+    hypothetical models), eliminating only the connected components the extra clique joins.
+
+    The greedy heuristics score an attribute from its own component alone and break ties by
+    domain order, so each eliminates every component as it would on its own: a heuristic's
+    total is the sum of its totals per component.  The components an extra clique leaves alone
+    keep theirs; an extra clique inside a clique of the graph changes nothing."""
+    from ..kernels.triangulation import SATURATED, elimination_cells
+
+    base = _adjacency(domain, cliques)
+    sizes = np.array(domain.shape, dtype=np.int64)
     position = _positions(domain)
-    adjacency = np.zeros(len(domain), dtype=np.uint64)
-    for cl in cliques:
-        mask = 0
-        for a in cl:
-            mask |= 1 << position[a]
-        for a in cl:
-            adjacency[position[a]] |= np.uint64(mask & ~(1 << position[a]))
-    return triangulated_cells(adjacency, np.array(domain.shape, dtype=np.int64)) * 8 / 2**20
+    component = np.full(len(domain), -1)
+    for start in range(len(domain)):
+        if component[start] < 0:
+            component[start], stack = start, [start]
+            while stack:
+                v = stack.pop()
+                for u in range(len(domain)):
+                    if component[u] < 0 and base[v, u // 64] >> np.uint64(u % 64) & np.uint64(1):
+                        component[u] = start
+                        stack.append(u)
+    roots = np.unique(component)
+    alone = {(int(k), h): int(elimination_cells(base, sizes, h, component == k)) for k in roots for h in (True, False)}
+    totals = {h: sum(alone[int(k), h] for k in roots) for h in (True, False)}  # exact (Python integers)
+    out = np.empty(len(extra))
+    for i, cl in enumerate(extra):
+        members = [position[a] for a in cl]
+        graph = base.copy()
+        for u in members:
+            for v in members:
+                if u != v:
+                    graph[u, v // 64] |= np.uint64(1 << (v % 64))
+        if np.array_equal(graph, base):
+            cells = min(min(totals.values()), SATURATED)
+        else:
+            joined = {int(component[u]) for u in members}
+            inside = np.isin(component, list(joined))
+            merged = {h: int(elimination_cells(graph, sizes, h, inside.copy())) for h in (True, False)}
+            cells = min(min(totals[h] - sum(alone[k, h] for k in joined) + merged[h] for h in merged), SATURATED)
+        out[i] = cells * 8 / 2**20
+    return out
 
 
 class JunctionTree:
