@@ -86,10 +86,10 @@ class AIM(Adaptive):
     mirror-descent iterations (Algorithm 1) of each round's PGM refit, warm started from the
     last model, which only scores the next round's candidates; ``final_iters``: those of the
     released model's refit after the last round.  The paper and its reference code run 1,000 in
-    every round; 100 per round and 1,000 at the end were as accurate on adult at epsilon 1 (2-
-    and 3-way TVD within the seeds' spread) at a fifth to a ninth of the time, the whole model
-    being refitted from nearly the same place every round (docs/benchmarks.md, "AIM at every
-    budget").  The fits are post-processing: the privacy analysis does not depend on them.
+    every round; 100 per round and 300 at the end were as accurate on adult at epsilon 3 (2-
+    and 3-way TVD within the seeds' spread; 1,000 at the end: no better) at a tenth of the
+    time, each round's model starting close to the next one's (docs/benchmarks.md, "AIM at
+    every budget").  The fits are post-processing: the privacy analysis does not depend on them.
     ``callback(state)`` after every round.
     """
 
@@ -97,7 +97,7 @@ class AIM(Adaptive):
     noise = "gaussian"
 
     def __init__(self, workload=None, rounds: int | None = None, max_model_mb: float = 80.0,
-                 measure_fraction: float = 0.9, iters: int = 100, final_iters: int = 1000, callback=None):
+                 measure_fraction: float = 0.9, iters: int = 100, final_iters: int = 300, callback=None):
         if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
                                    or rounds < 1):
             raise ValueError(f"AIM: rounds must be a positive integer, got {rounds!r}")

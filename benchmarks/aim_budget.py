@@ -1,0 +1,69 @@
+"""AIM at every budget (issue 29): our AIM on the grid of ``mechanisms_vs_smartnoise.py`` (same
+recoded tables, workload, model cap, process per run and scores), recorded in
+benchmarks/results/aim_budget.json, beside the runs of our AIM already recorded in
+benchmarks/results/mechanisms_vs_smartnoise.json (the code before the change, 1,000
+mirror-descent iterations in every round).
+
+    /work/venv/bin/python benchmarks/aim_budget.py --seeds 3
+    /work/venv/bin/python benchmarks/aim_budget.py --table   # only rewrite the docs table
+
+The table in docs/benchmarks.md ("AIM at every budget") is rewritten from both files.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import mechanisms_vs_smartnoise as grid
+from docs_section import write_section
+from run_store import load_runs
+
+RESULTS = grid.REPO / "benchmarks" / "results" / "aim_budget.json"
+SECTION_HEADING = "## AIM at every budget (`benchmarks/aim_budget.py`)"
+
+
+def commit_of(path: Path) -> str:
+    """The commit a results file's runs were recorded on."""
+    return json.loads(path.read_text())["meta"]["commit"] if path.exists() else "-"
+
+
+def table(before: list[dict], after: list[dict]) -> str:
+    """Per dataset and epsilon: mean ± std (runs) of 2-way and 3-way TVD, wall and CPU seconds, before and after."""
+    lines = ["| data | epsilon | TV 2-way before | TV 2-way now | TV 3-way before | TV 3-way now | wall s before | "
+             "wall s now | CPU s before / now | speed-up (CPU) |",
+             "|---|---:|---|---|---|---|---|---|---|---:|"]
+    cells = sorted({(r["dataset"], r["epsilon"]) for r in after},
+                   key=lambda c: (grid.DATASETS.index(c[0]) if c[0] in grid.DATASETS else 9, c[1]))
+    for name, epsilon in cells:
+        runs = {side: [r for r in rows if r["side"] == "ours" and r["mechanism"] == "aim"
+                       and (r["dataset"], r["epsilon"]) == (name, epsilon)] for side, rows in (("before", before), ("now", after))}
+        stat = {(side, field): grid.summary(runs[side], field) for side in runs for field in ("tv2", "tv3", "wall", "cpu")}
+        cpu = [stat[side, "cpu"] for side in ("before", "now")]
+        speed = f"{cpu[0][0] / cpu[1][0]:.1f}x" if all(cpu) else "-"
+        lines.append(f"| {name} | {epsilon:g} | {grid.show(stat['before', 'tv2'])} | {grid.show(stat['now', 'tv2'])} | "
+                     f"{grid.show(stat['before', 'tv3'])} | {grid.show(stat['now', 'tv3'])} | "
+                     f"{grid.show(stat['before', 'wall'], 1)} | {grid.show(stat['now', 'wall'], 1)} | "
+                     + " / ".join(f"{c[0]:.1f}" if c else "-" for c in cpu) + f" | {speed} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1")
+    parser.add_argument("--datasets", nargs="+", default=list(grid.DATASETS), choices=grid.DATASETS)
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(grid.EPSILONS))
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
+    args = parser.parse_args(argv)
+    if not args.table:
+        grid.run_grid(grid.parse_args(["--sides", "ours", "--mechanisms", "aim", "--seeds", str(args.seeds),
+                                       "--datasets", *args.datasets, "--epsilons", *map(str, args.epsilons),
+                                       "--results", str(RESULTS)]))
+    meta = f"Runs of `{Path(sys.argv[0]).name}` on commit {commit_of(RESULTS)}; before: the runs of our AIM in " \
+           f"benchmarks/results/mechanisms_vs_smartnoise.json (commit {commit_of(grid.RESULTS)})."
+    write_section("aim_budget", SECTION_HEADING, meta + "\n\n" + table(load_runs(grid.RESULTS), load_runs(RESULTS)))
+
+
+if __name__ == "__main__":
+    main()
