@@ -17,6 +17,16 @@ from ektelo_pgm.pgm.estimation import Objective, mirror_descent
 from ektelo_pgm.pgm.inference import MarginalOracle
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler for each test, whatever the process inherited (a process
+    started in the background by a shell without job control ignores SIGINT, and Python then
+    installs none: the signal would never arrive)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class CtrlC:
     """Counts calls of a piece of work and presses Ctrl-C (a real SIGINT) during call ``at``."""
 
