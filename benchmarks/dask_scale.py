@@ -58,7 +58,7 @@ def generate_part(path: str, rows: int, seed: int) -> list[np.ndarray]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    data: Dataset = census_network().synthetic_data(rows, seed)
+    data: Dataset = census_network().synthetic_data(rows, seed, method="sample")
     table = pa.table({a: data.records[:, j].astype(np.uint8) for j, a in enumerate(data.domain.attrs)})
     pq.write_table(table, path)
     return [data.marginal(c).astype(np.int64) for c in cliques(data.domain)]

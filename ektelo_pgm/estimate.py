@@ -416,12 +416,12 @@ class BayesNet(Estimate):
 
     sampling_methods = SAMPLING
 
-    def synthetic_data(self, n: int | None = None, rng=None, method: str = "sample") -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str = "round") -> Dataset:
         """``n`` records (default: the rounded total) from the network, attribute by attribute in
-        its order (ancestral sampling): ``method="sample"`` draws each independently; ``"round"``
+        its order (ancestral sampling): ``method="round"`` (default, as for a GraphicalModel)
         gives the records of each parent configuration values in counts rounded from their
         expectations (:func:`round_conditional`), so every table is met to within one record per
-        cell."""
+        cell; ``"sample"`` draws each independently."""
         if n is None:
             n = int(round(self._total))
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:

@@ -95,7 +95,7 @@ def census_network() -> BayesNet:
 
 def synthetic_bayes_net(n: int = 10000, rng=0) -> Dataset:
     """``n`` records (counts 1 each) sampled from :func:`census_network`; same ``rng``, same data."""
-    return census_network().synthetic_data(n, rng)
+    return census_network().synthetic_data(n, rng, method="sample")
 
 
 def _resolve(data_dir) -> Path:

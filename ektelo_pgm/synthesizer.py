@@ -426,7 +426,7 @@ class Synthesizer:
             raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
         if n is None:
             n = max(1, int(round(self.estimate.total)))
-        options = {"method": "round"} if self.sampling == "round" and "round" in self.estimate.sampling_methods else {}
+        options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
         with self._reporting():
             records = self.estimate.synthetic_data(int(n), self.rng, **options)
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)

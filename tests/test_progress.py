@@ -93,9 +93,10 @@ def test_mst_phases_and_pgm_sampling():
     with progress.reporting(True, stream):
         result = MST(iters=20).run(toy(500), Budget.approx(1.0, 1e-6), 0)
         result.estimate.synthetic_data(200, rng=0)
+        result.estimate.synthetic_data(300, rng=0, method="sample")
     text = stream.getvalue()
     assert "MST" in text and "3/3" in text and "2-way marginals and fit" in text
-    assert "sampling 200 records" in text
+    assert "rounding 200 records" in text and "sampling 300 records" in text
 
 
 def test_no_output_when_off(capsys):

@@ -288,7 +288,7 @@ class UndirectedModel:
 
     def sample(self, n: int, rng=None) -> Dataset:
         """``n`` i.i.d. records drawn exactly from the model (forward sampling along the junction tree)."""
-        return self.graphical_model.synthetic_data(int(n), np.random.default_rng(rng))
+        return self.graphical_model.synthetic_data(int(n), np.random.default_rng(rng), method="sample")
 
     def __repr__(self) -> str:
         kind = "exact" if self.exact else "loopy"
