@@ -66,6 +66,7 @@ def _fill(mask, adjacency):
 
 @njit(cache=True)
 def _within(small, big):
+    """Whether the bitmask ``small`` is a subset of ``big``."""
     for w in range(small.size):
         if small[w] & big[w] != small[w]:
             return False
@@ -117,4 +118,5 @@ def triangulated_cells(adjacency, sizes):
     triangulations of the graph ``adjacency`` (a row of uint64 neighbour bitmask words per
     attribute, attributes in domain order) with attribute sizes ``sizes`` (int64)."""
     every = np.ones(adjacency.shape[0], dtype=np.bool_)
-    return min(elimination_cells(adjacency, sizes, True, every.copy()), elimination_cells(adjacency, sizes, False, every))
+    return min(elimination_cells(adjacency, sizes, True, every.copy()),
+               elimination_cells(adjacency, sizes, False, every))

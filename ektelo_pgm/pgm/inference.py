@@ -101,7 +101,8 @@ def eliminate(factors: list, sizes: dict, keep: Sequence) -> tuple[np.ndarray, f
     whose product table is smallest first (ties by name; costs updated only around the
     eliminated variable).  An intermediate table whose largest magnitude lies outside
     :data:`SAFE_SCALE` is divided by it (probabilities need no rescaling, other tables keep
-    magnitudes at most 1), so that products of many tables neither overflow nor underflow.  Returns ``(table over keep, log_scale)``: the result is ``table * exp(log_scale)``.
+    magnitudes at most 1), so that products of many tables neither overflow nor underflow.
+    Returns ``(table over keep, log_scale)``: the result is ``table * exp(log_scale)``.
     """
     keep = list(keep)
     tables = {i: (tuple(v), np.asarray(a, dtype=np.float64)) for i, (v, a) in enumerate(factors)}
