@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Mapping
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -96,21 +96,20 @@ class GraphicalModel(Estimate):
             return table.project(attrs).values.copy()
         return self._eliminate({}, attrs)
 
-    def projections(self, cliques) -> list[np.ndarray]:
-        """Estimated counts over each of ``cliques`` (as :meth:`project`), sharing the work: the
-        attributes of a clique that lie in different connected parts of the junction tree
-        (joined by empty separators) are independent under the model, so its table is the outer
-        product of its parts' distributions, each part computed once for all the cliques."""
+    def projections(self, cliques) -> Iterator[np.ndarray]:
+        """Estimated counts over each of ``cliques`` in turn (as :meth:`project`; one table held at
+        a time), sharing the work: the attributes of a clique that lie in different connected
+        parts of the junction tree (joined by empty separators) are independent under the model,
+        so its table is the outer product of its parts' distributions, each computed once."""
         part_of = self._parts()
         parts: dict[tuple[str, ...], np.ndarray] = {}
-        tables = []
         for attrs in cliques:
             attrs = tuple(self.domain.check(attrs))
             groups: dict[int, list[str]] = {}
             for a in attrs:
                 groups.setdefault(part_of[a], []).append(a)
             if len(groups) == 1:
-                tables.append(self.project(attrs))
+                yield self.project(attrs)
                 continue
             order, table = [], np.ones(())
             for group in map(tuple, groups.values()):
@@ -118,8 +117,7 @@ class GraphicalModel(Estimate):
                     parts[group] = self.project(group) / self._total
                 table = np.multiply.outer(table, parts[group])
                 order += group
-            tables.append(self._total * table.transpose([order.index(a) for a in attrs]))
-        return tables
+            yield self._total * table.transpose([order.index(a) for a in attrs])
 
     def _parts(self) -> dict[str, int]:
         """Each attribute's connected part of the junction tree (cliques joined by non-empty
