@@ -61,9 +61,8 @@ Everything else is post-processing of those noisy counts:
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count) codes them together as one category, labelled ``other`` (never a blank); a
   column has a missing code only when its missing values (for a numeric column: and text) are
-  noticeably many; a
-  value needing a code its column lacks gets the column's first code (:func:`encoded`: no
-  record is ever dropped);
+  noticeably many; a value needing a code its column lacks gets the column's first code
+  (:func:`encoded`: no record is ever dropped);
 * a column of which nothing can be released (no value frequent enough: an identifier, free
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
   reason (``left_out``).
@@ -478,9 +477,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     values keep the missing code.  Raises :class:`Unreleasable` when nothing can be released.
 
     It gets a missing code only when its missing values (and, in a numeric column, text) are
-    noticeably many: at least ``MISSING_Z`` stds of their noisy count; a value not released is
-    never coded as missing (without an other code it gets the column's first code, see
-    :func:`encoded`: such values are few by the rule above)."""
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count, never for the values not
+    released; without an other code those get the missing code where the column has one, else
+    its first code (see :func:`encoded`: such values are few by the rule above)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -510,7 +509,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
     other = other if unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None
     missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
-    return CategoricalColumn(r.name, tuple(cats), missing, False, other)  # a value is never coded as missing
+    return CategoricalColumn(r.name, tuple(cats), missing, other=other)
 
 
 def _end(levels, fine: dict, r: Release, kept: int, reverse: bool) -> tuple:

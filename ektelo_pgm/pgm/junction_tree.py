@@ -178,12 +178,16 @@ def _adjacency(domain: Domain, cliques: Iterable[Sequence[str]]) -> np.ndarray:
     position = _positions(domain)
     adjacency = np.zeros((len(domain), words(len(domain))), dtype=np.uint64)
     for cl in cliques:
-        members = [position[a] for a in cl]
-        for i in members:
-            for j in members:
-                if i != j:
-                    adjacency[i, j // 64] |= np.uint64(1 << (j % 64))
+        _join(adjacency, [position[a] for a in cl])
     return adjacency
+
+
+def _join(adjacency: np.ndarray, members: Sequence[int]) -> None:
+    """Make the attributes at positions ``members`` pairwise neighbours in ``adjacency``."""
+    for i in members:
+        for j in members:
+            if i != j:
+                adjacency[i, j // 64] |= np.uint64(1 << (j % 64))
 
 
 def triangulated_mb(domain: Domain, cliques: Iterable[Sequence[str]]) -> float:
@@ -225,10 +229,7 @@ def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra
     for i, cl in enumerate(extra):
         members = [position[a] for a in cl]
         graph = base.copy()
-        for u in members:
-            for v in members:
-                if u != v:
-                    graph[u, v // 64] |= np.uint64(1 << (v % 64))
+        _join(graph, members)
         if np.array_equal(graph, base):
             cells = min(min(totals.values()), SATURATED)
         else:
