@@ -172,6 +172,20 @@ def test_warm_start_continues_from_previous_model():
         PGM().reconstruct(Domain(["z"], [2]), [Measurement(("z",), [1.0, 2.0], 1.0)], warm_start=first)
 
 
+@pytest.mark.parametrize("method", ["auto", "lbfgs", "mirror", "accelerated"])
+def test_only_general_queries(method):
+    """No identity measurement at all (the curvature of L-BFGS's default then starts from no cells),
+    cold and warm started."""
+    truth = _truth()
+    kron = Kronecker([Identity(2), Prefix(4)])
+    ms = [Measurement(("d", "c"), kron @ truth.project(("d", "c")).ravel(), 1.0, query=kron),
+          Measurement(("c",), Prefix(4) @ truth.project(("c",)), 0.5, query=Prefix(4))]
+    model = PGM(iters=2000, method=method).reconstruct(DOM, ms, total=1000.0)
+    assert np.abs(model.project(("d", "c")) - truth.project(("d", "c"))).max() < 0.5
+    warm = PGM(iters=10, method=method).reconstruct(DOM, ms, total=1000.0, warm_start=model)
+    assert warm.loss <= model.loss + 1e-9 * max(model.loss, 1.0)
+
+
 def test_operator_validation_and_size_refusal():
     with pytest.raises(ValueError, match="method"):
         PGM(method="newton")

@@ -131,7 +131,7 @@ class Objective:
         counts^2), None for other losses."""
         if self.loss != "l2":
             return None
-        diag = np.bincount(self.index, self.w**2, minlength=self.oracle.size)
+        diag = np.bincount(self.index, self.w**2, minlength=self.oracle.size).astype(np.float64)  # int when empty
         for _, where, query, _, w in self.general:
             diag[where] += np.asarray((Sparse(sp.diags(w)) @ query).column_norms(2)) ** 2
         return diag
