@@ -184,7 +184,8 @@ def steiner_cliques(tree: JunctionTree, attrs: Sequence[str]) -> list[int]:
     return sorted(alive)
 
 
-def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[int], need: Sequence[str]) -> list:
+def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[int], need: Sequence[str],
+                  memo: dict | None = None) -> list:
     """Linear-space factors whose product is the joint distribution of ``need`` and the separators
     between the chosen (connected) cliques, from the tree cliques' ``marginals`` (flat, laid out
     like ``tree.layout()``, any positive scale: the factors are normalised).
@@ -194,7 +195,9 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     junction-tree factorisation valid when summed out of it), so that no table bigger than
     what is kept enters the elimination.  The topmost chosen clique contributes its reduced
     marginal, every other one its reduced marginal divided by that of its separator with its
-    parent (0 where the separator has no mass).
+    parent (0 where the separator has no mass).  ``memo`` (a dict kept by the caller across
+    calls on the same marginals) holds the factors already made, while their cells stay within
+    the tree's: queries sharing cliques and kept attributes sum each big table once.
     """
     offsets = tree.layout_offsets()
     chosen_set = set(chosen)
@@ -207,16 +210,23 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     factors = []
     for c in chosen:
         attrs = tree.cliques[c]
-        table = marginals[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
         kept = tuple(a for a in attrs if a in need or a in joined[c])
+        below_parent = tree.parent[c] in chosen_set
+        key = (c, kept, below_parent)
+        if memo is not None and key in memo:
+            factors.append((kept, memo[key]))
+            continue
+        table = marginals[offsets[c]:offsets[c + 1]].reshape(tree.domain.project(attrs).shape)
         table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
-        if tree.parent[c] in chosen_set:
+        if below_parent:
             sep = tree.separator(c)
             below = table.sum(axis=tuple(i for i, a in enumerate(kept) if a not in sep), keepdims=True)
             table = np.divide(table, below, out=np.zeros_like(table), where=below > 0)
         else:
             total = float(table.sum())
             table = table / total if total > 0 else table
+        if memo is not None and sum(t.size for t in memo.values()) + table.size <= offsets[-1]:
+            memo[key] = table
         factors.append((kept, table))
     return factors
 

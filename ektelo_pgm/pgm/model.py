@@ -86,35 +86,39 @@ class GraphicalModel(Estimate):
         return CliqueVector({cl: Factor(self.domain.project(cl), self._marginals[off[k]:off[k + 1]].copy())
                              for k, cl in enumerate(self.tree.cliques)})
 
-    def project(self, attrs) -> np.ndarray:
-        """Estimated counts over ``attrs`` shaped by their sizes in the order asked."""
+    def project(self, attrs, memo: dict | None = None) -> np.ndarray:
+        """Estimated counts over ``attrs`` shaped by their sizes in the order asked (``memo``: the
+        reduced clique tables of :func:`~ektelo_pgm.pgm.inference.clique_tables`, shared between
+        calls on this model)."""
         attrs = self.domain.check(attrs)
         host = self.tree.host(attrs)
         if host is not None:
             off = self.tree.layout_offsets()
             table = Factor(self.domain.project(self.tree.cliques[host]), self._marginals[off[host]:off[host + 1]])
             return table.project(attrs).values.copy()
-        return self._eliminate({}, attrs)
+        return self._eliminate({}, attrs, memo)
 
     def projections(self, cliques) -> Iterator[np.ndarray]:
         """Estimated counts over each of ``cliques`` in turn (as :meth:`project`; one table held at
         a time), sharing the work: the attributes of a clique that lie in different connected
         parts of the junction tree (joined by empty separators) are independent under the model,
-        so its table is the outer product of its parts' distributions, each computed once."""
+        so its table is the outer product of its parts' distributions, each computed once; the
+        reduced clique tables that variable elimination starts from are shared too."""
         part_of = self._parts()
         parts: dict[tuple[str, ...], np.ndarray] = {}
+        memo: dict = {}
         for attrs in cliques:
             attrs = tuple(self.domain.check(attrs))
             groups: dict[int, list[str]] = {}
             for a in attrs:
                 groups.setdefault(part_of[a], []).append(a)
             if len(groups) == 1:
-                yield self.project(attrs)
+                yield self.project(attrs, memo)
                 continue
             order, table = [], np.ones(())
             for group in map(tuple, groups.values()):
                 if group not in parts:
-                    parts[group] = self.project(group) / self._total
+                    parts[group] = self.project(group, memo) / self._total
                 table = np.multiply.outer(table, parts[group])
                 order += group
             yield self._total * table.transpose([order.index(a) for a in attrs])
@@ -133,12 +137,12 @@ class GraphicalModel(Estimate):
             self._part_of = {a: top(k) for k, clique in enumerate(tree.cliques) for a in clique}
         return self._part_of
 
-    def _eliminate(self, queries: Mapping[str, np.ndarray], keep) -> np.ndarray:
+    def _eliminate(self, queries: Mapping[str, np.ndarray], keep, memo: dict | None = None) -> np.ndarray:
         """Counts of the factored query (one table per attribute in ``queries``) times the model,
         summed over every other attribute except ``keep`` (supplement B, Algorithm 3)."""
         covered = list(keep) + [a for a in queries if a not in keep]
         chosen = steiner_cliques(self.tree, covered)
-        factors = clique_tables(self.tree, self._marginals, chosen, covered)
+        factors = clique_tables(self.tree, self._marginals, chosen, covered, memo)
         sizes = dict(self.domain.config)
         out = list(keep)
         for a, q in queries.items():
