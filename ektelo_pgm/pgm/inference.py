@@ -184,8 +184,23 @@ def steiner_cliques(tree: JunctionTree, attrs: Sequence[str]) -> list[int]:
     return sorted(alive)
 
 
+class Memo(dict):
+    """Tables derived from one model's marginals, kept for the next queries on it while they hold
+    at most ``limit`` cells in all."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit, self.cells = int(limit), 0
+
+    def keep(self, key, table: np.ndarray) -> None:
+        """Store ``table`` under ``key`` if it fits."""
+        if key not in self and self.cells + table.size <= self.limit:
+            self[key] = table
+            self.cells += table.size
+
+
 def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[int], need: Sequence[str],
-                  memo: dict | None = None) -> list:
+                  memo: Memo | None = None) -> list:
     """Linear-space factors whose product is the joint distribution of ``need`` and the separators
     between the chosen (connected) cliques, from the tree cliques' ``marginals`` (flat, laid out
     like ``tree.layout()``, any positive scale: the factors are normalised).
@@ -195,9 +210,9 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     junction-tree factorisation valid when summed out of it), so that no table bigger than
     what is kept enters the elimination.  The topmost chosen clique contributes its reduced
     marginal, every other one its reduced marginal divided by that of its separator with its
-    parent (0 where the separator has no mass).  ``memo`` (a dict kept by the caller across
-    calls on the same marginals) holds the factors already made, while their cells stay within
-    the tree's: queries sharing cliques and kept attributes sum each big table once.
+    parent (0 where the separator has no mass).  ``memo`` (kept by the caller across calls on the
+    same marginals) holds the factors already made: queries sharing cliques and kept attributes
+    sum each big table once.
     """
     offsets = tree.layout_offsets()
     chosen_set = set(chosen)
@@ -225,8 +240,8 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
         else:
             total = float(table.sum())
             table = table / total if total > 0 else table
-        if memo is not None and sum(t.size for t in memo.values()) + table.size <= offsets[-1]:
-            memo[key] = table
+        if memo is not None:
+            memo.keep(key, table)
         factors.append((kept, table))
     return factors
 

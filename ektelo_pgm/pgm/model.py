@@ -13,9 +13,13 @@ from ..estimate import SAMPLING, Estimate, synthetic_attrs
 from ..files import atomic_write
 from .clique_vector import CliqueVector
 from .factor import Factor
-from .inference import (MarginalOracle, clique_tables, eliminate, round_records, sample_records,
+from .inference import (Memo, MarginalOracle, clique_tables, eliminate, round_records, sample_records,
                         steiner_cliques)
 from .junction_tree import DEFAULT_MAX_MB, canonical
+
+
+#: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold however small the tree.
+MEMO_CELLS = 1 << 22
 
 
 class GraphicalModel(Estimate):
@@ -86,7 +90,7 @@ class GraphicalModel(Estimate):
         return CliqueVector({cl: Factor(self.domain.project(cl), self._marginals[off[k]:off[k + 1]].copy())
                              for k, cl in enumerate(self.tree.cliques)})
 
-    def project(self, attrs, memo: dict | None = None) -> np.ndarray:
+    def project(self, attrs, memo: Memo | None = None) -> np.ndarray:
         """Estimated counts over ``attrs`` shaped by their sizes in the order asked (``memo``: the
         reduced clique tables of :func:`~ektelo_pgm.pgm.inference.clique_tables`, shared between
         calls on this model)."""
@@ -106,7 +110,7 @@ class GraphicalModel(Estimate):
         reduced clique tables that variable elimination starts from are shared too."""
         part_of = self._parts()
         parts: dict[tuple[str, ...], np.ndarray] = {}
-        memo: dict = {}
+        memo = Memo(max(self.tree.cells, MEMO_CELLS))
         for attrs in cliques:
             attrs = tuple(self.domain.check(attrs))
             groups: dict[int, list[str]] = {}
@@ -137,7 +141,7 @@ class GraphicalModel(Estimate):
             self._part_of = {a: top(k) for k, clique in enumerate(tree.cliques) for a in clique}
         return self._part_of
 
-    def _eliminate(self, queries: Mapping[str, np.ndarray], keep, memo: dict | None = None) -> np.ndarray:
+    def _eliminate(self, queries: Mapping[str, np.ndarray], keep, memo: Memo | None = None) -> np.ndarray:
         """Counts of the factored query (one table per attribute in ``queries``) times the model,
         summed over every other attribute except ``keep`` (supplement B, Algorithm 3)."""
         covered = list(keep) + [a for a in queries if a not in keep]
