@@ -67,7 +67,7 @@ class Entry:
 def _aim(domain: Domain, options: dict):
     from .mechanisms import AIM
 
-    return AIM(**{"iters": 100, "max_model_mb": 32.0, **options})
+    return AIM(**{"max_model_mb": 32.0, **options})
 
 
 def _mst(domain: Domain, options: dict):

@@ -84,12 +84,13 @@ class AIM(Adaptive):
     (float64 MB) once the whole budget is spent: after spending a fraction ``f`` of it (this round
     included), only candidates keeping the tree within ``f * max_model_mb`` compete.  ``iters``:
     mirror-descent iterations (Algorithm 1) of each round's PGM refit, warm started from the
-    last model, which only scores the next round's candidates; ``final_iters``: those of the
-    released model's refit after the last round.  The paper and its reference code run 1,000 in
-    every round; 100 per round and 300 at the end were as accurate on adult at epsilon 3 (2-
-    and 3-way TVD within the seeds' spread; 1,000 at the end: no better) at a tenth of the
-    time, each round's model starting close to the next one's (docs/benchmarks.md, "AIM at
-    every budget").  The fits are post-processing: the privacy analysis does not depend on them.
+    last model with the new clique set to its measurement (one step of iterative proportional
+    fitting, :func:`~ektelo_pgm.pgm.estimation.estimate`), which scores the next round's
+    candidates and decides the annealing; ``final_iters``: those of the released model's refit
+    after the last round.  The paper and its reference code run 1,000 in every round; 50 per
+    round and 100 at the end were as accurate on adult at epsilon 3 (docs/benchmarks.md, "AIM
+    at every budget").  The fits are post-processing: the privacy analysis does not depend on
+    them.
     ``callback(state)`` after every round.
     """
 
@@ -97,7 +98,7 @@ class AIM(Adaptive):
     noise = "gaussian"
 
     def __init__(self, workload=None, rounds: int | None = None, max_model_mb: float = 80.0,
-                 measure_fraction: float = 0.9, iters: int = 100, final_iters: int = 300, callback=None):
+                 measure_fraction: float = 0.9, iters: int = 50, final_iters: int = 100, callback=None):
         if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
                                    or rounds < 1):
             raise ValueError(f"AIM: rounds must be a positive integer, got {rounds!r}")

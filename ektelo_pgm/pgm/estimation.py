@@ -468,6 +468,37 @@ def resolve_method(method: str, loss) -> str:
     return method
 
 
+MATCH_FLOOR = 1.0  # records: measured and model counts below it are raised to it before their log-ratio
+
+
+def _matched_start(oracle: MarginalOracle, objective: Objective, theta: np.ndarray, total: float,
+                   warm_start: GraphicalModel, measurements: Sequence) -> np.ndarray:
+    """A warm start whose new cliques already agree with their measurements: each clique measured
+    by the identity and inside none of ``warm_start``'s cliques gets the log-ratio of its measured
+    counts (inverse-variance mean, at least :data:`MATCH_FLOOR` records) to the warm model's marginal
+    (at least as many), one step of iterative proportional fitting.  ``theta`` is kept instead
+    when its loss is no higher."""
+    warm = [set(cl) for cl in warm_start.cliques]
+    sums: dict = {}
+    for m in measurements:
+        canon = canonical(oracle.domain, m.attrs)
+        if m.query is not None or any(set(canon) <= cl for cl in warm):
+            continue
+        y, w2 = sums.setdefault(canon, (np.zeros(oracle.domain.size(canon)), np.zeros(oracle.domain.size(canon))))
+        where = index_map(oracle.domain, m.attrs, canon).ravel()
+        y[where] += m.weights ** 2 * m.y
+        w2[where] += m.weights ** 2
+    if not sums:
+        return theta
+    matched = theta.copy()
+    for canon, (y, w2) in sums.items():
+        counts = np.maximum(y / np.maximum(w2, TINY), MATCH_FLOOR)
+        model = np.maximum(warm_start.project(canon).ravel() * (total / warm_start.total), MATCH_FLOOR)
+        oracle.block(matched, canon)[...] += np.log(counts / model).reshape(oracle.block(matched, canon).shape)
+    loss = [objective(oracle.calibrate(t, total)[0])[0] for t in (theta, matched)]
+    return matched if loss[1] < loss[0] else theta
+
+
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "auto",
              loss="l2", iters: int = 1000, tol: float | None = None, warm_start: GraphicalModel | None = None,
              callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
@@ -483,7 +514,9 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     change that stops them (default 0: never), their gap being assessed at the end.  The model
     reports ``loss``, ``iterations``, ``converged`` and ``gap``.
     ``total`` (records) defaults to the estimate of supplement E.1, then to the warm start's.
-    ``warm_start`` starts from a previous model's log-potentials.
+    ``warm_start`` starts from a previous model's log-potentials, a clique it lacks starting at
+    its measurement's marginal (:func:`_matched_start`: adaptive mechanisms add one clique a round,
+    and the loop's checks read the refit).
     """
     method = resolve_method(method, loss)
     if method == "lbfgs" and loss == "l1":
@@ -501,10 +534,11 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     total = resolve_total(domain, measurements, total, None if warm_start is None else warm_start.total)
     oracle = MarginalOracle(domain, all_cliques, max_mb)
     theta = np.zeros(oracle.size)
+    objective = Objective(oracle, measurements, loss)
     if warm_start is not None:
         for cl in warm_start.cliques:
             oracle.block(theta, cl)[...] += warm_start.oracle.block(warm_start.theta, cl)
-    objective = Objective(oracle, measurements, loss)
+        theta = _matched_start(oracle, objective, theta, total, warm_start, measurements)
     with progress.tracked(callback, iters, f"PGM ({method})") as callback:
         if method == "lbfgs":
             rule = StoppingRule(DEFAULT_TOL if tol is None else tol, DEFAULT_FTOL, callback)
