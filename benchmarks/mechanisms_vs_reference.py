@@ -104,8 +104,9 @@ REFERENCE_EDITS = (
     ("mst.py", "domain.attrs", "domain.attributes", "Domain.attrs was renamed in mbi 2.0"),
     ("mst.py", "import argparse\n", "import argparse, pandas as pd\n",
      "the two edits below build the DataFrames that mbi's Dataset no longer holds"),
-    ("mst.py", "data.df.copy()", "pd.DataFrame(data.to_dict())",
-     "mbi 2.0's Dataset holds a dict of column arrays, no .df"),
+    ("mst.py", "data.df.copy()", "pd.DataFrame(data.to_dict()).astype(np.int64)",
+     "mbi 2.0's Dataset holds a dict of column arrays, no .df; int64, because mbi 2.0 samples small "
+     "integer types and pandas 3 refuses to write the larger original codes into them"),
     ("mst.py", "Dataset(df, newdom)", "Dataset({c: df[c].to_numpy(dtype=np.int64) for c in df.columns}, newdom)",
      "mbi 2.0's Dataset is built from a dict of integer column arrays (pandas 3's map leaves objects)"),
     ("mst.py", "est.synthetic_data()", "est.synthetic_data(rows=data.records)",
