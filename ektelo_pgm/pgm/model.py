@@ -18,7 +18,8 @@ from .inference import (Memo, MarginalOracle, clique_tables, eliminate, round_re
 from .junction_tree import DEFAULT_MAX_MB, canonical
 
 
-#: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold however small the tree.
+#: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold, however
+#: small the tree.
 MEMO_CELLS = 1 << 22
 
 
