@@ -46,7 +46,6 @@ lower bound.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
@@ -64,7 +63,8 @@ from pathlib import Path
 import numpy as np
 
 from docs_section import write_section
-from mechanisms_vs_smartnoise import dataset, recoded, run_ours, show, summary, total_variations
+from mechanisms_vs_smartnoise import (dataset, grid_parser, key, recoded, run_ours, show, summary,
+                                      total_variations)
 from provenance import code_state
 from run_store import load_runs, merge_runs, save_runs
 
@@ -241,10 +241,6 @@ def worker(args) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def key(row) -> tuple:
-    return (row["side"], row["mechanism"], row["dataset"], float(row["epsilon"]), int(row["seed"]))
-
-
 def meta(reference: Path = REFERENCE_DIR) -> dict:
     """What the results file records about the machine, the settings and the reference scripts."""
     scripts = {p.name: blob_hash(p) for p in sorted(reference.glob("*.py"))
@@ -362,29 +358,10 @@ def table(runs: list[dict]) -> str:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1")
-    parser.add_argument("--mechanisms", nargs="+", default=["mst", "aim"], choices=["mst", "aim"])
-    parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
+    parser = grid_parser(__doc__.split("\n\n")[0], DATASETS, EPSILONS, 3, SIDES, RESULTS)
     parser.add_argument("--reference", type=Path, default=REFERENCE_DIR,
                         help="directory holding the author's mst.py, aim.py, mechanism.py and cdp2adp.py")
     parser.add_argument("--peers-python", type=Path, default=PEERS_PYTHON, help="python of the venv with mbi 2.0.0")
-    parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
-    parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
-    # worker mode (internal)
-    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
-    parser.add_argument("--mechanism", help=argparse.SUPPRESS)
-    parser.add_argument("--epsilon", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--table-path", dest="table_file", help=argparse.SUPPRESS)
-    parser.add_argument("--columns", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 

@@ -269,30 +269,38 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def grid_parser(description: str, datasets, epsilons, seeds: int, sides, results: Path) -> argparse.ArgumentParser:
+    """The arguments of a side-by-side grid of MST and AIM runs (``datasets``, ``epsilons``,
+    ``seeds`` and ``sides`` give the choices and defaults, ``results`` the default results file),
+    with those of the internal worker mode, each run in a fresh process."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (repetitions for smartnoise)")
+    parser.add_argument("--datasets", nargs="+", default=list(datasets), choices=datasets)
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(epsilons))
+    parser.add_argument("--seeds", type=int, default=seeds, help="seeds 0..N-1 (repetitions for a side without seeds)")
     parser.add_argument("--mechanisms", nargs="+", default=["mst", "aim"], choices=["mst", "aim"])
-    parser.add_argument("--sides", nargs="+", default=["ours", "smartnoise"], choices=["ours", "smartnoise"])
+    parser.add_argument("--sides", nargs="+", default=list(sides), choices=sides)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one run may take")
-    parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
     parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
     parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
+    parser.add_argument("--results", type=Path, default=results, help="where this run records its runs")
     parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
-    parser.add_argument("--tree-bounds", action="store_true",
-                        help="only print the error of MST's tree fitted without noise, per dataset")
     # worker mode (internal)
-    parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=sides, help=argparse.SUPPRESS)
     parser.add_argument("--mechanism", help=argparse.SUPPRESS)
     parser.add_argument("--epsilon", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--table-path", dest="table_file", help=argparse.SUPPRESS)
     parser.add_argument("--columns", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    return parser
+
+
+def parse_args(argv=None):
+    parser = grid_parser(__doc__.split("\n\n")[0], DATASETS, EPSILONS, 5, ("ours", "smartnoise"), RESULTS)
+    parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
+    parser.add_argument("--tree-bounds", action="store_true",
+                        help="only print the error of MST's tree fitted without noise, per dataset")
     return parser.parse_args(argv)
 
 
