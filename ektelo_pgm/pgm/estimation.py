@@ -484,7 +484,9 @@ def _matched_start(oracle: MarginalOracle, objective: Objective, theta: np.ndarr
         canon = canonical(oracle.domain, m.attrs)
         if m.query is not None or any(set(canon) <= cl for cl in warm):
             continue
-        y, w2 = sums.setdefault(canon, (np.zeros(oracle.domain.size(canon)), np.zeros(oracle.domain.size(canon))))
+        if canon not in sums:
+            sums[canon] = np.zeros(oracle.domain.size(canon)), np.zeros(oracle.domain.size(canon))
+        y, w2 = sums[canon]
         where = index_map(oracle.domain, m.attrs, canon).ravel()
         y[where] += m.weights ** 2 * m.y
         w2[where] += m.weights ** 2
@@ -494,7 +496,8 @@ def _matched_start(oracle: MarginalOracle, objective: Objective, theta: np.ndarr
     for canon, (y, w2) in sums.items():
         counts = np.maximum(y / np.maximum(w2, TINY), MATCH_FLOOR)
         model = np.maximum(warm_start.project(canon).ravel() * (total / warm_start.total), MATCH_FLOOR)
-        oracle.block(matched, canon)[...] += np.log(counts / model).reshape(oracle.block(matched, canon).shape)
+        block = oracle.block(matched, canon)
+        block += np.log(counts / model).reshape(block.shape)
     loss = [objective(oracle.calibrate(t, total)[0])[0] for t in (theta, matched)]
     return matched if loss[1] < loss[0] else theta
 
