@@ -16,9 +16,11 @@ fixed so that runs are comparable (scikit-learn, the ``ml`` extra), each seeded 
 - ``random_forest``: 100 trees, sqrt of the features per split, leaves of at least 2 rows, on
   the same imputed numbers (unscaled) and dense one-hot categories, at most 64 per column (the
   rarest pooled, a category never seen with them);
-- ``gradient_boosting``: histogram gradient boosting (100 iterations, no early stopping) with
-  categorical columns as native categories (at most 250 per column, the rarest pooled; a
-  category never seen is missing) and missing numbers left to the model.
+- ``gradient_boosting``: histogram gradient boosting (100 iterations, no early stopping, an L2
+  penalty of 1, without which its fits of many classes drift: adult's occupation at 0.26
+  accuracy instead of 0.39) with categorical columns as native categories (at most 250 per
+  column, the rarest pooled; a category never seen is missing) and missing numbers left to the
+  model.
 
 A categorical column's missing values (NaN, ``""``, ``"?"``) are a category of their own.  A
 synthetic table whose target has a single class yields its constant prediction (a ROC AUC of
@@ -222,9 +224,9 @@ def _model(name: str, task: str, numeric: list, categorical: list, seed: int):
         codes = sk.OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan, max_categories=250)
         columns = sk.ColumnTransformer([("numeric", "passthrough", numeric), ("categorical", codes, categorical)])
         boosting = sk.HistGradientBoostingClassifier if classify else sk.HistGradientBoostingRegressor
-        mask = [False] * len(numeric) + [True] * len(categorical)
-        return sk.make_pipeline(columns, boosting(max_iter=100, early_stopping=False, random_state=seed,
-                                                  categorical_features=mask if categorical else None))
+        mask = [False] * len(numeric) + [True] * len(categorical) if categorical else None
+        return sk.make_pipeline(columns, boosting(max_iter=100, early_stopping=False, l2_regularization=1.0,
+                                                  random_state=seed, categorical_features=mask))
     raise ValueError(f"unknown model {name!r}; use some of {list(MODELS)}")
 
 
