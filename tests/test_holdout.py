@@ -250,6 +250,17 @@ def test_a_synthetic_target_of_one_class_predicts_a_constant(sklearn, parts):
     assert metric(result, "linear", "accuracy").synthetic == pytest.approx((test["label"] == "no").mean())
 
 
+def test_many_classes_get_no_auc_and_numeric_features_alone_suffice(sklearn, parts):
+    train, test, fresh = parts
+    result = ml_efficacy(train, test, fresh, "colour", KINDS, models=["gradient_boosting"])
+    assert result.classes == 4 and set(result.table.metric) == {"accuracy", "macro F1"}  # (missing) is a class
+    assert "ROC AUC" not in result.chance
+    only_numbers = [t[["x", "size", "amount"]] for t in parts]
+    result = ml_efficacy(*only_numbers, "amount", {"x": "numeric", "size": "numeric", "amount": "numeric"},
+                         models=["gradient_boosting", "linear"])
+    assert (result.table.synthetic.notna()).all() and metric(result, "linear", "R^2").real > 0.5
+
+
 def test_efficacy_is_seeded_and_decides_undeclared_kinds(sklearn, parts):
     train, test, fresh = parts
     run = lambda seed: ml_efficacy(train, test, fresh, "label", models=["random_forest"], seed=seed)  # noqa: E731
