@@ -12,10 +12,12 @@ class Measurement:
     ``query`` is an implicit matrix (anything ``ektelo_pgm.matrix.as_matrix`` accepts) whose
     columns index the marginal on ``attrs`` raveled in C order in the order given; ``None`` means
     the identity, i.e. ``y`` is the noisy marginal itself.  ``std`` is the noise standard deviation,
-    one scalar or one per answer.
+    one scalar or one per answer.  ``noise``: the law of each answer's noise
+    (:class:`~ektelo_pgm.privacy.NoiseLaw`) where known, for exact intervals
+    (:mod:`ektelo_pgm.uncertainty`); the measurement operators set it.
     """
 
-    def __init__(self, attrs, y, std, query=None):
+    def __init__(self, attrs, y, std, query=None, noise=None):
         from .matrix import as_matrix
 
         self.attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
@@ -32,6 +34,7 @@ class Measurement:
             raise ValueError(f"Measurement on {list(self.attrs)}: std must be positive and finite")
         self.std = float(std) if std.ndim == 0 else std
         self.query = None if query is None else as_matrix(query)
+        self.noise = noise
         if self.query is not None and self.query.shape[0] != self.y.size:
             raise ValueError(
                 f"Measurement on {list(self.attrs)}: query has {self.query.shape[0]} rows but "

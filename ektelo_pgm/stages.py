@@ -11,7 +11,8 @@ plans as compositions of operators), so that plans and mechanisms take any of th
 - :class:`Reconstruct`: an :class:`~ektelo_pgm.estimate.Estimate` from measurements.
 
 A plan or mechanism run returns a :class:`Result`: the estimate, the measurements, the queries
-measured and the exact ledger of the budget charges it made.
+measured, the exact ledger of the budget charges it made and, for AIM, what bounds the
+estimate's error on marginals it did not measure (:mod:`ektelo_pgm.uncertainty`).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .domain import Domain
 from .estimate import Estimate
 from .measurement import Measurement
 from .privacy import Budget, Charge
+from .uncertainty import ErrorBars, SelectionBound
 from .workload import Query
 
 
@@ -78,12 +80,18 @@ class Reconstruct(Protocol):
 @dataclass
 class Result:
     """A plan's or a mechanism's outcome: its estimate, its measurements, the queries it
-    measured (in order) and the budget charges it made (in order, exact)."""
+    measured (in order), the budget charges it made (in order, exact) and, where the mechanism
+    leaves one (AIM), the :class:`~ektelo_pgm.uncertainty.SelectionBound` of its last round."""
 
     estimate: Estimate
     measurements: list[Measurement]
     queries: list[Query]
     charges: list[Charge] = field(default_factory=list)
+    selection_bound: SelectionBound | None = None
+
+    def error_bars(self) -> ErrorBars:
+        """Standard errors and intervals for the estimate's marginals (:mod:`ektelo_pgm.uncertainty`)."""
+        return ErrorBars(self.estimate, self.measurements, self.selection_bound)
 
     @property
     def spent(self) -> Fraction:

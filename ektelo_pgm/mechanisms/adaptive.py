@@ -9,7 +9,7 @@ framework).
                     ▲  (None: stop)   (private,  (charges    (warm   (True:     │
                     │                  charges)   the budget) start)  stop)      │
                     └────────────────────────────────────────────────────────────┘
-                   ──▶ finish ──▶ Result(estimate, measurements, queries, charges)
+                   ──▶ finish ──▶ Result(estimate, measurements, queries, charges, selection bound)
 
 A mechanism subclasses :class:`Adaptive`, sets its hyperparameters in its constructor and
 overrides only the hooks it changes (all receive the loop's :class:`State`):
@@ -33,6 +33,9 @@ overrides only the hooks it changes (all receive the loop's :class:`State`):
   :class:`~ektelo_pgm.stages.Reconstruct`) on all measurements so far, warm started from its
   previous estimate.
 - ``finish(state) -> Estimate``: the released estimate; the default is the last one.
+- ``selection_bound(state, estimate)``: what bounds the released ``estimate``'s error on the
+  marginals it did not measure (AIM's :class:`~ektelo_pgm.uncertainty.SelectionBound`); the
+  default is None.
 - ``known_total(data)``: the number of records when the user declared it public (e.g. MWEM's
   ``total=``), None otherwise: then ``initialise`` must measure it (MWEM) or the reconstructions
   estimate it from the measurements.  Never ``len(data)`` under add/remove neighbours: the
@@ -227,6 +230,9 @@ class Adaptive:
     def finish(self, state: State) -> Estimate:
         return state.estimate
 
+    def selection_bound(self, state: State, estimate: Estimate):
+        return None
+
     def schedule_for(self, data: Dataset):
         return self.schedule
 
@@ -253,4 +259,6 @@ class Adaptive:
                 shown.update(**{f"{budget.unit} spent": f"{budget.spent:.3g}/{budget.total:.3g}"})
                 if self.callback is not None and self.callback(state):
                     break
-        return Result(self.finish(state), state.measurements, state.queries, budget.ledger[start:])
+        estimate = self.finish(state)
+        return Result(estimate, state.measurements, state.queries, budget.ledger[start:],
+                      self.selection_bound(state, estimate))

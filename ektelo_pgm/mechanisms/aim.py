@@ -25,6 +25,7 @@ from ..pgm.junction_tree import canonical, triangulated_mb_with
 from ..pgm.model import GraphicalModel
 from ..privacy import Budget, exponential
 from ..stages import Result
+from ..uncertainty import SelectionBound
 from ..workload import Query, as_workload, kway_marginals
 from .adaptive import Adaptive, Annealing, State
 
@@ -161,12 +162,29 @@ class AIM(Adaptive):
         sensitivity = budget.sensitivity(max(weights[c] for c in allowed))  # under the budget's relation
         chosen = exponential(scores, sensitivity, epsilon, rng=rng, budget=budget,
                              label=f"AIM round {state.round} select")
+        if share.last:  # what bounds the released model's error (sec. 5)
+            state.memo["last selection"] = (allowed, epsilon, sensitivity, sigma)
         return [Query(allowed[chosen])]
 
     def finish(self, state: State) -> GraphicalModel:
         """The released model: every measurement refitted with ``final_iters`` iterations from the last round's."""
         return self.final_update.reconstruct(state.domain, state.measurements, total=state.total,
                                              warm_start=state.fitted)
+
+    def selection_bound(self, state: State, estimate: GraphicalModel) -> SelectionBound | None:
+        """The last round's bound on the released model's L1 error on each candidate (sec. 5,
+        :class:`~ektelo_pgm.uncertainty.SelectionBound`); None when the run stopped before it."""
+        if "last selection" not in state.memo:
+            return None
+        allowed, epsilon, sensitivity, sigma = state.memo["last selection"]
+        weights, domain, previous = state.memo["weights"], state.domain, state.previous
+        (query,), (measured,) = state.chosen, state.measured
+        residual = float(np.abs(measured.y - previous.project(query.attrs).ravel()).sum())
+        drifts = (float(np.abs(before - after).sum())
+                  for before, after in zip(previous.projections(allowed), estimate.projections(allowed)))
+        terms = {c: (weights[c], domain.size(c), drift) for c, drift in zip(allowed, drifts)}
+        return SelectionBound(sigma, measured.noise, epsilon, sensitivity, len(allowed), weights[query.attrs],
+                              domain.size(query.attrs), residual, terms)
 
     @staticmethod
     def sigma(budget: Budget, amount) -> float:

@@ -16,7 +16,7 @@ from .. import matrix as mx
 from ..dataset import MAX_DENSE_MB, Dataset, check_dense_size
 from ..domain import Domain
 from ..measurement import Measurement
-from ..privacy import Budget, gaussian, gaussian_std, laplace, laplace_std
+from ..privacy import Budget, gaussian, gaussian_law, laplace, laplace_law
 from ..privacy.budget import check_budget
 from ..workload import Query
 
@@ -148,8 +148,9 @@ class _Mechanism:
             label = f"{type(self).__name__} on {[list(q.attrs) for q in queries]}"
         stacked = np.concatenate(answers)
         noisy = self._noisy(stacked, sensitivity, parameter, rng, budget, label, integer)
-        std = self._std(sensitivity, parameter, integer, stacked.size)
-        return [Measurement(q.attrs, noisy[sizes[i]:sizes[i + 1]] / q.weight, std / q.weight, q.matrix)
+        law = self._law(sensitivity, parameter, integer, stacked.size)
+        return [Measurement(q.attrs, noisy[sizes[i]:sizes[i + 1]] / q.weight, law.std / q.weight, q.matrix,
+                            noise=law.scaled(1.0 / q.weight))
                 for i, q in enumerate(queries)]
 
 
@@ -170,8 +171,8 @@ class Laplace(_Mechanism):
     def _noisy(self, answers, sensitivity, epsilon, rng, budget, label, integer):
         return laplace(answers, sensitivity, epsilon, rng=rng, budget=budget, label=label, integer=integer)
 
-    def _std(self, sensitivity, epsilon, integer, size):
-        return laplace_std(sensitivity, epsilon, integer, size)
+    def _law(self, sensitivity, epsilon, integer, size):
+        return laplace_law(sensitivity, epsilon, integer, size)
 
 
 class Gaussian(_Mechanism):
@@ -192,8 +193,8 @@ class Gaussian(_Mechanism):
     def _noisy(self, answers, sensitivity, rho, rng, budget, label, integer):
         return gaussian(answers, sensitivity, rho, rng=rng, budget=budget, label=label, integer=integer)
 
-    def _std(self, sensitivity, rho, integer, size):
-        return gaussian_std(sensitivity, rho, integer, size)
+    def _law(self, sensitivity, rho, integer, size):
+        return gaussian_law(sensitivity, rho, integer, size)
 
 
 def mechanism(noise: str, parameter: float | None = None):

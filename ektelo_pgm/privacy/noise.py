@@ -107,12 +107,6 @@ class Grid:
         exponent = math.floor(math.log2(float(exact) / max(spread, 1))) - GRID_SLACK_BITS
         return cls(exponent, exact / Fraction(2) ** exponent + spread)
 
-    def std(self, variance: float) -> float:
-        """The std, in the answers' units, of noise of ``variance`` grid units squared, at
-        least ``2**-STD_FLOOR_BITS`` of a grid unit (smaller noise is zero in practice, and
-        estimators divide by the std)."""
-        return math.ldexp(max(math.sqrt(variance), 2.0 ** -STD_FLOOR_BITS), self.exponent)
-
     def units(self, answers: np.ndarray, integer: bool) -> np.ndarray:
         """The answers in grid units, as integers (int64, or Python ints when large)."""
         if integer:
@@ -139,22 +133,80 @@ class Grid:
         return np.ldexp(values, self.exponent).reshape(units.shape)
 
 
+#: The noise laws' probability tables stop where the tail left out is below exp(-TAIL_EXPONENT).
+TAIL_EXPONENT = 45
+
+
+@dataclass(frozen=True)
+class NoiseLaw:
+    """The law of the noise on each answer of a measurement: ``unit * K`` with ``K`` on the
+    integers, discrete Laplace (``kind="laplace"``: ``P[K = k]`` proportional to
+    ``exp(-|k| / scale)``) or discrete Gaussian (``kind="gaussian"``: proportional to
+    ``exp(-k^2 / (2 scale))``); ``unit``: answers' units per integer step (1 for counts)."""
+
+    kind: str
+    scale: float
+    unit: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in ("laplace", "gaussian"):
+            raise ValueError(f"a noise law is 'laplace' or 'gaussian', got {self.kind!r}")
+        for name in ("scale", "unit"):
+            _positive_finite(getattr(self, name), f"the noise law's {name}")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation (answers' units), at least ``2**-STD_FLOOR_BITS`` steps."""
+        variance = discrete_laplace_variance(self.scale) if self.kind == "laplace" \
+            else discrete_gaussian_variance(self.scale)
+        return max(math.sqrt(variance), 2.0 ** -STD_FLOOR_BITS) * self.unit
+
+    def probabilities(self) -> tuple[int, np.ndarray]:
+        """``(low, p)``: ``P[K = low + i] = p[i]``, on the integers whose tail beyond is below
+        ``exp(-TAIL_EXPONENT)`` (left out)."""
+        if self.kind == "laplace":
+            reach = math.ceil(TAIL_EXPONENT * self.scale)
+            k = np.arange(-reach, reach + 1, dtype=np.float64)
+            log_weight = -np.abs(k) / self.scale
+        else:
+            reach = math.ceil(math.sqrt(2.0 * TAIL_EXPONENT * self.scale))
+            k = np.arange(-reach, reach + 1, dtype=np.float64)
+            log_weight = -k * k / (2.0 * self.scale)
+        weight = np.exp(log_weight)
+        return -reach, weight / weight.sum()
+
+    def scaled(self, factor: float) -> "NoiseLaw":
+        """The law of ``factor`` times this noise (``factor > 0``)."""
+        return NoiseLaw(self.kind, self.scale, self.unit * float(factor))
+
+
+def laplace_law(sensitivity: float, epsilon: float, integer: bool = True, size: int = 1) -> NoiseLaw:
+    """The law of the noise :func:`laplace` adds to each of ``size`` answers: discrete Laplace of
+    scale ``sensitivity / epsilon`` (grid units)."""
+    grid = Grid.for_answers(sensitivity, size, integer, 1)
+    return NoiseLaw("laplace", float(grid.sensitivity / _exact(epsilon, "epsilon")), math.ldexp(1.0, grid.exponent))
+
+
+def gaussian_law(sensitivity: float, rho: float, integer: bool = True, size: int = 1) -> NoiseLaw:
+    """The law of the noise :func:`gaussian` adds to each of ``size`` answers: discrete Gaussian
+    of parameter ``sensitivity / sqrt(2 rho)`` (grid units)."""
+    grid = Grid.for_answers(sensitivity, size, integer, 2)
+    sigma2 = grid.sensitivity ** 2 / (2 * _exact(rho, "rho"))
+    return NoiseLaw("gaussian", float(sigma2), math.ldexp(1.0, grid.exponent))
+
+
 def laplace_std(sensitivity: float, epsilon: float, integer: bool = True, size: int = 1) -> float:
     """Std (answers' units) of the noise :func:`laplace` adds to each of ``size`` answers:
     that of the discrete Laplace of scale ``sensitivity / epsilon`` (grid units), about
     ``sqrt(2) * sensitivity / epsilon``."""
-    grid = Grid.for_answers(sensitivity, size, integer, 1)
-    scale = grid.sensitivity / _exact(epsilon, "epsilon")
-    return grid.std(discrete_laplace_variance(scale))
+    return laplace_law(sensitivity, epsilon, integer, size).std
 
 
 def gaussian_std(sensitivity: float, rho: float, integer: bool = True, size: int = 1) -> float:
     """Std (answers' units) of the noise :func:`gaussian` adds to each of ``size`` answers:
     that of the discrete Gaussian of parameter ``sensitivity / sqrt(2 rho)`` (grid units),
     equal to it for parameters of at least one grid unit."""
-    grid = Grid.for_answers(sensitivity, size, integer, 2)
-    sigma2 = grid.sensitivity ** 2 / (2 * _exact(rho, "rho"))
-    return grid.std(discrete_gaussian_variance(sigma2))
+    return gaussian_law(sensitivity, rho, integer, size).std
 
 
 def _too_large(scale: Fraction, exponent: int, what: str) -> None:
