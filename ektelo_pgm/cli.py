@@ -13,6 +13,7 @@ from . import progress, sample_data
 from .dataset import Dataset
 from .estimate import SAMPLING
 from .privacy import Budget
+from .uncertainty import LEVEL
 
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
 #: full-vector reconstruction.
@@ -109,8 +110,12 @@ examples:
 """ + EXIT_CODES
 
 ANSWER_HELP = """Fits a mechanism as 'synth' does and writes its estimated counts of every k-way
-marginal of the columns (one row per cell: marginal, cell, count) to CSV or JSON by OUTPUT's
-extension.
+marginal of the columns, with error bars, to CSV or JSON by OUTPUT's extension: one row per
+cell with marginal, cell, count, std_error, lower, upper and basis.  lower and upper bound the
+cell's true count at --level (0.95 by default) against the mechanism's randomness (not the
+sampling of the table from a population): exact from the noise where a measurement holds the
+marginal (basis 'measured', with its standard error), else from AIM's bound on its model's
+error (basis 'model bound'); 'none' where nothing bounds the cell.
 
 examples:
   ektelo-pgm answer adult.data --no-header -o marginals.csv --epsilon 1 --k 2
@@ -128,14 +133,19 @@ examples:
 
 """ + EXIT_CODES
 
-EVALUATE_HELP = """Total variation distance (TVD) between the real and the synthetic table on every
-1-way and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns
-at the real table's quantiles, categorical ones by value.  Prints the mean, median and max TVD
-per order and the worst marginals; -o writes an HTML report (figures embedded), --png the
-figures as PNG files.  Not private: the report shows the real table's marginals.
+EVALUATE_HELP = """How close the synthetic table is to the real one.  Opens with a summary: the
+release (with --model), the scores of SDMetrics's quality report (column shapes, column pair
+trends), the worst columns and pairs.  Then the total variation distance (TVD) on every 1-way
+and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns at
+the real table's quantiles, categorical ones by value.  With --holdout (real rows the
+synthesizer never saw): privacy sanity checks (exact matches, distance to the closest record,
+each against the holdout's own), and with --target the machine-learning efficacy.  -o writes an
+HTML report (figures embedded), --png the figures as PNG files.  Not private: the report shows
+the real table's marginals.
 
 examples:
   ektelo-pgm evaluate adult.data synthetic.csv -o report.html
+  ektelo-pgm evaluate train.csv synthetic.csv --holdout holdout.csv --target income -o report.html
   ektelo-pgm evaluate real.parquet synthetic.parquet --png figures/adult --three-way
 
 """ + EXIT_CODES
@@ -161,6 +171,17 @@ def positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def level(text: str) -> float:
+    """An argparse type: a confidence level, strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
     return value
 
 
@@ -274,10 +295,10 @@ def answer(args) -> None:
     check_output(args, (".csv", ".json"))
     frame, _ = read_input(args)
     model = fitted(args, frame)
-    table = model.answer(args.k)
+    table = model.answer(args.k, args.level)
     write_table(table, args.output)
-    say(args, f"wrote {len(table)} cells of the {args.k}-way marginals to {args.output} ({args.mechanism}, "
-              f"{model.guarantee()})")
+    say(args, f"wrote {len(table)} cells of the {args.k}-way marginals with {args.level:g} intervals to "
+              f"{args.output} ({args.mechanism}, {model.guarantee()})")
 
 
 def schema(args) -> None:
@@ -328,7 +349,9 @@ def evaluate(args) -> None:
 
     real, synthetic = read_compared(args.real, args), read_compared(args.synthetic, args)
     orders = (1, 2, 3) if args.three_way else (1, 2)
-    evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png, args.model)
+    holdout = None if args.holdout is None else read_compared(args.holdout, args)
+    evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png, args.model,
+                                 holdout, args.target)
     print(evaluation.text())
     for path in filter(None, (args.output, args.png and f"{args.png.removesuffix('.png')}-*.png")):
         print(f"wrote {path}")
@@ -437,6 +460,7 @@ def parser() -> argparse.ArgumentParser:
                             description=ANSWER_HELP, formatter_class=raw)
     table_arguments(p)
     p.add_argument("--k", type=count, default=2, help="marginal order (default 2)")
+    p.add_argument("--level", type=level, default=LEVEL, help=f"confidence level of the intervals (default {LEVEL})")
     p.set_defaults(handler=answer)
 
     p = commands.add_parser("schema", help="a raw table's schema inferred privately, as JSON to edit",
@@ -462,6 +486,10 @@ def parser() -> argparse.ArgumentParser:
                                    "report, and its schema explains what to do about columns far from the real ones")
     p.add_argument("--bins", type=count, default=16, help="quantile bins per numeric column (default 16)")
     p.add_argument("--three-way", action="store_true", help="also every 3-way marginal")
+    p.add_argument("--holdout", help="real rows the synthesizer never saw (same columns; REAL is then the part it "
+                   "was fitted on): privacy sanity checks against them, and machine-learning efficacy with --target")
+    p.add_argument("--target", help="a column to predict: models trained on the synthetic table and on REAL, both "
+                   "tested on --holdout (needs scikit-learn: the 'ml' extra)")
     p.set_defaults(handler=evaluate)
 
     p = commands.add_parser("compare", help="plot each reconstruction's workload error against epsilon, on "

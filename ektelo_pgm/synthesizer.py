@@ -44,6 +44,7 @@ from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_flo
 from .estimate import SAMPLING
 from .files import atomic_write
 from .privacy import Budget, Charge, approx_to_zcdp
+from .uncertainty import LEVEL, ErrorBars
 
 _FORMAT = "ektelo_pgm.Synthesizer"
 #: Default share of the budget (and of delta) that infers the schema when none is declared.  The
@@ -338,6 +339,7 @@ class Synthesizer:
         self.fit_rng, self.rng = _generators(seed)
         self.encoder: TableEncoder | None = None
         self.estimate = None
+        self.error_bars: ErrorBars | None = None
         self.ledger: list[Charge] = []
         self.total: Fraction | None = None
         self.unit: str | None = None
@@ -398,6 +400,7 @@ class Synthesizer:
         mechanism = entry.build(data.domain, self.mechanism_options)
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
+        self.error_bars = result.error_bars()
         self.schema_declared = declared is not None
         self.left_out, self.order = left_out, [c for c in table_order if c in columns or c in self.regenerate]
         self.thresholds = {c: t for c, t in thresholds.items() if getattr(columns.get(c), "other", None) is not None}
@@ -436,10 +439,14 @@ class Synthesizer:
             frame[name] = _pandas().Series(np.arange(1, int(n) + 1), dtype="Int64")
         return frame[self.order]
 
-    def answer(self, k: int = 2):
-        """The estimated counts of every ``k``-way marginal of the columns, as a DataFrame with
-        one row per cell: ``marginal`` (the columns, comma-separated), ``cell`` (their values or
-        bins, ``column=value`` joined by ``; ``) and ``count``."""
+    def answer(self, k: int = 2, level: float = LEVEL):
+        """The estimated counts of every ``k``-way marginal of the columns with their error bars,
+        as a DataFrame with one row per cell: ``marginal`` (the columns, comma-separated),
+        ``cell`` (their values or bins, ``column=value`` joined by ``; ``), ``count`` (the
+        fitted estimate's), ``std_error``, ``lower`` and ``upper`` (an interval for the cell's
+        true count at ``level``) and ``basis`` (``measured``: exact, from the noise of a
+        measurement holding the cell; ``model bound``: AIM's bound on the model's error;
+        ``none``: nothing bounds it, NaN); see :mod:`ektelo_pgm.uncertainty`."""
         self._fitted()
         import itertools
 
@@ -450,11 +457,14 @@ class Synthesizer:
         labels = {name: col.labels() for name, col in self.encoder.columns.items()}
         rows = []
         for clique in itertools.combinations(names, int(k)):
-            counts = self.estimate.project(clique)
-            for cell in np.ndindex(*counts.shape):
+            bars = self.error_bars.marginal(clique, level)
+            for cell in np.ndindex(*bars.counts.shape):
                 text = "; ".join(f"{a}={labels[a][i]}" for a, i in zip(clique, cell))
-                rows.append((",".join(clique), text, float(counts[cell])))
-        return pd.DataFrame(rows, columns=["marginal", "cell", "count"])
+                bounded = not np.isnan(bars.lower[cell])
+                rows.append((",".join(clique), text, float(bars.counts[cell]),
+                             bars.std_error if bounded else math.nan, float(bars.lower[cell]),
+                             float(bars.upper[cell]), bars.basis if bounded else "none"))
+        return pd.DataFrame(rows, columns=["marginal", "cell", "count", "std_error", "lower", "upper", "basis"])
 
     @property
     def spent(self) -> Fraction:
@@ -482,10 +492,12 @@ class Synthesizer:
         """Write the fitted synthesizer to one ``.npz`` file (numpy arrays and JSON text, no
         pickle), atomically; ``.npz`` is appended to ``path`` if missing.  It holds what sampling
         more records needs, all of it released privately or declared: the settings, the schema,
-        the ledger and the fitted estimate; no generator state (a loaded synthesizer samples
-        with fresh randomness)."""
+        the ledger, the fitted estimate and what its error bars need (the noisy answers of its
+        identity measurements, AIM's selection bound); no generator state (a loaded synthesizer
+        samples with fresh randomness)."""
         self._fitted()
         kind, meta, arrays = _estimate_state(self.estimate)
+        bars, measured = self.error_bars.to_state()
         state = {
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
             "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
@@ -497,12 +509,13 @@ class Synthesizer:
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
-            "estimate": {"kind": kind, **meta},
+            "estimate": {"kind": kind, **meta}, "error_bars": bars,
         }
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
         with atomic_write(path, "wb") as f:
-            np.savez(f, state=np.array(json.dumps(state)), **{f"estimate/{k}": v for k, v in arrays.items()})
+            np.savez(f, state=np.array(json.dumps(state)), **{f"estimate/{k}": v for k, v in arrays.items()},
+                     **{f"measured/{k}": v for k, v in measured.items()})
 
     @classmethod
     def load(cls, path) -> "Synthesizer":
@@ -511,6 +524,7 @@ class Synthesizer:
         with np.load(path, allow_pickle=False) as data:
             state = json.loads(str(data["state"]))
             arrays = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("estimate/")}
+            measured = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("measured/")}
         if state.get("format") != _FORMAT or state.get("version") != 1:
             raise ValueError(f"{path}: not a saved Synthesizer")
         synth = cls.__new__(cls)
@@ -531,6 +545,8 @@ class Synthesizer:
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]
         synth.estimate = _estimate_from_state(state["estimate"], arrays)
+        synth.error_bars = ErrorBars.from_state(synth.estimate, state.get("error_bars", {"measurements": []}),
+                                                measured)  # saved before error bars: none
         return synth
 
     def __repr__(self) -> str:

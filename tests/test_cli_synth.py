@@ -90,9 +90,10 @@ def test_answer_writes_marginals_as_csv_and_json(tmp_path, table, capsys):
                      "--mechanism", "mst", "--k", 1, "--quiet", "--seed", 0)
     assert code == 0
     answers = pd.read_csv(tmp_path / "a.csv")
-    assert list(answers.columns) == ["marginal", "cell", "count"]
+    assert list(answers.columns) == ["marginal", "cell", "count", "std_error", "lower", "upper", "basis"]
     assert set(answers["marginal"]) == {"city", "age", "income", "member"}
     assert abs(answers[answers["marginal"] == "city"]["count"].sum() - 5000) < 300
+    assert (answers["basis"] == "measured").any()  # MST measures every 1-way marginal
     code, _, _ = run(capsys, "answer", table, "--header", "-o", tmp_path / "a.json", "--epsilon", 2,
                      "--mechanism", "mst", "--quiet", "--seed", 0)
     rows = json.loads((tmp_path / "a.json").read_text())

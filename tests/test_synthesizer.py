@@ -225,13 +225,25 @@ def test_privbayes_is_pure_with_substitute_neighbours():
 def test_answer_gives_every_k_way_cell():
     synth = Synthesizer("mst", epsilon=2.0, seed=0).fit(people(3000))
     answers = synth.answer(2)
-    assert list(answers.columns) == ["marginal", "cell", "count"]
+    assert list(answers.columns) == ["marginal", "cell", "count", "std_error", "lower", "upper", "basis"]
     assert answers["marginal"].nunique() == 6
     sizes = dict(zip(synth.encoder.domain.attrs, synth.encoder.domain.shape))
     assert len(answers) == sum(sizes[a] * sizes[b] for a, b in
                                [(a, b) for i, a in enumerate(sizes) for b in list(sizes)[i + 1:]])
     per = answers.groupby("marginal")["count"].sum()
     assert np.allclose(per, per.iloc[0])  # one consistent total
+    measured = answers[answers["basis"] == "measured"]
+    assert len(measured) and (measured["std_error"] > 0).all() and (measured["lower"] < measured["upper"]).all()
+    assert answers.loc[answers["basis"] == "none", ["std_error", "lower", "upper"]].isna().all().all()
+
+
+def test_error_bars_survive_saving(tmp_path):
+    synth = Synthesizer("aim", epsilon=2.0, seed=0).fit(people(2000))
+    synth.save(tmp_path / "m.npz")
+    loaded = Synthesizer.load(tmp_path / "m.npz")
+    before, after = synth.answer(2, level=0.9), loaded.answer(2, level=0.9)
+    pd.testing.assert_frame_equal(before, after)
+    assert set(before["basis"]) <= {"measured", "model bound"} and "model bound" in set(before["basis"])
 
 
 def test_reads_parquet_and_headerless_csv(tmp_path):
