@@ -84,6 +84,7 @@ def _sklearn():
         from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error, r2_score, roc_auc_score
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+        from threadpoolctl import threadpool_limits
     except ImportError:
         raise ImportError("machine-learning efficacy needs scikit-learn: pip install 'ektelo_pgm[ml]' "
                           "(or pip install scikit-learn)") from None
@@ -256,12 +257,13 @@ def _fit_predict(model, task, x, y, test, positive):
     if task == "classification" and len(np.unique(y)) < 2:
         constant = np.full(len(test), y[0], dtype=object)
         return constant, np.full(len(test), float(y[0] == positive))
-    model.fit(x, y)
-    predicted = model.predict(test)
-    if task == "regression" or positive is None:
-        return predicted, None
-    classes = list(model.classes_)
-    scores = model.predict_proba(test)[:, classes.index(positive)] if positive in classes else np.zeros(len(test))
+    with _sklearn().threadpool_limits(1):  # OpenMP's threads wait on each other 40x longer on a busy machine
+        model.fit(x, y)
+        predicted = model.predict(test)
+        if task == "regression" or positive is None:
+            return predicted, None
+        classes = list(model.classes_)
+        scores = model.predict_proba(test)[:, classes.index(positive)] if positive in classes else np.zeros(len(test))
     return predicted, scores
 
 

@@ -206,6 +206,8 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / p.sum() - q / q.sum()).sum())
 
 
+#: What the quality scores are compared with in the summary (docs/benchmarks.md, "Fidelity scores").
+QUALITY_REFERENCE = "MST and AIM at epsilon 1 score 0.92 on Adult"
 #: A column whose 1-way TVD exceeds this gets a line of advice.
 ADVICE_TVD = 0.10
 #: Shares above which a numeric column's real values are clipped by its range, and a categorical
@@ -234,7 +236,10 @@ class Evaluation:
     """The outcome of :func:`evaluate`: both tables coded by ``discretisation`` and the TVD of
     every marginal in ``errors`` (a DataFrame: ``order``, ``marginal`` (a tuple of columns),
     ``tvd``; worst first); ``release``, the fit's settings in words where the model was given;
-    ``advice``, per column far from the real one or absent (:func:`advise`)."""
+    ``advice``, per column far from the real one or absent (:func:`advise`); ``quality``, the
+    scores of SDMetrics's quality report (:func:`ektelo_pgm.fidelity.quality`); ``efficacy`` and
+    ``disclosure``, the checks against a real holdout (:mod:`ektelo_pgm.holdout`) when one was
+    given."""
 
     discretisation: Discretisation
     real: Dataset
@@ -242,6 +247,9 @@ class Evaluation:
     errors: object  # pandas.DataFrame
     release: str | None = None
     advice: tuple = ()
+    quality: object = None  # ektelo_pgm.fidelity.Quality
+    efficacy: object = None  # ektelo_pgm.holdout.MLEfficacy, with a target and a holdout
+    disclosure: object = None  # ektelo_pgm.holdout.Disclosure, with a holdout
 
     def summary(self):
         """Per marginal order: how many marginals, mean, median and max TVD."""
@@ -253,11 +261,39 @@ class Evaluation:
         p, q = self.real.marginal(tuple(attrs)), self.synthetic.marginal(tuple(attrs))
         return p / p.sum(), q / q.sum()
 
-    def text(self, worst: int = 5) -> str:
-        """The error table printed by ``ektelo-pgm evaluate``."""
-        lines = ([f"release: {self.release}"] if self.release else []) + [
+    def headline(self, worst: int = 3) -> list[str]:
+        """The one-screen summary that opens the report: the release, the sizes, the quality
+        scores with what to compare them to, the worst columns and pairs, and the holdout checks."""
+        q = self.quality
+        shapes = q.column_shapes.sort_values("score", kind="stable").head(worst)
+        pairs = q.column_pair_trends.sort_values("score", kind="stable").head(worst)
+        lines = [f"release: {self.release or 'not given (pass the saved model with --model)'}",
                  f"real: {len(self.real):,} rows, synthetic: {len(self.synthetic):,} rows, "
                  f"{len(self.discretisation.columns)} columns compared",
+                 f"quality (SDMetrics's quality report; 1 = identical; {QUALITY_REFERENCE}): overall {q.score:.3f}, "
+                 f"column shapes {q.column_shapes_score:.3f}, column pair trends {q.column_pair_trends_score:.3f}",
+                 "worst columns: " + ", ".join(f"{c} {m} {v:.3f}" for c, m, v in
+                                               zip(shapes["column"], shapes["metric"], shapes["score"])),
+                 "worst pairs: " + ", ".join(f"{' x '.join(c)} {m} {v:.3f}" for c, m, v in
+                                             zip(pairs["columns"], pairs["metric"], pairs["score"]))]
+        if self.efficacy is not None:
+            table = self.efficacy.table
+            main = table[table["metric"] == table["metric"].iloc[0]]
+            lines.append(f"machine learning, target {self.efficacy.target}: {main['metric'].iloc[0]} trained on "
+                         "synthetic / on real, " + ", ".join(f"{m} {r:.3f} / {t:.3f}" for m, r, t in
+                                                            zip(main["model"], main["synthetic"], main["real"])))
+        if self.disclosure is not None:
+            table = self.disclosure.table.set_index("statistic")
+            lines.append("privacy checks (heuristics, not the DP guarantee): " + ", ".join(
+                f"{name} {row.synthetic:.3f} (holdout {row.holdout:.3f})" for name, row in table.iterrows()))
+        elif self.efficacy is None:
+            lines.append("machine-learning efficacy and privacy checks: give a real holdout the synthesizer never "
+                         "saw (--holdout, and --target for the efficacy)")
+        return lines
+
+    def text(self, worst: int = 5) -> str:
+        """The report printed by ``ektelo-pgm evaluate``: the summary, then the error table."""
+        lines = self.headline() + ["",
                  "total variation distance per marginal (0 = identical, 1 = disjoint):",
                  f"{'order':>5}  {'marginals':>9}  {'mean':>6}  {'median':>6}  {'max':>6}"]
         for row in self.summary().itertuples():
@@ -269,6 +305,9 @@ class Evaluation:
         if self.advice:
             lines.append(f"what to do (columns with a 1-way TVD above {ADVICE_TVD:g}, or left out):")
             lines += [f"  {advice.text()}" for advice in self.advice]
+        for check in (self.efficacy, self.disclosure):
+            if check is not None:
+                lines += ["", check.text()]
         return "\n".join(lines)
 
     # figures ------------------------------------------------------------------------------------
@@ -385,15 +424,15 @@ class Evaluation:
                  "<style>body{font-family:sans-serif;max-width:1400px;margin:2em auto;color:#222}"
                  "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;"
                  "text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}"
-                 ".note{color:#555}</style></head><body>",
+                 ".note{color:#555}pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}</style></head><body>",
                  f"<h1>{html.escape(title)}</h1>",
+                 "<h2>At a glance</h2><pre>" + html.escape("\n".join(self.headline())) + "</pre>",
                  f"<p>Real table: {len(self.real):,} rows; synthetic table: {len(self.synthetic):,} rows; "
                  f"{len(self.discretisation.columns)} columns.  Each marginal is compared by its total variation "
                  "distance (TVD: half the L1 distance between the two tables' shares of rows; 0 is identical, "
                  "1 disjoint).</p><p class='note'>Numeric columns are cut at the real table's quantiles, the same "
                  "bins for both tables.  This report is not private: it shows the real table's marginals and "
                  "quantiles.  Treat it like the real data.</p>",
-                 *([f"<p>Release: {html.escape(self.release)}.</p>"] if self.release else []),
                  *(["<h2>What to do</h2><ul>"] + [f"<li>{html.escape(a.text())}</li>" for a in self.advice] + ["</ul>"]
                    if self.advice else []),
                  "<h2>Summary</h2>", self.summary().to_html(index=False, float_format=lambda x: f"{x:.4f}"),
@@ -401,6 +440,17 @@ class Evaluation:
                  "<h2>1-way marginals</h2>", _img(figures["oneway"]), _img(figures["oneway_all"])]
         if "twoway" in figures:
             parts += ["<h2>2-way marginals</h2>", _img(figures["twoway"])]
+        shapes = self.quality.column_shapes.sort_values("score", kind="stable")
+        trends = self.quality.column_pair_trends.sort_values("score", kind="stable")
+        trends = trends.assign(columns=[" × ".join(c) for c in trends["columns"]])
+        parts += ["<h2>Quality scores (SDMetrics's definitions, 1 = identical)</h2>",
+                  "<h3>Column shapes</h3>", shapes.to_html(index=False, float_format=lambda x: f"{x:.4f}"),
+                  f"<h3>Column pair trends</h3><details><summary>show the table ({len(trends)} pairs, worst "
+                  "first)</summary>", trends.to_html(index=False, float_format=lambda x: f"{x:.4f}"), "</details>"]
+        for heading, check in (("Machine-learning efficacy", self.efficacy), ("Privacy sanity checks", self.disclosure)):
+            if check is not None:
+                parts += [f"<h2>{heading}</h2><pre>{html.escape(check.text())}</pre>",
+                          check.table.to_html(index=False, float_format=lambda x: f"{x:.4f}")]
         table = self.errors.assign(marginal=[" × ".join(m) for m in self.errors["marginal"]])
         parts += ["<h2>Every marginal, worst first</h2><details><summary>show the table "
                   f"({len(table)} marginals)</summary>",
@@ -427,7 +477,7 @@ def _img(fig, dpi: int = 100) -> str:
 
 
 def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins: int = 16,
-             out=None, png=None, model=None) -> Evaluation:
+             out=None, png=None, model=None, holdout=None, target: str | None = None) -> Evaluation:
     """Compare ``synthetic`` with ``real`` (DataFrames with the original column types, or
     paths of CSV/Parquet files) on every marginal of the given ``orders`` (1, 2, 3), over the
     real table's columns that the synthetic one has (the others are named in the advice).
@@ -438,9 +488,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     :class:`~ektelo_pgm.synthesizer.Synthesizer` (or the path it was saved to) that wrote the
     synthetic table; its settings head the report, its schema explains the advice
     (:func:`advise`), its columns of times are compared on the time axis, and the columns it
-    was told to drop or regenerate are not compared.  Writes the HTML report to ``out`` and the figures as PNGs
-    ``{png}-{name}.png`` when given (``png`` ending in ``.png`` loses that suffix).  Not private:
-    see the module's docstring.
+    was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer never
+    saw (a DataFrame or a path), for the privacy sanity checks and, with ``target`` (a column),
+    the machine-learning efficacy (:mod:`ektelo_pgm.holdout`; ``real`` is then the training
+    part).  Writes the HTML report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when
+    given (``png`` ending in ``.png`` loses that suffix).  Not private: see the module's docstring.
     """
     orders = sorted(set(int(k) for k in orders))
     if not orders or orders[0] < 1 or orders[-1] > 3:
@@ -454,9 +506,14 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     def read(path):  # not private: a CSV's header line is guessed
         return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))
 
+    if target is not None and holdout is None:
+        raise ValueError("machine-learning efficacy needs a real holdout the synthesizer never saw (holdout=, "
+                         "--holdout)")
     real = read(real) if isinstance(real, (str, os.PathLike)) else real
     synthetic = read(synthetic) if isinstance(synthetic, (str, os.PathLike)) else synthetic
-    for name, frame in (("real", real), ("synthetic", synthetic)):
+    holdout = read(holdout) if isinstance(holdout, (str, os.PathLike)) else holdout
+    for name, frame in (("real", real), ("synthetic", synthetic)) + ((("holdout", holdout),) if holdout is not None
+                                                                      else ()):
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the {name} table must be a pandas DataFrame or a file path, got {type(frame).__name__}")
         if len(frame) == 0:
@@ -488,6 +545,17 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation = Evaluation(coding, truth, fake, errors)
     evaluation.release = None if model is None else model.settings()
     evaluation.advice = advise(evaluation, real, synthetic, absent, model)
+    from . import fidelity, holdout as checks
+
+    kinds = {name: "numeric" if name in coding.edges else "categorical" for name in coding.columns}
+    columns = list(real_compared.columns)
+    train, made = _missing_as_nan(real_compared), _missing_as_nan(synthetic[columns])
+    evaluation.quality = fidelity.quality(train, made, kinds)
+    if holdout is not None:
+        held = _missing_as_nan(_on_time_axis(holdout[columns], times) if model is not None else holdout[columns])
+        evaluation.disclosure = checks.disclosure(train, held, made, kinds)
+        if target is not None:
+            evaluation.efficacy = checks.ml_efficacy(train, held, made, target, kinds)
     if out is not None or png is not None:
         figures = evaluation.figures()
         if out is not None:
@@ -496,6 +564,13 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
             png = os.fspath(png)
             evaluation.save_figures(png[:-4] if png.endswith(".png") else png, figures)
     return evaluation
+
+
+def _missing_as_nan(frame):
+    """``frame`` with the missing markers (:data:`MISSING_MARKERS`, around spaces) as NaN."""
+    marked = frame.apply(lambda column: column.astype(str).str.strip().isin(MISSING_MARKERS)
+                         if column.dtype == object or str(column.dtype) in ("str", "string") else False)
+    return frame.mask(marked)
 
 
 def _on_time_axis(frame, formats: dict):

@@ -250,3 +250,32 @@ def test_figures_order_categories_that_are_numbers_numerically():
     p, q = evaluation.marginals(("colour",))
     labels = evaluation.discretisation.labels("colour")
     assert [labels[i] for i in evaluation._cells("colour", p, q, 24)] == ["blue", "green", "red"]
+
+
+def test_the_report_opens_with_the_quality_scores_and_the_worst_columns():
+    real = table()
+    fake = real.assign(gain=np.random.default_rng(0).integers(0, 10_000, len(real)))  # zeros lost
+    evaluation = evaluate(real, fake)
+    shapes = evaluation.quality.column_shapes.set_index("column")["score"]
+    assert shapes["gain"] < 0.2 and shapes["colour"] == pytest.approx(1.0) and shapes["age"] == pytest.approx(1.0)
+    lines = evaluation.text().splitlines()
+    assert lines[0].startswith("release: not given") and lines[2].startswith("quality (SDMetrics")
+    assert lines[3].startswith("worst columns: gain KSComplement") and "give a real holdout" in lines[5]
+    assert 0 <= evaluation.quality.score <= 1
+
+
+def test_a_holdout_adds_the_privacy_checks_and_a_target_the_efficacy(tmp_path):
+    pytest.importorskip("sklearn", reason="machine-learning efficacy needs scikit-learn (the 'ml' extra)")
+    train, holdout = table(600, 0), table(300, 1)
+    with pytest.raises(ValueError, match="needs a real holdout"):
+        evaluate(train, train, target="size")
+    evaluation = evaluate(train, train.sample(frac=1.0, random_state=0), holdout=holdout, target="size")
+    exact = evaluation.disclosure.table.set_index("statistic").loc["exact-match share"]
+    assert exact["synthetic"] == 1.0 and exact["holdout"] < 1.0  # a copy of the training part: every row matches
+    assert set(evaluation.efficacy.table["model"]) == {"linear", "random forest", "gradient boosting"}
+    text = evaluation.text()
+    assert "machine learning, target size" in text and "privacy checks (heuristics, not the DP guarantee)" in text
+    train.to_csv(tmp_path / "train.csv", index=False)
+    holdout.to_csv(tmp_path / "holdout.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "train.csv"), str(tmp_path / "train.csv"), "--holdout",
+                 str(tmp_path / "holdout.csv"), "--target", "size"]) == 0
