@@ -35,6 +35,7 @@ Without either, the interval is empty (NaN): nothing the release supports bounds
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -87,6 +88,7 @@ def sum_law(low: int, p: np.ndarray, count: int) -> tuple[int, np.ndarray]:
     return result[0], result[1] / result[1].sum()
 
 
+@functools.lru_cache(maxsize=1024)
 def half_width(law: NoiseLaw, count: int, level: float = LEVEL) -> float:
     """The smallest ``t`` (answers' units, a whole number of the law's steps) with
     ``P[|S| <= t] >= level`` for ``S`` the sum of ``count`` independent draws of ``law``."""
@@ -99,6 +101,7 @@ def half_width(law: NoiseLaw, count: int, level: float = LEVEL) -> float:
     return float(width) * law.unit
 
 
+@functools.lru_cache(maxsize=1024)
 def l1_quantile(law: NoiseLaw, count: int, level: float) -> float:
     """The smallest ``u`` (answers' units) with ``P[||z||_1 <= u] >= level`` for ``z`` a vector
     of ``count`` independent draws of ``law``."""
