@@ -16,7 +16,7 @@ setup(
         "dask": ["dask[dataframe]>=2024.1", "pyarrow>=14"],
         "report": ["matplotlib>=3.5"],
         "parquet": ["pyarrow>=14"],
-        "ml": ["scikit-learn>=1.3"],
+        "ml": ["scikit-learn>=1.3", "threadpoolctl>=3"],
         "test": ["pytest>=8.2", "hypothesis>=6", "mpmath>=1.3", "pytest-xdist>=3", "setuptools>=61"],
     },
     entry_points={"console_scripts": ["ektelo-pgm=ektelo_pgm.cli:main"]},

@@ -11,6 +11,7 @@ import sys
 
 from . import progress, sample_data
 from .dataset import Dataset
+from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .privacy import Budget
 from .uncertainty import LEVEL
@@ -42,7 +43,7 @@ def chosen_operators(names) -> dict:
     operators = reconstruction_operators()
     unknown = [name for name in names if name not in operators]
     if unknown:
-        raise ValueError(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
+        raise InputError(f"unknown reconstruction {unknown}; choose from {sorted(operators)}")
     return {name: operators[name]() for name in names}
 
 
@@ -53,11 +54,11 @@ def load_data(args) -> Dataset:
         attrs = args.attrs or BUILTIN_ATTRS
     elif args.data.endswith(".csv"):
         if not args.domain:
-            raise ValueError(f"--data CSV needs --domain DOMAIN.json (the {{attribute: size}} file); {RAW_CSV}")
+            raise InputError(f"--data CSV needs --domain DOMAIN.json (the {{attribute: size}} file); {RAW_CSV}")
         try:
             data, attrs = Dataset.load(args.data, args.domain), args.attrs
         except ValueError as err:
-            raise ValueError(f"{err}; {RAW_CSV}") from None
+            raise InputError(f"{err}; {RAW_CSV}") from None
     else:
         data, attrs = sample_data.load(args.data, args.data_dir), args.attrs
     return data.project(attrs) if attrs else data
@@ -203,15 +204,15 @@ def check_output(args, formats) -> None:
 
     path = args.output
     if not path.endswith(formats):
-        raise ValueError(f"output {path!r} must end in {' or '.join(formats)}")
+        raise InputError(f"output {path!r} must end in {' or '.join(formats)}")
     check_parquet(path)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"output folder {folder!r} does not exist")
+        raise InputError(f"output folder {folder!r} does not exist")
     save = getattr(args, "save", None)
     for output in [path] + ([save if save.endswith(".npz") else save + ".npz"] if save else []):
         if os.path.realpath(output) == os.path.realpath(args.input):
-            raise ValueError(f"{output} would overwrite the input; choose another name")
+            raise InputError(f"{output} would overwrite the input; choose another name")
 
 
 def read_input(args):
@@ -271,7 +272,7 @@ def kinds(args) -> dict:
     """``{column: kind}`` from --categorical and --numeric."""
     both = sorted(set(args.categorical) & set(args.numeric))
     if both:
-        raise ValueError(f"columns {both} are given both --categorical and --numeric")
+        raise InputError(f"columns {both} are given both --categorical and --numeric")
     return {**{c: "categorical" for c in args.categorical}, **{c: "numeric" for c in args.numeric}}
 
 
@@ -312,10 +313,10 @@ def schema(args) -> None:
     frame, _ = read_input(args)
     unknown = [c for c in args.drop if c not in frame.columns]
     if unknown:
-        raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
+        raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
     unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
     if unknown:
-        raise ValueError(f"columns {unknown} given --public-categories are not in the table or are dropped")
+        raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     left_out, thresholds = {}, {}
     public = {c: public_column(frame[c]) for c in args.public_categories}
@@ -326,7 +327,7 @@ def schema(args) -> None:
     columns = {**encoder.columns, **public}
     encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
     if not encoder.columns:
-        raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
+        raise InputError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
@@ -513,10 +514,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ektelo-pgm: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, KeyError, MemoryError, RuntimeError, ImportError) as err:
-        # the user's input: one line, no traceback
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"ektelo-pgm: error: {' '.join(str(message).split())}", file=sys.stderr)
+    except (ExpectedError, OSError, ImportError) as err:  # bad input, a refusal, a file, an extra: one line
+        print(f"ektelo-pgm: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
     return 0
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .errors import InputError
+
 DEFAULT_TOL = 1e-6  # certified gap, relative to the loss (or to one unit of it)
 DEFAULT_FTOL = 1e-14  # relative loss change counted as a stall (rounding: a few units in the last place)
 PATIENCE = 10  # stalled iterations in a row before a run gives up
@@ -76,6 +78,6 @@ class StoppingRule:
 def check_tolerances(tol: float, ftol: float) -> None:
     """Refuse tolerances that are negative or not numbers."""
     if not float(tol) >= 0:
-        raise ValueError(f"tol must be a non-negative relative optimality gap, got {tol}")
+        raise InputError(f"tol must be a non-negative relative optimality gap, got {tol}")
     if not float(ftol) >= 0:
-        raise ValueError(f"ftol must be a non-negative relative loss change, got {ftol}")
+        raise InputError(f"ftol must be a non-negative relative loss change, got {ftol}")

@@ -21,6 +21,7 @@ import numpy as np
 
 from .dataset import MAX_DENSE_MB, Dataset, _validate_records, check_dense_size, read_domain
 from .domain import Domain
+from .errors import InputError, ModelTooLargeError
 
 #: Partial results added together per task when partitions' counts are summed (a tree).
 FAN_IN = 8
@@ -90,7 +91,7 @@ def _apply(part, index, func, prepare) -> list:
     try:
         return [np.asarray(func(block))]
     except ValueError as error:
-        raise ValueError(f"partition {index}: {error}") from None
+        raise InputError(f"partition {index}: {error}") from None
 
 
 def sum_partitions(collection, func, prepare=lambda part, index: part) -> np.ndarray:
@@ -121,7 +122,7 @@ def _encode(part, encoder, partition_info=None):
     try:
         records = encoder.transform(part).records
     except ValueError as error:
-        raise ValueError(f"partition {(partition_info or {}).get('number', '?')}: {error}") from None
+        raise InputError(f"partition {(partition_info or {}).get('number', '?')}: {error}") from None
     return _pandas().DataFrame(records, columns=attrs, index=part.index)
 
 
@@ -148,12 +149,12 @@ class DaskDataset(Dataset):
         if not isinstance(domain, Domain):
             raise TypeError(f"DaskDataset: domain must be a Domain, got {type(domain).__name__}")
         if len(domain) == 0:
-            raise ValueError("DaskDataset: the domain has no attributes")
+            raise InputError("DaskDataset: the domain has no attributes")
         if not is_dask_collection(frame) or not hasattr(frame, "columns"):
             raise TypeError(f"DaskDataset: expected a Dask DataFrame, got {type(frame).__name__}")
         missing = [a for a in domain.attrs if a not in frame.columns]
         if missing:
-            raise ValueError(f"DaskDataset: columns {missing} of the domain are missing from the table "
+            raise InputError(f"DaskDataset: columns {missing} of the domain are missing from the table "
                              f"{list(frame.columns)}")
         self.domain = domain
         self.frame = frame[list(domain.attrs)]
@@ -190,11 +191,11 @@ class DaskDataset(Dataset):
         return self.frame
 
     def to_memory(self, limit_mb: float = MAX_DENSE_MB) -> Dataset:
-        """The records in an in-memory :class:`Dataset`; MemoryError naming the size in MB above
+        """The records in an in-memory :class:`Dataset`; ModelTooLargeError naming the size in MB above
         ``limit_mb`` (int64 codes)."""
         size = len(self) * len(self.domain) * 8 / 2**20
         if size > limit_mb:
-            raise MemoryError(f"DaskDataset: {len(self):,} records of {len(self.domain)} attributes take "
+            raise ModelTooLargeError(f"DaskDataset: {len(self):,} records of {len(self.domain)} attributes take "
                               f"{size:,.1f} MB as int64, above the limit of {limit_mb:,.1f} MB")
         return Dataset(self.frame.compute().to_numpy(), self.domain)
 
@@ -206,7 +207,7 @@ class DaskDataset(Dataset):
     def recode(self, codes: dict, domain: Domain) -> "DaskDataset":
         """As :meth:`Dataset.recode`, partition by partition when counted."""
         if domain.attrs != self.domain.attrs:
-            raise ValueError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+            raise InputError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
         lookups = {a: np.asarray(codes[a], dtype=np.int64) for a in self.domain.attrs}
         frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=_int_meta(self.domain.attrs))
         return DaskDataset(frame, domain)
@@ -232,7 +233,7 @@ class DaskDataset(Dataset):
         parts = self.frame[list(needed)].to_delayed()
         rows, *tables = _summed([count(part, i, sub, plan) for i, part in enumerate(parts)])
         if rows == 0:
-            raise ValueError("DaskDataset: the table is empty (no records)")
+            raise InputError("DaskDataset: the table is empty (no records)")
         self._rows = int(rows)
         for key, table, (_, shape) in zip(keys, tables, plan):
             self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)

@@ -8,6 +8,7 @@ from typing import Iterable
 import numpy as np
 
 from .domain import Domain
+from .errors import InputError, ModelTooLargeError
 from .files import atomic_write
 
 # Largest dense array (in MB) that ``marginal`` and ``datavector`` will allocate.
@@ -29,12 +30,12 @@ FULL_VECTOR_ADVICE = ("instead, reconstruct over marginals (PGM, APPGM, LocalLea
 
 
 def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what: str, advice: str = "") -> int:
-    """Number of cells over ``attrs``; raise MemoryError naming the size in MB above ``limit_mb``
+    """Number of cells over ``attrs``; raise ModelTooLargeError naming the size in MB above ``limit_mb``
     (followed by ``advice``, what to do instead, when given)."""
     attrs = domain.check(attrs)
     cells = domain.size(attrs)
     if _mb(cells) > limit_mb:
-        raise MemoryError(
+        raise ModelTooLargeError(
             f"{what} over {list(attrs)} has {_amount(cells)} cells ({_amount(_mb(cells))} MB as float64), "
             f"above the limit of {limit_mb:,.1f} MB" + (f"; {advice}" if advice else "")
         )
@@ -44,11 +45,11 @@ def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what
 def _validate_records(values: np.ndarray, domain: Domain, source: str) -> np.ndarray:
     """Return ``values`` as int64 codes, raising ValueError naming the column and row of a bad code."""
     if values.ndim != 2:
-        raise ValueError(f"{source}: records must be a 2-D array (rows, attributes), got {values.ndim} dimensions")
+        raise InputError(f"{source}: records must be a 2-D array (rows, attributes), got {values.ndim} dimensions")
     if values.shape[1] != len(domain):
-        raise ValueError(f"{source}: {values.shape[1]} columns but the domain has {len(domain)} attributes {list(domain.attrs)}")
+        raise InputError(f"{source}: {values.shape[1]} columns but the domain has {len(domain)} attributes {list(domain.attrs)}")
     if values.shape[0] == 0:
-        raise ValueError(f"{source}: the table is empty (no records)")
+        raise InputError(f"{source}: the table is empty (no records)")
     if values.dtype == object or values.dtype.kind in "fUSb":
         for j, attr in enumerate(domain.attrs):
             column = values[:, j]
@@ -56,20 +57,20 @@ def _validate_records(values: np.ndarray, domain: Domain, source: str) -> np.nda
                 numeric = column.astype(np.float64)
             except (TypeError, ValueError):
                 row = next(i for i, v in enumerate(column) if not _is_number(v))
-                raise ValueError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code") from None
+                raise InputError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code") from None
             bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code")
+                raise InputError(f"{source}: column {attr!r} row {row} holds {_show(column[row])}, not an integer code")
         values = values.astype(np.float64).astype(np.int64)
     elif values.dtype.kind not in "iu":
-        raise ValueError(f"{source}: records of dtype {values.dtype} are not integer codes")
+        raise InputError(f"{source}: records of dtype {values.dtype} are not integer codes")
     values = np.ascontiguousarray(values, dtype=np.int64)
     for j, (attr, size) in enumerate(zip(domain.attrs, domain.shape)):
         bad = (values[:, j] < 0) | (values[:, j] >= size)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(
+            raise InputError(
                 f"{source}: column {attr!r} row {row} holds {values[row, j]}, outside its domain 0..{size - 1}"
             )
     return values
@@ -81,7 +82,7 @@ def _unique_keys(path):
         seen = {}
         for key, value in pairs:
             if key in seen:
-                raise ValueError(f"{path}: the key {key!r} appears twice")
+                raise InputError(f"{path}: the key {key!r} appears twice")
             seen[key] = value
         return seen
     return build
@@ -112,7 +113,7 @@ class Dataset:
         if not isinstance(domain, Domain):
             raise TypeError(f"Dataset: domain must be a Domain, got {type(domain).__name__}")
         if len(domain) == 0:
-            raise ValueError("Dataset: the domain has no attributes")
+            raise InputError("Dataset: the domain has no attributes")
         self.domain = domain
         self.records = _validate_records(np.asarray(records), domain, "Dataset")
 
@@ -129,17 +130,17 @@ class Dataset:
             reader = csv.reader(f)
             header = next(reader, None)
             if not header:
-                raise ValueError(f"{csv_path}: no header row")
+                raise InputError(f"{csv_path}: no header row")
             header = [h.strip() for h in header]
             missing = [a for a in domain.attrs if a not in header]
             if missing:
-                raise ValueError(f"{csv_path}: columns {missing} of the domain file are missing from the CSV header")
+                raise InputError(f"{csv_path}: columns {missing} of the domain file are missing from the CSV header")
             rows = []
             for row in reader:
                 if len(row) != len(header):
                     if not row:  # a blank line
                         continue
-                    raise ValueError(f"{csv_path}: line {reader.line_num} has {len(row)} fields "
+                    raise InputError(f"{csv_path}: line {reader.line_num} has {len(row)} fields "
                                      f"but the header has {len(header)}")
                 rows.append(row)
         columns = [header.index(a) for a in domain.attrs]
@@ -155,7 +156,7 @@ class Dataset:
         """Dataset from a DataFrame of integer codes holding (at least) the domain's columns."""
         missing = [a for a in domain.attrs if a not in df.columns]
         if missing:
-            raise ValueError(f"DataFrame: columns {missing} of the domain are missing")
+            raise InputError(f"DataFrame: columns {missing} of the domain are missing")
         return cls(_validate_records(df[list(domain.attrs)].to_numpy(), domain, "DataFrame"), domain)
 
     def to_dataframe(self):
@@ -203,7 +204,7 @@ class Dataset:
         """The records with every value ``v`` of attribute ``a`` replaced by ``codes[a][v]``, over
         ``domain`` (the same attributes, new sizes); e.g. rare values merged into one code."""
         if domain.attrs != self.domain.attrs:
-            raise ValueError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+            raise InputError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
         return Dataset(np.column_stack([np.asarray(codes[a])[self.records[:, j]] for j, a in enumerate(self.domain.attrs)]),
                        domain)
 

@@ -5,6 +5,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .errors import InputError, UnknownNameError
+
 
 class Domain:
     """Ordered attribute names with the number of values each can take.
@@ -17,15 +19,15 @@ class Domain:
         attrs = tuple(attrs)
         shape = tuple(shape)
         if len(attrs) != len(shape):
-            raise ValueError(f"Domain: {len(attrs)} attribute names but {len(shape)} sizes")
+            raise InputError(f"Domain: {len(attrs)} attribute names but {len(shape)} sizes")
         if len(set(attrs)) != len(attrs):
             dup = sorted({a for a in attrs if attrs.count(a) > 1})
-            raise ValueError(f"Domain: duplicate attribute names {dup}")
+            raise InputError(f"Domain: duplicate attribute names {dup}")
         for a, n in zip(attrs, shape):
             if not isinstance(a, str):
                 raise TypeError(f"Domain: attribute name {a!r} is not a string")
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-                raise ValueError(f"Domain: attribute {a!r} has size {n!r}; sizes are positive integers")
+                raise InputError(f"Domain: attribute {a!r} has size {n!r}; sizes are positive integers")
         self.attrs = attrs
         self.shape = tuple(int(n) for n in shape)
         self.config = dict(zip(self.attrs, self.shape))
@@ -37,7 +39,7 @@ class Domain:
             raise TypeError(f"Domain.fromdict: expected a mapping of attribute names to sizes, "
                             f"got {type(sizes).__name__}")
         if not sizes:
-            raise ValueError("Domain.fromdict: the domain is empty (no attributes)")
+            raise InputError("Domain.fromdict: the domain is empty (no attributes)")
         return cls(list(sizes.keys()), list(sizes.values()))
 
     def check(self, attrs: Iterable[str]) -> tuple[str, ...]:
@@ -47,9 +49,9 @@ class Domain:
         attrs = tuple(attrs)
         missing = [a for a in attrs if a not in self.config]
         if missing:
-            raise KeyError(f"attributes {missing} are not in the domain {list(self.attrs)}")
+            raise UnknownNameError(f"attributes {missing} are not in the domain {list(self.attrs)}")
         if len(set(attrs)) != len(attrs):
-            raise ValueError(f"attributes {list(attrs)} repeat a name")
+            raise InputError(f"attributes {list(attrs)} repeat a name")
         return attrs
 
     def project(self, attrs: Iterable[str]) -> "Domain":
@@ -71,7 +73,7 @@ class Domain:
         """This domain followed by the attributes of ``other`` it lacks."""
         for a in other.attrs:
             if a in self.config and self.config[a] != other.config[a]:
-                raise ValueError(f"attribute {a!r} has size {self.config[a]} here but {other.config[a]} there")
+                raise InputError(f"attribute {a!r} has size {self.config[a]} here but {other.config[a]} there")
         extra = [a for a in other.attrs if a not in self.config]
         return Domain(self.attrs + tuple(extra), self.shape + tuple(other.config[a] for a in extra))
 
@@ -89,7 +91,7 @@ class Domain:
 
     def __getitem__(self, attr: str) -> int:
         if attr not in self.config:
-            raise KeyError(f"attribute {attr!r} is not in the domain {list(self.attrs)}")
+            raise UnknownNameError(f"attribute {attr!r} is not in the domain {list(self.attrs)}")
         return self.config[attr]
 
     def __iter__(self):

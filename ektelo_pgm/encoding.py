@@ -49,6 +49,7 @@ import numpy as np
 from .dask_dataset import encode, is_dask_collection, sum_partitions
 from .dataset import Dataset
 from .domain import Domain
+from .errors import InputError, NotFittedError, UnknownNameError
 from .files import atomic_write
 from .privacy import Budget, exponential, laplace
 
@@ -92,13 +93,13 @@ def _as_frame(table):
     if not isinstance(table, pd.DataFrame) and not partitioned:
         raise TypeError(f"expected a pandas or Dask DataFrame or a CSV path, got {type(table).__name__}")
     if len(table.columns) == 0:
-        raise ValueError("the table has no columns")
+        raise InputError("the table has no columns")
     if not partitioned and table.shape[0] == 0:
-        raise ValueError("the table has no rows")
+        raise InputError("the table has no rows")
     names = [str(c) for c in table.columns]
     if len(set(names)) != len(names):
         dup = sorted({c for c in names if names.count(c) > 1})
-        raise ValueError(f"the table repeats the column names {dup}")
+        raise InputError(f"the table repeats the column names {dup}")
     if partitioned:
         return table if names == list(table.columns) else table.rename(columns=dict(zip(table.columns, names)))
     return table.set_axis(names, axis=1)
@@ -235,7 +236,7 @@ def _numbers(name: str, values):
     bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
     if bad.size:
         row = int(bad[0])
-        raise ValueError(f"column {name!r}: value {values.iloc[row]!r} in row {row} is not a number")
+        raise InputError(f"column {name!r}: value {values.iloc[row]!r} in row {row} is not a number")
     return numbers.to_numpy()
 
 
@@ -298,7 +299,7 @@ class CategoricalColumn:
         reads the cleaned column (see :func:`_tally`)."""
         universe = tuple(dict.fromkeys(_python(v) for v in universe))
         if not universe:
-            raise ValueError(f"column {name!r}: the declared categories are empty")
+            raise InputError(f"column {name!r}: the declared categories are empty")
         if threshold is None:
             return cls(name, universe, True, True)
         index = _pandas().Index(list(universe), dtype=object)
@@ -324,12 +325,12 @@ class CategoricalColumn:
         if absent.any():
             if not self.missing:
                 row = _first_row(absent)
-                raise ValueError(f"column {self.name!r}: missing value in row {row}, "
+                raise InputError(f"column {self.name!r}: missing value in row {row}, "
                                  "but the column had no missing values when the encoder was fitted")
             codes[absent] = self.size - 1
         if (codes < 0).any():
             row = _first_row(codes < 0)
-            raise ValueError(f"column {self.name!r}: value {values.iloc[row]!r} in row {row} "
+            raise InputError(f"column {self.name!r}: value {values.iloc[row]!r} in row {row} "
                              f"was not seen when the encoder was fitted (known: {list(self.categories)[:20]})")
         return codes.astype(np.int64)
 
@@ -390,10 +391,10 @@ class NumericColumn:
         numbers = _numbers(name, values)
         present = numbers[~np.isnan(numbers)]
         if present.size == 0:
-            raise ValueError(f"column {name!r} is numeric but has no values that are not missing")
+            raise InputError(f"column {name!r} is numeric but has no values that are not missing")
         if not np.isfinite(present).all():
             row = _first_row(np.isinf(numbers))
-            raise ValueError(f"column {name!r}: value {numbers[row]!r} in row {row} is infinite")
+            raise InputError(f"column {name!r}: value {numbers[row]!r} in row {row} is infinite")
         integer = bool(np.all(present == np.round(present)))
         if integer and np.abs(present).max() >= 2.0 ** 53:  # beyond float precision: exact ints
             return cls._fit_large_integers(name, values, ~np.isnan(numbers), bins, binning)
@@ -482,7 +483,7 @@ class NumericColumn:
         absent = np.isnan(numbers)
         if absent.any() and not self.missing:
             row = _first_row(absent)
-            raise ValueError(f"column {self.name!r}: missing value in row {row}, "
+            raise InputError(f"column {self.name!r}: missing value in row {row}, "
                              "but the column had no missing values when the encoder was fitted")
         if self.integer:
             whole = np.zeros(numbers.size, dtype=object)
@@ -494,7 +495,7 @@ class NumericColumn:
             row = _first_row(outside)
             top = f"{self.edges[-1]!r})" if self.integer else f"{self.edges[-1]!r}]"
             shown = whole[row] if self.integer else _python(numbers[row])
-            raise ValueError(f"column {self.name!r}: value {shown!r} in row {row} is outside "
+            raise InputError(f"column {self.name!r}: value {shown!r} in row {row} is outside "
                              f"the fitted range [{self.edges[0]!r}, {top}")
         if self.integer:  # compare whole numbers exactly, beyond 2**53 too
             codes = np.zeros(numbers.size, dtype=np.int64)
@@ -567,11 +568,11 @@ def _check_bounds(name: str, bounds):
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
-        raise ValueError(f"column {name!r}: bounds must be a pair (lo, hi), got {bounds!r}") from None
+        raise InputError(f"column {name!r}: bounds must be a pair (lo, hi), got {bounds!r}") from None
     integer = all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lo, hi))
     if not all(isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool) and
                np.isfinite(b) for b in (lo, hi)) or not lo < hi:
-        raise ValueError(f"column {name!r}: bounds must be finite numbers with lo < hi, got {bounds!r}")
+        raise InputError(f"column {name!r}: bounds must be finite numbers with lo < hi, got {bounds!r}")
     return (int(lo), int(hi), True) if integer else (float(lo), float(hi), False)
 
 
@@ -583,7 +584,7 @@ def _column_from_dict(spec: dict):
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
                              spec.get("decimals"), spec.get("time_format"))
-    raise ValueError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
+    raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 
 class TableEncoder:
@@ -618,15 +619,15 @@ class TableEncoder:
                  missing: Iterable[str] = ("?", ""), clip: bool = False,
                  categories: dict | None = None, bounds: dict | None = None):
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-            raise ValueError(f"bins must be a positive integer, got {bins!r}")
+            raise InputError(f"bins must be a positive integer, got {bins!r}")
         if binning not in BINNINGS:
-            raise ValueError(f"binning must be one of {BINNINGS}, got {binning!r}")
+            raise InputError(f"binning must be one of {BINNINGS}, got {binning!r}")
         self.bins = int(bins)
         self.categorical = tuple(categorical or ())
         self.numeric = tuple(numeric or ())
         both = sorted(set(self.categorical) & set(self.numeric))
         if both:
-            raise ValueError(f"columns {both} are declared both categorical and numeric")
+            raise InputError(f"columns {both} are declared both categorical and numeric")
         self.binning = binning
         self.missing = tuple(missing)
         self.clip = bool(clip)
@@ -637,7 +638,7 @@ class TableEncoder:
         both = sorted(set(self.categories) & set(self.bounds))
         wrong = sorted((set(self.categories) & set(self.numeric)) | (set(self.bounds) & set(self.categorical)))
         if both or wrong:
-            raise ValueError(f"columns {both or wrong} are declared both categorical and numeric")
+            raise InputError(f"columns {both or wrong} are declared both categorical and numeric")
         self.columns: dict | None = None
 
     # fitting -----------------------------------------------------------------
@@ -658,14 +659,14 @@ class TableEncoder:
         declared = set(self.categorical + self.numeric) | set(self.categories) | set(self.bounds)
         unknown = sorted(declared - set(frame.columns))
         if unknown:
-            raise KeyError(f"columns {unknown} were declared but are not in the table {list(frame.columns)}")
+            raise UnknownNameError(f"columns {unknown} were declared but are not in the table {list(frame.columns)}")
         markers = frozenset(self.missing)
         if public:
             self.columns = self._fit_public(frame, markers)
             return self
         bare = [c for c in frame.columns if c not in self.categories and c not in self.bounds]
         if bare:
-            raise ValueError(f"columns {bare} have no declared categories or bounds: declare them "
+            raise InputError(f"columns {bare} have no declared categories or bounds: declare them "
                              "(categories={...}, bounds={...}) so that the codes do not reveal the data, "
                              "or fit(table, public=True) for a public table")
         steps = sum(threshold is not None for c in frame.columns if c in self.categories) + \
@@ -698,7 +699,7 @@ class TableEncoder:
     def _fit_public(self, frame, markers) -> dict:
         """Every column learnt from the data without noise (``fit(public=True)``)."""
         if is_dask_collection(frame):
-            raise ValueError("fit(public=True) reads whole columns (distinct values, ranges, quantiles) and is not "
+            raise InputError("fit(public=True) reads whole columns (distinct values, ranges, quantiles) and is not "
                              "available for a partitioned table: declare categories and bounds (the private fit, "
                              "whose counts are summed over the partitions) or fit on a pandas sample")
         columns = {}
@@ -724,7 +725,7 @@ class TableEncoder:
 
     def _fitted(self) -> dict:
         if self.columns is None:
-            raise RuntimeError("this TableEncoder is not fitted yet; call fit(table) first")
+            raise NotFittedError("this TableEncoder is not fitted yet; call fit(table) first")
         return self.columns
 
     @property
@@ -742,7 +743,7 @@ class TableEncoder:
         frame = _as_frame(table)
         absent = [c for c in columns if c not in frame.columns]
         if absent:
-            raise KeyError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
+            raise UnknownNameError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
         if is_dask_collection(frame):
             return encode(self, frame)
         markers = frozenset(self.missing)
@@ -769,17 +770,17 @@ class TableEncoder:
         pd = _pandas()
         columns = self._fitted()
         if within_bin not in WITHIN_BIN:
-            raise ValueError(f"within_bin must be one of {WITHIN_BIN}, got {within_bin!r}")
+            raise InputError(f"within_bin must be one of {WITHIN_BIN}, got {within_bin!r}")
         rng = np.random.default_rng(rng)
         for attr, size in zip(dataset.domain.attrs, dataset.domain.shape):
             if attr not in columns:
-                raise KeyError(f"attribute {attr!r} is not a column of the encoder {list(columns)}")
+                raise UnknownNameError(f"attribute {attr!r} is not a column of the encoder {list(columns)}")
             if size != columns[attr].size:
-                raise ValueError(f"attribute {attr!r} has size {size} in the dataset "
+                raise InputError(f"attribute {attr!r} has size {size} in the dataset "
                                  f"but {columns[attr].size} in the encoder")
         for attr in whole:
             if attr not in columns or columns[attr].kind != "numeric":
-                raise ValueError(f"whole: {attr!r} is not a numeric column of the encoder")
+                raise InputError(f"whole: {attr!r} is not a numeric column of the encoder")
         decoded = {}
         for i, attr in enumerate(dataset.domain.attrs):
             codes, column = np.asarray(dataset.records[:, i], dtype=np.int64), columns[attr]
@@ -800,7 +801,7 @@ class TableEncoder:
     def from_dict(cls, data: dict) -> "TableEncoder":
         """The encoder saved by :meth:`to_dict`."""
         if data.get("format") != _FORMAT or data.get("version") != 1:
-            raise ValueError(f"not a saved TableEncoder (format {data.get('format')!r}, version {data.get('version')!r})")
+            raise InputError(f"not a saved TableEncoder (format {data.get('format')!r}, version {data.get('version')!r})")
         encoder = cls(data["bins"], data["categorical"], data["numeric"], data["binning"], data["missing"],
                       data["clip"], data.get("categories"), data.get("bounds"))
         encoder.columns = {spec["name"]: _column_from_dict(spec) for spec in data["columns"]}

@@ -26,6 +26,7 @@ import numpy as np
 
 from .dataset import MAX_DENSE_MB, Dataset, check_dense_size
 from .domain import Domain
+from .errors import InputError, UnknownNameError
 from .measurement import check_total
 
 
@@ -130,7 +131,7 @@ class Estimate(ABC):
         query = as_matrix(query)
         marginal = self.project(attrs).ravel()
         if query.shape[1] != marginal.size:
-            raise ValueError(
+            raise InputError(
                 f"query has {query.shape[1]} columns but the marginal on {list(attrs)} has {marginal.size} cells"
             )
         return query @ marginal
@@ -143,7 +144,7 @@ class VectorEstimate(Estimate):
         check_dense_size(domain, domain.attrs, limit_mb, "full data vector")
         vector = np.asarray(vector, dtype=np.float64).ravel()
         if vector.size != domain.size():
-            raise ValueError(f"data vector has {vector.size} cells but the domain has {domain.size()}")
+            raise InputError(f"data vector has {vector.size} cells but the domain has {domain.size()}")
         self.domain = domain
         self.vector = vector
 
@@ -163,7 +164,7 @@ class VectorEstimate(Estimate):
         rng = np.random.default_rng(rng)
         weights = np.clip(self.vector, 0, None)
         if weights.sum() <= 0:
-            raise ValueError("the estimate has no positive mass to sample from")
+            raise InputError("the estimate has no positive mass to sample from")
         n = int(round(self.total)) if n is None else int(n)
         counts = rng.multinomial(n, weights / weights.sum())
         cells = np.repeat(np.arange(weights.size), counts)
@@ -188,13 +189,13 @@ class FactoredEstimate(Estimate):
             attrs = domain.check(attrs)
             probs = np.asarray(probs, dtype=np.float64)
             if probs.shape != domain.project(attrs).shape:
-                raise ValueError(f"factor on {list(attrs)} has shape {probs.shape}, expected {domain.project(attrs).shape}")
+                raise InputError(f"factor on {list(attrs)} has shape {probs.shape}, expected {domain.project(attrs).shape}")
             if np.any(probs < 0) or not np.isclose(probs.sum(), 1.0):
-                raise ValueError(f"factor on {list(attrs)} is not a probability distribution")
+                raise InputError(f"factor on {list(attrs)} is not a probability distribution")
             seen.extend(attrs)
             self.factors.append((attrs, probs))
         if sorted(seen) != sorted(domain.attrs):
-            raise ValueError(f"factor groups {[list(a) for a, _ in self.factors]} do not partition the "
+            raise InputError(f"factor groups {[list(a) for a, _ in self.factors]} do not partition the "
                              f"domain {list(domain.attrs)}")
 
     @classmethod
@@ -241,7 +242,7 @@ class LocalEstimate(Estimate):
         self.marginals = {domain.canonical(c): np.asarray(v, dtype=np.float64) for c, v in marginals.items()}
         for clique, values in self.marginals.items():
             if values.shape != domain.project(clique).shape:
-                raise ValueError(f"marginal on {list(clique)} has shape {values.shape}, "
+                raise InputError(f"marginal on {list(clique)} has shape {values.shape}, "
                                  f"expected {domain.project(clique).shape}")
 
     @property
@@ -253,7 +254,7 @@ class LocalEstimate(Estimate):
         attrs = self.domain.check(attrs)
         covering = [c for c in self.marginals if set(attrs) <= set(c)]
         if not covering:
-            raise ValueError(f"local least squares estimated only the measured cliques "
+            raise InputError(f"local least squares estimated only the measured cliques "
                              f"{[list(c) for c in self.marginals]}; none contains {list(attrs)}")
         clique = min(covering, key=self.domain.size)
         values = self.marginals[clique]
@@ -263,7 +264,7 @@ class LocalEstimate(Estimate):
 
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """Not available: the per-clique estimates are not one distribution over the domain."""
-        raise ValueError("local least squares estimates each measured clique separately; the "
+        raise InputError("local least squares estimates each measured clique separately; the "
                          "estimates may disagree and be negative, so they define no distribution to "
                          "sample records from (use LeastSquares, MultiplicativeWeights or PGM)")
 
@@ -275,10 +276,10 @@ class AverageEstimate(Estimate):
     def __init__(self, estimates):
         self.estimates = list(estimates)
         if not self.estimates:
-            raise ValueError("AverageEstimate: no estimates to average")
+            raise InputError("AverageEstimate: no estimates to average")
         self.domain = self.estimates[0].domain
         if any(e.domain != self.domain for e in self.estimates):
-            raise ValueError("AverageEstimate: the estimates are over different domains")
+            raise InputError("AverageEstimate: the estimates are over different domains")
 
     @property
     def total(self) -> float:
@@ -292,7 +293,7 @@ class AverageEstimate(Estimate):
         rng = np.random.default_rng(rng)
         n = int(round(self.total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
         counts = rng.multinomial(n, np.full(len(self.estimates), 1.0 / len(self.estimates)))
         parts = [e.synthetic_data(int(k), rng).records for e, k in zip(self.estimates, counts) if k > 0]
         return Dataset(rng.permutation(np.vstack(parts)), self.domain)
@@ -305,7 +306,7 @@ class RecordsEstimate(Estimate):
 
     def __init__(self, records: Dataset, total: float):
         if len(records) < 1:
-            raise ValueError("RecordsEstimate: no records")
+            raise InputError("RecordsEstimate: no records")
         self.records = records
         self.domain = records.domain
         self._total = check_total(total)
@@ -322,7 +323,7 @@ class RecordsEstimate(Estimate):
         rng = np.random.default_rng(rng)
         n = int(round(self._total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
         return Dataset(self.records.records[rng.integers(len(self.records), size=n)], self.domain)
 
 
@@ -340,28 +341,28 @@ class BayesNet(Estimate):
     def __init__(self, domain: Domain, parents: Mapping[str, Sequence[str]], cpts: Mapping[str, np.ndarray],
                  total: float = 1.0, order: Sequence[str] | None = None):
         if total is None:
-            raise ValueError("BayesNet: total must be a positive number of records (1 for probabilities)")
+            raise InputError("BayesNet: total must be a positive number of records (1 for probabilities)")
         self.domain = domain
         self._total = check_total(total)
         self.order = domain.attrs if order is None else domain.check(order)
         if sorted(self.order) != sorted(domain.attrs):
-            raise ValueError(f"order {list(self.order)} is not an ordering of the domain {list(domain.attrs)}")
+            raise InputError(f"order {list(self.order)} is not an ordering of the domain {list(domain.attrs)}")
         self.parents = {}
         self.cpts = {}
         for i, attr in enumerate(self.order):
             pa = domain.check(parents.get(attr, ()))
             late = [p for p in pa if self.order.index(p) >= i]
             if late:
-                raise ValueError(f"parents {late} of {attr!r} do not come before it in the order {list(self.order)}")
+                raise InputError(f"parents {late} of {attr!r} do not come before it in the order {list(self.order)}")
             if attr not in cpts:
-                raise KeyError(f"no conditional probability table for {attr!r}")
+                raise UnknownNameError(f"no conditional probability table for {attr!r}")
             table = np.array(cpts[attr], dtype=np.float64)
             shape = domain.project(pa).shape + (domain[attr],)
             if table.shape != shape:
-                raise ValueError(f"table of {attr!r} has shape {table.shape}, expected {shape} "
+                raise InputError(f"table of {attr!r} has shape {table.shape}, expected {shape} "
                                  f"(parents {list(pa)} then {attr!r})")
             if not np.all(table >= 0) or not np.allclose(table.sum(axis=-1), 1.0, rtol=0, atol=1e-9):
-                raise ValueError(f"table of {attr!r} is not a conditional distribution "
+                raise InputError(f"table of {attr!r} is not a conditional distribution "
                                  "(non-negative, summing to 1 over its last axis)")
             table.flags.writeable = False
             self.parents[attr], self.cpts[attr] = pa, table
@@ -425,9 +426,9 @@ class BayesNet(Estimate):
         if n is None:
             n = int(round(self._total))
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"number of records must be a positive integer, got {n!r}")
+            raise InputError(f"number of records must be a positive integer, got {n!r}")
         if method not in SAMPLING:
-            raise ValueError(f"synthetic_data: method must be one of {SAMPLING}, got {method!r}")
+            raise InputError(f"synthetic_data: method must be one of {SAMPLING}, got {method!r}")
         rng = np.random.default_rng(rng)
         records = np.empty((int(n), len(self.domain)), dtype=np.int64)
         for attr in self.order:
@@ -476,7 +477,7 @@ class SupportEstimate(Estimate):
         rng = np.random.default_rng(rng)
         n = int(round(self.total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
         picks = rng.choice(len(self.rows), size=n, p=self.weights / self.weights.sum())
         return Dataset(self.rows[picks], self.domain)
 
@@ -488,7 +489,7 @@ class MixtureEstimate(Estimate):
     def __init__(self, domain: Domain, probs, total: float):
         self.domain, self.probs, self._total = domain, [np.asarray(p, dtype=np.float64) for p in probs], float(total)
         if len(self.probs) != len(domain):
-            raise ValueError(f"MixtureEstimate: {len(self.probs)} attribute tables for {len(domain)} attributes")
+            raise InputError(f"MixtureEstimate: {len(self.probs)} attribute tables for {len(domain)} attributes")
 
     @property
     def total(self) -> float:
@@ -526,7 +527,7 @@ class MixtureEstimate(Estimate):
         rng = np.random.default_rng(rng)
         n = int(round(self._total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data: n must be at least 1, got {n}")
+            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
         component = rng.integers(self.probs[0].shape[0], size=n)
         records = np.empty((n, len(self.domain)), dtype=np.int64)
         for j, p in enumerate(self.probs):
@@ -546,13 +547,13 @@ class Decompressed(Estimate):
 
     def __init__(self, estimate: Estimate, domain: Domain, codes: Mapping[str, np.ndarray]):
         if estimate.domain.attrs != domain.attrs:
-            raise ValueError(f"Decompressed: the estimate's attributes {list(estimate.domain.attrs)} are not "
+            raise InputError(f"Decompressed: the estimate's attributes {list(estimate.domain.attrs)} are not "
                              f"those of {domain}")
         self.estimate, self.domain, self.codes, self.group_size = estimate, domain, {}, {}
         for a in domain.attrs:
             c = np.asarray(codes[a], dtype=np.int64) if a in codes else np.arange(domain[a])
             if c.shape != (domain[a],) or c.min() < 0 or c.max() >= estimate.domain[a]:
-                raise ValueError(f"Decompressed: attribute {a!r} needs one code in 0..{estimate.domain[a] - 1} "
+                raise InputError(f"Decompressed: attribute {a!r} needs one code in 0..{estimate.domain[a] - 1} "
                                  f"for each of its {domain[a]} values")
             self.codes[a], self.group_size[a] = c, np.bincount(c, minlength=estimate.domain[a])
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
 from .report import Discretisation, kinds_of
 
 #: Decimals kept of a number before its KS statistic.
@@ -87,10 +88,10 @@ def _numbers(column, name: str, what: str) -> tuple[np.ndarray, bool]:
     try:
         values = pd.to_numeric(column).to_numpy(dtype=float, na_value=np.nan)
     except (TypeError, ValueError):
-        raise ValueError(f"column {name!r} is numeric but the {what} holds values that are not numbers "
+        raise InputError(f"column {name!r} is numeric but the {what} holds values that are not numbers "
                          "(date/times: convert them with pandas.to_datetime first)") from None
     if np.isinf(values).any():
-        raise ValueError(f"column {name!r}: the {what} holds infinite numbers")
+        raise InputError(f"column {name!r}: the {what} holds infinite numbers")
     return values, False
 
 
@@ -116,16 +117,16 @@ def _prepare(real, synthetic, kinds) -> dict:
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the {what} table must be a pandas DataFrame, got {type(frame).__name__}")
         if len(frame) == 0:
-            raise ValueError(f"the {what} table has no rows")
+            raise InputError(f"the {what} table has no rows")
     kinds = _kinds(real, kinds)
     if not kinds:
-        raise ValueError("no columns to compare")
+        raise InputError("no columns to compare")
     tables = {}
     for what, frame in (("real", real), ("synthetic", synthetic)):
         names = {str(c): c for c in frame.columns}
         absent = [c for c in kinds if c not in names]
         if absent:
-            raise ValueError(f"the {what} table lacks the columns {absent}")
+            raise InputError(f"the {what} table lacks the columns {absent}")
         tables[what] = {c: frame[names[c]] for c in kinds}
     columns = {}
     for name, kind in kinds.items():
@@ -280,7 +281,7 @@ def quality(real, synthetic, kinds=None, correlation_threshold: float = CORRELAT
     for name, value in (("correlation_threshold", correlation_threshold),
                         ("association_threshold", association_threshold)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+            raise InputError(f"{name} must be a number in [0, 1], got {value!r}")
     columns = _prepare(real, synthetic, kinds)
     shapes, pairs = _shapes_table(columns), _pairs_table(columns)
     strength = pairs["real_association"].to_numpy(dtype=float)

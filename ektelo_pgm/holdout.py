@@ -59,6 +59,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .errors import InputError
 from .report import MISSING, Discretisation, _distinct, _label, _number, kinds_of
 
 MODELS = ("linear", "random_forest", "gradient_boosting")
@@ -99,7 +100,7 @@ def _frames(**frames):
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the {what} must be a pandas DataFrame, got {type(frame).__name__}")
         if len(frame) == 0:
-            raise ValueError(f"the {what} has no rows")
+            raise InputError(f"the {what} has no rows")
 
 
 def _integer_seed(seed) -> int:
@@ -115,9 +116,9 @@ def split(real, share: float = 0.2, seed=0):
     index.  ``seed``: an int or a numpy Generator."""
     _frames(**{"real table": real})
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
-        raise ValueError(f"share must be a number strictly between 0 and 1, got {share!r}")
+        raise InputError(f"share must be a number strictly between 0 and 1, got {share!r}")
     if len(real) < 2:
-        raise ValueError("the real table needs at least two rows to be split")
+        raise InputError("the real table needs at least two rows to be split")
     held = min(max(int(round(share * len(real))), 1), len(real) - 1)
     order = np.random.default_rng(seed).permutation(len(real))
     return real.iloc[np.sort(order[held:])], real.iloc[np.sort(order[:held])]
@@ -129,7 +130,7 @@ def _kinds(train, kinds) -> dict:
     columns = [str(c) for c in train.columns]
     unknown = sorted(set(declared) - set(columns))
     if unknown:
-        raise ValueError(f"kinds name columns {unknown} that the training part lacks")
+        raise InputError(f"kinds name columns {unknown} that the training part lacks")
     rest = [c for c in train.columns if str(c) not in declared]
     if rest:
         guessed = Discretisation(train[rest])
@@ -144,7 +145,7 @@ def _values(series, kind: str, name: str, what: str) -> np.ndarray:
     if kind == "numeric":
         numbers = np.array([_number(v) for v in values], dtype=float)
         if not np.isfinite(numbers).all():
-            raise ValueError(f"column {name!r} is numeric but the {what} holds a value that is not a finite number")
+            raise InputError(f"column {name!r} is numeric but the {what} holds a value that is not a finite number")
         return np.append(numbers, np.nan)[index] + 0.0  # -0.0 as 0.0
     return np.array([_label(v) for v in values] + [MISSING], dtype=object)[index]
 
@@ -154,7 +155,7 @@ def _table(frame, kinds: dict, what: str) -> dict:
     names = {str(c): c for c in frame.columns}
     absent = [c for c in kinds if c not in names]
     if absent:
-        raise ValueError(f"the {what} lacks the columns {absent} of the training part")
+        raise InputError(f"the {what} lacks the columns {absent} of the training part")
     return {c: _values(frame[names[c]], kind, c, what) for c, kind in kinds.items()}
 
 
@@ -228,7 +229,7 @@ def _model(name: str, task: str, numeric: list, categorical: list, seed: int):
         mask = [False] * len(numeric) + [True] * len(categorical) if categorical else None
         return sk.make_pipeline(columns, boosting(max_iter=100, early_stopping=False, l2_regularization=1.0,
                                                   random_state=seed, categorical_features=mask))
-    raise ValueError(f"unknown model {name!r}; use some of {list(MODELS)}")
+    raise InputError(f"unknown model {name!r}; use some of {list(MODELS)}")
 
 
 def _frame(table: dict, columns: list, rows):
@@ -279,15 +280,15 @@ def ml_efficacy(train, holdout, synthetic, target: str, kinds=None, models: Sequ
     _frames(**{"training part": train, "holdout": holdout, "synthetic table": synthetic})
     target = str(target)
     if target not in {str(c) for c in train.columns}:
-        raise ValueError(f"target {target!r} is not a column of the training part")
+        raise InputError(f"target {target!r} is not a column of the training part")
     models = list(models)
     unknown = [m for m in models if m not in MODELS]
     if not models or unknown:
-        raise ValueError(f"models must be some of {list(MODELS)}, got {models}")
+        raise InputError(f"models must be some of {list(MODELS)}, got {models}")
     kinds = _kinds(train, kinds)
     features = [c for c in kinds if c != target]
     if not features:
-        raise ValueError(f"the training part has no column besides the target {target!r}")
+        raise InputError(f"the training part has no column besides the target {target!r}")
     numeric = [c for c in features if kinds[c] == "numeric"]
     categorical = [c for c in features if kinds[c] == "categorical"]
     task = "regression" if kinds[target] == "numeric" else "classification"
@@ -298,12 +299,12 @@ def ml_efficacy(train, holdout, synthetic, target: str, kinds=None, models: Sequ
         y = table[target]
         rows = ~np.isnan(y) if task == "regression" else np.ones(len(y), dtype=bool)
         if not rows.any():
-            raise ValueError(f"the {what} has no row with a value of the target {target!r}")
+            raise InputError(f"the {what} has no row with a value of the target {target!r}")
         parts[what] = _frame(table, features, rows), y[rows]
     (x_real, y_real), (x_test, y_test), (x_fake, y_fake) = parts.values()
     classes = np.unique(y_real)
     if task == "classification" and len(classes) < 2:
-        raise ValueError(f"the target {target!r} has a single class in the training part; "
+        raise InputError(f"the target {target!r} has a single class in the training part; "
                          "a classifier needs at least two")
     labels = sorted(set(classes) | set(np.unique(y_test))) if task == "classification" else None
     positive = classes[1] if task == "classification" and len(classes) == 2 else None
@@ -460,7 +461,7 @@ def disclosure(train, holdout, synthetic, kinds=None, max_rows: int = MAX_ROWS, 
 
     _frames(**{"training part": train, "holdout": holdout, "synthetic table": synthetic})
     if isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 1:
-        raise ValueError(f"max_rows must be a positive integer, got {max_rows!r}")
+        raise InputError(f"max_rows must be a positive integer, got {max_rows!r}")
     kinds = _kinds(train, kinds)
     real = _table(train, kinds, "training part")
     others = {"synthetic": _table(synthetic, kinds, "synthetic table"), "holdout": _table(holdout, kinds, "holdout")}

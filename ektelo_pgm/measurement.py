@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .domain import Domain
+from .errors import InputError
 
 
 class Measurement:
@@ -23,20 +24,20 @@ class Measurement:
         self.attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
         self.y = np.asarray(y, dtype=np.float64).ravel()
         if not np.all(np.isfinite(self.y)):
-            raise ValueError(f"Measurement on {list(self.attrs)}: answers contain NaN or infinity")
+            raise InputError(f"Measurement on {list(self.attrs)}: answers contain NaN or infinity")
         std = np.asarray(std, dtype=np.float64)
         if std.ndim > 1 or (std.ndim == 1 and std.size != self.y.size):
-            raise ValueError(
+            raise InputError(
                 f"Measurement on {list(self.attrs)}: std must be a scalar or one per answer "
                 f"({self.y.size}), got shape {std.shape}"
             )
         if not np.all(np.isfinite(std)) or np.any(std <= 0):
-            raise ValueError(f"Measurement on {list(self.attrs)}: std must be positive and finite")
+            raise InputError(f"Measurement on {list(self.attrs)}: std must be positive and finite")
         self.std = float(std) if std.ndim == 0 else std
         self.query = None if query is None else as_matrix(query)
         self.noise = noise
         if self.query is not None and self.query.shape[0] != self.y.size:
-            raise ValueError(
+            raise InputError(
                 f"Measurement on {list(self.attrs)}: query has {self.query.shape[0]} rows but "
                 f"there are {self.y.size} answers"
             )
@@ -53,12 +54,12 @@ class Measurement:
         columns = cells if self.query is None else self.query.shape[1]
         rows = cells if self.query is None else self.query.shape[0]
         if columns != cells:
-            raise ValueError(
+            raise InputError(
                 f"Measurement on {list(self.attrs)}: query has {columns} columns but the marginal "
                 f"has {cells} cells"
             )
         if rows != self.y.size:
-            raise ValueError(
+            raise InputError(
                 f"Measurement on {list(self.attrs)}: {self.y.size} answers but the marginal has {cells} cells"
             )
 
@@ -106,7 +107,7 @@ def check_measurements(domain: Domain, measurements) -> list[Measurement]:
     """``measurements`` as a list, each checked against ``domain``; raise if there are none."""
     measurements = list(measurements)
     if not measurements:
-        raise ValueError("there are no measurements to reconstruct from")
+        raise InputError("there are no measurements to reconstruct from")
     for m in measurements:
         if not isinstance(m, Measurement):
             raise TypeError(f"expected Measurement objects, got a {type(m).__name__}")
@@ -120,7 +121,7 @@ def check_total(total) -> float | None:
         return None
     total = float(total)
     if not np.isfinite(total) or total <= 0:
-        raise ValueError(f"total must be a positive finite number of records, got {total!r}")
+        raise InputError(f"total must be a positive finite number of records, got {total!r}")
     return total
 
 
@@ -143,6 +144,6 @@ def resolve_total(domain: Domain, measurements, total=None, fallback: float | No
     if total is None:
         total = check_total(fallback)
     if total is None:
-        raise ValueError("the number of records is unknown and no measurement determines it "
+        raise InputError("the number of records is unknown and no measurement determines it "
                          "(none has the all-ones row in its query's row space); pass total=")
     return total

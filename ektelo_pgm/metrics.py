@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
 from .workload import as_workload, counts
 
 
@@ -33,7 +34,7 @@ def workload_error(workload, truth, estimate) -> float:
     for entry, y, y_hat in zip(workload, true_answers, estimated):
         scale = np.abs(y).sum()
         if scale == 0:
-            raise ValueError(f"workload error: the true answers on {list(entry.attrs)} are all zero")
+            raise InputError(f"workload error: the true answers on {list(entry.attrs)} are all zero")
         terms.append(np.abs(y - y_hat).sum() / (2.0 * scale))
     return float(np.mean(terms))
 
@@ -45,7 +46,7 @@ def total_variation(workload, truth, estimate) -> float:
     out = []
     for mu, mu_hat in _marginal_pairs(workload, truth, estimate):
         if mu.sum() <= 0 or mu_hat.sum() <= 0:
-            raise ValueError("total variation: a marginal has no positive total to normalise by")
+            raise InputError("total variation: a marginal has no positive total to normalise by")
         out.append(0.5 * np.abs(mu / mu.sum() - mu_hat / mu_hat.sum()).sum())
     return float(np.mean(out))
 
@@ -57,7 +58,7 @@ def average_l1_error(workload, truth, estimate) -> float:
     for mu, mu_hat in _marginal_pairs(workload, truth, estimate):
         records = mu.sum()
         if records <= 0:
-            raise ValueError("average L1 error: the true source has no records")
+            raise InputError("average L1 error: the true source has no records")
         out.append(np.abs(mu - mu_hat).sum() / records)
     return float(np.mean(out))
 

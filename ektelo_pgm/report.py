@@ -33,6 +33,7 @@ import numpy as np
 
 from .dataset import Dataset
 from .domain import Domain
+from .errors import InputError
 from .files import atomic_write
 
 MISSING = "(missing)"  # one cell for NaN and the missing markers
@@ -102,7 +103,7 @@ def kinds_of(schema) -> dict:
             try:
                 data = json.load(f)
             except json.JSONDecodeError as err:
-                raise ValueError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+                raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
         schema = TableEncoder.from_dict(data) if isinstance(data, dict) and "format" in data else data
     if isinstance(schema, TableEncoder):
         return {name: "numeric" if isinstance(column, NumericColumn) else "categorical"
@@ -116,7 +117,7 @@ def kinds_of(schema) -> dict:
     for name, kind in schema.items():
         kind = kind.get("kind") if isinstance(kind, dict) else kind
         if kind not in ("numeric", "categorical"):
-            raise ValueError(f"schema: column {name!r} has kind {kind!r}; use 'numeric' or 'categorical'")
+            raise InputError(f"schema: column {name!r} has kind {kind!r}; use 'numeric' or 'categorical'")
         kinds[str(name)] = kind
     return kinds
 
@@ -135,11 +136,11 @@ class Discretisation:
 
     def __init__(self, real, bins: int = 16, kinds: dict | None = None):
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 2:
-            raise ValueError(f"bins must be an integer of at least 2, got {bins!r}")
+            raise InputError(f"bins must be an integer of at least 2, got {bins!r}")
         kinds = dict(kinds or {})
         unknown = sorted(set(kinds) - {str(c) for c in real.columns})
         if unknown:
-            raise ValueError(f"schema columns {unknown} are not in the real table {[str(c) for c in real.columns]}")
+            raise InputError(f"schema columns {unknown} are not in the real table {[str(c) for c in real.columns]}")
         self.columns = [str(c) for c in real.columns]
         self.time_formats: dict[str, str] = {}  # numeric columns of seconds, shown as times
         self.edges: dict[str, np.ndarray] = {}
@@ -151,10 +152,10 @@ class Discretisation:
             kind = kinds.get(name) or ("numeric" if parses and numbers.size > bins else "categorical")
             if kind == "numeric":
                 if not parses:
-                    raise ValueError(f"column {name!r} is declared numeric but holds "
+                    raise InputError(f"column {name!r} is declared numeric but holds "
                                      f"{values[int(np.flatnonzero(np.isnan(numbers))[0])]!r}")
                 if not values:
-                    raise ValueError(f"column {name!r} is declared numeric but has no values")
+                    raise InputError(f"column {name!r} is declared numeric but has no values")
                 rows = numbers[index[index >= 0]]
                 self.edges[name] = np.unique(np.quantile(rows, np.arange(1, bins) / bins))
             else:
@@ -185,7 +186,7 @@ class Discretisation:
         names = {str(c): c for c in frame.columns}
         absent = [c for c in self.columns if c not in names]
         if absent:
-            raise ValueError(f"the {what} lacks the columns {absent} of the real table")
+            raise InputError(f"the {what} lacks the columns {absent} of the real table")
         records = np.empty((len(frame), len(self.columns)), dtype=np.int64)
         for j, name in enumerate(self.columns):
             index, values = _distinct(frame[names[name]])
@@ -496,7 +497,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     """
     orders = sorted(set(int(k) for k in orders))
     if not orders or orders[0] < 1 or orders[-1] > 3:
-        raise ValueError(f"orders must be among 1, 2 and 3, got {orders}")
+        raise InputError(f"orders must be among 1, 2 and 3, got {orders}")
     if out is not None or png is not None:
         matplotlib_figure()  # refuse before any work when the figures cannot be drawn
     import pandas as pd
@@ -507,7 +508,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))
 
     if target is not None and holdout is None:
-        raise ValueError("machine-learning efficacy needs a real holdout the synthesizer never saw (holdout=, "
+        raise InputError("machine-learning efficacy needs a real holdout the synthesizer never saw (holdout=, "
                          "--holdout)")
     real = read(real) if isinstance(real, (str, os.PathLike)) else real
     synthetic = read(synthetic) if isinstance(synthetic, (str, os.PathLike)) else synthetic
@@ -517,7 +518,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the {name} table must be a pandas DataFrame or a file path, got {type(frame).__name__}")
         if len(frame) == 0:
-            raise ValueError(f"the {name} table has no rows")
+            raise InputError(f"the {name} table has no rows")
     if isinstance(model, (str, os.PathLike)):
         from .synthesizer import Synthesizer
         model = Synthesizer.load(model)
@@ -526,7 +527,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     absent = [str(c) for c in real.columns if str(c) not in present and str(c) not in chosen]
     real_compared = real[[c for c in real.columns if str(c) in present]]
     if real_compared.shape[1] == 0:
-        raise ValueError("the synthetic table has none of the real table's columns")
+        raise InputError("the synthetic table has none of the real table's columns")
     kinds = None if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
     if model is not None:  # columns of times compared as numbers on the time axis
         times = {name: column.time_format for name, column in model.encoder.columns.items()
@@ -653,9 +654,9 @@ def compare(data: Dataset, epsilons: Sequence[float], operators: dict, k: int = 
 
     epsilons = [float(e) for e in epsilons]
     if not epsilons or min(epsilons) <= 0:
-        raise ValueError(f"epsilons must be positive, got {epsilons}")
+        raise InputError(f"epsilons must be positive, got {epsilons}")
     if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+        raise InputError(f"trials must be a positive integer, got {trials!r}")
     if out is not None:
         matplotlib_figure()
     rng = np.random.default_rng(rng)

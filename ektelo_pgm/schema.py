@@ -94,6 +94,7 @@ from . import progress
 from .dataset import Dataset
 from .encoding import (TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _canonical_value,
                        _pandas, _python, as_float, as_times, canonical, time_formats)
+from .errors import InputError
 from .privacy import Budget, gaussian, laplace
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
@@ -686,7 +687,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
     if wrong:
-        raise ValueError(f"kinds {wrong}: each must name a column of the table {list(frame.columns)} and be "
+        raise InputError(f"kinds {wrong}: each must name a column of the table {list(frame.columns)} and be "
                          "'categorical' or 'numeric'")
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
@@ -735,7 +736,7 @@ def public_column(series, missing=("?", "")) -> CategoricalColumn:
     present = {v for v in values if v is not None}
     categories = sorted(present, key=lambda v: (isinstance(v, str), v))
     if not categories:
-        raise ValueError(f"column {series.name!r} is declared to have public categories but has no value")
+        raise InputError(f"column {series.name!r} is declared to have public categories but has no value")
     return CategoricalColumn(str(series.name), tuple(categories), any(v is None for v in values), public=True)
 
 
@@ -781,7 +782,7 @@ def declared(schema) -> TableEncoder:
             with open(schema, encoding="utf-8") as f:
                 schema = json.load(f)
         except json.JSONDecodeError as err:
-            raise ValueError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+            raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
     if not isinstance(schema, dict):
         raise TypeError(f"a schema is a TableEncoder, a dict or a JSON path, got {type(schema).__name__}")
     if "format" in schema:
@@ -790,7 +791,7 @@ def declared(schema) -> TableEncoder:
         return encoder
     specs = schema.get("columns")
     if not isinstance(specs, dict) or not specs:
-        raise ValueError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
+        raise InputError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
     encoder = TableEncoder(bins=BINS, clip=True)
     encoder.columns = {str(name): _declared_column(str(name), spec) for name, spec in specs.items()}
     return encoder
@@ -802,13 +803,13 @@ def _declared_column(name: str, spec):
     if kind == "categorical":
         categories = spec.get("categories")
         if not isinstance(categories, list) or not categories:
-            raise ValueError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
+            raise InputError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
         missing, other = _flag(name, spec), spec.get("other")
         if other is not None and not isinstance(other, str):
-            raise ValueError(f"column {name!r}: \"other\" must be a label (text), got {other!r}")
+            raise InputError(f"column {name!r}: \"other\" must be a label (text), got {other!r}")
         public = spec.get("public", False)
         if not isinstance(public, bool):
-            raise ValueError(f"column {name!r}: \"public\" must be true or false, got {public!r}")
+            raise InputError(f"column {name!r}: \"public\" must be true or false, got {public!r}")
         return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing,
                                  missing and other is None, other, public)
     if kind == "numeric":
@@ -816,22 +817,22 @@ def _declared_column(name: str, spec):
             edges = spec["edges"]
             if not isinstance(edges, list) or len(edges) < 2 or any(not isinstance(e, (int, float)) for e in edges) \
                     or any(b <= a for a, b in zip(edges, edges[1:])):
-                raise ValueError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
+                raise InputError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
             integer = bool(spec.get("integer", all(isinstance(e, int) for e in edges)))
             return NumericColumn(name, tuple(_python(e) for e in edges), integer, _flag(name, spec))
         bins = spec.get("bins", BINS)
         if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-            raise ValueError(f"column {name!r}: \"bins\" must be a positive integer, got {bins!r}")
+            raise InputError(f"column {name!r}: \"bins\" must be a positive integer, got {bins!r}")
         if "bounds" not in spec:
-            raise ValueError(f"column {name!r}: a numeric column needs \"bounds\": [lo, hi] or \"edges\"")
+            raise InputError(f"column {name!r}: a numeric column needs \"bounds\": [lo, hi] or \"edges\"")
         column = NumericColumn.from_bounds(name, spec["bounds"], bins)
         return NumericColumn(name, column.edges, column.integer, _flag(name, spec))
-    raise ValueError(f"column {name!r}: \"kind\" must be \"categorical\" or \"numeric\", got {kind!r}")
+    raise InputError(f"column {name!r}: \"kind\" must be \"categorical\" or \"numeric\", got {kind!r}")
 
 
 def _flag(name: str, spec: dict) -> bool:
     """The ``"missing"`` flag of a declared column (default true)."""
     missing = spec.get("missing", True)
     if not isinstance(missing, bool):
-        raise ValueError(f"column {name!r}: \"missing\" must be true or false, got {missing!r}")
+        raise InputError(f"column {name!r}: \"missing\" must be true or false, got {missing!r}")
     return missing

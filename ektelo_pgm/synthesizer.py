@@ -41,6 +41,7 @@ from . import progress as progresses
 from . import schema as schemas
 from .domain import Domain
 from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_float
+from .errors import InputError, NotFittedError
 from .estimate import SAMPLING
 from .files import atomic_write
 from .privacy import Budget, Charge, approx_to_zcdp
@@ -129,7 +130,7 @@ def mechanism_entry(name: str) -> Entry:
     table = mechanisms()
     if name not in table:
         hint = " (GEM needs torch: pip install 'ektelo_pgm[gem]')" if name == "gem" else ""
-        raise ValueError(f"unknown mechanism {name!r}{hint}; choose from {', '.join(sorted(table))}")
+        raise InputError(f"unknown mechanism {name!r}{hint}; choose from {', '.join(sorted(table))}")
     return table[name]
 
 
@@ -171,14 +172,14 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
         if header is None and names is not None:
             header = False
         if header is None:
-            raise ValueError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
+            raise InputError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
                              "or --names; in Python header=True or False): it is never guessed from the data")
         if header and names is not None:
-            raise ValueError(f"{path}: names are for a CSV without a header line (header=False)")
+            raise InputError(f"{path}: names are for a CSV without a header line (header=False)")
         try:
             "".encode(encoding)
         except LookupError:
-            raise ValueError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
+            raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
         sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
         options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None, "dtype": str,
                    "encoding": encoding, "encoding_errors": "replace"}
@@ -187,10 +188,12 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
         reader = lambda: _read_csv(path, options)  # noqa: E731
     try:
         frame = reader()
+    except InputError:
+        raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable table ({type(err).__name__})") from None  # no line of it
+        raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None  # no line of it
     if frame.shape[1] < 1 or frame.shape[0] < 1:
-        raise ValueError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
+        raise InputError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
     return frame
 
 
@@ -211,7 +214,7 @@ def _read_csv(path: str, options: dict):
             names = [f"column_{i + 1}" for i in range(width)]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise KeyError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
+        raise InputError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
     options = {**options, "names": names, "index_col": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pd.errors.ParserWarning)
@@ -233,7 +236,7 @@ def has_header(path) -> bool:
             return len(lines) == 1
         rows = pd.read_csv(io.StringIO("".join(lines)), header=None, skipinitialspace=True, dtype=str)
     except (UnicodeDecodeError, pd.errors.ParserError) as err:
-        raise ValueError(f"{os.fspath(path)}: not a readable table ({type(err).__name__}: {err})") from None
+        raise InputError(f"{os.fspath(path)}: not a readable table ({type(err).__name__}: {err})") from None
     first, rest = rows.iloc[0], rows.iloc[1:]
     for j in range(rows.shape[1]):
         below = pd.to_numeric(rest[j], errors="coerce")
@@ -315,16 +318,16 @@ class Synthesizer:
                  regenerate=(), public=(), **mechanism_options):
         mechanism_entry(mechanism)
         if sampling not in SAMPLING:
-            raise ValueError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
+            raise InputError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
                 or epsilon <= 0:
-            raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+            raise InputError(f"epsilon must be a positive number, got {epsilon!r}")
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-            raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+            raise InputError(f"delta must lie in (0, 1), got {delta!r}")
         if isinstance(schema_share, bool) or not isinstance(schema_share, (int, float)) or not 0 < schema_share < 1:
-            raise ValueError(f"schema_share must lie in (0, 1), got {schema_share!r}")
+            raise InputError(f"schema_share must lie in (0, 1), got {schema_share!r}")
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-            raise ValueError(f"bins must be a positive integer, got {bins!r}")
+            raise InputError(f"bins must be a positive integer, got {bins!r}")
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
         self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
         self.sampling = sampling
@@ -365,22 +368,22 @@ class Synthesizer:
         entry = mechanism_entry(self.mechanism)
         unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate, *self.public) if c not in frame.columns]
         if unknown:
-            raise ValueError(f"columns {unknown} are not in the table {list(frame.columns)}")
+            raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
         table_order = [c for c in frame.columns if c not in self.drop]
         frame = frame.drop(columns=list(self.drop) + list(self.regenerate))
         declared = None if schema is None else schemas.declared(schema)
         fixed = {} if declared is None else declared.columns
         twice = [c for c in self.public if c in fixed or c in self.kinds or c in self.drop or c in self.regenerate]
         if twice:
-            raise ValueError(f"columns {twice} have public categories and are also declared, dropped, regenerated or "
+            raise InputError(f"columns {twice} have public categories and are also declared, dropped, regenerated or "
                              "given a kind")
         fixed = {**fixed, **{c: schemas.public_column(frame[c]) for c in self.public}}
         absent = [c for c in fixed if c not in frame.columns]
         if absent:
-            raise ValueError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
+            raise InputError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
         both = [c for c in self.kinds if c in fixed]
         if both:
-            raise ValueError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
+            raise InputError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
                              "the kinds of the columns inferred")
         open_ = [c for c in frame.columns if c not in fixed]
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
@@ -390,7 +393,7 @@ class Synthesizer:
                                 thresholds=thresholds) if open_ else None
         columns = {**fixed, **(encoder.columns if encoder else {})}
         if not columns:
-            raise ValueError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
+            raise InputError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
         if declared is not None:  # the declared columns as declared, the others inferred, in table order
             encoder = copy.copy(declared)
         elif encoder is None:  # every column's categories public
@@ -416,7 +419,7 @@ class Synthesizer:
 
     def _fitted(self):
         if self.estimate is None:
-            raise RuntimeError("this Synthesizer is not fitted yet; call fit(table) first")
+            raise NotFittedError("this Synthesizer is not fitted yet; call fit(table) first")
 
     # output ------------------------------------------------------------------
     def sample(self, n: int | None = None):
@@ -426,7 +429,7 @@ class Synthesizer:
         among the whole numbers of each bin), categories are among those released."""
         self._fitted()
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
-            raise ValueError(f"the number of rows must be a positive integer, got {n!r}")
+            raise InputError(f"the number of rows must be a positive integer, got {n!r}")
         if n is None:
             n = max(1, int(round(self.estimate.total)))
         options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
@@ -453,7 +456,7 @@ class Synthesizer:
         pd = _pandas()
         names = list(self.encoder.columns)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(names):
-            raise ValueError(f"k must be an integer from 1 to {len(names)} (the number of columns), got {k!r}")
+            raise InputError(f"k must be an integer from 1 to {len(names)} (the number of columns), got {k!r}")
         labels = {name: col.labels() for name, col in self.encoder.columns.items()}
         rows = []
         for clique in itertools.combinations(names, int(k)):
@@ -526,7 +529,7 @@ class Synthesizer:
             arrays = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("estimate/")}
             measured = {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith("measured/")}
         if state.get("format") != _FORMAT or state.get("version") != 1:
-            raise ValueError(f"{path}: not a saved Synthesizer")
+            raise InputError(f"{path}: not a saved Synthesizer")
         synth = cls.__new__(cls)
         synth.mechanism, synth.epsilon, synth.delta = state["mechanism"], state["epsilon"], state["delta"]
         synth.schema_share, synth.bins, synth.progress = state["schema_share"], state["bins"], None
@@ -587,7 +590,7 @@ def _estimate_from_state(meta: dict, arrays: dict):
     if kind == "graphical":
         oracle = MarginalOracle(domain, [tuple(c) for c in meta["cliques"]])
         if arrays["theta"].size != oracle.size:
-            raise ValueError(f"saved model has {arrays['theta'].size} parameters but its cliques need {oracle.size}")
+            raise InputError(f"saved model has {arrays['theta'].size} parameters but its cliques need {oracle.size}")
         return GraphicalModel.from_flat(oracle, arrays["theta"], meta["total"])
     if kind == "decompressed":
         inner = _estimate_from_state(meta["inner"], {k[6:]: v for k, v in arrays.items() if k.startswith("inner/")})
@@ -597,7 +600,7 @@ def _estimate_from_state(meta: dict, arrays: dict):
                         meta["order"])
     if kind == "mixture":
         return MixtureEstimate(domain, [arrays[f"probs/{j}"] for j in range(len(domain))], meta["total"])
-    raise ValueError(f"unknown saved estimate kind {kind!r}")
+    raise InputError(f"unknown saved estimate kind {kind!r}")
 
 
 def _domain_json(domain: Domain) -> list:

@@ -8,8 +8,8 @@ sampling of that data from a population.  Two sources, by what was measured:
   query on a superset).  Its noisy answers summed down to the marginal are an unbiased
   estimate; the noise of a cell is then the sum of ``m`` independent draws of the
   measurement's :class:`~ektelo_pgm.privacy.NoiseLaw` (``m``: the cells summed), whose law is
-  computed exactly by convolution, so the interval ``estimate +- t`` (cut at 0: counts are not
-  negative) with ``t`` the smallest half-width of probability at least ``level`` covers at
+  computed exactly by convolution, so the interval ``estimate +- t`` (its ends cut at 0: counts
+  are not negative) with ``t`` the smallest half-width of probability at least ``level`` covers at
   least ``level`` of the time, and at most ``level`` plus the probability of the two end points.  The measurement with the
   smallest standard error is used.
 - **model bound** (AIM only): for a marginal no measurement holds, McKenna, Mullins, Sheldon
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .domain import Domain
+from .errors import InputError
 from .measurement import Measurement
 from .privacy import NoiseLaw
 
@@ -55,7 +56,7 @@ HALF_NORMAL_MEAN = math.sqrt(2.0 / math.pi)
 
 def _check_level(level: float) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"the confidence level must lie in (0, 1), got {level!r}")
+        raise InputError(f"the confidence level must lie in (0, 1), got {level!r}")
     return float(level)
 
 
@@ -74,7 +75,7 @@ def sum_law(low: int, p: np.ndarray, count: int) -> tuple[int, np.ndarray]:
     from scipy.signal import fftconvolve
 
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ValueError(f"the number of draws summed must be a positive integer, got {count!r}")
+        raise InputError(f"the number of draws summed must be a positive integer, got {count!r}")
     result = None
     power = _trimmed(low, np.asarray(p, dtype=np.float64))
     count = int(count)
@@ -206,7 +207,7 @@ class ErrorBars:
             estimate = self._on_values(_summed(best, self.measured_domain, attrs), attrs)
             width = half_width(best.noise, summed, level)
             return Interval(attrs, level, "measured", counts, estimate, best.std * math.sqrt(summed),
-                            np.maximum(estimate - width, 0.0), estimate + width)
+                            np.maximum(estimate - width, 0.0), np.maximum(estimate + width, 0.0))
         l1 = None if self.bound is None else self.bound.l1(attrs, level)
         if l1 is None:
             nan = np.full(counts.shape, np.nan)

@@ -16,6 +16,7 @@ import numpy as np
 from . import matrix as mx
 from .dataset import Dataset
 from .domain import Domain
+from .errors import InputError
 from .estimate import Estimate
 
 
@@ -44,7 +45,7 @@ class Query:
             object.__setattr__(self, "matrix", mx.as_matrix(self.matrix))
         weight = float(self.weight)
         if not math.isfinite(weight) or weight <= 0:
-            raise ValueError(f"Query on {list(attrs)}: weight must be positive and finite, got {self.weight!r}")
+            raise InputError(f"Query on {list(attrs)}: weight must be positive and finite, got {self.weight!r}")
         object.__setattr__(self, "weight", weight)
 
     def local(self, domain: Domain) -> mx.Matrix:
@@ -54,7 +55,7 @@ class Query:
         if self.matrix is None:
             return mx.Identity(cells)
         if self.matrix.shape[1] != cells:
-            raise ValueError(f"Query on {list(self.attrs)}: the matrix has {self.matrix.shape[1]} columns "
+            raise InputError(f"Query on {list(self.attrs)}: the matrix has {self.matrix.shape[1]} columns "
                              f"but the marginal has {cells} cells")
         return self.matrix
 
@@ -88,7 +89,7 @@ def as_query(item) -> Query:
     if all(isinstance(a, str) for a in item):
         return Query(item)
     if len(item) not in (2, 3):
-        raise ValueError(f"workload entry {item!r} is not attrs, (attrs, matrix) or (attrs, matrix, weight)")
+        raise InputError(f"workload entry {item!r} is not attrs, (attrs, matrix) or (attrs, matrix, weight)")
     return Query(*item)
 
 
@@ -99,7 +100,7 @@ class Workload:
     def __init__(self, entries):
         self.entries = [as_query(e) for e in entries]
         if not self.entries:
-            raise ValueError("a workload needs at least one entry")
+            raise InputError("a workload needs at least one entry")
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -164,7 +165,7 @@ def as_workload(obj) -> Workload:
 
 def _check_k(k, attrs) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(attrs):
-        raise ValueError(f"k must be an integer between 1 and {len(attrs)} (the number of attributes), got {k!r}")
+        raise InputError(f"k must be an integer between 1 and {len(attrs)} (the number of attributes), got {k!r}")
     return int(k)
 
 
@@ -184,7 +185,7 @@ def marginals_up_to(domain: Domain, k: int, attrs=None) -> Workload:
 def _factors(domain: Domain, attrs, factor) -> mx.Matrix:
     attrs = domain.check(attrs)
     if not attrs:
-        raise ValueError("needs at least one attribute")
+        raise InputError("needs at least one attribute")
     parts = [factor(domain[a]) for a in attrs]
     return parts[0] if len(parts) == 1 else mx.Kronecker(parts)
 
@@ -215,9 +216,9 @@ def range_marginals(domain: Domain, numeric, triples: int = 15, rng=None) -> Wor
     d = len(domain)
     available = math.comb(d, 3)
     if available == 0:
-        raise ValueError(f"range marginals need at least 3 attributes; the domain has {d}: {list(domain.attrs)}")
+        raise InputError(f"range marginals need at least 3 attributes; the domain has {d}: {list(domain.attrs)}")
     if isinstance(triples, bool) or not isinstance(triples, (int, np.integer)) or not 1 <= triples <= available:
-        raise ValueError(f"triples must be an integer between 1 and {available} (the number of attribute "
+        raise InputError(f"triples must be an integer between 1 and {available} (the number of attribute "
                          f"triples of a {d}-attribute domain), got {triples!r}")
     rng = np.random.default_rng(rng)
     chosen: dict[tuple[str, ...], None] = {}

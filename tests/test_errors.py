@@ -62,3 +62,70 @@ def test_size_refusals_say_what_to_use_instead():
         with pytest.raises(MemoryError, match=r"full data vector .* MB.*instead, reconstruct over marginals \(PGM, "
                                               r"APPGM, LocalLeastSquares or MultiplicativeWeights\(factored=True\)\)"):
             operator.reconstruct(big, ms)
+
+
+def test_expected_failures_share_one_base_and_keep_their_builtin_kind():
+    from ektelo_pgm.errors import ExpectedError, InputError, NotFittedError, UnknownNameError
+    from ektelo_pgm.matrix.core import check_size
+    from ektelo_pgm.privacy import BudgetExceededError
+    from ektelo_pgm.synthesizer import Synthesizer
+
+    with pytest.raises(ModelTooLargeError, match="MB") as refusal:
+        check_size(10**12, "a test matrix")
+    assert isinstance(refusal.value, (MemoryError, ExpectedError))
+    with pytest.raises(UnknownNameError) as unknown:
+        DOMAIN.check(["z"])
+    assert isinstance(unknown.value, KeyError) and str(unknown.value).startswith("attributes ['z']")
+    with pytest.raises(InputError):
+        Domain(["a"], [0])
+    with pytest.raises(NotFittedError):
+        Synthesizer("mst").sample()
+    assert issubclass(BudgetExceededError, ExpectedError) and issubclass(InputError, ValueError)
+
+
+def test_the_command_line_keeps_the_traceback_of_a_bug(monkeypatch, capsys):
+    from ektelo_pgm import cli
+    from ektelo_pgm.errors import InputError
+
+    def failing(error):
+        def handler(args):
+            raise error
+        return handler
+
+    original = cli.parser
+
+    def patched(error):
+        def parser():
+            top = original()
+            top.set_defaults(handler=failing(error))
+            for action in top._subparsers._group_actions:
+                for sub in action.choices.values():
+                    sub.set_defaults(handler=failing(error))
+            return top
+        return parser
+
+    monkeypatch.setattr(cli, "parser", patched(InputError("column 'x' is\n  bad")))
+    assert cli.main(["run"]) == 1
+    assert capsys.readouterr().err == "ektelo-pgm: error: column 'x' is bad\n"
+    for bug in (KeyError("a key"), RuntimeError("a bug"), ValueError("deep in numpy"), ZeroDivisionError()):
+        monkeypatch.setattr(cli, "parser", patched(bug))
+        with pytest.raises(type(bug)):
+            cli.main(["run"])
+
+
+def test_comparison_reports_refusals_but_not_a_real_out_of_memory():
+    from ektelo_pgm.plans.plan import compare
+
+    class Refuses:
+        def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None):
+            raise ModelTooLargeError("the model would need 9,999 MB")
+
+    class OutOfMemory:
+        def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None):
+            raise MemoryError()
+
+    measurements = measure.Laplace(1.0).measure(DATA, [Query(("a", "b"))], Budget.pure(1.0), 0)
+    rows = compare(DOMAIN, measurements, {"refuses": Refuses()}, WORKLOAD, DATA)
+    assert rows[0].refused == "the model would need 9,999 MB"
+    with pytest.raises(MemoryError):
+        compare(DOMAIN, measurements, {"oom": OutOfMemory()}, WORKLOAD, DATA)

@@ -8,7 +8,7 @@ from pathlib import Path
 import setuptools
 
 ROOT = Path(__file__).resolve().parents[1]
-DISTRIBUTION = {"sksparse": "scikit-sparse"}  # import name -> distribution name, where they differ
+DISTRIBUTION = {"sksparse": "scikit-sparse", "sklearn": "scikit-learn"}  # import name -> distribution name, where they differ
 
 
 def setup_arguments(monkeypatch) -> dict:

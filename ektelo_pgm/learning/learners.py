@@ -25,6 +25,7 @@ from scipy.optimize import minimize
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..measurement import Measurement
 from ..operators.reconstruct import PGM
 from ..privacy import Budget, gaussian
@@ -45,7 +46,7 @@ def fit_mle(structure: Structure, targets: np.ndarray, lam: float = 0.0, theta0=
     target = structure.fold(np.asarray(targets, dtype=np.float64))
     lam = float(lam)
     if not lam >= 0:
-        raise ValueError(f"the L2 penalty lambda must be non-negative, got {lam}")
+        raise InputError(f"the L2 penalty lambda must be non-negative, got {lam}")
     start = np.zeros(structure.size) if theta0 is None else np.array(theta0, dtype=np.float64)
     scale = 1.0 / np.sqrt(np.maximum(np.abs(target), max(2.0 * lam, 1e-6)))
 
@@ -64,10 +65,10 @@ def fit_mle(structure: Structure, targets: np.ndarray, lam: float = 0.0, theta0=
 def _noisy_cells(structure: Structure, measurements: Sequence[Measurement]) -> np.ndarray:
     """The noisy tables of a release, checked against the cliques, over all cliques' cells."""
     if len(measurements) != len(structure.cliques):
-        raise ValueError(f"{len(measurements)} measurements for {len(structure.cliques)} cliques")
+        raise InputError(f"{len(measurements)} measurements for {len(structure.cliques)} cliques")
     for m, cl in zip(measurements, structure.cliques):
         if tuple(m.attrs) != cl or m.query is not None:
-            raise ValueError(f"measurement on {list(m.attrs)} is not the noisy table of clique {list(cl)}")
+            raise InputError(f"measurement on {list(m.attrs)} is not the noisy table of clique {list(cl)}")
     return np.concatenate([m.y for m in measurements])
 
 
@@ -78,7 +79,7 @@ class _StatisticsLearner(ABC):
                  inference: str = "auto", max_mb: float = 64.0):
         self.cliques = [tuple(cl) for cl in cliques]
         if not self.cliques:
-            raise ValueError(f"{type(self).__name__}: no cliques")
+            raise InputError(f"{type(self).__name__}: no cliques")
         self.ties = [[tuple(cl) for cl in group] for group in ties]
         self.epsilon = epsilon
         self.inference, self.max_mb = inference, float(max_mb)
@@ -90,7 +91,7 @@ class _StatisticsLearner(ABC):
     def release(self, data: Dataset, budget: Budget | None, rng=None) -> list[Measurement]:
         """The noisy sufficient statistics (Eq. 3), charging ``budget`` before any noise."""
         if self.epsilon is None and budget is None:
-            raise ValueError(f"{type(self).__name__}: give epsilon or a budget to spend")
+            raise InputError(f"{type(self).__name__}: give epsilon or a budget to spend")
         return noisy_statistics(data, self.cliques, self.epsilon, budget, rng)
 
     def fit(self, data: Dataset, budget: Budget | None, rng=None) -> UndirectedModel:
@@ -151,7 +152,7 @@ def nlbp(structure: Structure, theta: np.ndarray, y: np.ndarray, scale: float, t
     ``||y||``-free constants: ``max_n theta . n + H(n) + log p(y | n)``).
     """
     if structure.tied:
-        raise ValueError("nlbp: the structure must be untied (the statistics are per clique)")
+        raise InputError("nlbp: the structure must be untied (the statistics are per clique)")
     box = 1.0 / float(scale)
     theta = np.asarray(theta, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -315,7 +316,7 @@ class PrivateSGD:
         self.cliques = [tuple(cl) for cl in cliques]
         self.ties = [[tuple(cl) for cl in group] for group in ties]
         if int(iters) < 1 or not lr > 0 or not clip > 0 or not 0 < count_share < 1:
-            raise ValueError("PrivateSGD: iters >= 1, lr > 0, clip > 0 and 0 < count_share < 1 are required")
+            raise InputError("PrivateSGD: iters >= 1, lr > 0, clip > 0 and 0 < count_share < 1 are required")
         self.iters, self.lr, self.clip, self.lam = int(iters), float(lr), float(clip), float(lam)
         self.count_share = float(count_share)
         self.inference, self.max_mb = inference, float(max_mb)
@@ -346,7 +347,7 @@ class PrivateSGD:
     def fit(self, data: Dataset, budget: Budget, rng=None) -> UndirectedModel:
         """The learned model; spends all that remains of the zCDP ``budget``."""
         if not isinstance(budget, Budget) or budget.notion != "zcdp":
-            raise ValueError("PrivateSGD needs a zCDP budget (Budget.zcdp(rho) or Budget.approx(epsilon, delta)); "
+            raise InputError("PrivateSGD needs a zCDP budget (Budget.zcdp(rho) or Budget.approx(epsilon, delta)); "
                              "the Gaussian mechanism is not pure epsilon-DP")
         rng = np.random.default_rng(rng)
         structure = self.structure(data.domain)

@@ -9,6 +9,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..domain import Domain
+from ..errors import InputError
 
 
 def _entropy(p: np.ndarray) -> float:
@@ -26,7 +27,7 @@ class LoopyBP:
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], iters: int = 500, damping: float = 0.5,
                  tol: float = 1e-10):
         if not 0.0 <= damping < 1.0:
-            raise ValueError(f"LoopyBP: damping must lie in [0, 1), got {damping}")
+            raise InputError(f"LoopyBP: damping must lie in [0, 1), got {damping}")
         self.domain = domain
         self.cliques = [domain.check(cl) for cl in cliques]
         self.iters, self.damping, self.tol = int(iters), float(damping), float(tol)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..pgm import GraphicalModel, MarginalOracle, ModelTooLargeError
 from ..pgm.junction_tree import canonical
 from .loopy import LoopyBP
@@ -41,11 +42,11 @@ class Structure:
         if not isinstance(domain, Domain):
             raise TypeError(f"Structure: domain must be a Domain, got {type(domain).__name__}")
         if inference not in INFERENCE:
-            raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
+            raise InputError(f"inference must be one of {INFERENCE}, got {inference!r}")
         self.domain = domain
         self.cliques = [domain.check(cl) for cl in cliques]
         if not self.cliques:
-            raise ValueError("Structure: no cliques")
+            raise InputError("Structure: no cliques")
         position = {}
         for i, cl in enumerate(self.cliques):
             position.setdefault(cl, i)
@@ -54,10 +55,10 @@ class Structure:
             members = [domain.check(cl) for cl in group]
             unknown = [list(cl) for cl in members if cl not in position]
             if unknown:
-                raise ValueError(f"tied cliques {unknown} are not among the model's cliques")
+                raise InputError(f"tied cliques {unknown} are not among the model's cliques")
             shapes = {cl: domain.project(cl).shape for cl in members}
             if len(set(shapes.values())) > 1:
-                raise ValueError(f"tied cliques must have the same sizes position by position: {shapes}")
+                raise InputError(f"tied cliques must have the same sizes position by position: {shapes}")
             lead = group_of[position[members[0]]]
             for cl in members:
                 for i, other in enumerate(self.cliques):
@@ -104,7 +105,7 @@ class Structure:
     def join(self, tables: Sequence[np.ndarray]) -> np.ndarray:
         """The vector over all cliques' cells of per-clique tables (inverse of :meth:`split`)."""
         if len(tables) != len(self.cliques):
-            raise ValueError(f"{len(tables)} tables for {len(self.cliques)} cliques")
+            raise InputError(f"{len(tables)} tables for {len(self.cliques)} cliques")
         return np.concatenate([np.ravel(t) for t in tables]).astype(np.float64)
 
     def expand(self, theta: np.ndarray) -> list[np.ndarray]:
@@ -122,7 +123,7 @@ class Structure:
     def statistics(self, data: Dataset) -> np.ndarray:
         """Sufficient statistics ``n_C`` (counts) of ``data``, all cliques' cells (sec. 3, Eq. 2)."""
         if data.domain != self.domain:
-            raise ValueError(f"data is over {data.domain}, the model over {self.domain}")
+            raise InputError(f"data is over {data.domain}, the model over {self.domain}")
         return self.join(data.marginals(self.cliques))
 
     @property
@@ -176,7 +177,7 @@ class Structure:
         approximation when loopy)."""
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.size,):
-            raise ValueError(f"expected {self.size} log-potentials, got shape {theta.shape}")
+            raise InputError(f"expected {self.size} log-potentials, got shape {theta.shape}")
         return self.infer_cells(theta[self.param_index])
 
     def __repr__(self) -> str:
@@ -195,10 +196,10 @@ class UndirectedModel:
         self.domain = structure.domain
         theta = np.zeros(structure.size) if theta is None else np.array(theta, dtype=np.float64)
         if theta.shape != (structure.size,):
-            raise ValueError(f"expected {structure.size} log-potentials, got shape {theta.shape}")
+            raise InputError(f"expected {structure.size} log-potentials, got shape {theta.shape}")
         if not np.all(np.isfinite(theta)):
             g = next(g for g in range(len(structure.groups)) if not np.all(np.isfinite(structure.table(theta, g))))
-            raise ValueError(f"log-potential of clique {list(structure.cliques[structure.groups[g][0]])} is not finite")
+            raise InputError(f"log-potential of clique {list(structure.cliques[structure.groups[g][0]])} is not finite")
         self.theta = theta
         mu, self.log_z = structure.infer(theta)
         self.marginals = structure.split(mu)
@@ -256,14 +257,14 @@ class UndirectedModel:
                 drop = tuple(i for i, a in enumerate(cl) if a not in attrs)
                 kept = [a for a in cl if a in attrs]
                 return np.transpose(mu.sum(axis=drop), [kept.index(a) for a in attrs])
-        raise ValueError(f"attributes {list(attrs)} lie in no clique of this loopy model: only clique beliefs "
+        raise InputError(f"attributes {list(attrs)} lie in no clique of this loopy model: only clique beliefs "
                          "are available without a junction tree")
 
     def log_likelihood(self, data: Dataset) -> float:
         """Mean log-likelihood per record of ``data``, in nats: ``theta . n / N - A(theta)``
         (sec. 3, Eq. 2 divided by N; A is the Bethe approximation when loopy)."""
         if data.domain != self.domain:
-            raise ValueError(f"data is over {data.domain}, the model over {self.domain}")
+            raise InputError(f"data is over {data.domain}, the model over {self.domain}")
         return float(self.structure.statistics(data) @ self.theta[self.structure.param_index] / len(data)
                      - self.log_z)
 
@@ -283,7 +284,7 @@ class UndirectedModel:
         approximations and this model's clique beliefs.
         """
         if other.domain != self.domain:
-            raise ValueError(f"KL between models over different domains: {self.domain} vs {other.domain}")
+            raise InputError(f"KL between models over different domains: {self.domain} vs {other.domain}")
         return -self.entropy() - self.expected_log_potential(other) + other.log_z
 
     def sample(self, n: int, rng=None) -> Dataset:

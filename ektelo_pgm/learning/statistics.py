@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from ..dataset import Dataset
+from ..errors import InputError
 from ..measurement import Measurement
 from ..operators.measure import Laplace
 from ..privacy import Budget
@@ -23,7 +24,7 @@ def noisy_statistics(data: Dataset, cliques: Sequence[Sequence[str]], epsilon: f
     """
     if budget is None:
         if epsilon is None:
-            raise ValueError("noisy_statistics: give epsilon or a budget to spend")
+            raise InputError("noisy_statistics: give epsilon or a budget to spend")
         budget = Budget.pure(epsilon)
     queries = [Query(tuple(cl)) for cl in cliques]
     return Laplace(epsilon).measure(data, queries, budget=budget, rng=rng,
@@ -35,9 +36,9 @@ def project_simplex(v, total: float = 1.0) -> np.ndarray:
     2008, Fig. 1): ``max(v - tau, 0)`` with the threshold ``tau`` found from the sorted values."""
     v = np.asarray(v, dtype=np.float64)
     if not np.all(np.isfinite(v)):
-        raise ValueError("project_simplex: the vector holds NaN or infinity")
+        raise InputError("project_simplex: the vector holds NaN or infinity")
     if not total > 0:
-        raise ValueError(f"project_simplex: total must be positive, got {total}")
+        raise InputError(f"project_simplex: total must be positive, got {total}")
     flat = v.ravel()
     u = np.sort(flat)[::-1]
     cumulative = np.cumsum(u) - total

@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
+from ..errors import InputError
 from .model import Structure, UndirectedModel
 
 
@@ -28,7 +29,7 @@ def erdos_renyi(domain: Domain, p: float, rng=None) -> list[tuple[str, str]]:
     rng = np.random.default_rng(rng)
     attrs = domain.attrs
     if not 0 < p <= 1:
-        raise ValueError(f"erdos_renyi: p must lie in (0, 1], got {p}")
+        raise InputError(f"erdos_renyi: p must lie in (0, 1], got {p}")
     while True:
         edges = [(attrs[i], attrs[j]) for i, j in itertools.combinations(range(len(attrs)), 2) if rng.random() < p]
         graph = nx.Graph(edges)

@@ -17,6 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
+from ..errors import InputError, ModelTooLargeError
+
 #: Largest dense array (in MB) that ``dense()``, ``sparse()`` and the column-norm
 #: fallback will build before refusing with a ``MemoryError``.
 MAX_MB = 1024.0
@@ -26,10 +28,10 @@ _BLOCK_MB = 32.0
 
 
 def check_size(entries: int, what: str, itemsize: int = 8) -> None:
-    """Refuse with a ``MemoryError`` naming ``what`` and its size in MB if above ``MAX_MB``."""
+    """Refuse with a ``ModelTooLargeError`` naming ``what`` and its size in MB if above ``MAX_MB``."""
     mb = float(entries) * itemsize / 2**20
     if mb > MAX_MB:
-        raise MemoryError(f"{what} would need {mb:,.1f} MB, above the limit of {MAX_MB:,.0f} MB "
+        raise ModelTooLargeError(f"{what} would need {mb:,.1f} MB, above the limit of {MAX_MB:,.0f} MB "
                           f"(ektelo_pgm.matrix.core.MAX_MB)")
 
 
@@ -50,7 +52,7 @@ def _real(x) -> np.ndarray:
 
 def _check_p(p) -> int:
     if p not in (1, 2):
-        raise ValueError(f"sensitivity norm p must be 1 or 2, got {p!r}")
+        raise InputError(f"sensitivity norm p must be 1 or 2, got {p!r}")
     return int(p)
 
 
@@ -90,16 +92,16 @@ class Matrix(LinearOperator):
         try:
             m, n = (int(s) for s in shape)
         except (TypeError, ValueError):
-            raise ValueError(f"{type(self).__name__}: shape must be a pair of integers, got {shape!r}")
+            raise InputError(f"{type(self).__name__}: shape must be a pair of integers, got {shape!r}")
         if m < 0 or n < 0:
-            raise ValueError(f"{type(self).__name__}: shape {shape!r} has a negative size")
+            raise InputError(f"{type(self).__name__}: shape {shape!r} has a negative size")
         super().__init__(np.float64, (m, n))
 
     # ---- application (scipy protocol) --------------------------------------------------------
     def _input(self, x, rows: int, side: str) -> np.ndarray:
         x = _real(x)
         if x.ndim not in (1, 2) or x.shape[0] != rows:
-            raise ValueError(f"dimension mismatch: {side} of a {self.shape[0]} x {self.shape[1]} "
+            raise InputError(f"dimension mismatch: {side} of a {self.shape[0]} x {self.shape[1]} "
                              f"{type(self).__name__} needs {rows} rows, got an array of shape {x.shape}")
         return x
 
@@ -158,7 +160,7 @@ class Matrix(LinearOperator):
             return self.matvec(x)
         if x.ndim == 2:
             return self.matmat(x)
-        raise ValueError(f"`@` expects a 1-D or 2-D array, got an array of shape {x.shape}")
+        raise InputError(f"`@` expects a 1-D or 2-D array, got an array of shape {x.shape}")
 
     def __rmatmul__(self, other):
         if isinstance(other, LinearOperator) or sp.issparse(other):
@@ -170,7 +172,7 @@ class Matrix(LinearOperator):
             return self.rmatvec(x)
         if x.ndim == 2:
             return self.rmatmat(x.T).T
-        raise ValueError(f"`@` expects a 1-D or 2-D array, got an array of shape {x.shape}")
+        raise InputError(f"`@` expects a 1-D or 2-D array, got an array of shape {x.shape}")
 
     def dot(self, x):
         return self @ x
@@ -289,7 +291,7 @@ class Matrix(LinearOperator):
             return self.rmatvec(np.ones(self.shape[0]))
         if axis in (1, -1):
             return self.matvec(np.ones(self.shape[1]))
-        raise ValueError(f"axis must be None, 0 or 1, got {axis!r}")
+        raise InputError(f"axis must be None, 0 or 1, got {axis!r}")
 
     def _column_map(self):
         """If every column holds exactly one entry, equal to 1, the row of that entry per column
@@ -299,7 +301,7 @@ class Matrix(LinearOperator):
 
 def _check_shape_match(what: str, a, b, axis: int) -> None:
     if a.shape[axis] != b.shape[axis]:
-        raise ValueError(f"{what}: shapes {a.shape} and {b.shape} do not match on axis {axis}")
+        raise InputError(f"{what}: shapes {a.shape} and {b.shape} do not match on axis {axis}")
 
 
 class ZeroOne(Matrix):
@@ -391,7 +393,7 @@ def as_matrix(obj) -> Matrix:
     except (TypeError, ValueError):
         raise TypeError(f"cannot use a {type(obj).__name__} as a query matrix")
     if arr.ndim != 2:
-        raise ValueError(f"a query matrix must be 2-D, got an array of shape {arr.shape}")
+        raise InputError(f"a query matrix must be 2-D, got an array of shape {arr.shape}")
     return Dense(arr)
 
 
@@ -401,9 +403,9 @@ class Dense(Matrix):
     def __init__(self, array):
         A = np.array(array, dtype=np.float64)
         if A.ndim != 2:
-            raise ValueError(f"Dense: expected a 2-D array, got shape {A.shape}")
+            raise InputError(f"Dense: expected a 2-D array, got shape {A.shape}")
         if not np.all(np.isfinite(A)):
-            raise ValueError("Dense: the array has non-finite entries")
+            raise InputError("Dense: the array has non-finite entries")
         self.array = A
         super().__init__(A.shape)
 
@@ -440,7 +442,7 @@ class Sparse(Matrix):
         S.sum_duplicates()
         S.eliminate_zeros()
         if not np.all(np.isfinite(S.data)):
-            raise ValueError("Sparse: the matrix has non-finite entries")
+            raise InputError("Sparse: the matrix has non-finite entries")
         self.matrix = S
         super().__init__(S.shape)
 
@@ -563,7 +565,7 @@ class Weighted(Matrix):
 
     def __init__(self, base, weight):
         if not _is_scalar(weight) or not np.isfinite(float(weight)):
-            raise ValueError(f"Weighted: the weight must be a finite real number, got {weight!r}")
+            raise InputError(f"Weighted: the weight must be a finite real number, got {weight!r}")
         self.base = as_matrix(base)
         self.weight = float(weight)
         super().__init__(self.base.shape)
@@ -620,10 +622,10 @@ class Sum(Matrix):
             t = as_matrix(t)
             flat.extend(t.terms if isinstance(t, Sum) else [t])
         if not flat:
-            raise ValueError("Sum: needs at least one term")
+            raise InputError("Sum: needs at least one term")
         for t in flat[1:]:
             if t.shape != flat[0].shape:
-                raise ValueError(f"Sum: terms of shapes {flat[0].shape} and {t.shape} cannot be added")
+                raise InputError(f"Sum: terms of shapes {flat[0].shape} and {t.shape} cannot be added")
         self.terms = tuple(flat)
         super().__init__(flat[0].shape)
 
@@ -659,7 +661,7 @@ class Product(Matrix):
     def __init__(self, A, B):
         A, B = as_matrix(A), as_matrix(B)
         if A.shape[1] != B.shape[0]:
-            raise ValueError(f"Product: shapes {A.shape} and {B.shape} are not aligned")
+            raise InputError(f"Product: shapes {A.shape} and {B.shape} are not aligned")
         self.A, self.B = A, B
         super().__init__((A.shape[0], B.shape[1]))
 
@@ -712,7 +714,7 @@ def product(A: Matrix, B: Matrix) -> Matrix:
     """``A @ B``, simplified where it keeps structure: identities vanish, weights move out,
     Kronecker products with matching factors multiply factor by factor."""
     if A.shape[1] != B.shape[0]:
-        raise ValueError(f"matrix product: shapes {A.shape} and {B.shape} are not aligned")
+        raise InputError(f"matrix product: shapes {A.shape} and {B.shape} are not aligned")
     if isinstance(A, Identity):
         return B
     if isinstance(B, Identity):
@@ -733,7 +735,7 @@ class VStack(Matrix):
     def __init__(self, blocks):
         blocks = [as_matrix(b) for b in blocks]
         if not blocks:
-            raise ValueError("VStack: needs at least one block")
+            raise InputError("VStack: needs at least one block")
         for b in blocks[1:]:
             _check_shape_match("VStack", blocks[0], b, 1)
         self.blocks = tuple(blocks)
@@ -782,7 +784,7 @@ class HStack(Matrix):
     def __init__(self, blocks):
         blocks = [as_matrix(b) for b in blocks]
         if not blocks:
-            raise ValueError("HStack: needs at least one block")
+            raise InputError("HStack: needs at least one block")
         for b in blocks[1:]:
             _check_shape_match("HStack", blocks[0], b, 0)
         self.blocks = tuple(blocks)
@@ -852,7 +854,7 @@ class Kronecker(Matrix):
     def __init__(self, factors):
         factors = [as_matrix(f) for f in factors]
         if not factors:
-            raise ValueError("Kronecker: needs at least one factor")
+            raise InputError("Kronecker: needs at least one factor")
         self.factors = tuple(factors)
         m = int(np.prod([f.shape[0] for f in factors], dtype=object))
         n = int(np.prod([f.shape[1] for f in factors], dtype=object))

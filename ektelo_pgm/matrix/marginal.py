@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
 from .core import VStack, ZeroOne, _check_p, _is_scalar, check_size, scaled
 
 
@@ -78,11 +79,11 @@ class Marginals(VStack):
         else:
             weights = list(weights.items())
         if not weights:
-            raise ValueError("Marginals: needs at least one attribute set")
+            raise InputError("Marginals: needs at least one attribute set")
         blocks, self.weights = [], []
         for attrs, w in weights:
             if not _is_scalar(w) or not np.isfinite(float(w)):
-                raise ValueError(f"Marginals: weight {w!r} of {attrs!r} is not a finite real number")
+                raise InputError(f"Marginals: weight {w!r} of {attrs!r} is not a finite real number")
             M = Marginal(domain, attrs)
             self.weights.append((M.attrs, float(w)))
             blocks.append(M if float(w) == 1.0 else scaled(M, w))

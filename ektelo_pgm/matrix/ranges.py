@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import InputError
 from .core import ZeroOne, _check_p, check_size
 
 
@@ -148,24 +149,24 @@ class RangeQueries(ZeroOne):
     def __init__(self, shape, lower, upper):
         shape = tuple(int(s) for s in np.atleast_1d(shape))
         if any(s < 1 for s in shape):
-            raise ValueError(f"RangeQueries: grid shape {shape} has a non-positive size")
+            raise InputError(f"RangeQueries: grid shape {shape} has a non-positive size")
         d = len(shape)
         lower = np.asarray(lower)
         upper = np.asarray(upper)
         if d == 1 and lower.ndim == 1:
             lower, upper = lower[:, None], upper.reshape(-1, 1)
         if lower.ndim != 2 or lower.shape[1] != d or upper.shape != lower.shape:
-            raise ValueError(f"RangeQueries: lower {lower.shape} and upper {upper.shape} must both be "
+            raise InputError(f"RangeQueries: lower {lower.shape} and upper {upper.shape} must both be "
                              f"(queries, {d}) arrays for a grid of shape {shape}")
         if lower.size and not (np.issubdtype(lower.dtype, np.integer) and np.issubdtype(upper.dtype, np.integer)):
-            raise ValueError("RangeQueries: bounds must be integers")
+            raise InputError("RangeQueries: bounds must be integers")
         lower, upper = lower.astype(np.int64), upper.astype(np.int64)
         size = np.array(shape)
         for name, bad in (("lower < 0", lower < 0), ("upper >= size", upper >= size),
                           ("lower > upper", lower > upper)):
             if bad.any():
                 q, axis = np.argwhere(bad)[0]
-                raise ValueError(f"RangeQueries: query {q} on axis {axis} has {name} "
+                raise InputError(f"RangeQueries: query {q} on axis {axis} has {name} "
                                  f"(lower={lower[q, axis]}, upper={upper[q, axis]}, size={shape[axis]})")
         self.grid = shape
         self.lower, self.upper = lower, upper

@@ -58,6 +58,7 @@ import numpy as np
 from .. import progress
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import Estimate, FactoredEstimate
 from ..measurement import Measurement
 from ..operators.measure import mechanism
@@ -121,7 +122,7 @@ def _available(budget: Budget) -> Fraction:
 def _fraction(x, name: str) -> Fraction:
     value = to_fraction(x, name)
     if value > 1:
-        raise ValueError(f"{name} must lie in [0, 1], got {float(value):.6g}")
+        raise InputError(f"{name} must lie in [0, 1], got {float(value):.6g}")
     return value
 
 
@@ -138,7 +139,7 @@ class EqualShares:
 
     def __init__(self, rounds: int, select=Fraction(1, 2)):
         if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-            raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+            raise InputError(f"rounds must be a positive integer, got {rounds!r}")
         self.rounds = int(rounds)
         self.select = _fraction(select, "select")
 
@@ -167,12 +168,12 @@ class Annealing:
 
     def __init__(self, rounds: int, select=Fraction(1, 10), factor=4, grow: Callable | None = None):
         if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-            raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+            raise InputError(f"rounds must be a positive integer, got {rounds!r}")
         self.rounds = int(rounds)
         self.select = _fraction(select, "select")
         self.factor = to_fraction(factor, "factor")
         if self.factor < 1:
-            raise ValueError(f"factor must be at least 1, got {float(self.factor):.6g}")
+            raise InputError(f"factor must be at least 1, got {float(self.factor):.6g}")
         self.grow = grow
 
     def first(self, budget: Budget) -> Share:
@@ -209,7 +210,7 @@ class Adaptive:
 
     def initialise(self, state: State, data: Dataset, budget: Budget, rng: np.random.Generator) -> None:
         if state.total is None:
-            raise ValueError(f"{self.name}: starting from the uniform estimate needs a public total; "
+            raise InputError(f"{self.name}: starting from the uniform estimate needs a public total; "
                              "override initialise to measure first")
         state.estimate = FactoredEstimate.uniform(state.domain, state.total)
 

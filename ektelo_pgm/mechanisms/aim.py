@@ -20,6 +20,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..operators.reconstruct import PGM
 from ..pgm.junction_tree import canonical, triangulated_mb_with
 from ..pgm.model import GraphicalModel
@@ -45,7 +46,7 @@ def candidate_weights(domain: Domain, workload) -> dict[tuple[str, ...], float]:
     computed as ``sum_{a in c} W_a`` with ``W_a`` the total weight of the entries holding ``a``."""
     entries = [(canonical(domain, q.attrs), q.weight) for q in as_workload(workload)]
     if any(not attrs for attrs, _ in entries):
-        raise ValueError("AIM: a workload entry has no attributes")
+        raise InputError("AIM: a workload entry has no attributes")
     holding: dict[str, float] = {}
     for attrs, weight in entries:
         for a in attrs:
@@ -102,11 +103,11 @@ class AIM(Adaptive):
                  measure_fraction: float = 0.9, iters: int = 50, final_iters: int = 100, callback=None):
         if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
                                    or rounds < 1):
-            raise ValueError(f"AIM: rounds must be a positive integer, got {rounds!r}")
+            raise InputError(f"AIM: rounds must be a positive integer, got {rounds!r}")
         if not 0 < measure_fraction < 1:
-            raise ValueError(f"AIM: measure_fraction must lie in (0, 1), got {measure_fraction!r}")
+            raise InputError(f"AIM: measure_fraction must lie in (0, 1), got {measure_fraction!r}")
         if not max_model_mb > 0:
-            raise ValueError(f"AIM: max_model_mb must be positive, got {max_model_mb!r}")
+            raise InputError(f"AIM: max_model_mb must be positive, got {max_model_mb!r}")
         self.workload = workload
         self.rounds = rounds
         self.max_model_mb = float(max_model_mb)
@@ -128,11 +129,11 @@ class AIM(Adaptive):
         """Synthesise ``data`` spending all that remains of ``budget``; the result's estimate is a
         GraphicalModel (counts) over ``data.domain``."""
         if budget.notion != "zcdp":
-            raise ValueError("AIM measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
+            raise InputError("AIM measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
         oneway = sum(len(c) == 1 for c in self.candidates(data.domain))
         rounds = self.schedule_for(data).rounds
         if rounds < oneway:
-            raise ValueError(f"AIM: {rounds} rounds cannot pay for the {oneway} 1-way marginals of the first "
+            raise InputError(f"AIM: {rounds} rounds cannot pay for the {oneway} 1-way marginals of the first "
                              f"measurement; use at least {oneway}")
         return super().run(data, budget, rng)
 

@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..dataset import Dataset
+from ..errors import InputError
 from ..estimate import Estimate, RecordsEstimate
 from ..operators.select import workload_queries
 from ..pgm.clique_vector import CliqueVector
@@ -62,17 +63,17 @@ class DualQuery:
     def __init__(self, workload, rounds: int | None = None, samples: int = 20, restarts: int = 2, reconstruct=None,
                  eta: float | None = None):
         if rounds is not None and eta is not None:
-            raise ValueError("DualQuery: give rounds or eta, not both (the budget decides the other)")
+            raise InputError("DualQuery: give rounds or eta, not both (the budget decides the other)")
         if eta is None and rounds is None:
             rounds = 100
         given = ([] if rounds is None else [(rounds, "rounds")]) + [(samples, "samples"), (restarts, "restarts")]
         for value, what in given:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"DualQuery: {what} must be a positive integer, got {value!r}")
+                raise InputError(f"DualQuery: {what} must be a positive integer, got {value!r}")
         if rounds is not None and rounds < 2:
-            raise ValueError("DualQuery: rounds must be at least 2 (round 1 samples uniformly, spending nothing)")
+            raise InputError("DualQuery: rounds must be at least 2 (round 1 samples uniformly, spending nothing)")
         if eta is not None and not (np.isfinite(eta) and eta > 0):
-            raise ValueError(f"DualQuery: eta must be a positive learning rate, got {eta!r}")
+            raise InputError(f"DualQuery: eta must be a positive learning rate, got {eta!r}")
         self.workload = workload_queries(workload)
         self.rounds = None if rounds is None else int(rounds)
         self.eta = None if eta is None else float(eta)
@@ -106,7 +107,7 @@ class DualQuery:
             matrix = q.local(domain)
             entries = matrix.sparse().data
             if entries.size and not (entries.min() >= 0 and entries.max() <= 1):
-                raise ValueError(f"DualQuery answers counting queries with entries in [0, 1]; the query on "
+                raise InputError(f"DualQuery answers counting queries with entries in [0, 1]; the query on "
                                  f"{list(q.attrs)} has entries from {entries.min():g} to {entries.max():g}")
             out.append((domain.check(q.attrs), matrix, slice(start, start + matrix.shape[0])))
             start += matrix.shape[0]
@@ -161,7 +162,7 @@ class DualQuery:
         """The game on ``data`` spending all of ``budget`` (pure epsilon or zCDP, with substitute
         neighbours: ``n`` is public and the scores' sensitivity ``(t-1)/n`` is for them)."""
         if not budget.public_total:
-            raise ValueError("DualQuery normalises by the public record count: give a budget with "
+            raise InputError("DualQuery normalises by the public record count: give a budget with "
                              "neighbours='substitute'")
         rng = np.random.default_rng(rng)
         domain, n = data.domain, float(len(data))

@@ -22,6 +22,7 @@ from scipy.special import logsumexp
 
 from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import Estimate, SupportEstimate, VectorEstimate
 from ..pgm import CliqueVector, Factor, GraphicalModel
 from ..pgm.junction_tree import DEFAULT_MAX_MB, canonical
@@ -130,7 +131,7 @@ class PublicSupport(_Cached):
 
     def start(self, domain: Domain, rng=None) -> None:
         if self.public.domain != domain:
-            raise ValueError(f"the public dataset is over {self.public.domain}, not the private domain {domain}")
+            raise InputError(f"the public dataset is over {self.public.domain}, not the private domain {domain}")
         self.domain = domain
         self.rows, counts = np.unique(self.public.records, axis=0, return_counts=True)
         self.log = np.log(counts.astype(np.float64))
@@ -168,7 +169,7 @@ class MWEMLoss:
 
     def __init__(self, eta: float = 0.5, past: float | None = 0.5):
         if not eta > 0:
-            raise ValueError(f"MWEMLoss: eta must be positive, got {eta!r}")
+            raise InputError(f"MWEMLoss: eta must be positive, got {eta!r}")
         self.eta, self.past = float(eta), past
 
     def start(self, family) -> None:
@@ -197,9 +198,9 @@ class PEPLoss:
 
     def __init__(self, max_steps: int = 25, gamma: float = 0.0):
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-            raise ValueError(f"PEPLoss: max_steps must be a positive integer, got {max_steps!r}")
+            raise InputError(f"PEPLoss: max_steps must be a positive integer, got {max_steps!r}")
         if not gamma >= 0:
-            raise ValueError(f"PEPLoss: gamma must be non-negative, got {gamma!r}")
+            raise InputError(f"PEPLoss: gamma must be non-negative, got {gamma!r}")
         self.max_steps, self.gamma = int(max_steps), float(gamma)
 
     def start(self, family) -> None:

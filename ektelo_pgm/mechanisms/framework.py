@@ -22,6 +22,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import Estimate
 from ..matrix import Sparse
 from ..privacy import Budget, exponential, permute_and_flip
@@ -43,7 +44,7 @@ def marginal_cliques(domain: Domain, workload) -> list[tuple[str, ...]]:
     workload.check(domain)
     for entry in workload:
         if entry.matrix is not None:
-            raise ValueError(f"Adaptive Measurements answers k-way marginal queries; the workload entry on "
+            raise InputError(f"Adaptive Measurements answers k-way marginal queries; the workload entry on "
                              f"{list(entry.attrs)} has a query matrix {entry.matrix!r}")
     return workload.cliques
 
@@ -131,11 +132,11 @@ class KWorst:
 
     def __init__(self, workload, k: int = 1, unit: str = "marginal", mechanism: str = "exponential"):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"KWorst: k must be a positive integer, got {k!r}")
+            raise InputError(f"KWorst: k must be a positive integer, got {k!r}")
         if unit not in UNITS:
-            raise ValueError(f"KWorst: unit must be one of {UNITS}, got {unit!r}")
+            raise InputError(f"KWorst: unit must be one of {UNITS}, got {unit!r}")
         if mechanism not in SELECTIONS:
-            raise ValueError(f"KWorst: mechanism must be one of {SELECTIONS}, got {mechanism!r}")
+            raise InputError(f"KWorst: mechanism must be one of {SELECTIONS}, got {mechanism!r}")
         self.workload, self.k, self.unit, self.mechanism = workload, int(k), unit, mechanism
         self._truth = None
 
@@ -167,7 +168,7 @@ class KWorst:
         """The ``k`` chosen queries, spending ``amount`` of ``budget`` (charged before each draw)."""
         scores, offsets, cliques = self.scores(data, estimate)
         if self.k > scores.size:
-            raise ValueError(f"KWorst: cannot choose {self.k} of {scores.size} candidates")
+            raise InputError(f"KWorst: cannot choose {self.k} of {scores.size} candidates")
         epsilon = budget.parameter_for(self.budget_mechanism, split(amount, self.k))
         left, chosen = np.arange(scores.size), []
         for i in range(self.k):
@@ -189,7 +190,7 @@ def select_fraction(alpha: float) -> Fraction:
     ``(1 - alpha) eps0`` (sec. 3.1, Theorem 1)."""
     a = Fraction(repr(float(alpha)))
     if not 0 < a < 1:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
     return a * a / (a * a + (1 - a) * (1 - a))
 
 
@@ -213,9 +214,9 @@ class AdaptiveMeasurements(Adaptive):
                  unit: str = "marginal", selection: str = "exponential", total: float | None = None,
                  total_share: float = 0.01):
         if total is not None and not (math.isfinite(total) and total > 0):
-            raise ValueError(f"total (a public record count) must be positive, got {total!r}")
+            raise InputError(f"total (a public record count) must be positive, got {total!r}")
         if total is None and not 0 < total_share < 1:
-            raise ValueError(f"total_share must lie in (0, 1), got {total_share!r}")
+            raise InputError(f"total_share must lie in (0, 1), got {total_share!r}")
         self.workload, self.family, self.loss = workload, family, loss
         self.alpha, self.total, self.total_share = float(alpha), total, float(total_share)
         self.schedule = EqualShares(rounds, select_fraction(alpha))
@@ -231,7 +232,7 @@ class AdaptiveMeasurements(Adaptive):
     def initialise(self, state: State, data: Dataset, budget: Budget, rng) -> None:
         """The record count (measured unless public), then the family's start ``D_0``."""
         if budget.notion != "zcdp":
-            raise ValueError(f"{self.name} accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
+            raise InputError(f"{self.name} accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
         marginal_cliques(data.domain, self.workload)
         if state.total is None:
             count = self.measure(state, data, [Query(())], budget, budget.fraction(self.total_share), rng,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dataset import Dataset
+from ..errors import InputError
 from ..plans.ready import hdmm
 from ..privacy import Budget
 from ..stages import Result
@@ -29,7 +30,7 @@ class HDMM:
     def __init__(self, workload=None, reconstruct=None, noise: str = "laplace", numeric=(), triples: int = 15,
                  workload_seed=0, **options):
         if noise not in ("laplace", "gaussian"):
-            raise ValueError(f"HDMM: noise must be 'laplace' or 'gaussian', got {noise!r}")
+            raise InputError(f"HDMM: noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.workload, self.reconstruct, self.noise = workload, reconstruct, noise
         self.numeric, self.triples, self.workload_seed = tuple(numeric), triples, workload_seed
         self.options = options

@@ -21,6 +21,7 @@ from networkx.utils import UnionFind
 from .. import progress
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import Decompressed, Estimate
 from ..measurement import Measurement
 from ..operators.measure import Gaussian
@@ -46,7 +47,7 @@ class Compression:
         for a in original.attrs:
             keep = np.asarray(kept[a], dtype=bool)
             if keep.shape != (original[a],):
-                raise ValueError(f"Compression: attribute {a!r} has {original[a]} values but {keep.size} "
+                raise InputError(f"Compression: attribute {a!r} has {original[a]} values but {keep.size} "
                                  f"kept flags")
             k = int(keep.sum())
             codes = np.full(original[a], k, dtype=np.int64)
@@ -63,14 +64,14 @@ class Compression:
         kept = {a: np.ones(n, dtype=bool) for a, n in zip(domain.attrs, domain.shape)}
         for m in measurements:
             if len(m.attrs) != 1 or m.query is not None:
-                raise ValueError(f"Compression: {m} is not a 1-way marginal measurement")
+                raise InputError(f"Compression: {m} is not a 1-way marginal measurement")
             kept[m.attrs[0]] = m.y >= threshold * np.broadcast_to(m.std, m.y.shape)
         return cls(domain, kept)
 
     def compress(self, data: Dataset) -> Dataset:
         """``data`` with every value replaced by its code."""
         if data.domain != self.original:
-            raise ValueError(f"Compression: data is over {data.domain}, not {self.original}")
+            raise InputError(f"Compression: data is over {data.domain}, not {self.original}")
         return data.recode(self.codes, self.domain)
 
     def compress_measurement(self, m: Measurement) -> Measurement:
@@ -105,7 +106,7 @@ def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, 
     pairs = [tuple(p) for p in pairs]
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (len(pairs),):
-        raise ValueError(f"private_spanning_tree: {len(pairs)} pairs but {scores.size} scores")
+        raise InputError(f"private_spanning_tree: {len(pairs)} pairs but {scores.size} scores")
     rng = np.random.default_rng(rng)
     sensitivity = budget.sensitivity(sensitivity)
     components = UnionFind(attrs)
@@ -113,7 +114,7 @@ def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, 
     for step in range(len(attrs) - 1):
         open_ = [i for i, (a, b) in enumerate(pairs) if components[a] != components[b]]
         if not open_:
-            raise ValueError(f"private_spanning_tree: the pairs do not connect {list(attrs)}")
+            raise InputError(f"private_spanning_tree: the pairs do not connect {list(attrs)}")
         chosen = open_[exponential(scores[open_], sensitivity, epsilon, rng=rng, budget=budget,
                                    label=f"MST edge {step + 1}")]
         components.union(*pairs[chosen])
@@ -137,7 +138,7 @@ class MST:
 
     def __init__(self, threshold: float | None = 3.0, iters: int = 3000, max_model_mb: float = 1024.0):
         if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
-            raise ValueError(f"MST: threshold must be a non-negative number of stds or None, got {threshold!r}")
+            raise InputError(f"MST: threshold must be a non-negative number of stds or None, got {threshold!r}")
         self.threshold = threshold
         self.reconstruction = PGM(iters=iters, method="mirror", max_model_mb=max_model_mb)
 
@@ -147,7 +148,7 @@ class MST:
         1-way marginals then the tree's edges."""
         domain = data.domain
         if budget.notion != "zcdp":
-            raise ValueError("MST measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
+            raise InputError("MST measures with Gaussian noise: give a rho-zCDP budget (Budget.zcdp or Budget.approx)")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         third = budget.split(3) if len(domain) > 1 else budget.fraction(1)  # one attribute: no tree

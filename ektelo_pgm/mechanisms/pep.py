@@ -2,6 +2,7 @@
 full vector, over a graphical model, or over a public dataset's records (PEP-Pub, appendix D.2)."""
 from __future__ import annotations
 
+from ..errors import InputError
 from ..pgm.junction_tree import DEFAULT_MAX_MB
 from .entropy import FullDistribution, GraphicalDistribution, PEPLoss, PublicSupport
 from .framework import AdaptiveMeasurements
@@ -27,7 +28,7 @@ class PEP(AdaptiveMeasurements):
                  selection: str = "exponential", total: float | None = None, total_share: float = 0.01,
                  max_mb: float | None = None):
         if representation not in REPRESENTATIONS:
-            raise ValueError(f"PEP: representation must be one of {REPRESENTATIONS}, got {representation!r}")
+            raise InputError(f"PEP: representation must be one of {REPRESENTATIONS}, got {representation!r}")
         if public is not None:
             family = PublicSupport(public)
         elif representation == "vector":

@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..dataset import Dataset
+from ..errors import InputError
 from ..estimate import BayesNet, Estimate
 from ..measurement import Measurement
 from ..operators.measure import Laplace
@@ -30,7 +31,7 @@ def mutual_information_sensitivity(n: int, binary: bool) -> float:
     """Sensitivity (nats) of the mutual information of ``n`` records between an attribute and
     its parents (Zhang et al. 2017, Lemma 4.1): smaller when either side is binary."""
     if n < 2:
-        raise ValueError(f"PrivBayes needs at least 2 records, got {n}")
+        raise InputError(f"PrivBayes needs at least 2 records, got {n}")
     if binary:
         return math.log(n) / n + (n - 1) / n * math.log(n / (n - 1))
     return 2 / n * math.log((n + 1) / 2) + (n - 1) / n * math.log((n + 1) / (n - 1))
@@ -56,10 +57,10 @@ class PrivBayes:
 
     def __init__(self, k: int = 2, beta=Fraction(1, 2), reconstruct=None):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"PrivBayes: degree k must be a positive integer, got {k!r}")
+            raise InputError(f"PrivBayes: degree k must be a positive integer, got {k!r}")
         beta = Fraction(beta) if not isinstance(beta, float) else Fraction(beta).limit_denominator(10 ** 6)
         if not 0 < beta < 1:
-            raise ValueError(f"PrivBayes: beta (the structure's fraction of the budget) must lie in (0, 1), got {beta}")
+            raise InputError(f"PrivBayes: beta (the structure's fraction of the budget) must lie in (0, 1), got {beta}")
         self.k, self.beta, self.reconstruct = int(k), beta, reconstruct
 
     def candidates(self, data: Dataset, chosen: list[str]) -> tuple[list[tuple[str, tuple[str, ...]]], np.ndarray]:
@@ -91,10 +92,10 @@ class PrivBayes:
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run on ``data`` spending all of ``budget`` (pure epsilon); same seed, same result."""
         if budget.notion != "pure" or not budget.public_total:
-            raise ValueError("PrivBayes is pure epsilon-DP with a public record count (its scores' sensitivity "
+            raise InputError("PrivBayes is pure epsilon-DP with a public record count (its scores' sensitivity "
                              "is for substitute neighbours): give Budget.pure(epsilon, neighbours='substitute')")
         if len(data.domain) < 2:
-            raise ValueError(f"PrivBayes needs at least 2 attributes, got {list(data.domain.attrs)}")
+            raise InputError(f"PrivBayes needs at least 2 attributes, got {list(data.domain.attrs)}")
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         steps = len(data.domain) - 1

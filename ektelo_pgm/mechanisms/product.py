@@ -18,6 +18,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import MixtureEstimate
 
 
@@ -111,9 +112,9 @@ class Generator(_ProductMixture):
                  pretrain_batch: int = 16, lr: float = 1e-4, device: str | None = None, dtype: str = "float32"):
         super().__init__(device, dtype)
         if not 0 <= ema < 1:
-            raise ValueError(f"Generator: ema must lie in [0, 1), got {ema!r}")
+            raise InputError(f"Generator: ema must lie in [0, 1), got {ema!r}")
         if public is not None and not pretrain_cliques:
-            raise ValueError("Generator: a public dataset needs pretrain_cliques (marginals over its attributes)")
+            raise InputError("Generator: a public dataset needs pretrain_cliques (marginals over its attributes)")
         self.hidden, self.embedding, self.batch, self.ema = tuple(hidden), int(embedding), int(batch), float(ema)
         self.public, self.pretrain_cliques = public, [tuple(c) for c in pretrain_cliques]
         self.pretrain_steps, self.pretrain_batch, self.lr = int(pretrain_steps), int(pretrain_batch), float(lr)
@@ -146,7 +147,7 @@ class Generator(_ProductMixture):
         torch, public = self.torch, self.public
         for a in public.domain.attrs:
             if a not in self.domain or self.domain[a] != public.domain[a]:
-                raise ValueError(f"public attribute {a!r} (size {public.domain[a]}) is not an attribute of the "
+                raise InputError(f"public attribute {a!r} (size {public.domain[a]}) is not an attribute of the "
                                  f"private domain with the same size")
         targets = [torch.as_tensor(public.marginal(c) / len(public), dtype=self._dtype, device=self._device)
                    for c in self.pretrain_cliques]

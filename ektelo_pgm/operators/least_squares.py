@@ -18,6 +18,7 @@ from scipy.sparse.linalg import LinearOperator, lsmr
 
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
+from ..errors import InputError, ModelTooLargeError
 from ..estimate import LocalEstimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
 from ..measurement import Measurement, check_measurements, check_total
@@ -102,7 +103,7 @@ def _normal_equations(domain: Domain, measurements, max_nnz: int | None):
     for m in measurements:
         try:
             L = weighted_local_query(m, domain).sparse().tocsr()
-        except MemoryError:
+        except ModelTooLargeError:
             if max_nnz is not None:
                 return None
             raise
@@ -155,7 +156,7 @@ class LeastSquares:
       non-singular; LSMR otherwise (silently).
 
     A known ``total`` is imposed exactly (``sum(x) = total``) in both paths.  The domain size is
-    checked first: above ``max_domain_mb`` of float64 the call refuses with a ``MemoryError``.
+    checked first: above ``max_domain_mb`` of float64 the call refuses with a ``ModelTooLargeError``.
     After each call ``solver_`` says which path ran (``"lsmr"`` or ``"cholmod"``).
 
     ``reconstruct`` follows :class:`~ektelo_pgm.stages.Reconstruct`.  ``warm_start`` is accepted
@@ -168,7 +169,7 @@ class LeastSquares:
                  method: str = "auto", max_domain_mb: float = MAX_DOMAIN_MB,
                  cholmod_max_nnz: int = CHOLMOD_MAX_NNZ):
         if method not in ("auto", "lsmr", "cholmod"):
-            raise ValueError(f"method must be 'auto', 'lsmr' or 'cholmod', got {method!r}")
+            raise InputError(f"method must be 'auto', 'lsmr' or 'cholmod', got {method!r}")
         if method == "cholmod" and cholesky is None:
             raise ImportError("method='cholmod' needs scikit-sparse: install libsuitesparse-dev, then "
                               "pip install scikit-sparse==0.4.16 (the 'sparse' extra)")

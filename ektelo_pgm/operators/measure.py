@@ -15,6 +15,7 @@ import numpy as np
 from .. import matrix as mx
 from ..dataset import MAX_DENSE_MB, Dataset, check_dense_size
 from ..domain import Domain
+from ..errors import InputError
 from ..measurement import Measurement
 from ..privacy import Budget, gaussian, gaussian_law, laplace, laplace_law
 from ..privacy.budget import check_budget
@@ -69,7 +70,7 @@ def stacked_sensitivity(domain: Domain, queries, p: int) -> float:
     intermediate table exceeds ``MAX_SENSITIVITY_CELLS`` (then a valid upper bound).
     """
     if p not in (1, 2):
-        raise ValueError(f"sensitivity norm p must be 1 or 2, got {p!r}")
+        raise InputError(f"sensitivity norm p must be 1 or 2, got {p!r}")
     constant, tables = 0.0, {}
     for q in queries:
         attrs = domain.check(q.attrs)
@@ -116,7 +117,7 @@ class _Mechanism:
         if parameter is not None:
             parameter = float(parameter)
             if not math.isfinite(parameter) or parameter <= 0:
-                raise ValueError(f"{type(self).__name__}: the privacy parameter must be positive and finite, "
+                raise InputError(f"{type(self).__name__}: the privacy parameter must be positive and finite, "
                                  f"got {parameter!r}")
         self.parameter = parameter
 
@@ -135,7 +136,7 @@ class _Mechanism:
         check_budget(budget, f"{type(self).__name__}.measure")
         queries = [q if isinstance(q, Query) else Query(q) for q in queries]
         if not queries:
-            raise ValueError(f"{type(self).__name__}: no queries to measure")
+            raise InputError(f"{type(self).__name__}: no queries to measure")
         domain = data.domain
         for q in queries:  # refuse before the sensitivity step allocates anything
             check_dense_size(domain, q.attrs, MAX_DENSE_MB, f"{type(self).__name__}: the marginal")
@@ -205,4 +206,4 @@ def mechanism(noise: str, parameter: float | None = None):
         return Laplace(parameter)
     if noise == "gaussian":
         return Gaussian(parameter)
-    raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
+    raise InputError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")

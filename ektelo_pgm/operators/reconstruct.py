@@ -1,6 +1,7 @@
 from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from .multiplicative_weights import MultiplicativeWeights
 from ..convergence import DEFAULT_TOL, check_tolerances
+from ..errors import InputError
 from ..pgm.region_graph import KINDS
 
 __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "MultiplicativeWeights", "PGM",
@@ -27,13 +28,13 @@ class PGM:
     def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_model_mb: float = 1024.0,
                  tol: float | None = None):
         if method not in ("auto", "lbfgs", "mirror", "accelerated"):
-            raise ValueError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
+            raise InputError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):
-            raise ValueError(f"PGM: loss must be 'l1', 'l2' or a callable, got {loss!r}")
+            raise InputError(f"PGM: loss must be 'l1', 'l2' or a callable, got {loss!r}")
         if int(iters) < 0:
-            raise ValueError(f"PGM: iters must be non-negative, got {iters}")
+            raise InputError(f"PGM: iters must be non-negative, got {iters}")
         if tol is not None and not float(tol) >= 0:
-            raise ValueError(f"PGM: tol must be non-negative, got {tol}")
+            raise InputError(f"PGM: tol must be non-negative, got {tol}")
         self.iters, self.method, self.loss = int(iters), method, loss
         self.max_model_mb, self.tol = float(max_model_mb), None if tol is None else float(tol)
 
@@ -85,9 +86,9 @@ class APPGM:
         resolve_method(method, loss)
         check_tolerances(gap_tol, 0.0)
         if region_graph not in KINDS:
-            raise ValueError(f"region_graph must be one of {KINDS}, got {region_graph!r}")
+            raise InputError(f"region_graph must be one of {KINDS}, got {region_graph!r}")
         if int(iters) < 0 or int(final_iters) < 0:
-            raise ValueError(f"iters and final_iters must be non-negative, got {iters} and {final_iters}")
+            raise InputError(f"iters and final_iters must be non-negative, got {iters} and {final_iters}")
         self.iters, self.final_iters = int(iters), int(final_iters)
         self.region_graph = region_graph
         self.loss = loss

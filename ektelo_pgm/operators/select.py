@@ -19,6 +19,7 @@ import scipy.optimize
 from .. import matrix as mx
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import Estimate
 from ..privacy import Budget, exponential
 from ..privacy.budget import to_fraction
@@ -58,7 +59,7 @@ class Marginals:
         else:
             self.weights = {((c,) if isinstance(c, str) else tuple(c)): 1.0 for c in cliques}
         if not self.weights:
-            raise ValueError("Marginals: no cliques given")
+            raise InputError("Marginals: no cliques given")
 
     def select(self, domain: Domain) -> list[Query]:
         return [Query(domain.check(c), None, w) for c, w in self.weights.items()]
@@ -69,14 +70,14 @@ class KWayMarginals:
 
     def __init__(self, k: int, attrs=None):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"KWayMarginals: k must be a non-negative integer, got {k!r}")
+            raise InputError(f"KWayMarginals: k must be a non-negative integer, got {k!r}")
         self.k = int(k)
         self.attrs = attrs
 
     def select(self, domain: Domain) -> list[Query]:
         attrs = domain.attrs if self.attrs is None else domain.canonical(self.attrs)
         if self.k > len(attrs):
-            raise ValueError(f"KWayMarginals: k={self.k} but only {len(attrs)} attributes {list(attrs)}")
+            raise InputError(f"KWayMarginals: k={self.k} but only {len(attrs)} attributes {list(attrs)}")
         return [Query(c) for c in itertools.combinations(attrs, self.k)]
 
 
@@ -118,7 +119,7 @@ def hierarchy(n: int, branching: int) -> mx.RangeQueries:
     level ``l`` (top first) holds the aligned ranges of width ``branching ** (h - l)``, the
     last level the ``n`` single cells.  Sensitivity (L1) ``h``, the number of levels."""
     if branching < 2:
-        raise ValueError(f"hierarchy: the branching factor must be at least 2, got {branching}")
+        raise InputError(f"hierarchy: the branching factor must be at least 2, got {branching}")
     h = tree_levels(n, branching)
     lower, upper = [], []
     for level in range(h):
@@ -140,7 +141,7 @@ class HB:
     def __init__(self, attrs, branching: int | None = None):
         self.attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
         if not self.attrs:
-            raise ValueError("HB: needs at least one attribute")
+            raise InputError("HB: needs at least one attribute")
         self.branching = branching
 
     def select(self, domain: Domain) -> list[Query]:
@@ -228,7 +229,7 @@ class HDMMMarginals:
     def __init__(self, workload, noise: str = "laplace", max_subsets: int = 1024,
                  drop: float = 1e-3, maxiter: int = 500, restarts: int = 4, rng=0):
         if noise not in ("laplace", "gaussian"):
-            raise ValueError(f"HDMMMarginals: noise must be 'laplace' or 'gaussian', got {noise!r}")
+            raise InputError(f"HDMMMarginals: noise must be 'laplace' or 'gaussian', got {noise!r}")
         self.queries = workload_queries(workload)
         self.noise = noise
         self.max_subsets = int(max_subsets)
@@ -362,9 +363,9 @@ class WorstApproximated:
         self.per_query = bool(per_query)
         self.penalty = float(penalty)
         if not math.isfinite(self.penalty) or self.penalty < 0:
-            raise ValueError(f"WorstApproximated: penalty must be non-negative, got {penalty!r}")
+            raise InputError(f"WorstApproximated: penalty must be non-negative, got {penalty!r}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"WorstApproximated: k must be a positive integer, got {k!r}")
+            raise InputError(f"WorstApproximated: k must be a positive integer, got {k!r}")
         self.k = int(k)
         self._sensitivity = {}
 
@@ -403,7 +404,7 @@ class WorstApproximated:
         each exponential mechanism charged before it draws from ``rng``."""
         scores = self._scores(data, estimate)
         if self.k > scores.size:
-            raise ValueError(f"WorstApproximated: k={self.k} but only {scores.size} candidates")
+            raise InputError(f"WorstApproximated: k={self.k} but only {scores.size} candidates")
         epsilon = budget.parameter_for("exponential", to_fraction(amount) / self.k)
         sensitivity = budget.sensitivity(self.sensitivity(data.domain))  # under the budget's relation
         label = label or "select worst approximated"

@@ -9,6 +9,7 @@ from typing import Iterable
 import numpy as np
 
 from ..domain import Domain
+from ..errors import InputError
 from .factor import Factor
 
 
@@ -63,7 +64,7 @@ class CliqueVector(dict):
         for cl, factor in self.items():
             host = next((big for big in result if set(cl) <= set(big)), None)
             if host is None:
-                raise ValueError(f"clique {list(cl)} is inside none of {[list(c) for c in result]}")
+                raise InputError(f"clique {list(cl)} is inside none of {[list(c) for c in result]}")
             result[host] = result[host] + factor.expand(result[host].domain)
         return result
 
@@ -79,7 +80,7 @@ class CliqueVector(dict):
 
     def _check(self, other) -> None:
         if set(self) != set(other):
-            raise ValueError(f"clique vectors over different cliques: {sorted(self)} vs {sorted(other)}")
+            raise InputError(f"clique vectors over different cliques: {sorted(self)} vs {sorted(other)}")
 
     def _map(self, other, op) -> "CliqueVector":
         if isinstance(other, numbers.Number):

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from .. import progress
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ..domain import Domain
+from ..errors import InputError
 from ..matrix import Sparse
 from ..measurement import resolve_total
 from ..kernels import dot, identity_loss, predicted_decrease
@@ -60,7 +61,7 @@ class Objective:
 
     def __init__(self, oracle: MarginalOracle, measurements: Sequence, loss="l2"):
         if not (callable(loss) or loss in ("l1", "l2")):
-            raise ValueError(f"loss must be 'l1', 'l2' or a callable, got {loss!r}")
+            raise InputError(f"loss must be 'l1', 'l2' or a callable, got {loss!r}")
         self.oracle = oracle
         self.loss = loss
         domain = oracle.domain
@@ -111,7 +112,7 @@ class Objective:
         for cl, factor in gradient.items():
             canon = canonical(domain, cl)
             if canon not in oracle.index:
-                raise ValueError(f"custom loss returned a gradient on clique {list(cl)}, which is not a model clique")
+                raise InputError(f"custom loss returned a gradient on clique {list(cl)}, which is not a model clique")
             oracle.block(grad, canon)[...] += factor.transpose(canon).values
         return float(value)
 
@@ -243,10 +244,10 @@ def dual_averaging(oracle: MarginalOracle, objective: Objective, total: float, t
     """
     if lipschitz is None:
         if objective.loss != "l2":
-            raise ValueError("accelerated dual averaging needs a smooth loss: use loss='l2' or pass lipschitz=")
+            raise InputError("accelerated dual averaging needs a smooth loss: use loss='l2' or pass lipschitz=")
         lipschitz = total * objective.lipschitz()
     if not lipschitz > 0:
-        raise ValueError(f"accelerated dual averaging needs a positive Lipschitz constant, got {lipschitz}")
+        raise InputError(f"accelerated dual averaging needs a positive Lipschitz constant, got {lipschitz}")
     theta0 = theta
     work = oracle.workspace()
     mu = nu = oracle.calibrate(theta0, total, work=work)[0]
@@ -462,7 +463,7 @@ def resolve_method(method: str, loss) -> str:
     whatever the noise scales, see docs/benchmarks.md "Convergence"), ``"mirror"`` for L1 and
     callable losses (which may have kinks; L-BFGS needs a smooth loss)."""
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise InputError(f"method must be one of {METHODS}, got {method!r}")
     if method == "auto":
         return "lbfgs" if loss == "l2" else "mirror"
     return method
@@ -523,17 +524,17 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     """
     method = resolve_method(method, loss)
     if method == "lbfgs" and loss == "l1":
-        raise ValueError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
+        raise InputError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     measurements = list(measurements)
     for m in measurements:
         m.check(domain)
     if warm_start is not None and warm_start.domain != domain:
-        raise ValueError(f"warm start is over {warm_start.domain}, not {domain}")
+        raise InputError(f"warm start is over {warm_start.domain}, not {domain}")
     all_cliques = [m.attrs for m in measurements] + [tuple(c) for c in cliques]
     if warm_start is not None:
         all_cliques += warm_start.cliques
     if not all_cliques:
-        raise ValueError("nothing to estimate: no measurements and no cliques")
+        raise InputError("nothing to estimate: no measurements and no cliques")
     total = resolve_total(domain, measurements, total, None if warm_start is None else warm_start.total)
     oracle = MarginalOracle(domain, all_cliques, max_mb)
     theta = np.zeros(oracle.size)

@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from ..domain import Domain
+from ..errors import InputError
 
 
 class Factor:
@@ -19,7 +20,7 @@ class Factor:
     def __init__(self, domain: Domain, values):
         values = np.asarray(values, dtype=np.float64)
         if values.size != domain.size():
-            raise ValueError(f"Factor over {list(domain.attrs)} needs {domain.size()} cells, got {values.size}")
+            raise InputError(f"Factor over {list(domain.attrs)} needs {domain.size()} cells, got {values.size}")
         self.domain = domain
         self.values = values.reshape(domain.shape)
 
@@ -39,17 +40,17 @@ class Factor:
         """The same table with its axes in the order of ``attrs`` (a permutation of ``attrs``)."""
         attrs = self.domain.check(attrs)
         if set(attrs) != set(self.attrs):
-            raise ValueError(f"transpose: {list(attrs)} is not a permutation of {list(self.attrs)}")
+            raise InputError(f"transpose: {list(attrs)} is not a permutation of {list(self.attrs)}")
         return Factor(self.domain.project(attrs), np.transpose(self.values, self.domain.axes(attrs)))
 
     def expand(self, domain: Domain) -> "Factor":
         """Broadcast onto the super-domain ``domain`` (constant along the new attributes)."""
         missing = [a for a in self.attrs if a not in domain]
         if missing:
-            raise ValueError(f"expand: attributes {missing} of the factor are not in {list(domain.attrs)}")
+            raise InputError(f"expand: attributes {missing} of the factor are not in {list(domain.attrs)}")
         for a in self.attrs:
             if domain[a] != self.domain[a]:
-                raise ValueError(f"expand: attribute {a!r} has size {self.domain[a]} here but {domain[a]} there")
+                raise InputError(f"expand: attribute {a!r} has size {self.domain[a]} here but {domain[a]} there")
         kept = [a for a in domain.attrs if a in self.domain]
         values = np.transpose(self.values, self.domain.axes(kept))
         shape = [domain[a] if a in self.domain else 1 for a in domain.attrs]
@@ -94,7 +95,7 @@ class Factor:
             return Factor(self.domain, self.values - float(self.logsumexp().values) + np.log(total))
         mass = self.values.sum()
         if mass == 0:
-            raise ValueError(f"Factor over {list(self.attrs)} has zero mass and cannot be normalised")
+            raise InputError(f"Factor over {list(self.attrs)} has zero mass and cannot be normalised")
         return Factor(self.domain, self.values * (total / mass))
 
     def datavector(self) -> np.ndarray:

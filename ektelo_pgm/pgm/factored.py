@@ -10,10 +10,12 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InputError
+
 
 def _check(n: int) -> int:
     if isinstance(n, bool) or int(n) != n or n < 1:
-        raise ValueError(f"an attribute has a positive number of values, got {n!r}")
+        raise InputError(f"an attribute has a positive number of values, got {n!r}")
     return int(n)
 
 
@@ -32,7 +34,7 @@ def evidence(n: int, values: int | Sequence[int]) -> np.ndarray:
     n = _check(n)
     values = np.atleast_1d(np.asarray(values, dtype=np.int64))
     if values.size == 0 or values.min() < 0 or values.max() >= n:
-        raise ValueError(f"evidence values {values.tolist()} must be a non-empty subset of 0..{n - 1}")
+        raise InputError(f"evidence values {values.tolist()} must be a non-empty subset of 0..{n - 1}")
     table = np.zeros((1, n))
     table[0, values] = 1.0
     return table
@@ -49,7 +51,7 @@ def compress(mapping: Sequence[int], r: int | None = None) -> np.ndarray:
     n = _check(mapping.size)
     r = int(mapping.max()) + 1 if r is None else int(r)
     if mapping.min() < 0 or mapping.max() >= r:
-        raise ValueError(f"compress: groups {sorted(set(mapping.tolist()))} must lie in 0..{r - 1}")
+        raise InputError(f"compress: groups {sorted(set(mapping.tolist()))} must lie in 0..{r - 1}")
     table = np.zeros((r, n))
     table[mapping, np.arange(n)] = 1.0
     return table
@@ -63,5 +65,5 @@ def mean(n: int) -> np.ndarray:
 def moments(n: int, k: int) -> np.ndarray:
     """E_k (k x n): row b is value**b for b = 1..k (first k unnormalised moments)."""
     if int(k) != k or k < 1:
-        raise ValueError(f"moments: k must be a positive integer, got {k!r}")
+        raise InputError(f"moments: k must be a positive integer, got {k!r}")
     return np.arange(_check(n), dtype=np.float64)[None, :] ** np.arange(1, int(k) + 1)[:, None]

@@ -16,13 +16,10 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
+from ..errors import InputError, ModelTooLargeError
 from ..kernels.tree import TreeLayout
 
 DEFAULT_MAX_MB = 1024.0
-
-
-class ModelTooLargeError(MemoryError):
-    """The junction tree of a set of cliques needs more memory than allowed."""
 
 
 def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.ndarray:
@@ -33,7 +30,7 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
     big, small = domain.check(big), domain.check(small)
     extra = [a for a in small if a not in big]
     if extra:
-        raise ValueError(f"index_map: attributes {extra} are not in the clique {list(big)}")
+        raise InputError(f"index_map: attributes {extra} are not in the clique {list(big)}")
     index = np.zeros([domain[a] for a in big], dtype=np.int64)
     stride = 1
     for a in reversed(small):
@@ -94,7 +91,7 @@ def elimination_order(domain: Domain, graph: dict, method: str) -> list[str]:
     first.  Ties go to the smaller clique (cells), then to the earlier attribute of the domain.
     """
     if method not in ("min_fill", "min_size"):
-        raise ValueError(f"elimination method must be 'min_fill' or 'min_size', got {method!r}")
+        raise InputError(f"elimination method must be 'min_fill' or 'min_size', got {method!r}")
     graph = {a: set(n) for a, n in graph.items()}
     position = {a: i for i, a in enumerate(domain.attrs)}
 

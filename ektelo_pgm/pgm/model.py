@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import InputError
 from ..estimate import SAMPLING, Estimate, synthetic_attrs
 from ..files import atomic_write
 from .clique_vector import CliqueVector
@@ -56,10 +57,10 @@ class GraphicalModel(Estimate):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         if not np.all(np.isfinite(theta)):
             bad = next(cl for cl in oracle.cliques if not np.all(np.isfinite(oracle.block(theta, cl))))
-            raise ValueError(f"GraphicalModel: log-potential on clique {list(bad)} is not finite")
+            raise InputError(f"GraphicalModel: log-potential on clique {list(bad)} is not finite")
         total = float(total)
         if not np.isfinite(total) or total <= 0:
-            raise ValueError(f"GraphicalModel: total must be a positive number of records, got {total}")
+            raise InputError(f"GraphicalModel: total must be a positive number of records, got {total}")
         self.domain = oracle.domain
         self.oracle = oracle
         self.tree = oracle.tree
@@ -188,7 +189,7 @@ class GraphicalModel(Estimate):
             q = queries[a]
             q = np.asarray(q.dense() if hasattr(q, "dense") else q, dtype=np.float64)
             if q.ndim != 2 or q.shape[1] != self.domain[a]:
-                raise ValueError(f"factored query on {a!r} must have {self.domain[a]} columns, got shape {q.shape}")
+                raise InputError(f"factored query on {a!r} must have {self.domain[a]} columns, got shape {q.shape}")
             tables[a] = q
         return self._eliminate(tables, attrs)
 
@@ -205,7 +206,7 @@ class GraphicalModel(Estimate):
         """
         n = int(round(self._total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data: need at least one record, got n={n}")
+            raise InputError(f"synthetic_data: need at least one record, got n={n}")
         attrs = synthetic_attrs(self.domain, attrs, {a for cl in self.oracle.cliques for a in cl})
         rng = np.random.default_rng(rng)
         if method == "sample":
@@ -213,7 +214,7 @@ class GraphicalModel(Estimate):
         elif method == "round":
             records = round_records(self.tree, self.log_beliefs, n, rng)
         else:
-            raise ValueError(f"synthetic_data: method must be 'sample' or 'round', got {method!r}")
+            raise InputError(f"synthetic_data: method must be 'sample' or 'round', got {method!r}")
         return Dataset(records, self.domain).project(attrs)
 
     def save(self, path) -> None:
@@ -235,7 +236,7 @@ class GraphicalModel(Estimate):
             theta, total = data["theta"], float(data["total"])
         oracle = MarginalOracle(domain, cliques, max_mb)
         if theta.size != oracle.size:
-            raise ValueError(f"{path}: {theta.size} parameters but the cliques need {oracle.size}")
+            raise InputError(f"{path}: {theta.size} parameters but the cliques need {oracle.size}")
         return cls.from_flat(oracle, theta, total)
 
     def __repr__(self) -> str:

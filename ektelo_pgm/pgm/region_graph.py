@@ -22,6 +22,7 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
+from ..errors import InputError
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map, triangulate
 
 KINDS = ("saturated", "factor", "tree")
@@ -43,7 +44,7 @@ class RegionGraph:
         self.domain = domain
         regions = {domain.canonical(r) for r in regions}
         if () in regions:
-            raise ValueError("RegionGraph: the empty region is not allowed")
+            raise InputError("RegionGraph: the empty region is not allowed")
         position = {a: i for i, a in enumerate(domain.attrs)}
         self.regions = sorted(regions, key=lambda r: (-len(r), [position[a] for a in r]))
         self.index = {r: i for i, r in enumerate(self.regions)}
@@ -52,9 +53,9 @@ class RegionGraph:
             p, c = domain.canonical(p), domain.canonical(c)
             for r in (p, c):
                 if r not in self.index:
-                    raise ValueError(f"RegionGraph: edge end {list(r)} is not a region")
+                    raise InputError(f"RegionGraph: edge end {list(r)} is not a region")
             if not set(c) < set(p):
-                raise ValueError(f"RegionGraph: edge {list(p)} -> {list(c)} does not go to a proper subset")
+                raise InputError(f"RegionGraph: edge {list(p)} -> {list(c)} does not go to a proper subset")
             pairs.add((self.index[p], self.index[c]))
         self.edges = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
         self.parents = [[] for _ in self.regions]
@@ -84,7 +85,7 @@ class RegionGraph:
         elif kind == "tree":
             regions, edges = _tree(domain, cliques, max_mb)
         else:
-            raise ValueError(f"region graph kind must be one of {KINDS}, got {kind!r}")
+            raise InputError(f"region graph kind must be one of {KINDS}, got {kind!r}")
         graph = cls(domain, regions, edges, counting_numbers)
         graph.kind = kind
         return graph
@@ -95,9 +96,9 @@ class RegionGraph:
         for r, value in (counting_numbers or {}).items():
             r = self.domain.canonical(r)
             if r not in self.index:
-                raise ValueError(f"RegionGraph: counting number given for {list(r)}, which is not a region")
+                raise InputError(f"RegionGraph: counting number given for {list(r)}, which is not a region")
             if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"RegionGraph: counting number of {list(r)} is {value}; it must be positive")
+                raise InputError(f"RegionGraph: counting number of {list(r)} is {value}; it must be positive")
             kappa[self.index[r]] = float(value)
         self.kappa = kappa
 
@@ -222,7 +223,7 @@ def _saturated(domain: Domain, cliques):
     maximal = _maximal(domain, cliques)
     wide = [m for m in maximal if len(m) > MAX_SATURATED_ATTRS]
     if wide:
-        raise ValueError(
+        raise InputError(
             f"saturated region graph: clique {sorted(wide[0], key=domain.attrs.index)} has {len(wide[0])} "
             f"attributes, above {MAX_SATURATED_ATTRS}; use region_graph='factor'"
         )

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..errors import ModelTooLargeError
 from ..estimate import Estimate
 from ..privacy import Budget
 from ..privacy.budget import check_budget
@@ -73,7 +74,7 @@ def compare(domain: Domain, measurements, operators: dict, workload, truth: Data
     """Run every reconstruction operator of ``{name: operator}`` on the same ``measurements``
     and score it by the workload error of McKenna et al. 2019, sec. 5.1 against ``truth``.
 
-    An operator that refuses for lack of memory (a ``MemoryError`` naming the size, as the
+    An operator that refuses for lack of memory (a ``ModelTooLargeError`` naming the size, as the
     full-vector operators raise above their domain limit and the graphical models above their
     model-size limit) is reported with ``refused`` set instead of stopping the comparison.
     """
@@ -84,7 +85,7 @@ def compare(domain: Domain, measurements, operators: dict, workload, truth: Data
         start = time.perf_counter()
         try:
             estimate = operator.reconstruct(domain, measurements, total=total)
-        except MemoryError as refusal:
+        except ModelTooLargeError as refusal:  # a refusal before allocating, not an out-of-memory
             rows.append(Comparison(name, None, time.perf_counter() - start, None, str(refusal)))
             continue
         seconds = time.perf_counter() - start

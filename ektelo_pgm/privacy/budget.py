@@ -45,6 +45,8 @@ from numbers import Real
 
 import numpy as np
 
+from ..errors import ExpectedError, InputError
+
 PURE = "pure"
 ZCDP = "zcdp"
 MECHANISMS = ("pure", "exponential", "gaussian")
@@ -53,7 +55,7 @@ SUBSTITUTE = "substitute"
 NEIGHBOURS = (ADD_REMOVE, SUBSTITUTE)
 
 
-class BudgetExceededError(RuntimeError):
+class BudgetExceededError(ExpectedError, RuntimeError):
     """A charge would spend more than what remains; nothing was charged."""
 
     def __init__(self, message: str, asked: Fraction, remaining: Fraction):
@@ -72,27 +74,27 @@ def to_fraction(x, name: str = "amount") -> Fraction:
         value = Fraction(int(x))
     else:
         if not math.isfinite(float(x)):
-            raise ValueError(f"{name} must be finite, got {x!r}")
+            raise InputError(f"{name} must be finite, got {x!r}")
         if 0.0 < abs(float(x)) < sys.float_info.min:
-            raise ValueError(f"{name} = {float(x)!r} is subnormal (below {sys.float_info.min:.3g}): "
+            raise InputError(f"{name} = {float(x)!r} is subnormal (below {sys.float_info.min:.3g}): "
                              "too small to be a meaningful privacy amount")
         value = Fraction(repr(float(x)))
     if value < 0:
-        raise ValueError(f"{name} must be non-negative, got {float(value):.6g}")
+        raise InputError(f"{name} must be non-negative, got {float(value):.6g}")
     return value
 
 
 def _positive(x, name: str) -> Fraction:
     value = to_fraction(x, name)
     if value == 0:
-        raise ValueError(f"{name} must be positive, got 0")
+        raise InputError(f"{name} must be positive, got 0")
     return value
 
 
 def _check_delta(delta) -> float:
     delta = float(delta)
     if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+        raise InputError(f"delta must lie in (0, 1), got {delta!r}")
     return delta
 
 
@@ -221,9 +223,9 @@ class Budget:
 
     def __init__(self, total, notion: str, neighbours: str = ADD_REMOVE, secure: bool = False):
         if notion not in (PURE, ZCDP):
-            raise ValueError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
+            raise InputError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
         if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+            raise InputError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
         self.notion = notion
         self.neighbours = neighbours
         self.secure = bool(secure)
@@ -288,11 +290,11 @@ class Budget:
         (parameter rho).  See the module docstring for the conversions.
         """
         if mechanism not in MECHANISMS:
-            raise ValueError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
+            raise InputError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
         if mechanism == "gaussian":
             rho = _positive(parameter, "rho")
             if self.notion == PURE:
-                raise ValueError(
+                raise InputError(
                     "the Gaussian mechanism does not satisfy pure epsilon-DP and cannot be "
                     "charged to a pure budget; use Budget.zcdp or Budget.approx"
                 )
@@ -307,7 +309,7 @@ class Budget:
         ``amount`` (in this budget's unit): the inverse of :meth:`cost`."""
         amount = _positive(amount, "amount")
         if mechanism not in MECHANISMS:
-            raise ValueError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
+            raise InputError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
         if mechanism == "gaussian" or self.notion == PURE:
             guess = float(amount)
         else:
@@ -356,14 +358,14 @@ class Budget:
     def split(self, k: int) -> float:
         """Largest float amount of which ``k`` charges fit in what remains (equal shares)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"split: k must be a positive integer, got {k!r}")
+            raise InputError(f"split: k must be a positive integer, got {k!r}")
         return self._share(Fraction(1, int(k)))
 
     def fraction(self, f) -> float:
         """Largest float amount at most the fraction ``f`` (0 < f <= 1) of what remains."""
         f = _positive(f, "fraction")
         if f > 1:
-            raise ValueError(f"fraction must be at most 1, got {float(f):.6g}")
+            raise InputError(f"fraction must be at most 1, got {float(f):.6g}")
         return self._share(f)
 
     def _share(self, f: Fraction) -> float:

@@ -35,6 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import InputError
 from .budget import Budget, check_budget, to_fraction
 from .samplers import (Source, discrete_gaussian, discrete_gaussian_variance,
                        discrete_laplace, discrete_laplace_variance, permuted_index, weighted_index)
@@ -57,7 +58,7 @@ def _positive_finite(x, name: str) -> float:
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {x!r}") from None
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be positive and finite, got {x!r}")
+        raise InputError(f"{name} must be positive and finite, got {x!r}")
     to_fraction(value, name)  # refuses subnormal values
     return value
 
@@ -72,7 +73,7 @@ def _finite_array(values, name: str) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         where = np.argwhere(bad)[0] if arr.ndim else ()
-        raise ValueError(f"{name} must be finite; entry {tuple(int(i) for i in where)} is {arr[tuple(where)]}")
+        raise InputError(f"{name} must be finite; entry {tuple(int(i) for i in where)} is {arr[tuple(where)]}")
     return arr
 
 
@@ -112,7 +113,7 @@ class Grid:
         if integer:
             if not np.array_equal(answers, np.rint(answers)):
                 row = int(np.flatnonzero((answers != np.rint(answers)).ravel())[0])
-                raise ValueError(f"answers are not integers (entry {row} is {answers.ravel()[row]!r}); "
+                raise InputError(f"answers are not integers (entry {row} is {answers.ravel()[row]!r}); "
                                  "pass integer=False for real-valued answers")
             scaled = answers
         else:
@@ -150,7 +151,7 @@ class NoiseLaw:
 
     def __post_init__(self):
         if self.kind not in ("laplace", "gaussian"):
-            raise ValueError(f"a noise law is 'laplace' or 'gaussian', got {self.kind!r}")
+            raise InputError(f"a noise law is 'laplace' or 'gaussian', got {self.kind!r}")
         for name in ("scale", "unit"):
             _positive_finite(getattr(self, name), f"the noise law's {name}")
 
@@ -211,7 +212,7 @@ def gaussian_std(sensitivity: float, rho: float, integer: bool = True, size: int
 
 def _too_large(scale: Fraction, exponent: int, what: str) -> None:
     if scale * Fraction(2) ** exponent > MAX_SCALE:
-        raise ValueError(f"{what}: noise scale {float(min(scale * Fraction(2) ** exponent, 10 ** 308)):.3g} "
+        raise InputError(f"{what}: noise scale {float(min(scale * Fraction(2) ** exponent, 10 ** 308)):.3g} "
                          "is too large to release "
                          "finite values; increase the privacy parameter")
 
@@ -274,7 +275,7 @@ _WHOLE_CAP = 2 ** 62  # whole parts of acceptance exponents are held in int64; w
 def _scores(scores) -> np.ndarray:
     scores = _finite_array(scores, "scores")
     if scores.ndim != 1 or scores.size == 0:
-        raise ValueError(f"scores must be a non-empty 1-D array, got shape {scores.shape}")
+        raise InputError(f"scores must be a non-empty 1-D array, got shape {scores.shape}")
     return scores
 
 

@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import InputError
+
 _WORD = 64
 _INT64 = 2 ** 63
 
@@ -54,7 +56,7 @@ class Source:
         int64 when ``high <= 2**63``, else Python ints in an object array."""
         high = int(high)
         if high < 1:
-            raise ValueError(f"below: high must be positive, got {high}")
+            raise InputError(f"below: high must be positive, got {high}")
         if high <= _INT64 and not self.secure:
             return self.rng.integers(0, high, size=n, dtype=np.int64)
         chunks = -(-high.bit_length() // _WORD)
@@ -112,7 +114,7 @@ def bernoulli(source: Source, num, den, n: int | None = None) -> np.ndarray:
         n = max(np.size(num), np.size(den))
     num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any() or (num > den).any():
-        raise ValueError("bernoulli: need 0 <= num <= den and den > 0")
+        raise InputError("bernoulli: need 0 <= num <= den and den > 0")
     return _bernoulli(source, num, den)
 
 
@@ -147,7 +149,7 @@ def bernoulli_exp(source: Source, num, den, n: int | None = None) -> np.ndarray:
         n = max(np.size(num), np.size(den))
     num, den = _ints(num, n), _ints(den, n)
     if (den <= 0).any() or (num < 0).any():
-        raise ValueError("bernoulli_exp: need num >= 0 and den > 0")
+        raise InputError("bernoulli_exp: need num >= 0 and den > 0")
     return _bernoulli_exp(source, num, den)
 
 
@@ -204,7 +206,7 @@ def _check_weights(whole, den: int, where: str) -> np.ndarray:
     whole = np.asarray(whole)
     if whole.ndim != 1 or whole.size == 0 or whole.dtype.kind != "i" or (whole < 0).any() or whole.min() != 0 \
             or den <= 0:
-        raise ValueError(f"{where}: need int64 whole parts >= 0 including a 0, and den > 0")
+        raise InputError(f"{where}: need int64 whole parts >= 0 including a 0, and den > 0")
     return whole
 
 
@@ -252,7 +254,7 @@ def _accept(source: Source, whole: np.ndarray, rest, den: int, idx: np.ndarray) 
 def _as_ratio(x, name: str) -> Fraction:
     value = x if isinstance(x, Fraction) else Fraction(x)
     if value <= 0:
-        raise ValueError(f"{name} must be positive, got {float(value)!r}")
+        raise InputError(f"{name} must be positive, got {float(value)!r}")
     return value
 
 

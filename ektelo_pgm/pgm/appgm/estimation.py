@@ -15,6 +15,7 @@ import numpy as np
 from ... import progress
 from ...convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ...domain import Domain
+from ...errors import InputError, ModelTooLargeError
 from ...kernels.interrupt import deferred_sigint, sigint_received
 from ...kernels.tree import GROW_AFTER, HALVINGS
 from ...kernels import dot
@@ -65,7 +66,7 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
                               max_mb=max_mb)
     mb = graph.cells * 8 / 2**20
     if mb > max_mb:
-        raise MemoryError(f"the {region_graph} region graph has {graph.cells:,} cells ({mb:,.1f} MB as "
+        raise ModelTooLargeError(f"the {region_graph} region graph has {graph.cells:,} cells ({mb:,.1f} MB as "
                           f"float64), above the limit of {max_mb:,.1f} MB")
     objective = MeasuredCliques(graph, measurements, loss)
     if counting_numbers is None and loss == "l2" and resolve_method(method, loss, graph, max_mb) == "mirror":
@@ -97,7 +98,7 @@ def mirror_descent(objective: MeasuredCliques, total: float, iters: int = 1000, 
     index ``t`` of every undone trial (once per halving).
     """
     if total <= 0 or not np.isfinite(total):
-        raise ValueError(f"total must be a positive number of records, got {total}")
+        raise InputError(f"total must be a positive number of records, got {total}")
     graph = objective.graph
     if warm_start is not None:
         theta, oracle = warm_start
@@ -106,7 +107,7 @@ def mirror_descent(objective: MeasuredCliques, total: float, iters: int = 1000, 
     if stepsize is None:
         stepsize = objective.stepsize(total, iters)
     if not stepsize > 0:
-        raise ValueError(f"stepsize must be positive, got {stepsize}")
+        raise InputError(f"stepsize must be positive, got {stepsize}")
     smooth = objective.loss != "l1"
     rejected: list[int] = []
     beliefs = oracle(theta, total)
@@ -214,7 +215,7 @@ def quasi_newton(objective: MeasuredCliques, total: float, iters: int = 1000, da
     theta, oracle, history)`` (history: the loss after every iteration).
     """
     if total <= 0 or not np.isfinite(total):
-        raise ValueError(f"total must be a positive number of records, got {total}")
+        raise InputError(f"total must be a positive number of records, got {total}")
     graph = objective.graph
     theta0, oracle = (np.zeros(graph.cells), ConvexGBP(graph, damping)) if warm_start is None else warm_start
     kappa = np.repeat(graph.kappa[objective.host], np.diff(objective.p_off))
@@ -260,7 +261,7 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
     if not isinstance(previous, APPGMEstimate):
         raise TypeError(f"warm_start must be an APPGMEstimate, got {type(previous).__name__}")
     if previous.domain != graph.domain:
-        raise ValueError("warm_start comes from a different domain")
+        raise InputError("warm_start comes from a different domain")
     old = previous.graph
     phi = previous.oracle.reparameterised(previous.theta)
     theta = np.zeros(graph.cells)
@@ -297,9 +298,9 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
     the noise scales are spread, ends three cycles of eight 0.4% to 34% above.
     """
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        raise InputError(f"method must be one of {METHODS}, got {method!r}")
     if method in ("lbfgs", "augmented") and loss == "l1":
-        raise ValueError(f"method {method!r} needs a smooth loss: use loss='l2' (or a smooth callable), or "
+        raise InputError(f"method {method!r} needs a smooth loss: use loss='l2' (or a smooth callable), or "
                          "method='mirror'")
     if method != "auto":
         return method
@@ -395,7 +396,7 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     exact = objective.graph.junction_tree() is not None
     method = resolve_method(method, loss, objective.graph, max_mb)
     if method == "augmented" and working_mb(objective.graph) > max_mb:
-        raise MemoryError(f"the augmented Lagrangian on the {region_graph} region graph ({objective.graph.cells:,} "
+        raise ModelTooLargeError(f"the augmented Lagrangian on the {region_graph} region graph ({objective.graph.cells:,} "
                           f"cells) needs about {working_mb(objective.graph):,.1f} MB, above the limit of {max_mb:,.1f} "
                           "MB: raise max_mb, or use method='lbfgs' or 'mirror'")
     start = None if warm_start is None else transfer(warm_start, objective.graph, damping)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import progress
 from ...dataset import check_dense_size
+from ...errors import InputError
 from ...kernels import project
 from ...kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ...kernels.interrupt import sigint_received
@@ -39,7 +40,7 @@ class ConvexGBP:
 
     def __init__(self, graph: RegionGraph, damping: float = 0.5):
         if not 0.0 <= damping < 1.0:
-            raise ValueError(f"damping must be in [0, 1), got {damping}")
+            raise InputError(f"damping must be in [0, 1), got {damping}")
         self.graph = graph
         self.damping = float(damping)
         lay = graph.layout()
@@ -117,7 +118,7 @@ class ConvexGBP:
         """``iters`` message updates (see :meth:`step`), then the pseudo-marginals in counts."""
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.graph.cells,):
-            raise ValueError(f"theta must have {self.graph.cells} cells, got shape {theta.shape}")
+            raise InputError(f"theta must have {self.graph.cells} cells, got shape {theta.shape}")
         for _ in range(iters):
             self.step(theta, extrapolate)
         return self.beliefs(theta, total)

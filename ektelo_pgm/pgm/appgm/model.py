@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dataset import Dataset
+from ...errors import InputError
 from ...estimate import Estimate, synthetic_attrs
 from ..factor import Factor
 from ..region_graph import RegionGraph
@@ -59,6 +60,6 @@ class APPGMEstimate(Estimate):
         """
         n = int(round(self.total)) if n is None else int(n)
         if n < 1:
-            raise ValueError(f"synthetic_data needs at least one record, got n={n}")
+            raise InputError(f"synthetic_data needs at least one record, got n={n}")
         attrs = synthetic_attrs(self.domain, attrs, self.measured)
         return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain).project(attrs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import InputError
 from ...kernels import assemble, project
 from ..clique_vector import FlatCliques
 from ..estimation import Objective, largest_eigenvalue
@@ -33,7 +34,7 @@ class MeasuredCliques(FlatCliques):
         for c in self.cliques:
             h = graph.host(c)
             if h is None:
-                raise ValueError(f"the region graph does not support the measured clique {list(c)}")
+                raise InputError(f"the region graph does not support the measured clique {list(c)}")
             host.append(h)
         self.host = np.array(host, dtype=np.int64)
         self.map_off = np.zeros(len(self.cliques) + 1, dtype=np.int64)
