@@ -8,8 +8,8 @@ sampling of that data from a population.  Two sources, by what was measured:
   query on a superset).  Its noisy answers summed down to the marginal are an unbiased
   estimate; the noise of a cell is then the sum of ``m`` independent draws of the
   measurement's :class:`~ektelo_pgm.privacy.NoiseLaw` (``m``: the cells summed), whose law is
-  computed exactly by convolution, so the interval ``estimate +- t`` (its ends cut at 0: counts
-  are not negative) with ``t`` the smallest half-width of probability at least ``level`` covers at
+  computed exactly by convolution, so the interval ``estimate +- t`` (its lower end cut at 0:
+  counts are not negative; an upper end below 0 is one of the misses the level allows) with ``t`` the smallest half-width of probability at least ``level`` covers at
   least ``level`` of the time, and at most ``level`` plus the probability of the two end points.  The measurement with the
   smallest standard error is used.
 - **model bound** (AIM only): for a marginal no measurement holds, McKenna, Mullins, Sheldon
@@ -207,7 +207,7 @@ class ErrorBars:
             estimate = self._on_values(_summed(best, self.measured_domain, attrs), attrs)
             width = half_width(best.noise, summed, level)
             return Interval(attrs, level, "measured", counts, estimate, best.std * math.sqrt(summed),
-                            np.maximum(estimate - width, 0.0), np.maximum(estimate + width, 0.0))
+                            np.maximum(estimate - width, 0.0), estimate + width)
         l1 = None if self.bound is None else self.bound.l1(attrs, level)
         if l1 is None:
             nan = np.full(counts.shape, np.nan)
