@@ -8,10 +8,11 @@ sampling of that data from a population.  Two sources, by what was measured:
   query on a superset).  Its noisy answers summed down to the marginal are an unbiased
   estimate; the noise of a cell is then the sum of ``m`` independent draws of the
   measurement's :class:`~ektelo_pgm.privacy.NoiseLaw` (``m``: the cells summed), whose law is
-  computed exactly by convolution, so the interval ``estimate +- t`` (its lower end cut at 0:
-  counts are not negative; an upper end below 0 is one of the misses the level allows) with ``t`` the smallest half-width of probability at least ``level`` covers at
-  least ``level`` of the time, and at most ``level`` plus the probability of the two end points.  The measurement with the
-  smallest standard error is used.
+  computed exactly by convolution, so the interval ``estimate +- t``, with ``t`` the smallest
+  half-width of probability at least ``level``, covers at least ``level`` of the time, and at
+  most ``level`` plus the probability of the two end points (its lower end is cut at 0, counts
+  not being negative; an upper end below 0 is one of the misses the level allows).  The
+  measurement with the smallest standard error is used.
 - **model bound** (AIM only): for a marginal no measurement holds, McKenna, Mullins, Sheldon
   and Miklau (AIM, VLDB 2022, sec. 5) bound the model's L1 error through the exponential
   mechanism of a round where the marginal was a candidate.  :class:`SelectionBound` applies
@@ -127,8 +128,8 @@ class Interval:
     released estimate's; ``basis``: ``"measured"``, ``"model bound"`` or ``"none"``;
     ``measured``: the unbiased estimate from the measurement (measured basis, else None);
     ``std_error``: its exact standard error (measured basis, else NaN); ``lower``, ``upper``:
-    the interval for the true count at ``level`` (NaN where nothing bounds the cell); ``l1_bound``: the
-    bound on the L1 error of ``counts`` (model-bound basis, else None)."""
+    the interval for the true count at ``level`` (NaN where nothing bounds the cell);
+    ``l1_bound``: the bound on the L1 error of ``counts`` (model-bound basis, else None)."""
 
     attrs: tuple[str, ...]
     level: float
