@@ -94,13 +94,19 @@ def round_conditional(groups: np.ndarray, cond: np.ndarray, rng: np.random.Gener
     return values
 
 
+#: The estimate classes that can be saved, by the ``kind`` their state names them with.
+_SAVED_KINDS: dict[str, type] = {}
+
+
 class Estimate(ABC):
     """An estimated distribution of records over ``domain``, in counts.
 
     Subclasses give ``total``, ``project`` and ``synthetic_data``; ``answer`` follows.
     Iterative reconstructions also set ``iterations`` (how many ran), ``converged`` (whether
     the optimality gap was certified within their tolerance) and ``gap`` (that gap, in loss
-    units); see :mod:`ektelo_pgm.convergence`.  Direct ones leave them None.
+    units); see :mod:`ektelo_pgm.convergence`.  Direct ones leave them None.  A subclass that
+    can be saved names its ``kind`` and gives ``_state`` and ``_from_state``
+    (:meth:`to_state`).
     """
 
     domain: Domain
@@ -110,6 +116,40 @@ class Estimate(ABC):
     #: The ways :meth:`synthetic_data` can draw records (see :data:`SAMPLING`); an estimate that
     #: lists ``"round"`` takes ``method=`` in ``synthetic_data``.
     sampling_methods: tuple[str, ...] = ("sample",)
+    #: The name of the class in a saved state (None: it cannot be saved).
+    kind: str | None = None
+
+    def __init_subclass__(cls, **options):
+        super().__init_subclass__(**options)
+        if cls.__dict__.get("kind"):
+            _SAVED_KINDS[cls.kind] = cls
+
+    def to_state(self) -> tuple[dict, dict]:
+        """``(JSON-able dict, numpy arrays)`` holding this estimate exactly (no code, no pickle);
+        :meth:`from_state` reads them back."""
+        if self.kind is None:
+            raise InputError(f"a {type(self).__name__} cannot be saved")
+        meta, arrays = self._state()
+        return {"kind": self.kind, "domain": [[a, int(n)] for a, n in zip(self.domain.attrs, self.domain.shape)],
+                **meta}, arrays
+
+    @staticmethod
+    def from_state(meta: dict, arrays: dict) -> "Estimate":
+        """The estimate :meth:`to_state` wrote."""
+        for module in set(_ENGINE_ESTIMATES.values()):  # the engines' estimates register their kinds
+            importlib.import_module(module, __package__)
+        kind = meta.get("kind")
+        if kind not in _SAVED_KINDS:
+            raise InputError(f"unknown saved estimate kind {kind!r}")
+        domain = Domain(*zip(*meta["domain"])) if meta["domain"] else Domain([], [])
+        return _SAVED_KINDS[kind]._from_state(domain, meta, arrays)
+
+    def _state(self) -> tuple[dict, dict]:
+        raise NotImplementedError
+
+    @classmethod
+    def _from_state(cls, domain: Domain, meta: dict, arrays: dict) -> "Estimate":
+        raise NotImplementedError
 
     @property
     @abstractmethod
@@ -367,6 +407,16 @@ class BayesNet(Estimate):
             table.flags.writeable = False
             self.parents[attr], self.cpts[attr] = pa, table
 
+    kind = "bayesnet"
+
+    def _state(self) -> tuple[dict, dict]:
+        return {"total": self._total, "order": list(self.order), "parents": {a: list(p) for a, p in self.parents.items()}}, \
+            {f"cpt/{a}": t for a, t in self.cpts.items()}
+
+    @classmethod
+    def _from_state(cls, domain: Domain, meta: dict, arrays: dict) -> "BayesNet":
+        return cls(domain, meta["parents"], {a: arrays[f"cpt/{a}"] for a in domain.attrs}, meta["total"], meta["order"])
+
     def ancestors(self, attrs: Iterable[str]) -> tuple[str, ...]:
         """``attrs`` and all their ancestors, in domain order."""
         todo, seen = list(self.domain.check(attrs)), set()
@@ -491,6 +541,15 @@ class MixtureEstimate(Estimate):
         if len(self.probs) != len(domain):
             raise InputError(f"MixtureEstimate: {len(self.probs)} attribute tables for {len(domain)} attributes")
 
+    kind = "mixture"
+
+    def _state(self) -> tuple[dict, dict]:
+        return {"total": self._total}, {f"probs/{j}": p for j, p in enumerate(self.probs)}
+
+    @classmethod
+    def _from_state(cls, domain: Domain, meta: dict, arrays: dict) -> "MixtureEstimate":
+        return cls(domain, [arrays[f"probs/{j}"] for j in range(len(domain))], meta["total"])
+
     @property
     def total(self) -> float:
         return self._total
@@ -556,6 +615,18 @@ class Decompressed(Estimate):
                 raise InputError(f"Decompressed: attribute {a!r} needs one code in 0..{estimate.domain[a] - 1} "
                                  f"for each of its {domain[a]} values")
             self.codes[a], self.group_size[a] = c, np.bincount(c, minlength=estimate.domain[a])
+
+    kind = "decompressed"
+
+    def _state(self) -> tuple[dict, dict]:
+        meta, arrays = self.estimate.to_state()
+        return {"inner": meta}, {**{f"inner/{k}": v for k, v in arrays.items()},
+                                 **{f"codes/{a}": c for a, c in self.codes.items()}}
+
+    @classmethod
+    def _from_state(cls, domain: Domain, meta: dict, arrays: dict) -> "Decompressed":
+        inner = Estimate.from_state(meta["inner"], {k[6:]: v for k, v in arrays.items() if k.startswith("inner/")})
+        return cls(inner, domain, {k[6:]: v for k, v in arrays.items() if k.startswith("codes/")})
 
     @property
     def total(self) -> float:

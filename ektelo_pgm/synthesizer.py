@@ -42,7 +42,7 @@ from . import schema as schemas
 from .domain import Domain
 from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_float
 from .errors import InputError, NotFittedError
-from .estimate import SAMPLING
+from .estimate import SAMPLING, Estimate
 from .files import atomic_write
 from .privacy import Budget, Charge, approx_to_zcdp
 from .uncertainty import LEVEL, ErrorBars
@@ -499,7 +499,7 @@ class Synthesizer:
         identity measurements, AIM's selection bound); no generator state (a loaded synthesizer
         samples with fresh randomness)."""
         self._fitted()
-        kind, meta, arrays = _estimate_state(self.estimate)
+        estimate, arrays = self.estimate.to_state()
         bars, measured = self.error_bars.to_state()
         state = {
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
@@ -512,7 +512,7 @@ class Synthesizer:
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
-            "estimate": {"kind": kind, **meta}, "error_bars": bars,
+            "estimate": estimate, "error_bars": bars,
         }
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
@@ -547,7 +547,7 @@ class Synthesizer:
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]
-        synth.estimate = _estimate_from_state(state["estimate"], arrays)
+        synth.estimate = Estimate.from_state(state["estimate"], arrays)
         synth.error_bars = ErrorBars.from_state(synth.estimate, state.get("error_bars", {"measurements": []}),
                                                 measured)  # saved before error bars: none
         return synth
@@ -555,53 +555,3 @@ class Synthesizer:
     def __repr__(self) -> str:
         state = "unfitted" if self.estimate is None else f"fitted, {len(self.encoder.columns)} columns"
         return f"Synthesizer({self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}; {state})"
-
-
-# estimates as JSON and arrays -------------------------------------------------
-def _estimate_state(estimate) -> tuple[str, dict, dict]:
-    """``(kind, JSON-able dict, arrays)`` describing ``estimate`` exactly."""
-    from .estimate import BayesNet, Decompressed, MixtureEstimate
-    from .pgm.model import GraphicalModel
-
-    if isinstance(estimate, GraphicalModel):
-        return "graphical", {"domain": _domain_json(estimate.domain), "total": estimate.total,
-                             "cliques": [list(c) for c in estimate.cliques]}, {"theta": estimate.theta}
-    if isinstance(estimate, Decompressed):
-        kind, meta, arrays = _estimate_state(estimate.estimate)
-        return "decompressed", {"domain": _domain_json(estimate.domain), "inner": {"kind": kind, **meta}}, \
-            {**{f"inner/{k}": v for k, v in arrays.items()}, **{f"codes/{a}": c for a, c in estimate.codes.items()}}
-    if isinstance(estimate, BayesNet):
-        return "bayesnet", {"domain": _domain_json(estimate.domain), "total": estimate.total,
-                            "order": list(estimate.order), "parents": {a: list(p) for a, p in estimate.parents.items()}}, \
-            {f"cpt/{a}": t for a, t in estimate.cpts.items()}
-    if isinstance(estimate, MixtureEstimate):
-        return "mixture", {"domain": _domain_json(estimate.domain), "total": estimate.total}, \
-            {f"probs/{j}": p for j, p in enumerate(estimate.probs)}
-    raise TypeError(f"cannot save a {type(estimate).__name__} estimate")
-
-
-def _estimate_from_state(meta: dict, arrays: dict):
-    from .estimate import BayesNet, Decompressed, MixtureEstimate
-    from .pgm.inference import MarginalOracle
-    from .pgm.model import GraphicalModel
-
-    domain = Domain(*zip(*meta["domain"])) if meta["domain"] else Domain([], [])
-    kind = meta["kind"]
-    if kind == "graphical":
-        oracle = MarginalOracle(domain, [tuple(c) for c in meta["cliques"]])
-        if arrays["theta"].size != oracle.size:
-            raise InputError(f"saved model has {arrays['theta'].size} parameters but its cliques need {oracle.size}")
-        return GraphicalModel.from_flat(oracle, arrays["theta"], meta["total"])
-    if kind == "decompressed":
-        inner = _estimate_from_state(meta["inner"], {k[6:]: v for k, v in arrays.items() if k.startswith("inner/")})
-        return Decompressed(inner, domain, {k[6:]: v for k, v in arrays.items() if k.startswith("codes/")})
-    if kind == "bayesnet":
-        return BayesNet(domain, meta["parents"], {a: arrays[f"cpt/{a}"] for a in domain.attrs}, meta["total"],
-                        meta["order"])
-    if kind == "mixture":
-        return MixtureEstimate(domain, [arrays[f"probs/{j}"] for j in range(len(domain))], meta["total"])
-    raise InputError(f"unknown saved estimate kind {kind!r}")
-
-
-def _domain_json(domain: Domain) -> list:
-    return [[a, int(n)] for a, n in zip(domain.attrs, domain.shape)]

@@ -217,27 +217,36 @@ class GraphicalModel(Estimate):
             raise InputError(f"synthetic_data: method must be 'sample' or 'round', got {method!r}")
         return Dataset(records, self.domain).project(attrs)
 
+    kind = "graphical"
+
+    def _state(self) -> tuple[dict, dict]:
+        return {"total": self._total, "cliques": [list(c) for c in self.oracle.cliques]}, {"theta": self.theta}
+
+    @classmethod
+    def _from_state(cls, domain: Domain, meta: dict, arrays: dict, max_mb: float = DEFAULT_MAX_MB) -> "GraphicalModel":
+        oracle = MarginalOracle(domain, [tuple(c) for c in meta["cliques"]], max_mb)
+        if arrays["theta"].size != oracle.size:
+            raise InputError(f"a saved model has {arrays['theta'].size} parameters but its cliques need {oracle.size}")
+        return cls.from_flat(oracle, arrays["theta"], float(meta["total"]))
+
     def save(self, path) -> None:
-        """Write domain, cliques, log-potentials and total to an ``.npz`` file (no pickled code;
-        ``.npz`` is appended to ``path`` if missing); atomically (a temporary file renamed)."""
+        """Write the model (:meth:`to_state`: domain, cliques, log-potentials and total) to an
+        ``.npz`` file (no pickled code; ``.npz`` is appended to ``path`` if missing); atomically
+        (a temporary file renamed)."""
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
+        meta, arrays = self.to_state()
         with atomic_write(path, "wb") as f:
-            np.savez(f, attrs=json.dumps(list(self.domain.attrs)), shape=np.array(self.domain.shape),
-                     cliques=json.dumps([list(c) for c in self.oracle.cliques]), theta=self.theta,
-                     total=self._total)
+            np.savez(f, state=json.dumps(meta), **arrays)
 
     @classmethod
     def load(cls, path, max_mb: float = DEFAULT_MAX_MB) -> "GraphicalModel":
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save` (its junction tree refused above ``max_mb``)."""
         with np.load(path, allow_pickle=False) as data:
-            domain = Domain(json.loads(str(data["attrs"])), [int(s) for s in data["shape"]])
-            cliques = [tuple(c) for c in json.loads(str(data["cliques"]))]
-            theta, total = data["theta"], float(data["total"])
-        oracle = MarginalOracle(domain, cliques, max_mb)
-        if theta.size != oracle.size:
-            raise InputError(f"{path}: {theta.size} parameters but the cliques need {oracle.size}")
-        return cls.from_flat(oracle, theta, total)
+            meta, arrays = json.loads(str(data["state"])), {k: data[k] for k in data.files if k != "state"}
+        if meta.get("kind") != cls.kind:
+            raise InputError(f"{path}: not a saved GraphicalModel")
+        return cls._from_state(Domain(*zip(*meta["domain"])), meta, arrays, max_mb)
 
     def __repr__(self) -> str:
         return f"GraphicalModel({len(self.oracle.cliques)} cliques, total={self._total:g}, {self.tree})"
