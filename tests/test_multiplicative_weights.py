@@ -305,3 +305,121 @@ def test_bad_settings_are_refused():
         MultiplicativeWeights(tol=-1.0)
     with pytest.raises(ValueError, match="no measurements"):
         MultiplicativeWeights().reconstruct(DOMAIN, [], total=10)
+
+
+# ---------------------------------------------------------------- the methods: cyclic (MWEM's rule, reused), mirror
+
+
+def brute_force_cyclic(domain, ms, total, passes, start=None, stepsize=None):
+    """Hardt et al. 2012, Figure 1 step 3 with sec. 2.3.2's measurement reuse, on the dense data
+    vector: ``passes`` sweeps, each measurement in turn ``p <- p exp(-eta Q'W^2 (Q p - y))``,
+    normalised to ``total``; ``eta = 1 / (2 total max_j max_col ||W_j Q_j col||^2)``."""
+    blocks = []
+    for m in ms:
+        Q = np.diag(np.broadcast_to(1.0 / np.asarray(m.std), m.y.shape)) @ m.full_query(domain).dense()
+        blocks.append((Q, m.y / np.asarray(m.std)))
+    eta = stepsize or 1.0 / (2.0 * total * max(float(np.max(np.sum(Q**2, axis=0))) for Q, _ in blocks))
+    p = np.full(domain.size(), total / domain.size()) if start is None else total * start / start.sum()
+    losses = [0.5 * sum(np.sum((Q @ p - b) ** 2) for Q, b in blocks)]
+    for _ in range(passes):
+        for Q, b in blocks:
+            p = p * np.exp(-eta * Q.T @ (Q @ p - b))
+            p = total * p / p.sum()
+        losses.append(0.5 * sum(np.sum((Q @ p - b) ** 2) for Q, b in blocks))
+    grad = sum(Q.T @ (Q @ p - b) for Q, b in blocks)
+    return p, losses, grad @ p - total * grad.min()
+
+
+AWKWARD = [(("c", "a"), None, 1.5), (("b",), Prefix(4), 2.0), (("d", "b", "a"), None, 4.0),
+           (("a", "b"), Kronecker([Prefix(3), Dense([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])]), 0.7)]
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_cyclic_is_the_brute_force_rule_with_measurement_reuse(warm):
+    """Permuted cliques, a Prefix and a Kronecker query, per-answer stds, noisy answers, a
+    non-uniform start: every pass's loss, the final counts and the gap as the dense computation."""
+    rng = np.random.default_rng(21)
+    x = positive_truth(DOMAIN, 1500.0, rng)
+    ms = measure(DOMAIN, x, AWKWARD, rng, noise=1.0)
+    ms[0] = Measurement(ms[0].attrs, ms[0].y, rng.uniform(0.5, 3.0, ms[0].y.size))  # one std per answer
+    start = positive_truth(DOMAIN, 1500.0, rng) if warm else None
+    seen = []
+    est = MultiplicativeWeights(method="cyclic", iters=25, factored=False, tol=0, ftol=0).reconstruct(
+        DOMAIN, ms, total=1500.0, warm_start=None if start is None else VectorEstimate(DOMAIN, start),
+        callback=lambda t, v: seen.append(v))
+    p, losses, gap = brute_force_cyclic(DOMAIN, ms, 1500.0, 25, start)
+    assert est.iterations == 25 and not est.converged
+    np.testing.assert_allclose(est.vector, p, rtol=1e-11)
+    np.testing.assert_allclose(seen, losses, rtol=1e-11)
+    assert est.gap == pytest.approx(gap, rel=1e-9)
+
+
+def test_cyclic_one_pass_on_one_measurement_is_figure_1():
+    """One measurement of a marginal, one pass, the default step: A_1 = A_0 exp(q (m - q(A_0)) / 2n)
+    on each of its answers (Hardt et al. 2012, Figure 1 step 3)."""
+    rng = np.random.default_rng(22)
+    total = 400.0
+    m = measure(DOMAIN, positive_truth(DOMAIN, total, rng), [(("b", "d"), None, 3.0)], rng, noise=1.0)[0]
+    est = MultiplicativeWeights(method="cyclic", iters=1, factored=False).reconstruct(DOMAIN, [m], total=total)
+    Q = m.full_query(DOMAIN).dense()
+    A0 = np.full(DOMAIN.size(), total / DOMAIN.size())
+    A1 = A0 * np.exp(Q.T @ (m.y - Q @ A0) / (2 * total))
+    np.testing.assert_allclose(est.vector, total * A1 / A1.sum(), rtol=1e-12)
+
+
+def test_cyclic_with_a_given_step_and_factored_equals_the_full_vector():
+    rng = np.random.default_rng(23)
+    ms = measure(SPLIT, positive_truth(SPLIT, 800.0, rng), SPLIT_SPEC, rng, noise=1.0)
+    settings = dict(method="cyclic", iters=40, stepsize=2e-4, tol=0.0, ftol=0.0)
+    factored = MultiplicativeWeights(**settings).reconstruct(SPLIT, ms)
+    full = MultiplicativeWeights(factored=False, **settings).reconstruct(SPLIT, ms)
+    p, _, _ = brute_force_cyclic(SPLIT, [m for m in ms if m.attrs], full.total, 40, stepsize=2e-4)
+    np.testing.assert_allclose(full.vector, p, rtol=1e-11)
+    for attrs in [("e", "a", "c"), ("d", "b"), SPLIT.attrs]:
+        np.testing.assert_allclose(factored.project(attrs), full.project(attrs), rtol=1e-10, atol=1e-10)
+
+
+def test_cyclic_fits_consistent_marginals():
+    """Consistent marginals: the passes approach the I-projection (the IPF solution), and stop
+    once the Frank-Wolfe gap is certified."""
+    rng = np.random.default_rng(24)
+    x = positive_truth(DOMAIN, 1000.0, rng)
+    cliques = [("a", "b"), ("c", "b"), ("d", "c")]
+    ms = measure(DOMAIN, x, [(c, None, 1.0) for c in cliques], rng)
+    est = MultiplicativeWeights(method="cyclic", iters=20000, factored=False).reconstruct(DOMAIN, ms, total=1000.0)
+    assert est.converged and est.iterations < 20000
+    np.testing.assert_allclose(est.vector, ipf(DOMAIN, x, cliques), atol=1e-2)
+
+
+def test_the_methods_are_deterministic_and_the_old_options_unchanged():
+    """Same inputs, same output, for every method; "auto" is Gauss-Newton without a stepsize and
+    the searched-or-given batch rule ("mirror") with one, iterate for iterate."""
+    rng = np.random.default_rng(25)
+    ms = measure(SPLIT, positive_truth(SPLIT, 600.0, rng), SPLIT_SPEC, rng, noise=1.0)
+    for method in ("cyclic", "gauss-newton", "mirror"):
+        first, again = (MultiplicativeWeights(method=method, iters=30).reconstruct(SPLIT, ms) for _ in range(2))
+        np.testing.assert_array_equal(first.project(SPLIT.attrs), again.project(SPLIT.attrs))
+    pairs = [(MultiplicativeWeights(method="auto"), MultiplicativeWeights(method="gauss-newton")),
+             (MultiplicativeWeights(stepsize=3e-4, iters=40),
+              MultiplicativeWeights(method="mirror", stepsize=3e-4, iters=40))]
+    for a, b in pairs:
+        ea, eb = a.reconstruct(SPLIT, ms), b.reconstruct(SPLIT, ms)
+        assert ea.iterations == eb.iterations
+        np.testing.assert_array_equal(ea.project(SPLIT.attrs), eb.project(SPLIT.attrs))
+    assert MultiplicativeWeights(method="cyclic").iters == 100 and MultiplicativeWeights().iters == 1000
+
+
+def test_searched_mirror_lowers_the_loss_every_iteration():
+    rng = np.random.default_rng(26)
+    ms = measure(DOMAIN, positive_truth(DOMAIN, 900.0, rng), AWKWARD, rng, noise=1.0)
+    seen = []
+    est = MultiplicativeWeights(method="mirror", iters=60).reconstruct(DOMAIN, ms, total=900.0,
+                                                                       callback=lambda t, v: seen.append(v))
+    assert len(seen) == est.iterations + 1 and all(b < a for a, b in zip(seen, seen[1:]))
+
+
+def test_bad_methods_are_refused():
+    with pytest.raises(ValueError, match="method"):
+        MultiplicativeWeights(method="newton")
+    with pytest.raises(ValueError, match="stepsize"):
+        MultiplicativeWeights(method="gauss-newton", stepsize=0.1)

@@ -157,3 +157,27 @@ def test_mwem_releases_no_exact_count_unless_it_is_declared_public():
     added = Budget.pure(1.0)
     same = MWEM(WORKLOAD, rounds=2, total=300).run(data, added, rng=0)
     assert result.measurements[0].std == pytest.approx(2 * same.measurements[0].std, rel=1e-2)  # discrete: ~2x
+
+
+def test_mwem_default_update_is_the_reused_rule_and_matches_gauss_newton():
+    """The default update (benchmarks/mw_default.py) is MWEM's rule over all measurements a fixed
+    number of times; on the toy data its workload error is that of the Gauss-Newton fit (same
+    seeds, same budget), and a run is reproducible."""
+    from ektelo_pgm.mechanisms.mwem import UPDATE_ITERS, UPDATE_METHOD
+
+    data = toy()
+    update = MWEM(WORKLOAD).update
+    assert isinstance(update, MultiplicativeWeights)
+    assert (update.method, update.iters) == (UPDATE_METHOD, UPDATE_ITERS)
+    ours, newton = [], []
+    for seed in range(4):
+        budget = Budget.pure(1.0)
+        result = MWEM(WORKLOAD, rounds=4).run(data, budget, rng=seed)
+        assert result.spent <= 1 and budget.remaining >= 0
+        again = MWEM(WORKLOAD, rounds=4).run(data, Budget.pure(1.0), rng=seed)
+        np.testing.assert_array_equal(result.estimate.project(DOMAIN.attrs), again.estimate.project(DOMAIN.attrs))
+        ours.append(workload_error(WORKLOAD, data, result.estimate))
+        fitted = MWEM(WORKLOAD, rounds=4, update=MultiplicativeWeights(method="gauss-newton")).run(
+            data, Budget.pure(1.0), rng=seed)
+        newton.append(workload_error(WORKLOAD, data, fitted.estimate))
+    assert np.mean(ours) <= 1.05 * np.mean(newton)

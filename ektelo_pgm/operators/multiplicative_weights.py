@@ -1,7 +1,8 @@
 """Multiplicative-weights reconstruction: the L2 fit within the exponential family of the start
 that MWEM's update rule (Hardt, Ligett and McSherry 2012, Figure 1 and sec. 2.3.2) stays in, by
-Gauss-Newton steps in its natural parameters or by that rule itself, with the factored
-representation over disjoint attribute groups of Hardt et al. 2012, sec. 4.
+Gauss-Newton steps in its natural parameters or by that rule itself (on all measurements at once,
+or one measurement at a time with measurement reuse), with the factored representation over
+disjoint attribute groups of Hardt et al. 2012, sec. 4.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_toleran
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..kernels import dot
 from ..measurement import check_measurements, resolve_total
-from .least_squares import MAX_DOMAIN_MB, weighted_system
+from .least_squares import MAX_DOMAIN_MB, weighted_local_query, weighted_system
 
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease its gradient predicts
 SEARCH = 40  # halvings of a step before the search concludes that no step of its kind lowers the loss
@@ -31,6 +32,9 @@ RESOLUTION = np.finfo(np.float64).eps  # rows with less mass than this fraction 
 # 818 of 14,742 cells to exactly zero, which the exponential family cannot revive.
 STEP_CAP = 20.0
 SPARSE_CELLS = 1 << 21  # cells times measurements up to which the stacked query is held as a CSR matrix
+METHODS = ("auto", "cyclic", "gauss-newton", "mirror")
+DEFAULT_METHOD = "gauss-newton"  # what "auto" runs without a stepsize (docs/benchmarks.md, "Convergence")
+ITERS = {"cyclic": 100, "gauss-newton": 1000, "mirror": 1000}  # default iters: passes, steps
 
 
 def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
@@ -65,20 +69,34 @@ class MultiplicativeWeights:
     measurements' constraint set (as MWEM's updates, Hardt et al. 2012, and entropic mirror
     descent, McKenna et al. 2019, suppl. E.2, do).
 
-    With the default ``stepsize=None`` the run takes Gauss-Newton steps in ``lambda``
-    (:func:`gauss_newton`; each changes a log-probability by at most :data:`STEP_CAP`) with
-    Armijo backtracking, while they are accepted within :data:`NEWTON_HALVINGS` halvings; then
-    (an optimum on the boundary of the simplex, where the linearisation misleads: noisy answers)
-    MWEM's rule with a searched step (Armijo backtracking, the step doubled after
-    :data:`GROW_AFTER` first-trial acceptances), until no step lowers the loss.  On the noiseless
-    heterogeneous-noise family of tests/test_pgm_convergence.py (std 1e-2 to 1e2) 2-6 steps
-    reach a certified gap of 1e-6, where the searched rule alone reached 1e-3 on none of ten
-    cases in 30,000 iterations (docs/benchmarks.md, "Convergence").  A given ``stepsize`` is
-    MWEM's rule as it is, at every iteration (Hardt et al. 2012, Figure 1 step 3, with the "all
-    measurements, multiple times" enhancement of sec. 2.3.2):
-    ``p <- total * normalise(p * exp(-stepsize * Q'W^2 (Q p - y)))``.
+    ``method`` says how (``"auto"``, the default: ``"gauss-newton"`` without a ``stepsize``,
+    ``"mirror"`` with one):
 
-    ``iters`` is a maximum: the run stops earlier once the Frank-Wolfe duality gap certifies
+    - ``"gauss-newton"``: Gauss-Newton steps in ``lambda`` (:func:`gauss_newton`; each changes a
+      log-probability by at most :data:`STEP_CAP`) with Armijo backtracking, while they are
+      accepted within :data:`NEWTON_HALVINGS` halvings; then (an optimum on the boundary of the
+      simplex, where the linearisation misleads: noisy answers) the ``"mirror"`` steps below,
+      until no step lowers the loss.  On the noiseless heterogeneous-noise family of
+      tests/test_pgm_convergence.py (std 1e-2 to 1e2) 2-6 steps reach a certified gap of 1e-6,
+      where the searched rule alone reached 1e-3 on none of ten cases in 30,000 iterations
+      (docs/benchmarks.md, "Convergence").  Each step solves by LSMR with up to 2 x :data:`INNER`
+      products by the stacked query over the whole factor, so on large factors and noisy answers
+      (MWEM) a step costs seconds: there ``"mirror"`` and ``"cyclic"`` reach the same workload
+      error tens of times sooner (benchmarks/mw_default.py).
+    - ``"mirror"``: MWEM's rule on all measurements at once (Hardt et al. 2012, Figure 1 step 3,
+      with the "all measurements, multiple times" enhancement of sec. 2.3.2),
+      ``p <- total * normalise(p * exp(-step * Q'W^2 (Q p - y)))``, each iteration; the
+      ``stepsize`` given, as it is, else searched (Armijo backtracking from ``1 / (total L)``,
+      ``L`` the largest squared weighted column norm of the stack, doubled after
+      :data:`GROW_AFTER` first-trial acceptances), so that every iteration lowers the loss.
+    - ``"cyclic"``: the same rule applied one measurement at a time, in their order, each
+      iteration one pass over all of them (:func:`cyclic`): sec. 2.3.2's measurement reuse as
+      Figure 1 applies it, by default at Figure 1's rate (``1/2n`` on every answer of marginals
+      of equal noise), else at the ``stepsize`` given.  Each update touches the factor twice (a
+      marginal, a broadcast product); the loss is not guaranteed to fall at every pass.
+
+    ``iters`` (default: 100 passes for ``"cyclic"``, 1000 steps otherwise) is a maximum: the
+    run stops earlier once the Frank-Wolfe duality gap certifies
     the loss within ``tol`` of its minimum, or when the loss stalls (``ftol``), by the rule of
     :mod:`ektelo_pgm.convergence`; the estimate reports ``iterations``, ``converged`` and
     ``gap`` (the largest over the factors, iterations too; converged when every factor is).
@@ -98,18 +116,32 @@ class MultiplicativeWeights:
     factor that stopped earlier counts with its last loss).
     """
 
-    def __init__(self, iters: int = 1000, stepsize: float | None = None, factored: bool = True,
-                 max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL):
-        if int(iters) < 0:
+    def __init__(self, iters: int | None = None, stepsize: float | None = None, factored: bool = True,
+                 max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
+                 method: str = "auto"):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+        if iters is not None and int(iters) < 0:
             raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
         if stepsize is not None and not (np.isfinite(stepsize) and stepsize > 0):
             raise ValueError(f"stepsize must be positive and finite, got {stepsize!r}")
+        if stepsize is not None and method == "gauss-newton":
+            raise ValueError("stepsize is the step of MWEM's rule: give it with method 'cyclic' or 'mirror', "
+                             "not 'gauss-newton'")
         check_tolerances(tol, ftol)
-        self.iters = int(iters)
+        self.method = method
         self.stepsize = None if stepsize is None else float(stepsize)
+        self.iters = ITERS[self.algorithm] if iters is None else int(iters)
         self.factored = bool(factored)
         self.max_domain_mb = float(max_domain_mb)
         self.tol, self.ftol = float(tol), float(ftol)
+
+    @property
+    def algorithm(self) -> str:
+        """The method that runs: ``method``, with ``"auto"`` resolved (see the class docstring)."""
+        if self.method != "auto":
+            return self.method
+        return "mirror" if self.stepsize is not None else DEFAULT_METHOD
 
     def reconstruct(self, domain: Domain, measurements, total=None, warm_start: Estimate | None = None,
                     callback=None) -> Estimate:
@@ -157,6 +189,8 @@ class MultiplicativeWeights:
         if not measurements:
             rule.start(0.0, 0.0)
             return start
+        if self.algorithm == "cyclic":
+            return cyclic(domain, measurements, total, start, rule, self.iters, self.stepsize)
         A, b = weighted_system(domain, measurements)
         if domain.size() * len(measurements) <= SPARSE_CELLS:
             A = Sparse(A.sparse())  # small systems: one CSR product instead of the operator tree
@@ -174,8 +208,8 @@ class MultiplicativeWeights:
         counts, residual, value, grad, gap = evaluate(logp)
         if rule.start(value, gap) or self.iters == 0:
             return start
-        magnitude = None if self.stepsize else A.abs()
-        newton = self.stepsize is None
+        newton = self.algorithm == "gauss-newton"
+        magnitude = A.abs() if newton else None
         alpha = self.stepsize or 1.0 / (total * float(np.max(A.column_norms(2))) ** 2)
         streak = 0
         for _ in range(self.iters):
@@ -230,3 +264,69 @@ def gauss_newton(A, At, magnitude, counts: np.ndarray, residual: np.ndarray) -> 
                             rmatvec=lambda z: scale * jacobian(z), dtype=np.float64)
     z = lsmr(system, -residual, atol=LSMR_TOL, btol=LSMR_TOL, maxiter=INNER)[0]
     return At @ (scale * z)
+
+
+class _Block:
+    """One measurement over the array of a group's domain: its marginal (counts, raveled in the
+    measurement's attribute order) and the way back (an array broadcast against the domain's)."""
+
+    def __init__(self, domain: Domain, m):
+        canon = domain.canonical(m.attrs)
+        self.drop = tuple(i for i, a in enumerate(domain.attrs) if a not in m.attrs)
+        self.order = [canon.index(a) for a in m.attrs]
+        self.back = list(np.argsort(self.order))
+        self.shape = domain.project(m.attrs).shape
+        self.broadcast = tuple(domain[a] if a in m.attrs else 1 for a in domain.attrs)
+        A = weighted_local_query(m, domain)
+        self.A = Sparse(A.sparse()) if A.shape[0] * A.shape[1] <= SPARSE_CELLS else A
+        self.At = self.A.T
+        self.b = m.weights * m.y
+        self.lipschitz = float(np.max(A.column_norms(2))) ** 2
+
+    def marginal(self, p: np.ndarray) -> np.ndarray:
+        return np.transpose(p.sum(axis=self.drop), self.order).ravel()
+
+    def lift(self, v: np.ndarray) -> np.ndarray:
+        return np.transpose(v.reshape(self.shape), self.back).reshape(self.broadcast)
+
+
+def cyclic(domain: Domain, measurements, total: float, start: np.ndarray, rule: StoppingRule, passes: int,
+           stepsize: float | None = None) -> np.ndarray:
+    """MWEM's update with measurement reuse (Hardt et al. 2012, Figure 1 step 3 and sec. 2.3.2):
+    ``passes`` sweeps over ``measurements`` in their order, each measurement in turn applying
+    ``p <- normalise(p * exp(-stepsize * Q'W^2 (Q p - y)))`` to the probabilities ``p`` from
+    ``start``; the default ``stepsize`` is ``1 / (2 total L)``, ``L`` the largest squared weighted
+    column norm of any one measurement's query, which for marginals of equal noise is Figure 1's
+    rate ``(m - q(A)) / 2n`` on every answer.  ``rule`` sees the loss and the Frank-Wolfe gap
+    after each sweep; probabilities."""
+    blocks = [_Block(domain, m) for m in measurements]
+    eta = stepsize or 1.0 / (2.0 * total * max(b.lipschitz for b in blocks))
+    p = start.reshape(domain.shape).copy()
+    grad = np.empty(domain.shape)
+
+    def evaluate():
+        value, inner = 0.0, 0.0
+        for i, block in enumerate(blocks):
+            mu = total * block.marginal(p)
+            residual = block.A @ mu - block.b
+            g = block.At @ residual
+            value += 0.5 * dot(residual, residual)
+            inner += dot(g, mu)
+            if i == 0:
+                grad[...] = block.lift(g)
+            else:
+                grad[...] += block.lift(g)
+        return value, inner - total * float(grad.min())
+
+    if rule.start(*evaluate()):
+        return start
+    for _ in range(passes):
+        for block in blocks:
+            mu = block.marginal(p)
+            change = -eta * (block.At @ (block.A @ (total * mu) - block.b))
+            factor = np.exp(change - change.max())
+            p *= block.lift(factor / dot(mu, factor))
+        p /= p.sum()
+        if rule.update(*evaluate()):
+            break
+    return p.ravel()
