@@ -162,7 +162,16 @@ class Estimate(ABC):
 
     @abstractmethod
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total) drawn from the estimate."""
+        """``n`` records (default: the rounded total; :meth:`record_count`) drawn from the estimate."""
+
+    def record_count(self, n: int | None) -> int:
+        """The number of records :meth:`synthetic_data` draws: ``n`` (a positive integer), or by
+        default the rounded total (at least 1)."""
+        if n is None:
+            return max(1, int(round(self.total)))
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InputError(f"the number of records must be a positive integer (at least one record), got {n!r}")
+        return int(n)
 
     def answer(self, query, attrs) -> np.ndarray:
         """Answers (counts) of an implicit ``query`` over the marginal on ``attrs``."""
@@ -205,7 +214,7 @@ class VectorEstimate(Estimate):
         weights = np.clip(self.vector, 0, None)
         if weights.sum() <= 0:
             raise InputError("the estimate has no positive mass to sample from")
-        n = int(round(self.total)) if n is None else int(n)
+        n = self.record_count(n)
         counts = rng.multinomial(n, weights / weights.sum())
         cells = np.repeat(np.arange(weights.size), counts)
         records = np.stack(np.unravel_index(cells, self.domain.shape), axis=1)
@@ -262,7 +271,7 @@ class FactoredEstimate(Estimate):
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total), each group's values drawn independently."""
         rng = np.random.default_rng(rng)
-        n = int(round(self._total)) if n is None else int(n)
+        n = self.record_count(n)
         records = np.empty((n, len(self.domain)), dtype=np.int64)
         for group, probs in self.factors:
             cells = rng.choice(probs.size, size=n, p=probs.ravel())
@@ -331,9 +340,7 @@ class AverageEstimate(Estimate):
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total) from the equal-weight mixture."""
         rng = np.random.default_rng(rng)
-        n = int(round(self.total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
+        n = self.record_count(n)
         counts = rng.multinomial(n, np.full(len(self.estimates), 1.0 / len(self.estimates)))
         parts = [e.synthetic_data(int(k), rng).records for e, k in zip(self.estimates, counts) if k > 0]
         return Dataset(rng.permutation(np.vstack(parts)), self.domain)
@@ -361,9 +368,7 @@ class RecordsEstimate(Estimate):
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total) drawn with replacement from the records."""
         rng = np.random.default_rng(rng)
-        n = int(round(self._total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
+        n = self.record_count(n)
         return Dataset(self.records.records[rng.integers(len(self.records), size=n)], self.domain)
 
 
@@ -473,10 +478,7 @@ class BayesNet(Estimate):
         gives the records of each parent configuration values in counts rounded from their
         expectations (:func:`round_conditional`), so every table is met to within one record per
         cell; ``"sample"`` draws each independently."""
-        if n is None:
-            n = int(round(self._total))
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise InputError(f"number of records must be a positive integer, got {n!r}")
+        n = self.record_count(n)
         if method not in SAMPLING:
             raise InputError(f"synthetic_data: method must be one of {SAMPLING}, got {method!r}")
         rng = np.random.default_rng(rng)
@@ -525,9 +527,7 @@ class SupportEstimate(Estimate):
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total) drawn from the weighted rows."""
         rng = np.random.default_rng(rng)
-        n = int(round(self.total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
+        n = self.record_count(n)
         picks = rng.choice(len(self.rows), size=n, p=self.weights / self.weights.sum())
         return Dataset(self.rows[picks], self.domain)
 
@@ -584,9 +584,7 @@ class MixtureEstimate(Estimate):
         """``n`` records (default: the rounded total): a mixture component each, then every
         attribute drawn independently from that component."""
         rng = np.random.default_rng(rng)
-        n = int(round(self._total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data: n must be at least 1, got {n}")
+        n = self.record_count(n)
         component = rng.integers(self.probs[0].shape[0], size=n)
         records = np.empty((n, len(self.domain)), dtype=np.int64)
         for j, p in enumerate(self.probs):

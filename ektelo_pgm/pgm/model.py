@@ -204,9 +204,7 @@ class GraphicalModel(Estimate):
         exactly.  Rounding gave the lower 2-way TVD in 36 of 40 runs of MST and AIM on four
         datasets (docs/benchmarks.md, "Default sampling of graphical models").
         """
-        n = int(round(self._total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data: need at least one record, got n={n}")
+        n = self.record_count(n)
         attrs = synthetic_attrs(self.domain, attrs, {a for cl in self.oracle.cliques for a in cl})
         rng = np.random.default_rng(rng)
         if method == "sample":

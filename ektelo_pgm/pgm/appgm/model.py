@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...dataset import Dataset
-from ...errors import InputError
 from ...estimate import Estimate, synthetic_attrs
 from ..factor import Factor
 from ..region_graph import RegionGraph
@@ -58,8 +57,6 @@ class APPGMEstimate(Estimate):
         :func:`sample_records`), over ``attrs`` (default: every attribute; those no measurement
         touched are uniform, with a warning).
         """
-        n = int(round(self.total)) if n is None else int(n)
-        if n < 1:
-            raise InputError(f"synthetic_data needs at least one record, got n={n}")
+        n = self.record_count(n)
         attrs = synthetic_attrs(self.domain, attrs, self.measured)
         return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain).project(attrs)
