@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..dataset import Dataset
+from ..errors import InputError
 from ..estimate import AverageEstimate, Estimate
 from ..operators.multiplicative_weights import MultiplicativeWeights
 from ..operators.select import WorstApproximated, workload_queries
@@ -76,17 +77,17 @@ class MWEM(Adaptive):
                  init_fraction: float = 0.0, penalty: float = 0.0, callback=None, total: float | None = None,
                  total_fraction: float = 0.05):
         if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-            raise ValueError(f"MWEM: rounds must be a positive integer, got {rounds!r}")
+            raise InputError(f"MWEM: rounds must be a positive integer, got {rounds!r}")
         if (init is None) != (init_fraction == 0):
-            raise ValueError("MWEM: give both init (a select operator) and 0 < init_fraction < 1, or neither")
+            raise InputError("MWEM: give both init (a select operator) and 0 < init_fraction < 1, or neither")
         if not 0 <= init_fraction < 1:
-            raise ValueError(f"MWEM: init_fraction must lie in [0, 1), got {init_fraction!r}")
+            raise InputError(f"MWEM: init_fraction must lie in [0, 1), got {init_fraction!r}")
         if not reuse and update is not None:
-            raise ValueError("MWEM: reuse=False is Fig. 1's single MW step and needs update=None")
+            raise InputError("MWEM: reuse=False is Fig. 1's single MW step and needs update=None")
         if total is not None and not (np.isfinite(total) and total > 0):
-            raise ValueError(f"MWEM: total must be a positive number of records, got {total!r}")
+            raise InputError(f"MWEM: total must be a positive number of records, got {total!r}")
         if not 0 < total_fraction < 1:
-            raise ValueError(f"MWEM: total_fraction must lie in (0, 1), got {total_fraction!r}")
+            raise InputError(f"MWEM: total_fraction must lie in (0, 1), got {total_fraction!r}")
         mechanism(noise)
         self.total = None if total is None else float(total)
         self.total_fraction = float(total_fraction)

@@ -13,6 +13,7 @@ from scipy.special import logsumexp
 from .. import progress
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
+from ..errors import InputError
 from ..matrix import Sparse
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_tolerances
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
@@ -120,13 +121,13 @@ class MultiplicativeWeights:
                  max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
                  method: str = "auto"):
         if method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+            raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
         if iters is not None and int(iters) < 0:
-            raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+            raise InputError(f"iters must be a non-negative integer, got {iters!r}")
         if stepsize is not None and not (np.isfinite(stepsize) and stepsize > 0):
-            raise ValueError(f"stepsize must be positive and finite, got {stepsize!r}")
+            raise InputError(f"stepsize must be positive and finite, got {stepsize!r}")
         if stepsize is not None and method == "gauss-newton":
-            raise ValueError("stepsize is the step of MWEM's rule: give it with method 'cyclic' or 'mirror', "
+            raise InputError("stepsize is the step of MWEM's rule: give it with method 'cyclic' or 'mirror', "
                              "not 'gauss-newton'")
         check_tolerances(tol, ftol)
         self.method = method
@@ -154,14 +155,14 @@ class MultiplicativeWeights:
             check_dense_size(domain, group, self.max_domain_mb, what, "instead, reconstruct with PGM or APPGM "
                              "(graphical models over the measured cliques)" if self.factored else FULL_VECTOR_ADVICE)
         if warm_start is not None and warm_start.domain != domain:
-            raise ValueError(f"warm_start is over {warm_start.domain}, not {domain}")
+            raise InputError(f"warm_start is over {warm_start.domain}, not {domain}")
         total = resolve_total(domain, measurements, total)
         factors, rules = [], []
         for group in groups:
             sub = domain.project(group)
             start = np.ones(sub.shape) if warm_start is None else np.clip(warm_start.project(group), 0.0, None)
             if start.sum() <= 0:
-                raise ValueError(f"warm_start has no positive mass on {list(group)}")
+                raise InputError(f"warm_start has no positive mass on {list(group)}")
             local = [m for m in updating if set(m.attrs) <= set(group)]
             losses = []
             with progress.tracked(lambda t, loss: losses.append(loss), self.iters,
