@@ -556,3 +556,29 @@ def test_lbfgs_that_ends_early_hands_over_to_the_proximal_loop(monkeypatch):
     assert est.iterations == 300 and est.rejected  # the proximal loop's step search ran
     assert est.violation() < 1e-6 * total
     assert l2_loss(domain, ms, est.project) <= 1.05 * l2_loss(domain, ms, mirror.project)
+
+
+def test_auto_picks_by_graph_size():
+    """``"auto"`` on L2 (graphs built, nothing solved): L-BFGS up to LBFGS_CELLS cells, the
+    augmented Lagrangian up to AUGMENTED_CELLS where its memory fits, the proximal loop above or
+    where it does not fit; the proximal loop for L1 (docs/benchmarks.md, "Default methods by time
+    to quality")."""
+    from ektelo_pgm.pgm.appgm.estimation import AUGMENTED_CELLS, LBFGS_CELLS, resolve_method
+    from ektelo_pgm.pgm.appgm.lagrangian import working_mb
+
+    def graph(sizes, cliques):
+        domain = Domain([f"x{i}" for i in range(len(sizes))], sizes)
+        return RegionGraph.build("saturated", domain, [tuple(f"x{i}" for i in c) for c in cliques])
+
+    triples = [(0, 1, 2), (1, 2, 3), (2, 3, 4), (0, 3, 4)]
+    small, middle = graph([4] * 5, triples), graph([10] * 5, triples)
+    large = graph([70, 70, 70, 2], [(0, 1, 2), (2, 3)])
+    assert small.cells <= LBFGS_CELLS < middle.cells <= AUGMENTED_CELLS < large.cells
+    assert resolve_method("auto", "l2") == "lbfgs"
+    assert resolve_method("auto", "l2", small) == "lbfgs"
+    assert resolve_method("auto", "l2", middle) == "augmented"
+    assert resolve_method("auto", "l2", middle, max_mb=working_mb(middle) / 2) == "mirror"
+    assert resolve_method("auto", "l2", large) == "mirror"
+    assert resolve_method("auto", "l1", small) == resolve_method("auto", "l1", middle) == "mirror"
+    for method in ("lbfgs", "augmented", "mirror"):
+        assert resolve_method(method, "l2", large) == method

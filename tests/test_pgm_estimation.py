@@ -218,3 +218,28 @@ def test_operator_validation_and_size_refusal():
         PGM(max_model_mb=10).reconstruct(big, ms, total=1.0)
     with pytest.raises(ValueError, match="answers"):
         PGM().reconstruct(DOM, [Measurement(("a",), [1.0, 2.0, 3.0], 1.0)])
+
+
+def test_auto_picks_by_model_size(monkeypatch):
+    """``"auto"`` on L2: L-BFGS up to LBFGS_CELLS parameters (the junction tree's cells), mirror
+    descent above (docs/benchmarks.md, "Default methods by time to quality"); mirror descent for
+    L1; explicit methods as asked.  Nothing is solved: the optimisers are replaced by recorders."""
+    from ektelo_pgm.pgm import estimation
+    from ektelo_pgm.pgm.estimation import LBFGS_CELLS, resolve_method
+
+    def chain(d):
+        domain = Domain([f"x{i}" for i in range(d)], [10] * d)
+        return domain, [Measurement((f"x{i}", f"x{i + 1}", f"x{i + 2}"), np.zeros(1000), 1.0) for i in range(d - 2)]
+
+    ran = []
+    monkeypatch.setattr(estimation, "quasi_newton", lambda *args, **kw: ran.append("lbfgs"))
+    monkeypatch.setattr(estimation, "mirror_descent", lambda *args, **kw: ran.append("mirror"))
+    small, large = chain(12), chain(120)
+    sizes = [MarginalOracle(domain, [m.attrs for m in ms]).size for domain, ms in (small, large)]
+    assert sizes[0] <= LBFGS_CELLS < sizes[1]
+    for (domain, ms), loss in [(small, "l2"), (large, "l2"), (small, "l1")]:
+        estimation.estimate(domain, ms, total=1.0, loss=loss)
+    assert ran == ["lbfgs", "mirror", "mirror"]
+    assert resolve_method("auto", "l2") == resolve_method("auto", "l2", LBFGS_CELLS) == "lbfgs"
+    assert resolve_method("auto", "l2", LBFGS_CELLS + 1) == resolve_method("auto", "l1", 10) == "mirror"
+    assert resolve_method("lbfgs", "l2", 10 * LBFGS_CELLS) == "lbfgs"

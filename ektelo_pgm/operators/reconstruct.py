@@ -12,9 +12,11 @@ class PGM:
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the
     measured cliques minimising the noise-weighted loss of the measurements.
 
-    ``method``: ``"auto"`` (default: ``"lbfgs"`` for the L2 loss, ``"mirror"`` for L1 and callable
-    losses), ``"lbfgs"`` (quasi-Newton on the log-potentials, supplement
-    A.3: robust to noise scales spanning orders of magnitude and to zero cells; smooth losses),
+    ``method``: ``"auto"`` (default: for the L2 loss ``"lbfgs"`` on models of at most 100,000
+    parameters, ``"mirror"`` on larger ones; ``"mirror"`` for L1 and callable losses; see
+    :func:`ektelo_pgm.pgm.estimation.resolve_method`), ``"lbfgs"`` (quasi-Newton on the
+    log-potentials, supplement A.3: robust to noise scales spanning orders of magnitude and to
+    zero cells; smooth losses),
     ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
     over CliqueVectors of counts; ``max_model_mb`` bounds the junction tree (MB as float64);
@@ -60,10 +62,11 @@ class APPGM:
     polytope is the marginal polytope: the measured marginals are those of exact Private-PGM);
     ``loss`` is "l2", "l1" or a custom callable (see
     :class:`~ektelo_pgm.pgm.appgm.objective.MeasuredCliques`); ``method`` "auto" (default, for
-    L2: "lbfgs" on region graphs of at most 1,000 cells, else "augmented" where its working
-    memory fits in ``max_mb``, else "lbfgs" where the region graph's local polytope is the
-    marginal polytope, as on the "tree" graph or any graph of cliques that form a junction
-    tree, and "mirror" elsewhere; "mirror" for L1 and callable losses), "lbfgs"
+    L2: "lbfgs" on region graphs of at most 1,000 cells; up to 250,000 cells "augmented" where
+    its working memory fits in ``max_mb``, else "lbfgs" where the region graph's local polytope
+    is the marginal polytope (as on the "tree" graph or any graph of cliques that form a
+    junction tree) and "mirror" elsewhere; "mirror" on larger graphs, and for L1 and callable
+    losses; see :func:`ektelo_pgm.pgm.appgm.estimation.resolve_method`), "lbfgs"
     (L-BFGS on the measured cliques' log-potentials: exact Private-PGM's where the polytope is
     exact, else with CONVEX-GBP run to consistency as oracle), "augmented" (the method of
     multipliers over the pseudo-marginals, :mod:`ektelo_pgm.pgm.appgm.lagrangian`) or "mirror"

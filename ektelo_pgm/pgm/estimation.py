@@ -456,16 +456,27 @@ def _two_loop(grad: np.ndarray, pairs: list, metric: np.ndarray) -> np.ndarray:
 
 
 METHODS = ("auto", "lbfgs", "mirror", "accelerated")
+# Parameters (cells of the junction tree's cliques, all together) up to which "auto" runs L-BFGS on
+# the L2 loss; mirror descent above (see resolve_method; the measurements behind it are in
+# docs/benchmarks.md, "Default methods by time to quality").
+LBFGS_CELLS = 100_000
 
 
-def resolve_method(method: str, loss) -> str:
-    """The method ``"auto"`` stands for: ``"lbfgs"`` for the L2 loss (smooth; reaches the optimum
-    whatever the noise scales, see docs/benchmarks.md "Convergence"), ``"mirror"`` for L1 and
-    callable losses (which may have kinks; L-BFGS needs a smooth loss)."""
+def resolve_method(method: str, loss, cells: int | None = None) -> str:
+    """The method ``"auto"`` stands for on a model of ``cells`` parameters (the junction tree's
+    cells; None: not known yet).  For the L2 loss ``"lbfgs"`` up to :data:`LBFGS_CELLS` cells (or
+    when ``cells`` is None): smooth, it reaches the optimum whatever the noise scales (see
+    docs/benchmarks.md "Convergence"); ``"mirror"`` above, where each of its iterations costs
+    one pass of belief propagation against L-BFGS's three or more, and it reaches the noisy
+    measurements' error and the optimum's neighbourhood first (docs/benchmarks.md, "Default
+    methods by time to quality").  ``"mirror"`` for L1 and callable losses (which may have kinks;
+    L-BFGS needs a smooth loss)."""
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
     if method == "auto":
-        return "lbfgs" if loss == "l2" else "mirror"
+        if loss != "l2":
+            return "mirror"
+        return "lbfgs" if cells is None or cells <= LBFGS_CELLS else "mirror"
     return method
 
 
@@ -512,7 +523,8 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
 
     ``method``: ``"lbfgs"`` (:func:`quasi_newton`; smooth losses), ``"mirror"`` (Algorithm 1,
     :func:`mirror_descent`), ``"accelerated"`` (Algorithm 2, :func:`dual_averaging`) or ``"auto"``
-    (:func:`resolve_method`: ``"lbfgs"`` for L2, ``"mirror"`` otherwise).  ``iters``
+    (:func:`resolve_method`: for L2 ``"lbfgs"`` on models of at most :data:`LBFGS_CELLS`
+    parameters, ``"mirror"`` on larger ones; ``"mirror"`` otherwise).  ``iters``
     is a maximum.  ``tol``: for ``"lbfgs"`` the certified relative optimality gap of
     :mod:`ektelo_pgm.convergence` (default ``DEFAULT_TOL``); for the others the relative loss
     change that stops them (default 0: never), their gap being assessed at the end.  The model
@@ -522,7 +534,7 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     its measurement's marginal (:func:`_matched_start`: adaptive mechanisms add one clique a round,
     and the loop's checks read the refit).
     """
-    method = resolve_method(method, loss)
+    resolve_method(method, loss)
     if method == "lbfgs" and loss == "l1":
         raise InputError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     measurements = list(measurements)
@@ -537,6 +549,7 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
         raise InputError("nothing to estimate: no measurements and no cliques")
     total = resolve_total(domain, measurements, total, None if warm_start is None else warm_start.total)
     oracle = MarginalOracle(domain, all_cliques, max_mb)
+    method = resolve_method(method, loss, oracle.size)
     theta = np.zeros(oracle.size)
     objective = Objective(oracle, measurements, loss)
     if warm_start is not None:

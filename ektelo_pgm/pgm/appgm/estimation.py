@@ -42,9 +42,11 @@ CONSISTENCY_TOL, CONSISTENCY_ITERS = 1e-12, 500
 MOST_PAIRS, PAIRS_MB = 100, 64.0
 GAP_UPDATES = 10  # message updates of the gap's oracle per gap computation (warm-started)
 ASSESS_CALLS = 20  # gap computations (the least is kept) assessing where the proximal loop ended
-# Region graphs of at most LBFGS_CELLS cells get L-BFGS by default, larger ones the augmented
-# Lagrangian (see resolve_method).
+# Cells (all regions together) up to which "auto" runs L-BFGS, then the augmented Lagrangian up to
+# AUGMENTED_CELLS, then the proximal loop (see resolve_method; the measurements behind both
+# thresholds are in docs/benchmarks.md, "Default methods by time to quality").
 LBFGS_CELLS = 1000
+AUGMENTED_CELLS = 250_000
 METHODS = ("auto", "lbfgs", "augmented", "mirror")
 
 
@@ -274,28 +276,28 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
 
 
 def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: float = 1024.0) -> str:
-    """The method ``"auto"`` stands for on ``graph``.  For the L2 loss: ``"lbfgs"`` on graphs of
-    at most :data:`LBFGS_CELLS` cells, else ``"augmented"``
-    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`) where its working memory
-    (:func:`~ektelo_pgm.pgm.appgm.lagrangian.working_mb`) fits in ``max_mb``, else ``"lbfgs"``
-    where the local polytope is exact (:meth:`RegionGraph.junction_tree`) and ``"mirror"``, the
-    proximal loop, elsewhere; ``"mirror"`` for L1 and callable losses, which may have kinks.
+    """The method ``"auto"`` stands for on ``graph`` (sizes in cells, all regions together; memory
+    in MB).  For the L2 loss:
 
-    Measured on adult (docs/benchmarks.md, "APPGM on large region graphs" and "Convergence"),
-    1000 iterations each.  On loopy graphs L-BFGS runs CONVEX-GBP to consistency at every
-    evaluation, which on large ones is slow: on HDMM's strategy for titanic (saturated, 3,803
-    cells) 295 of 510 oracle calls ran into :data:`CONSISTENCY_ITERS` and L-BFGS stopped after 30
-    iterations; on 1-way marginals and three 3-way ones in a cycle (3,319 cells) it stopped after
-    10, and the proximal loop ended 4.5% to 7 times above the optimum, where the augmented
-    Lagrangian is certified optimal (to 1e-7) after 689-929 iterations, 0.4-0.5 s.  Where the
-    polytope is exact (:func:`on_junction_tree`, exact Private-PGM's L-BFGS on log-potentials,
-    which reaches cells whose optimum is zero only as their potentials go to minus infinity), on
-    the convergence benchmark's cases (b)-(d) (3,129-14,549 cells) L-BFGS ended 2.5e-4, 9.3e-6
-    and 6.3e-4 above the optimum in 0.7-1.5 s, the augmented Lagrangian 1.7e-6, 0 (certified) and
-    5.6e-6 in 0.7-2.8 s.  On the small sets of tests/test_appgm.py (26-91 cells, noise std from
-    1e-2 to 1e2, prefix queries) L-BFGS ends within 1e-7 of the optimum or of exact Private-PGM's
-    loss on all but one, where the augmented Lagrangian, its subproblems as ill-conditioned as
-    the noise scales are spread, ends three cycles of eight 0.4% to 34% above.
+    - ``"lbfgs"`` on graphs of at most :data:`LBFGS_CELLS` cells (or without a graph): it ends
+      nearest the optimum on small sets with noise scales spread over orders of magnitude, where
+      the augmented Lagrangian's subproblems are as ill-conditioned as the scales are spread;
+    - ``"augmented"`` (:func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`) on graphs of
+      at most :data:`AUGMENTED_CELLS` cells whose working memory
+      (:func:`~ektelo_pgm.pgm.appgm.lagrangian.working_mb`) fits in ``max_mb``: there it reaches
+      the optimum first, and L-BFGS, whose every evaluation runs CONVEX-GBP to consistency, is
+      the slowest of the three;
+    - where the augmented Lagrangian does not fit, ``"lbfgs"`` if the local polytope is exact
+      (:meth:`RegionGraph.junction_tree`: exact Private-PGM's L-BFGS) and ``"mirror"`` elsewhere;
+    - ``"mirror"``, the proximal loop (:func:`mirror_descent`), on larger graphs: each of its
+      steps costs one message update, and its estimates beat the noisy measurements' error first,
+      while the augmented Lagrangian's final message passing (its iterates are not locally
+      consistent) takes longer than the proximal loop's whole run.
+
+    ``"mirror"`` for L1 and callable losses, which may have kinks.  The thresholds come from
+    time to quality on random triples from 600 cells to the scale of McKenna et al. 2021, Fig. 2c
+    (``benchmarks/defaults_by_time.py``; figures in docs/benchmarks.md, "Default methods by time
+    to quality", and for adult in "APPGM on large region graphs" and "Convergence").
     """
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}, got {method!r}")
@@ -308,6 +310,8 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
         return "mirror"
     if graph is None or graph.cells <= LBFGS_CELLS:
         return "lbfgs"
+    if graph.cells > AUGMENTED_CELLS:
+        return "mirror"
     if working_mb(graph) <= max_mb:
         return "augmented"
     return "lbfgs" if graph.junction_tree() is not None else "mirror"
@@ -374,10 +378,10 @@ def estimate(domain: Domain, measurements, total: float | None = None, region_gr
     ``theta = kappa log tau`` until the violation is below ``tol * total``; warm started from the
     earlier estimate's pseudo-marginals), ``"mirror"`` (the proximal loop of the paper,
     :func:`mirror_descent`) or ``"auto"`` (:func:`resolve_method`: for L2, L-BFGS on graphs of
-    at most :data:`LBFGS_CELLS` cells, else the augmented Lagrangian where it fits in ``max_mb``;
-    the proximal loop for other losses).  On heterogeneous noise and prefix queries over a junction
-    tree the proximal loop ended 1000 steps 62% above exact Private-PGM's loss (cells whose optimum is zero are
-    approached at a vanishing rate, as in exact mirror descent); L-BFGS reaches it
+    at most :data:`LBFGS_CELLS` cells, the augmented Lagrangian up to :data:`AUGMENTED_CELLS` cells
+    where it fits in ``max_mb``, the proximal loop above; the proximal loop for other losses).  On
+    small graphs with heterogeneous noise and prefix queries the proximal loop approaches cells
+    whose optimum is zero at a vanishing rate, as exact mirror descent does; L-BFGS reaches them
     (docs/benchmarks.md, "Convergence").  Where L-BFGS ends early without a certified gap, the
     proximal loop goes on from its parameters for the iterations left, and the lower loss is
     kept.  ``iters`` is a maximum (of both together); ``gap_tol`` the certified relative gap of

@@ -1,0 +1,393 @@
+"""Which method ``"auto"`` should pick for APPGM and PGM: wall-clock time to a given quality, from
+small problems to the largest of the papers.
+
+APPGM cases (saturated region graph, McKenna et al. 2021, sec. 5): records of the random
+chain-structured model of ``appgm_scaling.synthetic_data``, every cell of each measured triple
+with Gaussian noise of std 5,
+
+- ``tiny``: 8 attributes of size 4, 8 random triples, 10,000 records (Fig. 2a-b's domain);
+- ``small``: 10 attributes of size 10, 20 random triples, 20,000 records;
+- ``medium``: 30 attributes of size 10, 100 random triples, 20,000 records;
+- ``large``: 50 attributes of size 10, 300 random triples, 20,000 records;
+- ``fig2c``: 100 attributes of size 10, 1000 random triples, 20,000 records (Fig. 2c's scale).
+
+PGM cases (McKenna et al. 2019, sec. 5.2, Fig. 2b): attributes of size 10 following a random walk
+(as ``pgm_scale.py``), 20,000 records, every triple of adjacent attributes measured with Gaussian
+noise of std 5; ``chain10``, ``chain100`` and ``chain1000`` attributes.
+
+Each method runs in its own process (``NUMBA_NUM_THREADS=1``; run the script under ``taskset -c
+0``), its kernels compiled on a tiny problem first, then on the case with at most ``--iters``
+iterations and a wall-clock cap (``--cap`` s, the process is killed past it, set-up included).
+Every callback logs the loss against the seconds since the call began; at times growing by 20%
+the error on the measured marginals is computed from the marginals the loss last saw (the time
+this takes is left out of the clock).  Error: the mean over the measured triples of the total
+variation distance ``sum |estimate - true| / (2 records)`` (the noisy measurements' own is
+``std sqrt(2 / pi) cells / (2 records)``, about 0.1 on the size-10 cases).  PGM's mirror descent
+(Algorithm 1) runs compiled and shows no marginals on the way: it is rerun at iteration budgets
+1, 3, 10, ... (each run timed alone, set-up included) and its error is that of each run's model.
+For the augmented Lagrangian the marginals on the way are those of its (not yet locally
+consistent) iterates; its final estimate's are exact.
+
+Per case and method: time to (a) the noisy measurements' error and (b) a loss within 1% (and 0.1%)
+of the lowest loss any method reached on the case: the losses of returned estimates and those on the way,
+except the augmented Lagrangian's on the way, whose iterates are not locally consistent until it
+ends and may lie far below the optimum (its own times to a loss are those of these iterates, so
+optimistic).  The proximal loop's iterates are consistent up to one message update (their loss
+dipped up to 0.4% below its final one), L-BFGS's to 1e-12.
+
+    taskset -c 0 .venv/bin/python benchmarks/defaults_by_time.py [--cases ...] [--methods ...] [--cap 120]
+        [--calls mirror:100 augmented:20 ...] [--out FILE] [--docs-only]
+
+``--calls`` also times whole calls with those iteration budgets (final message passing included)
+and scores the estimates they return.  The committed figures were run as
+``--cases tiny small medium fig2c``, ``--cases large --methods augmented mirror --calls
+augmented:20 mirror:100``, ``--cases chain10 chain100 chain1000`` and calls-only runs
+(``--methods none --calls ...``: fig2c augmented:20 mirror:100, medium augmented:100 mirror:300
+augmented:1000 mirror:1000, chain1000 mirror:300 accelerated:300 lbfgs:300), merged into one file.
+
+Results go to benchmarks/results/defaults_by_time.json and the table to docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "defaults_by_time.json"
+HEADING = "## Default methods by time to quality (`benchmarks/defaults_by_time.py`)"
+STD = 5.0
+APPGM_CASES = {"tiny": (8, 4, 8, 10_000), "small": (10, 10, 20, 20_000), "medium": (30, 10, 100, 20_000),
+               "large": (50, 10, 300, 20_000), "fig2c": (100, 10, 1000, 20_000)}  # attributes, size, triples, records
+PGM_CASES = {"chain10": 10, "chain100": 100, "chain1000": 1000}
+APPGM_METHODS = ("lbfgs", "augmented", "mirror")
+PGM_METHODS = ("lbfgs", "mirror", "accelerated")
+BUDGETS = (1, 3, 10, 30, 100, 300, 1000, 3000, 10000)  # iterations of PGM's compiled mirror descent, one run each
+GROWTH = 1.2  # error checkpoints at times growing by this factor
+
+
+def appgm_case(name: str, seed: int = 0):
+    """(domain, measurements, true marginals in measurement order, records) of an APPGM case."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from appgm_scaling import random_triples, synthetic_data
+    from ektelo_pgm.measurement import Measurement
+
+    d, size, k, records = APPGM_CASES[name]
+    rng = np.random.default_rng(seed)
+    data = synthetic_data(d, size, records, rng)
+    triples = random_triples(d, k, np.random.default_rng(seed + 1))
+    noise = np.random.default_rng(seed + 2)
+    measurements, truth = [], []
+    for t in triples:
+        attrs = tuple(data.domain.attrs[i] for i in t)
+        y = data.marginal(attrs).ravel()
+        measurements.append(Measurement(attrs, y + noise.normal(0, STD, y.size), STD))
+        truth.append(y.astype(float))
+    return data.domain, measurements, truth, float(records)
+
+
+def pgm_case(name: str, seed: int = 0, records: int = 20_000):
+    """The Fig. 2b chain (McKenna et al. 2019): a random walk over attributes of size 10, every
+    adjacent triple measured."""
+    from ektelo_pgm.dataset import Dataset
+    from ektelo_pgm.domain import Domain
+    from ektelo_pgm.measurement import Measurement
+
+    d = PGM_CASES[name]
+    rng = np.random.default_rng(seed)
+    domain = Domain([f"a{i}" for i in range(d)], [10] * d)
+    steps = rng.integers(-1, 2, size=(records, d))
+    steps[:, 0] = rng.integers(0, 10, size=records)
+    data = Dataset(np.cumsum(steps, axis=1) % 10, domain)
+    measurements, truth = [], []
+    for i in range(d - 2):
+        attrs = (f"a{i}", f"a{i + 1}", f"a{i + 2}")
+        y = data.marginal(attrs).ravel().astype(float)
+        measurements.append(Measurement(attrs, y + rng.normal(0, STD, y.size), STD))
+        truth.append(y)
+    return domain, measurements, truth, float(records)
+
+
+def error_of(estimates, truth, records) -> float:
+    """Mean total variation distance over the measured marginals (flat, in measurement order)."""
+    return float(np.mean([np.abs(e - t).sum() for e, t in zip(estimates, truth)]) / (2 * records))
+
+
+class Stop(Exception):
+    pass
+
+
+def emit(**row):
+    print(json.dumps(row), flush=True)
+
+
+def child(family: str, case: str, method: str, iters: int, cap: float) -> None:
+    """One method on one case: prints JSON lines ``{"t", "loss"}`` and ``{"t", "error"}``, then
+    ``{"final": ...}``."""
+    from ektelo_pgm.operators.reconstruct import APPGM, PGM
+    from ektelo_pgm.pgm import estimation
+
+    domain, measurements, truth, records = (appgm_case if family == "appgm" else pgm_case)(case)
+    build = (lambda n: APPGM(iters=n, method=method)) if family == "appgm" else (lambda n: PGM(iters=n, method=method))
+    tiny_domain, tiny_ms, _, tiny_n = appgm_case("tiny")
+    build(3).reconstruct(tiny_domain, tiny_ms[:3], tiny_n)  # kernels compiled (and cached) before timing
+    truth_flat = np.concatenate(truth)
+    sizes = np.cumsum([t.size for t in truth])[:-1]
+
+    def error(answers):
+        return error_of(np.split(answers, sizes), truth, records)
+
+    emit(noisy=error(np.concatenate([m.y for m in measurements])))
+    if family == "pgm" and method == "mirror":  # compiled: no marginals on the way, so rerun per budget
+        clock = time.perf_counter()
+        for budget in BUDGETS:
+            if budget > iters or time.perf_counter() - clock > cap:
+                break
+            log = []
+            start = time.perf_counter()
+            model = build(budget).reconstruct(domain, measurements, records, callback=lambda t, v: log.append(
+                (time.perf_counter() - start, v)))
+            seconds = time.perf_counter() - start
+            for t, v in log[:: max(1, len(log) // 200)]:
+                emit(t=t, loss=v, budget=budget)
+            emit(t=seconds, error=error_of([model.project(m.attrs).ravel() for m in measurements], truth, records),
+                 loss=float(model.loss), budget=budget)
+        emit(final=True)
+        return
+    seen = {}
+    original = estimation.Objective.__call__
+
+    def spy(self, mu, grad=None):
+        seen["objective"], seen["mu"] = self, mu
+        return original(self, mu, grad)
+
+    estimation.Objective.__call__ = spy
+    state = {"excluded": 0.0, "next": 0.05, "logged": 0}
+    start = time.perf_counter()
+
+    def callback(t, value):
+        now = time.perf_counter()
+        elapsed = now - start - state["excluded"]
+        if state["logged"] < 2000 or t % 10 == 0:
+            emit(t=elapsed, loss=value)
+            state["logged"] += 1
+        if elapsed >= state["next"] and "mu" in seen:
+            objective = seen["objective"]
+            if objective.index.size == truth_flat.size:
+                emit(t=elapsed, error=error(seen["mu"][objective.index]), loss=value)
+            state["next"] = elapsed * GROWTH
+        state["excluded"] += time.perf_counter() - now
+        if elapsed > cap:
+            raise Stop
+
+    try:
+        est = build(iters).reconstruct(domain, measurements, records, callback=callback)
+    except Stop:
+        emit(final=False)
+        return
+    seconds = time.perf_counter() - start - state["excluded"]
+    estimation.Objective.__call__ = original
+    answers = [np.asarray(est.project(m.attrs)).ravel() for m in measurements]
+    loss = 0.5 * sum(float(((a - m.y) / STD) @ ((a - m.y) / STD)) for a, m in zip(answers, measurements))
+    emit(t=seconds, error=error_of(answers, truth, records), loss=loss, final=True,
+         iterations=int(getattr(est, "iterations", 0) or 0))
+
+
+def returned(family: str, case: str, method: str, iters: int) -> None:
+    """The estimate a call with at most ``iters`` iterations returns (final message passing
+    included): its wall seconds and error, as one JSON line."""
+    from ektelo_pgm.operators.reconstruct import APPGM, PGM
+
+    build = (lambda n: APPGM(iters=n, method=method)) if family == "appgm" else (lambda n: PGM(iters=n, method=method))
+    tiny_domain, tiny_ms, _, tiny_n = appgm_case("tiny")
+    build(3).reconstruct(tiny_domain, tiny_ms[:3], tiny_n)
+    domain, measurements, truth, records = (appgm_case if family == "appgm" else pgm_case)(case)
+    stamps = []
+    start = time.perf_counter()
+    est = build(iters).reconstruct(domain, measurements, records,
+                                   callback=lambda t, v: stamps.append(time.perf_counter() - start))
+    seconds = time.perf_counter() - start
+    emit(method=method, iters=iters, seconds=seconds, first_callback=stamps[0] if stamps else None,
+         last_callback=stamps[-1] if stamps else None, iterations=int(getattr(est, "iterations", 0) or 0),
+         error=error_of([np.asarray(est.project(m.attrs)).ravel() for m in measurements], truth, records))
+
+
+def run_child(family, case, method, iters, cap) -> dict:
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, __file__, "--child", family, case, method, str(iters), str(cap)]
+    wall = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=cap + 60)
+        stdout, killed = out.stdout, False
+        if out.returncode:
+            print(out.stderr[-3000:], file=sys.stderr)
+    except subprocess.TimeoutExpired as err:
+        stdout = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        killed = True
+    rows = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    losses = [(r["t"], r["loss"]) for r in rows if "loss" in r and "t" in r]
+    errors = [(r["t"], r["error"]) for r in rows if "error" in r]
+    final = next((r for r in rows if "final" in r), {})
+    noisy = next((r["noisy"] for r in rows if "noisy" in r), None)
+    return {"noisy": noisy, "losses": losses, "errors": errors, "finished": final.get("final") is True,
+            "capped": killed or final.get("final") is False, "final": final,
+            "process_seconds": time.perf_counter() - wall}
+
+
+def thinned(pairs, most: int = 300):
+    """At most about ``most`` of the (time, value) pairs, the first and last kept (for the JSON file)."""
+    step = max(1, len(pairs) // most)
+    return pairs[::step] + ([pairs[-1]] if pairs and (len(pairs) - 1) % step else [])
+
+
+def run_call(family, case, method, iters) -> dict:
+    """:func:`returned` in its own process (one thread, as :func:`run_child`)."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, __file__, "--returned", family, case, method, str(iters), "0"], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def first_time(pairs, ok):
+    """Seconds of the first (time, value) pair with ok(value), else None."""
+    return next((t for t, v in sorted(pairs) if ok(v)), None)
+
+
+def summarise(runs: dict, appgm: bool) -> dict:
+    noisy = next(r["noisy"] for r in runs.values() if r["noisy"] is not None)
+    finals = [r["final"]["loss"] for r in runs.values() if r["finished"] and "loss" in r["final"]]
+    on_way = [v for method, r in runs.items() if not (appgm and method == "augmented") for _, v in r["losses"]]
+    best = min(finals + on_way)
+    out = {"noisy_error": noisy, "best_loss": best}
+    for method, r in runs.items():
+        out[method] = {
+            "to_noisy_error": first_time(r["errors"], lambda e: e <= noisy),
+            "to_1pct_loss": first_time(r["losses"], lambda v: v <= 1.01 * best),
+            "to_01pct_loss": first_time(r["losses"], lambda v: v <= 1.001 * best),
+            "last_error": r["errors"][-1][1] if r["errors"] else None,
+            "last_seconds": max([t for t, _ in r["losses"] + r["errors"]], default=None),
+            "first_callback": min([t for t, _ in r["losses"]], default=None),
+            "finished": r["finished"], "capped": r["capped"]}
+    return out
+
+
+def fmt(x, spec=".1f"):
+    return "-" if x is None else format(x, spec)
+
+
+def table(results) -> str:
+    lines = ["| case | method | first callback s | to noisy error s | to 1% of best loss s | to 0.1% s | "
+             "last error (noisy) at s | ended |", "|---|---|---:|---:|---:|---:|---|---|"]
+    for case, r in results.items():
+        s = r["summary"]
+        for method in r["methods"]:
+            m = s[method]
+            ended = "finished" if m["finished"] else ("cap" if m["capped"] else "failed")
+            lines.append(f"| {case} ({r['describe']}) | {method} | {fmt(m['first_callback'], '.2f')} | "
+                         f"{fmt(m['to_noisy_error'], '.2f')} | {fmt(m['to_1pct_loss'], '.2f')} | "
+                         f"{fmt(m.get('to_01pct_loss'), '.2f')} | "
+                         f"{fmt(m['last_error'], '.3f')} ({s['noisy_error']:.3f}) at {fmt(m['last_seconds'])} | "
+                         f"{ended} |")
+    return "\n".join(lines)
+
+
+def calls_table(results) -> str:
+    lines = ["| case | method, iterations | call s (first, last callback) | error of the estimate returned (noisy) | "
+             "load average |", "|---|---|---:|---|---|"]
+    for case, r in results.items():
+        for c in r.get("calls", []):
+            lines.append(f"| {case} | {c['method']}, {c['iters']} | {c['seconds']:.1f} ({fmt(c['first_callback'])}, "
+                         f"{fmt(c['last_callback'])}) | {c['error']:.4f} ({r['summary']['noisy_error']:.4f}) | "
+                         f"{c['load_average'][0]:.1f}-{c['load_average'][1]:.1f} |")
+    return "\n".join(lines)
+
+
+def describe(family, case):
+    if family == "appgm":
+        d, size, k, records = APPGM_CASES[case]
+        return f"APPGM, {d} attributes of size {size}, {k} triples, {records:,} records"
+    return f"PGM, chain of {PGM_CASES[case]} attributes"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", nargs="+", default=list(APPGM_CASES) + list(PGM_CASES))
+    parser.add_argument("--cap", type=float, default=120.0, help="wall-clock seconds per run")
+    parser.add_argument("--iters", type=int, default=3000)
+    parser.add_argument("--methods", nargs="+", default=None)
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--returned", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--calls", nargs="+", default=[], metavar="METHOD:ITERS",
+                        help="also time whole calls of these methods and budgets on the cases (final message "
+                             "passing included) and score the estimates they return")
+    parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--docs-only", action="store_true", help="run nothing: the table from the JSON file")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="JSON file, its other cases kept")
+    args = parser.parse_args()
+    if args.child:
+        family, case, method, iters, cap = args.child
+        child(family, case, method, int(iters), float(cap))
+        return
+    if args.returned:
+        family, case, method, iters, _ = args.returned
+        returned(family, case, method, int(iters))
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from docs_section import write_section
+    from provenance import code_state
+
+    saved = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results = saved.get("results", {})
+    loads = []
+    for case in [] if args.docs_only else args.cases:
+        family = "appgm" if case in APPGM_CASES else "pgm"
+        methods = (APPGM_METHODS if family == "appgm" else PGM_METHODS) if args.methods is None else [
+            m for m in args.methods if m in (APPGM_METHODS if family == "appgm" else PGM_METHODS)]
+        load = os.getloadavg()
+        runs = {}
+        for method in methods:
+            runs[method] = run_child(family, case, method, args.iters, args.cap)
+            print(case, method, {k: v for k, v in runs[method].items() if k not in ("losses", "errors")}, flush=True)
+        calls = []
+        for call in args.calls:
+            method, iters = call.split(":")
+            start_load = os.getloadavg()[0]
+            outcome = run_call(family, case, method, int(iters))
+            calls.append(dict(outcome, load_average=[start_load, os.getloadavg()[0]]))
+            print(case, calls[-1], flush=True)
+        if runs:
+            results[case] = {"describe": describe(family, case), "methods": list(methods),
+                             "load_average": [load, os.getloadavg()], "cap_s": args.cap, "iters": args.iters,
+                             "when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "code": code_state(),
+                             "summary": summarise(runs, family == "appgm"),
+                             "runs": {m: dict(r, losses=thinned(sorted(r["losses"]))) for m, r in runs.items()},
+                             "calls": calls or results.get(case, {}).get("calls", [])}
+        else:
+            results.setdefault(case, {})["calls"] = calls
+        args.out.write_text(json.dumps({"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python "
+                                                  f"{platform.python_version()}", "results": results}, indent=1))
+    ordered = {c: results[c] for c in list(APPGM_CASES) + list(PGM_CASES) if c in results}
+    conditions = "; ".join(f"{c}: {r['when'][:16]} UTC, commit {r['code']}, load average {r['load_average'][0][0]:.1f} "
+                           f"at its start, {r['load_average'][1][0]:.1f} at its end" for c, r in ordered.items())
+    text = (f"One core (`taskset -c 0`, `NUMBA_NUM_THREADS=1`), wall seconds since the call began (set-up "
+            f"included; compilation not), cap {args.cap:.0f} s a run, at most {args.iters} iterations; the "
+            f"noisy error is the measurements' own (mean total variation distance over the measured marginals). "
+            f"Runs: {conditions}.\n\n{table(ordered)}\n\nWhole calls (the estimate a call returns, its final "
+            f"message passing included), one core:\n\n{calls_table(ordered)}")
+    print(text)
+    if not args.no_docs:
+        write_section("defaults_by_time", HEADING, text)
+
+
+if __name__ == "__main__":
+    main()
