@@ -149,7 +149,9 @@ class SelectionBound:
     exponential mechanism's ``epsilon`` and ``sensitivity``, how many ``candidates`` competed,
     the chosen one's ``chosen_weight``, ``chosen_cells`` and ``residual`` ``||y_T -
     M_{r_T}(p_{T-1})||_1``, and for each candidate ``(weight, cells, drift)`` with ``drift =
-    ||M_r(p_{T-1}) - M_r(p)||_1``.  All are post-processing of released values."""
+    ||M_r(p_{T-1}) - M_r(p)||_1``, computed when first needed from the ``scored`` model
+    ``p_{T-1}`` and the ``released`` one ``p`` (None until then; a loaded bound has them all).
+    All are post-processing of released values."""
 
     sigma: float
     noise: NoiseLaw
@@ -160,6 +162,17 @@ class SelectionBound:
     chosen_cells: int
     residual: float
     terms: dict = field(default_factory=dict)
+    scored: object = field(default=None, repr=False)
+    released: object = field(default=None, repr=False)
+
+    def drifts(self, cliques=None) -> None:
+        """Fill in the drift of ``cliques`` (default: every candidate) where it is not known yet,
+        in one pass over both models."""
+        todo = [c for c in (self.terms if cliques is None else cliques) if self.terms[c][2] is None]
+        if todo:
+            pairs = zip(self.scored.projections(todo), self.released.projections(todo))
+            for c, (before, after) in zip(todo, pairs):
+                self.terms[c] = (*self.terms[c][:2], float(np.abs(before - after).sum()))
 
     def l1(self, attrs, level: float = LEVEL) -> float | None:
         """The bound (counts) on the released model's L1 error on the marginal ``attrs`` holding
@@ -168,6 +181,7 @@ class SelectionBound:
         holding = [c for c in self.terms if wanted <= set(c)]
         if not holding:
             return None
+        self.drifts(holding)
         miss = (1.0 - _check_level(level)) / 2.0
         noise_l1 = l1_quantile(self.noise, self.chosen_cells, 1.0 - miss)
         chosen = self.residual + noise_l1 - HALF_NORMAL_MEAN * self.sigma * self.chosen_cells
@@ -236,6 +250,7 @@ class ErrorBars:
                                  for m in self.measurements]}
         if self.bound is not None:
             b = self.bound
+            b.drifts()
             meta["bound"] = {"sigma": b.sigma, "noise": [b.noise.kind, b.noise.scale, b.noise.unit],
                              "epsilon": b.epsilon, "sensitivity": b.sensitivity, "candidates": b.candidates,
                              "chosen_weight": b.chosen_weight, "chosen_cells": b.chosen_cells,

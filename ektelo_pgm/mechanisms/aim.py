@@ -174,18 +174,17 @@ class AIM(Adaptive):
 
     def selection_bound(self, state: State, estimate: GraphicalModel) -> SelectionBound | None:
         """The last round's bound on the released model's L1 error on each candidate (sec. 5,
-        :class:`~ektelo_pgm.uncertainty.SelectionBound`); None when the run stopped before it."""
+        :class:`~ektelo_pgm.uncertainty.SelectionBound`, which keeps the model the round scored);
+        None when the run stopped before it."""
         if "last selection" not in state.memo:
             return None
         allowed, epsilon, sensitivity, sigma = state.memo["last selection"]
         weights, domain, previous = state.memo["weights"], state.domain, state.previous
         (query,), (measured,) = state.chosen, state.measured
         residual = float(np.abs(measured.y - previous.project(query.attrs).ravel()).sum())
-        drifts = (float(np.abs(before - after).sum())
-                  for before, after in zip(previous.projections(allowed), estimate.projections(allowed)))
-        terms = {c: (weights[c], domain.size(c), drift) for c, drift in zip(allowed, drifts)}
+        terms = {c: (weights[c], domain.size(c), None) for c in allowed}  # drifts: when first needed
         return SelectionBound(sigma, measured.noise, epsilon, sensitivity, len(allowed), weights[query.attrs],
-                              domain.size(query.attrs), residual, terms)
+                              domain.size(query.attrs), residual, terms, scored=previous, released=estimate)
 
     @staticmethod
     def sigma(budget: Budget, amount) -> float:
