@@ -105,8 +105,9 @@ class Estimate(ABC):
     Iterative reconstructions also set ``iterations`` (how many ran), ``converged`` (whether
     the optimality gap was certified within their tolerance) and ``gap`` (that gap, in loss
     units); see :mod:`ektelo_pgm.convergence`.  Direct ones leave them None.  A subclass that
-    can be saved names its ``kind`` and gives ``_state`` and ``_from_state``
-    (:meth:`to_state`).
+    can be saved names its ``kind`` and defines ``_state()`` (its part of the state: JSON-able
+    dict and arrays) and the classmethod ``_from_state(domain, meta, arrays)`` (refused at class
+    definition otherwise; :meth:`to_state`).
     """
 
     domain: Domain
@@ -122,6 +123,9 @@ class Estimate(ABC):
     def __init_subclass__(cls, **options):
         super().__init_subclass__(**options)
         if cls.__dict__.get("kind"):
+            missing = [name for name in ("_state", "_from_state") if name not in cls.__dict__]
+            if missing:
+                raise TypeError(f"{cls.__name__} names the saved kind {cls.kind!r} but does not define {missing}")
             _SAVED_KINDS[cls.kind] = cls
 
     def to_state(self) -> tuple[dict, dict]:
@@ -143,13 +147,6 @@ class Estimate(ABC):
             raise InputError(f"unknown saved estimate kind {kind!r}")
         domain = Domain(*zip(*meta["domain"])) if meta["domain"] else Domain([], [])
         return _SAVED_KINDS[kind]._from_state(domain, meta, arrays)
-
-    def _state(self) -> tuple[dict, dict]:
-        raise NotImplementedError
-
-    @classmethod
-    def _from_state(cls, domain: Domain, meta: dict, arrays: dict) -> "Estimate":
-        raise NotImplementedError
 
     @property
     @abstractmethod

@@ -149,3 +149,12 @@ def test_saved_estimates_come_back_exactly(tmp_path):
         Estimate.from_state({"kind": "pickle", "domain": []}, {})
     with pytest.raises(ValueError, match="cannot be saved"):
         VectorEstimate(Domain(["a"], [2]), np.ones(2)).to_state()
+
+
+def test_a_saved_kind_without_its_state_is_refused_at_definition():
+    with pytest.raises(TypeError, match=r"names the saved kind 'half' but does not define \['_from_state'\]"):
+        class Half(VectorEstimate):
+            kind = "half"
+
+            def _state(self):
+                return {}, {"vector": self.vector}
