@@ -223,8 +223,8 @@ def schema_features(name: str, schema: dict) -> dict:
 
 
 def model_features(data: bytes) -> dict:
-    """A saved model's structure: its JSON keys, schema and settings, and its arrays' names,
-    shapes and types."""
+    """A saved model's structure: its JSON keys, schema and settings, its arrays' names, shapes
+    and types, and what its error bars are made of."""
     with np.load(io.BytesIO(data), allow_pickle=False) as saved:
         state = json.loads(str(saved["state"]))
         arrays = tuple(sorted((k, saved[k].shape, str(saved[k].dtype)) for k in saved.files))
@@ -233,6 +233,8 @@ def model_features(data: bytes) -> dict:
              **schema_features("model schema", state["encoder"])}
     for key in ("mechanism", "epsilon", "delta", "options", "sampling", "schema_inferred", "unit", "total"):
         found[f"model: {key}"] = json.dumps(state.get(key), sort_keys=True)
+    bars = state["error_bars"]  # which measurements the intervals use, and whether AIM's bound came with them
+    found["model: error bars"] = (tuple(tuple(m["attrs"]) for m in bars["measurements"]), "bound" in bars)
     return found
 
 
