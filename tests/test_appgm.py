@@ -10,7 +10,7 @@ from ektelo_pgm.matrix import Dense, Identity, Kronecker, Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.appgm import (APPGMEstimate, ConvexGBP, MeasuredCliques, max_entropy_marginal, measured_cliques,
-                                  mirror_descent, transfer)
+                                  prox_pgm, transfer)
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.region_graph import RegionGraph
 
@@ -258,7 +258,7 @@ def test_step_size_safeguard_recovers_from_a_huge_step():
     data = correlated_data(DOMAIN, seed=9)
     ms = noisy(data, LOOPY, 10.0)
     graph = RegionGraph.build("saturated", DOMAIN, LOOPY)
-    beliefs, theta, oracle, history, rejected = mirror_descent(MeasuredCliques(graph, ms), float(len(data)), iters=1500,
+    beliefs, theta, oracle, history, rejected = prox_pgm(MeasuredCliques(graph, ms), float(len(data)), iters=1500,
                                                                stepsize=5.0)
     assert len(rejected) >= 5  # 5.0 is about 2**7 times the safe step
     good = APPGM(iters=1500, method="mirror").reconstruct(DOMAIN, ms, total=len(data))
@@ -547,11 +547,11 @@ def test_lbfgs_that_ends_early_hands_over_to_the_proximal_loop(monkeypatch):
     """With an oracle too inexact for its differenced gradient (one message update a call), L-BFGS
     stops early; the proximal loop runs the iterations left and its estimate, consistent, is kept
     (close to the proximal loop's own after all 300: it had a few iterations fewer)."""
-    import ektelo_pgm.pgm.appgm.estimation as estimation
+    import ektelo_pgm.pgm.appgm.inference as inference
 
     domain, ms, total = tree_structured(4, loopy=True)
     mirror = APPGM(method="mirror", iters=300).reconstruct(domain, ms, total=total)
-    monkeypatch.setattr(estimation, "CONSISTENCY_ITERS", 1)
+    monkeypatch.setattr(inference, "CONSISTENCY_ITERS", 1)
     est = APPGM(method="lbfgs", iters=300).reconstruct(domain, ms, total=total)
     assert est.iterations == 300 and est.rejected  # the proximal loop's step search ran
     assert est.violation() < 1e-6 * total

@@ -12,7 +12,7 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.least_squares import weighted_system
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import PGM
-from ektelo_pgm.pgm.estimation import Objective, estimate, frank_wolfe_gap, resolve_method
+from ektelo_pgm.pgm.estimation import Objective, estimate, resolve_method
 from ektelo_pgm.pgm.inference import MarginalOracle
 
 TOTAL = 1000.0
@@ -113,7 +113,7 @@ def test_the_frank_wolfe_gap_bounds_the_brute_force_gap():
         sum(oracle.block(grad, cl)[tuple(x[domain.attrs.index(a)] for a in cl)] for cl in oracle.cliques)
         for x in itertools.product(*(range(n) for n in domain.shape)))
     for resolution in (1.0, 1e-3):
-        bound = frank_wolfe_gap(oracle, mu, grad, TOTAL, resolution)
+        bound = oracle.gap(mu, grad, TOTAL, resolution)
         assert exact - 1e-9 * abs(exact) <= bound <= exact + resolution
     best, _ = optimum(domain, ms)
     assert value - best <= exact

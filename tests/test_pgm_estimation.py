@@ -9,11 +9,12 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.measurement import estimate_total
-from ektelo_pgm.pgm.estimation import Objective, largest_eigenvalue, mirror_descent
+from ektelo_pgm.pgm.estimation import Objective, largest_eigenvalue
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
 from ektelo_pgm.pgm.model import GraphicalModel
+from ektelo_pgm.pgm.optimizers import Oracle, mirror_descent
 
 DOM = Domain(list("abcdef"), [2, 3, 4, 2, 3, 2])
 CLIQUES = [("a", "b"), ("c", "b"), ("c", "d", "a"), ("e",)]  # f is never measured
@@ -90,22 +91,31 @@ def _reference_mirror_descent(oracle, objective, total, iters, first, smooth):
     return theta, value, losses, kinks
 
 
+class Unfused:
+    """The junction-tree oracle without its compiled loop: the shared Python loop runs instead."""
+
+    def __init__(self, oracle):
+        self.size, self.scale, self.marginals, self.gap = oracle.size, oracle.scale, oracle.marginals, oracle.gap
+
+
 @pytest.mark.parametrize("loss,general,iters", [("l2", False, 60), ("l2", True, 60), ("l1", True, 600)])
 def test_compiled_mirror_descent_matches_python_reference(loss, general, iters):
     truth = _truth()
     ms = [m for m in _measurements(truth) if general or m.query is None]
     oracle = MarginalOracle(DOM, [m.attrs for m in ms])
+    assert isinstance(oracle, Oracle) and isinstance(Unfused(oracle), Oracle)
     objective = Objective(oracle, ms, loss)
     first = objective.first_step(1000.0)
-    seen = []
-    model = mirror_descent(oracle, objective, 1000.0, np.zeros(oracle.size), iters=iters,
-                           callback=lambda t, v: seen.append((t, v)))
     theta, value, losses, kinks = _reference_mirror_descent(oracle, objective, 1000.0, iters, first, loss == "l2")
     assert objective.needs_python == general and (kinks > 0) == (loss == "l1")  # L1 takes a subgradient step
-    assert [t for t, _ in seen] == list(range(1, len(losses) + 1)) and model.iterations == len(losses)
-    np.testing.assert_allclose([v for _, v in seen], losses, rtol=1e-9)
-    np.testing.assert_allclose(model.theta, theta, rtol=1e-8, atol=1e-10)
-    assert model.loss == pytest.approx(value, rel=1e-9)
+    for engine in (oracle, Unfused(oracle)):  # the compiled loop and the shared Python one
+        seen = []
+        got, rule = mirror_descent(engine, objective, 1000.0, np.zeros(oracle.size), iters=iters,
+                                   callback=lambda t, v: seen.append((t, v)))
+        assert [t for t, _ in seen] == list(range(1, len(losses) + 1)) and rule.iterations == len(losses)
+        np.testing.assert_allclose([v for _, v in seen], losses, rtol=1e-9)
+        np.testing.assert_allclose(got, theta, rtol=1e-8, atol=1e-10)
+        assert rule.loss == pytest.approx(value, rel=1e-9)
 
 
 def test_total_estimation_inverse_variance():
@@ -224,7 +234,8 @@ def test_auto_picks_by_model_size(monkeypatch):
     """``"auto"`` on L2: L-BFGS up to LBFGS_CELLS parameters (the junction tree's cells), mirror
     descent above (docs/benchmarks.md, "Default methods by time to quality"); mirror descent for
     L1; explicit methods as asked.  Nothing is solved: the optimisers are replaced by recorders."""
-    from ektelo_pgm.pgm import estimation
+    from ektelo_pgm.convergence import StoppingRule
+    from ektelo_pgm.pgm import estimation, optimizers
     from ektelo_pgm.pgm.estimation import LBFGS_CELLS, resolve_method
 
     def chain(d):
@@ -232,8 +243,11 @@ def test_auto_picks_by_model_size(monkeypatch):
         return domain, [Measurement((f"x{i}", f"x{i + 1}", f"x{i + 2}"), np.zeros(1000), 1.0) for i in range(d - 2)]
 
     ran = []
-    monkeypatch.setattr(estimation, "quasi_newton", lambda *args, **kw: ran.append("lbfgs"))
-    monkeypatch.setattr(estimation, "mirror_descent", lambda *args, **kw: ran.append("mirror"))
+    def recorder(name):
+        return lambda oracle, objective, total, theta, *args: ran.append(name) or (theta, StoppingRule())
+
+    monkeypatch.setattr(optimizers, "quasi_newton", recorder("lbfgs"))
+    monkeypatch.setattr(optimizers, "mirror_descent", recorder("mirror"))
     small, large = chain(12), chain(120)
     sizes = [MarginalOracle(domain, [m.attrs for m in ms]).size for domain, ms in (small, large)]
     assert sizes[0] <= LBFGS_CELLS < sizes[1]

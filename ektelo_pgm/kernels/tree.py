@@ -9,7 +9,8 @@ big clique, the raveled index of the matching cell of the small table; the junct
 kernels store them as runs (see :func:`runs_to_maps`).  Every kernel is a numba function
 compiled once with ``cache=True`` (fixed dtypes: float64 values, int64 offsets, int32 maps) and
 has a plain numpy twin ``*_reference`` with the same semantics, used by the tests (the loop's
-twin is a test).
+twin is the Python loop of :func:`ektelo_pgm.pgm.optimizers.mirror_descent`, whose fast path
+it is for the junction-tree oracle).
 
 One module, because numba's cache checks only the source file of each cached function, and a
 cached function embeds the code it calls: the loop embeds the oracle and the losses, so they
@@ -17,7 +18,7 @@ must live (and change) together.  Functions with parallel loops, and those calli
 cached themselves: numba writes a broken cache entry (a segfault when a later process loads it)
 for a cached function compiled against a callee with parallel code that was itself loaded from
 the cache.  They are compiled into the cached entry points that use them, :func:`calibrate` and
-:func:`mirror_descent`.
+:func:`mirror_descent_loop`.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ class Workspace(NamedTuple):
 
 
 class LossTerms(NamedTuple):
-    """The loss of :func:`mirror_descent`: identity measurements (``index``, ``y``, ``w``: see
+    """The loss of :func:`mirror_descent_loop`: identity measurements (``index``, ``y``, ``w``: see
     :func:`identity_loss`, L1 if ``l1``) plus, if ``python``, ``HOOKS[key][0]``."""
     index: np.ndarray
     y: np.ndarray
@@ -715,9 +716,11 @@ def _loss(mu, grad, loss):
 
 
 @njit(cache=True)
-def mirror_descent(theta, total, iters, tol, first, smooth, report, loss, tree, params, work, parallel_cells):
+def mirror_descent_loop(theta, total, iters, tol, first, smooth, report, loss, tree, params, work,
+                        parallel_cells):
     """Algorithm 1 from the log-potentials ``theta`` (flat, parameter cliques; not modified), the
-    whole loop in one numba call.
+    whole loop in one numba call: :func:`ektelo_pgm.pgm.optimizers.mirror_descent` on the
+    junction-tree oracle (:meth:`~ektelo_pgm.pgm.inference.MarginalOracle.fused_mirror_descent`).
 
     ``theta <- theta - alpha * grad L(mu)``, ``mu = MARGINAL-ORACLE(theta)`` (counts, scaled to
     ``total``).  Each iteration doubles ``alpha`` after :data:`GROW_AFTER` iterations whose first

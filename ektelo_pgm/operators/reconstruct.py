@@ -110,10 +110,10 @@ class APPGM:
         ``warm_start``: an earlier APPGMEstimate whose parameters are reused where regions
         coincide; ``callback(step, loss)`` after every proximal step.
         """
-        from ..pgm.appgm.estimation import estimate
+        from ..pgm.appgm.estimation import Options, estimate
 
-        return estimate(domain, measurements, total=total, region_graph=self.region_graph, loss=self.loss,
-                        iters=self.iters, stepsize=self.stepsize, damping=self.damping,
-                        counting_numbers=self.counting_numbers, final_iters=self.final_iters, tol=self.tol,
-                        out_of_model_iters=self.out_of_model_iters, max_mb=self.max_mb, warm_start=warm_start,
-                        callback=callback, method=self.method, gap_tol=self.gap_tol)
+        options = Options(region_graph=self.region_graph, loss=self.loss, method=self.method, iters=self.iters,
+                          stepsize=self.stepsize, damping=self.damping, counting_numbers=self.counting_numbers,
+                          final_iters=self.final_iters, tol=self.tol, out_of_model_iters=self.out_of_model_iters,
+                          max_mb=self.max_mb, gap_tol=self.gap_tol)
+        return estimate(domain, measurements, total, options, warm_start, callback)

@@ -2,7 +2,7 @@
 
 * :class:`MarginalOracle`: the MARGINAL-ORACLE of sec. 3.2 -- calibrated log-space belief
   propagation on a junction tree, from the log-potentials of the parameter cliques to their
-  marginals in counts.
+  marginals in counts (the exact implementation of :class:`~ektelo_pgm.pgm.optimizers.Oracle`).
 * :func:`eliminate`: variable elimination over (possibly negative) tables, used for out-of-model
   marginals and for factored queries (supplement B, Algorithm 3).
 * :func:`sample_records` / :func:`round_records`: synthetic records along the junction tree.
@@ -19,8 +19,9 @@ import numpy as np
 from .. import progress
 from ..domain import Domain
 from ..estimate import round_conditional
-from ..kernels import calibrate, log_partition
-from ..kernels.tree import ParameterLayout, Workspace, parallel_cells, workspace
+from ..kernels import calibrate, dot, log_partition
+from ..kernels.tree import (HOOKS, LossTerms, ParameterLayout, Workspace, mirror_descent_loop, parallel_cells,
+                            workspace)
 from .clique_vector import FlatCliques
 from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
 
@@ -32,8 +33,12 @@ class MarginalOracle(FlatCliques):
     log-potential table in one flat buffer (:class:`FlatCliques`); they are hosted by the smallest
     maximal clique of the junction tree containing them, whose tables live in another flat buffer
     (``layout``, from ``tree.layout()``), so that one numba call does the whole pass; ``params``
-    says where (see :func:`ektelo_pgm.kernels.calibrate`).
+    says where (see :func:`ektelo_pgm.kernels.calibrate`).  It is the exact
+    :class:`~ektelo_pgm.pgm.optimizers.Oracle`: :meth:`marginals`, :meth:`gap` and the compiled
+    :meth:`fused_mirror_descent`.
     """
+
+    scale = None  # d mu / d theta is the (symmetric) Hessian of the log-partition function
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], max_mb: float = DEFAULT_MAX_MB):
         cliques = list(dict.fromkeys(canonical(domain, cl) for cl in cliques))
@@ -76,6 +81,50 @@ class MarginalOracle(FlatCliques):
         without the marginals: its collect pass only)."""
         work = self.workspace() if work is None else work
         return log_partition(theta, self.layout, self.params, work, parallel_cells())
+
+    def _scratch(self) -> Workspace:
+        """A workspace kept for the optimisers' calls (one optimiser at a time per oracle)."""
+        if getattr(self, "_work", None) is None:
+            self._work = self.workspace()
+        return self._work
+
+    def marginals(self, theta: np.ndarray, total: float) -> np.ndarray:
+        """A fresh buffer of the parameter cliques' marginals (counts) at ``theta``."""
+        return self.calibrate(theta, total, work=self._scratch())[0]
+
+    def gap(self, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
+        """Upper bound on ``L(mu) - min_M L`` for convex ``L`` (counts): the Frank-Wolfe duality gap
+        ``<grad, mu> - total * min_x sum_C grad_C(x_C)`` (Jaggi 2013), within ``resolution`` of it.
+
+        The minimum over the records ``x`` (a MAP problem on the junction tree) is bounded from
+        below by a soft minimum, ``-log(sum_x exp(-beta s(x))) / beta``, the log partition
+        function at inverse temperature ``beta = total * log(domain size) / resolution``: the
+        bound is at most ``total * log(domain size) / beta = resolution`` above the exact gap.
+        """
+        spread = float(np.abs(grad).max())
+        if spread == 0:
+            return 0.0
+        beta = total * max(float(np.sum(np.log(self.domain.shape))), 1e-300) / resolution
+        beta = min(beta, 1e12 / spread)  # keep beta * grad within float64's exact integers' range
+        return max(dot(grad, mu) + total * self.log_partition(-beta * grad, self._scratch()) / beta, 0.0)
+
+    def fused_mirror_descent(self, objective, total: float, theta: np.ndarray, iters: int, tol: float, first: float,
+                             callback=None) -> tuple[np.ndarray, float, int]:
+        """:func:`~ektelo_pgm.pgm.optimizers.mirror_descent`'s loop as one numba call
+        (:func:`~ektelo_pgm.kernels.tree.mirror_descent_loop`) on ``objective``
+        (:class:`~ektelo_pgm.pgm.estimation.Objective`): its identity measurements are scored in
+        the compiled loop, the rest through ``objective.python_part``.  Returns ``(theta, loss,
+        iterations)``."""
+        key = id(objective)
+        HOOKS[key] = (objective.python_part, callback)
+        try:
+            loss = LossTerms(objective.index, objective.y, objective.w, objective.loss == "l1", key,
+                             objective.needs_python)
+            return mirror_descent_loop(np.ascontiguousarray(theta, dtype=np.float64), float(total), int(iters),
+                                       float(tol), float(first), objective.loss == "l2", callback is not None, loss,
+                                       self.layout, self.params, self.workspace(), parallel_cells())
+        finally:
+            del HOOKS[key]
 
     def beliefs(self, theta: np.ndarray, total: float) -> tuple[np.ndarray, np.ndarray, float]:
         """``(mu, log_beliefs, log_z)``: :meth:`calibrate` plus the tree cliques' normalised

@@ -1,14 +1,16 @@
-"""APPGM estimation: PROX-PGM over the local polytope of a region graph (McKenna et al. 2021).
+"""APPGM estimation: Problem 2 of McKenna et al. (2021) over the local polytope of a region graph.
 
-Where the local polytope is the marginal polytope (:meth:`RegionGraph.junction_tree`), Problem 2
-is exact Private-PGM's and is solved as it is (:func:`on_junction_tree`).  Elsewhere: the
-proximal loop of Problem 2 with CONVEX-GBP as oracle (sec. 4, Theorem 2) and the practical
-choices of sec. 6 (one warm-started message update per step, damping); the step size follows
-the line search of McKenna et al. (2019), Algorithm 1, shared with the exact engine
-(:data:`~ektelo_pgm.kernels.tree.HALVINGS`, :data:`~ektelo_pgm.kernels.tree.GROW_AFTER`).
-:func:`estimate` builds the region graph and the loss once and runs the loop.
+What is specific to APPGM: the region graph and loss (:func:`measured_cliques`), warm starts
+(:func:`transfer`), the choice of method (:func:`resolve_method`), the paper's proximal loop
+(:func:`prox_pgm`: one warm-started CONVEX-GBP update per step, sec. 4 and 6) and
+:func:`estimate`.  L-BFGS is the shared :func:`~ektelo_pgm.pgm.optimizers.quasi_newton`, on
+the junction-tree oracle where the local polytope is the marginal polytope
+(:func:`on_junction_tree`) and on :class:`~.inference.RegionGraphOracle` elsewhere
+(:func:`on_region_graph`); the augmented Lagrangian is :mod:`.lagrangian`'s.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,13 +19,14 @@ from ...convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ...domain import Domain
 from ...errors import InputError, ModelTooLargeError
 from ...kernels.interrupt import deferred_sigint, sigint_received
-from ...kernels.tree import GROW_AFTER, HALVINGS
-from ...kernels import dot
+from ...kernels.tree import GROW_AFTER, HALVINGS, TINY
 from ...measurement import resolve_total
-from ..estimation import MEMORY, TINY, Objective, lbfgs, quasi_newton as exact_quasi_newton
+from .. import optimizers
+from ..estimation import Objective
 from ..inference import MarginalOracle
+from ..model import GraphicalModel
 from ..region_graph import RegionGraph
-from .inference import ConvexGBP, consistent_beliefs
+from .inference import ConvexGBP, LocalPolytopeGap, RegionGraphOracle, consistent_beliefs
 from .lagrangian import augmented_lagrangian, working_mb
 from .model import APPGMEstimate
 from .objective import MeasuredCliques
@@ -32,15 +35,11 @@ from .objective import MeasuredCliques
 # rises also come from the messages moving towards consistency (the loss of inconsistent
 # pseudo-marginals can be lower), which no step size cures.
 RISE = 1e-3
-# Largest local-consistency violation (relative to the total) and most message updates of each
-# oracle call of quasi_newton: its differenced gradient divides the pseudo-marginals' error by a
-# log-potential change of 1e-4, so they must be exact to about 1e-12 of the total.
-CONSISTENCY_TOL, CONSISTENCY_ITERS = 1e-12, 500
-# Curvature pairs L-BFGS keeps: up to 100 while they take at most PAIRS_MB.  On the junction-tree
-# sets of the tests (zero cells, prefix queries, std from 1e-2 to 1e2; 60-100 parameters) 10
-# pairs left runs of 1000 iterations up to 29% above the optimum, 100 pairs reached it to 1e-7.
+# Curvature pairs L-BFGS keeps on a loopy region graph: up to 100 while they take at most PAIRS_MB.
+# On the junction-tree sets of the tests (zero cells, prefix queries, std from 1e-2 to 1e2; 60-100
+# parameters) 10 pairs left runs of 1000 iterations up to 29% above the optimum, 100 pairs reached
+# it to 1e-7.
 MOST_PAIRS, PAIRS_MB = 100, 64.0
-GAP_UPDATES = 10  # message updates of the gap's oracle per gap computation (warm-started)
 ASSESS_CALLS = 20  # gap computations (the least is kept) assessing where the proximal loop ended
 # Cells (all regions together) up to which "auto" runs L-BFGS, then the augmented Lagrangian up to
 # AUGMENTED_CELLS, then the proximal loop (see resolve_method; the measurements behind both
@@ -48,6 +47,28 @@ ASSESS_CALLS = 20  # gap computations (the least is kept) assessing where the pr
 LBFGS_CELLS = 1000
 AUGMENTED_CELLS = 250_000
 METHODS = ("auto", "lbfgs", "augmented", "mirror")
+
+
+@dataclass
+class Options:
+    """The settings of :func:`estimate` (see there and :class:`~ektelo_pgm.operators.reconstruct.APPGM`):
+    ``region_graph`` ("saturated", "factor", "tree"), ``loss``, ``method``, ``iters`` (a
+    maximum), ``stepsize`` and ``damping`` of the proximal loop, ``counting_numbers``,
+    ``final_iters`` message updates until the violation is below ``tol * total``,
+    ``out_of_model_iters``, ``max_mb`` (MB as float64) and ``gap_tol`` (certified relative gap)."""
+
+    region_graph: str = "saturated"
+    loss: object = "l2"
+    method: str = "auto"
+    iters: int = 1000
+    stepsize: float | None = None
+    damping: float = 0.5
+    counting_numbers: dict | None = field(default=None)
+    final_iters: int = 2000
+    tol: float = 1e-8
+    out_of_model_iters: int = 3000
+    max_mb: float = 1024.0
+    gap_tol: float = DEFAULT_TOL
 
 
 def measured_cliques(domain: Domain, measurements, region_graph: str = "saturated", loss="l2",
@@ -77,7 +98,7 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
 
 
 @deferred_sigint()  # Ctrl-C ends the loops below between two oracle calls and is raised on return
-def mirror_descent(objective: MeasuredCliques, total: float, iters: int = 1000, stepsize: float | None = None,
+def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsize: float | None = None,
                    damping: float = 0.5, final_iters: int = 2000, tol: float = 1e-8, warm_start=None,
                    callback=None):
     """PROX-PGM minimising ``objective`` over the local polytope of its region graph, with
@@ -149,107 +170,30 @@ def mirror_descent(objective: MeasuredCliques, total: float, iters: int = 1000, 
     return beliefs, theta, oracle, history, rejected
 
 
-class LocalPolytopeGap:
-    """Upper bound on ``L(tau) - min_{L(G)} L`` for convex ``L`` (counts): the Frank-Wolfe gap
-    ``<g, tau> - total * min_{tau' in L(G)} <g, tau'>`` (``g``: the loss gradient on the regions)
-    with the minimum, a MAP linear programme over the local polytope, bounded from below by its
-    dual: for any messages, ``min_{tau' in L(G)} <g, tau'> >= -sum_r max_x Phi_r(x) / beta``
-    where ``Phi`` is the reparameterisation (:meth:`ConvexGBP.reparameterised`) of ``-beta * g``,
-    whose sum against any locally consistent ``tau'`` is ``<-beta g, tau'>``.
+def on_region_graph(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
+                    final_iters: int = 2000, tol: float = 1e-8, warm_start=None):
+    """Problem 2 of McKenna et al. 2021 by the shared L-BFGS
+    (:func:`~ektelo_pgm.pgm.optimizers.quasi_newton`, without its scaling phase) on
+    :class:`~.inference.RegionGraphOracle` (log-potentials ``eta`` of the measured cliques,
+    CONVEX-GBP run to consistency), from ``warm_start`` (an earlier ``(theta, ConvexGBP)``) or 0.
 
-    The messages are CONVEX-GBP's at ``-beta * g`` (:data:`GAP_UPDATES` warm-started updates per
-    call, kept between calls, rescaled when ``beta`` changes): they approach the optimum of the
-    smoothed dual, whose bound is within ``total * sum_r kappa_r log|r| / beta`` of the exact
-    gap; ``beta`` puts that at ``resolution``.  Valid after any number of updates, so a run is
-    never declared converged early; tight once the messages have converged.
-    """
-
-    def __init__(self, objective: MeasuredCliques, total: float, damping: float = 0.5):
-        self.objective, self.total = objective, float(total)
-        graph = objective.graph
-        self.oracle = ConvexGBP(graph, damping)
-        self.entropy = max(float(graph.kappa @ np.log(graph.sizes)), 1e-300)
-        self.beta = None
-
-    def __call__(self, mu: np.ndarray, grad: np.ndarray, resolution: float) -> float:
-        spread = float(np.abs(grad).max())
-        if spread == 0:
-            return 0.0
-        beta = min(self.total * self.entropy / resolution, 1e12 / spread)  # beta * g within float64's exact integers
-        if self.beta is not None and beta != self.beta:
-            self.oracle.rescale(beta / self.beta)
-        self.beta = beta
-        graph = self.objective.graph
-        theta = -beta * self.objective.gradient_to_regions(grad)
-        for _ in range(GAP_UPDATES):
-            if sigint_received():
-                break
-            self.oracle.step(theta)
-        highest = np.maximum.reduceat(self.oracle.reparameterised(theta), graph.offsets[:-1])
-        return max(dot(grad, mu) - self.total * float(-highest.sum()) / beta, 0.0)
-
-
-@deferred_sigint()  # Ctrl-C ends the loop between two oracle calls and is raised on return
-def quasi_newton(objective: MeasuredCliques, total: float, iters: int = 1000, damping: float = 0.5,
-                 final_iters: int = 2000, tol: float = 1e-8, warm_start=None, rule: StoppingRule | None = None):
-    """Problem 2 of McKenna et al. 2021 by the exact engine's L-BFGS
-    (:func:`ektelo_pgm.pgm.estimation.lbfgs`, without its scaling phase) over log-potentials
-    ``eta`` of the measured cliques: region ``r`` gets ``theta_r = theta0_r + kappa_r * sum_{C hosted by r} eta_C``
-    (``theta0`` from ``warm_start``, else 0), and each evaluation runs CONVEX-GBP from the last
-    messages to local consistency (:data:`CONSISTENCY_TOL`).
-
-    The pseudo-marginals of Problem 3 are the gradient of its (convex) optimal value in
-    ``theta``, so ``d mu / d eta = M H M^T diag(kappa_C)`` with ``H`` symmetric and ``M`` the
-    measured cliques' projection: the gradient in ``eta`` is ``kappa_C`` times the derivative of
-    ``mu`` along ``grad L / kappa_C`` (``scale`` of :func:`lbfgs`).  Scaling by ``kappa`` makes
-    a region's beliefs ``~ exp(eta_C + ...)``, so L-BFGS's initial metric ``diag(1 / mu)`` means
-    what it means in exact Private-PGM.  A stationary point in ``eta`` is an optimum
-    over the local polytope, where the loss's gradient is orthogonal to it (as in the proximal
-    loop, which reaches the same optima at a first-order rate).  The scaling phase is left out:
-    its steps (iterative proportional fitting's, up to ``e^-20`` a step) can empty cells that
-    the optimum needs, whose gradient in ``eta`` then vanishes with their mass; on the
-    heterogeneous-noise junction tree of the tests it left L-BFGS stuck 0.5% above the optimum
-    with log-potentials down to -56, which it reaches to 1e-4 in about 800 iterations without.
-
-    ``rule`` (:mod:`ektelo_pgm.convergence`) stops the run from the loss and
-    :class:`LocalPolytopeGap`.  Then up to ``final_iters`` message updates at the final
-    parameters until the largest violation is below ``tol * total``.  Returns ``(beliefs,
-    theta, oracle, history)`` (history: the loss after every iteration).
+    The scaling phase is left out: its steps (proportional fitting's, up to ``e^-20`` a step)
+    can empty cells the optimum needs, whose gradient in ``eta`` then vanishes with their mass;
+    on the heterogeneous-noise junction tree of the tests it left L-BFGS 0.5% above the optimum,
+    which it reaches to 1e-4 in about 800 iterations without.  ``rule`` stops the run; then up to
+    ``final_iters`` message updates until the violation is below ``tol * total``.  Returns
+    ``(beliefs, theta, ConvexGBP)``: the regions' pseudo-marginals (counts) and parameters.
     """
     if total <= 0 or not np.isfinite(total):
         raise InputError(f"total must be a positive number of records, got {total}")
     graph = objective.graph
-    theta0, oracle = (np.zeros(graph.cells), ConvexGBP(graph, damping)) if warm_start is None else warm_start
-    kappa = np.repeat(graph.kappa[objective.host], np.diff(objective.p_off))
-    rule = StoppingRule() if rule is None else rule
-    history, user = [], rule.callback
-
-    def record(t, value):
-        history.append(value)
-        if user is not None:
-            user(t, value)
-
-    def regions(eta):
-        return theta0 + objective.gradient_to_regions(kappa * eta)
-
-    def marginals(eta):
-        return objective.marginals(consistent_beliefs(oracle, regions(eta), total, CONSISTENCY_ITERS, CONSISTENCY_TOL))
-
-    bound = LocalPolytopeGap(objective, total, damping)
-
-    def gap(mu, grad, value):
-        return bound(mu, grad, 0.01 * rule.tol * max(value, 1.0) + TINY)
-
-    rule.callback = record
-    try:
-        pairs = int(min(MOST_PAIRS, max(MEMORY, PAIRS_MB * 2**20 / (16.0 * max(objective.size, 1)))))
-        eta = lbfgs(marginals, objective.objective, total, np.zeros(objective.size), iters, rule, gap, kappa,
-                    scaling=False, memory=pairs)
-    finally:
-        rule.callback = user
-    theta = regions(eta)
-    beliefs = consistent_beliefs(oracle, theta, total, final_iters, tol)
-    return beliefs, theta, oracle, history
+    theta0, gbp = (np.zeros(graph.cells), ConvexGBP(graph, damping)) if warm_start is None else warm_start
+    oracle = RegionGraphOracle(objective, gbp, theta0, damping)
+    pairs = int(min(MOST_PAIRS, max(optimizers.MEMORY, PAIRS_MB * 2**20 / (16.0 * max(objective.size, 1)))))
+    eta, rule = optimizers.quasi_newton(oracle, objective.objective, total, np.zeros(objective.size), iters, rule,
+                                        memory=pairs, scaling=False)
+    theta = oracle.regions(eta)
+    return consistent_beliefs(gbp, theta, total, final_iters, tol), theta, gbp
 
 
 def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
@@ -289,7 +233,7 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
       the slowest of the three;
     - where the augmented Lagrangian does not fit, ``"lbfgs"`` if the local polytope is exact
       (:meth:`RegionGraph.junction_tree`: exact Private-PGM's L-BFGS) and ``"mirror"`` elsewhere;
-    - ``"mirror"``, the proximal loop (:func:`mirror_descent`), on larger graphs: each of its
+    - ``"mirror"``, the proximal loop (:func:`prox_pgm`), on larger graphs: each of its
       steps costs one message update, and its estimates beat the noisy measurements' error first,
       while the augmented Lagrangian's final message passing (its iterates are not locally
       consistent) takes longer than the proximal loop's whole run.
@@ -320,16 +264,16 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
 def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
                      warm_start=None, max_mb: float = 1024.0):
     """Problem 2 on a region graph whose local polytope is the marginal polytope
-    (:meth:`RegionGraph.junction_tree`): exact Private-PGM's L-BFGS
-    (:func:`ektelo_pgm.pgm.estimation.quasi_newton`) on the log-potentials of the measured
-    cliques, as :func:`ektelo_pgm.pgm.estimation.estimate` runs it, over the junction tree of the
-    region graph's top regions.  Its oracle, belief propagation, is exact after one sweep up and
+    (:meth:`RegionGraph.junction_tree`): the shared L-BFGS
+    (:func:`~ektelo_pgm.pgm.optimizers.quasi_newton`) on the junction-tree oracle over the
+    log-potentials of the measured cliques, as :func:`ektelo_pgm.pgm.estimation.estimate` runs
+    it, over the junction tree of the region graph's top regions.  Its oracle, belief propagation, is exact after one sweep up and
     one down, so its differenced gradient is too; no message passing is iterated to a fixed point.
 
     ``warm_start`` (an earlier APPGMEstimate) adds the tree's cliques ``C`` as parameters and
     starts from ``prod_C q_C / q_S`` (``S`` their separators, ``q`` its marginals) on the cliques
-    in its model (1 on the others).  Returns ``(beliefs, theta, oracle, history)`` as
-    :func:`quasi_newton`: every region's marginal (counts), and as parameters
+    in its model (1 on the others).  Returns ``(beliefs, theta, ConvexGBP)`` as
+    :func:`on_region_graph`: every region's marginal (counts), and as parameters
     ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages at zero, a fixed point of its
     oracle (so warm starts and :meth:`ConvexGBP.violation` apply).
     """
@@ -344,118 +288,104 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
                 q = np.maximum(warm_start.project(clique), TINY)
                 axes = tuple(i for i, a in enumerate(clique) if a not in tree.separator(k))
                 oracle.block(theta, clique)[...] += np.log(q) - np.log(q.sum(axis=axes, keepdims=True))
-    history, user = [], rule.callback
-
-    def record(t, value):
-        history.append(value)
-        if user is not None:
-            user(t, value)
-
-    rule.callback = record
-    try:
-        model = exact_quasi_newton(oracle, Objective(oracle, objective.measurements, objective.loss), total, theta,
-                                   iters, rule)
-    finally:
-        rule.callback = user
+    theta, _ = optimizers.quasi_newton(oracle, Objective(oracle, objective.measurements, objective.loss), total, theta,
+                                       iters, rule)
+    model = GraphicalModel.from_flat(oracle, theta, total)
     beliefs = np.concatenate([model.project(r).ravel() for r in graph.regions])
     theta = np.repeat(graph.kappa, graph.sizes) * np.log(np.maximum(beliefs, TINY))
-    return beliefs, theta, ConvexGBP(graph, damping), history
+    return beliefs, theta, ConvexGBP(graph, damping)
 
 
-def estimate(domain: Domain, measurements, total: float | None = None, region_graph: str = "saturated", loss="l2",
-             iters: int = 1000, stepsize: float | None = None, damping: float = 0.5, counting_numbers=None,
-             final_iters: int = 2000, tol: float = 1e-8, out_of_model_iters: int = 3000, max_mb: float = 1024.0,
-             warm_start: APPGMEstimate | None = None, callback=None, method: str = "auto",
-             gap_tol: float = DEFAULT_TOL) -> APPGMEstimate:
+def estimate(domain: Domain, measurements, total: float | None = None, options: Options | None = None,
+             warm_start: APPGMEstimate | None = None, callback=None) -> APPGMEstimate:
     """APPGM estimation (McKenna et al. 2021): pseudo-marginals in counts (``total`` records,
     estimated from the measurements when None, McKenna et al. 2019, supplement E.1) fitting the
-    measurements over the local polytope of ``region_graph``.
+    measurements over the local polytope of ``options.region_graph`` (:class:`Options`).
 
     The region graph and the loss come from :func:`measured_cliques`.  ``method``: ``"lbfgs"``
     (:func:`on_junction_tree` where the local polytope is the marginal polytope, else
-    :func:`quasi_newton`), ``"augmented"`` (the method of multipliers in the pseudo-marginals,
-    :func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`, then message updates at
-    ``theta = kappa log tau`` until the violation is below ``tol * total``; warm started from the
-    earlier estimate's pseudo-marginals), ``"mirror"`` (the proximal loop of the paper,
-    :func:`mirror_descent`) or ``"auto"`` (:func:`resolve_method`: for L2, L-BFGS on graphs of
-    at most :data:`LBFGS_CELLS` cells, the augmented Lagrangian up to :data:`AUGMENTED_CELLS` cells
-    where it fits in ``max_mb``, the proximal loop above; the proximal loop for other losses).  On
-    small graphs with heterogeneous noise and prefix queries the proximal loop approaches cells
-    whose optimum is zero at a vanishing rate, as exact mirror descent does; L-BFGS reaches them
-    (docs/benchmarks.md, "Convergence").  Where L-BFGS ends early without a certified gap, the
-    proximal loop goes on from its parameters for the iterations left, and the lower loss is
-    kept.  ``iters`` is a maximum (of both together); ``gap_tol`` the certified relative gap of
-    :mod:`ektelo_pgm.convergence` that stops L-BFGS and the augmented Lagrangian (the proximal
-    loop's gap is assessed at its end).  ``warm_start`` is an earlier
-    estimate whose parameters are reused where regions coincide (:func:`transfer`);
+    :func:`on_region_graph`), ``"augmented"`` (the method of multipliers in the
+    pseudo-marginals, :func:`~ektelo_pgm.pgm.appgm.lagrangian.augmented_lagrangian`, then message
+    updates at ``theta = kappa log tau`` until the violation is below ``tol * total``; warm
+    started from the earlier estimate's pseudo-marginals), ``"mirror"`` (the paper's proximal
+    loop, :func:`prox_pgm`) or ``"auto"`` (:func:`resolve_method`).  Where L-BFGS ends early
+    without a certified gap, the proximal loop goes on from its parameters for the iterations
+    left, and the lower loss is kept.  ``iters`` is a maximum (of both together); ``gap_tol``
+    the certified relative gap of :mod:`ektelo_pgm.convergence` that stops L-BFGS and the
+    augmented Lagrangian (the proximal loop's gap is assessed at its end).  ``warm_start`` is an
+    earlier estimate whose parameters are reused where regions coincide (:func:`transfer`);
     ``callback(step, loss)`` runs after every step.  The estimate reports ``iterations``,
     ``converged`` and ``gap``.
     """
+    o = Options() if options is None else options
     measurements = list(measurements)
     for m in measurements:
         m.check(domain)
-    resolve_method(method, loss)
+    resolve_method(o.method, o.loss)
     total = resolve_total(domain, measurements, total)
-    objective = measured_cliques(domain, measurements, region_graph, loss, counting_numbers, max_mb, method)
+    objective = measured_cliques(domain, measurements, o.region_graph, o.loss, o.counting_numbers, o.max_mb, o.method)
     exact = objective.graph.junction_tree() is not None
-    method = resolve_method(method, loss, objective.graph, max_mb)
-    if method == "augmented" and working_mb(objective.graph) > max_mb:
-        raise ModelTooLargeError(f"the augmented Lagrangian on the {region_graph} region graph ({objective.graph.cells:,} "
-                          f"cells) needs about {working_mb(objective.graph):,.1f} MB, above the limit of {max_mb:,.1f} "
-                          "MB: raise max_mb, or use method='lbfgs' or 'mirror'")
-    start = None if warm_start is None else transfer(warm_start, objective.graph, damping)
-    rule = StoppingRule(gap_tol, DEFAULT_FTOL)
+    method = resolve_method(o.method, o.loss, objective.graph, o.max_mb)
+    if method == "augmented" and working_mb(objective.graph) > o.max_mb:
+        raise ModelTooLargeError(f"the augmented Lagrangian on the {o.region_graph} region graph "
+                                 f"({objective.graph.cells:,} cells) needs about {working_mb(objective.graph):,.1f} "
+                                 f"MB, above the limit of {o.max_mb:,.1f} MB: raise max_mb, or use method='lbfgs' or "
+                                 "'mirror'")
+    start = None if warm_start is None else transfer(warm_start, objective.graph, o.damping)
+    iters, history, rejected = o.iters, [], ()
+
+    def finish(beliefs, theta, gbp, history, rejected, rule):
+        return _estimate(objective, beliefs, theta, gbp, history, rejected, rule, measurements, o.out_of_model_iters)
+
     with progress.tracked(callback, iters, f"APPGM ({method})") as callback:
-        rejected, history = (), []
+        def record(t, value):
+            history.append(value)
+            if callback is not None:
+                callback(t, value)
+
         if method == "lbfgs" and exact:
-            rule.callback = callback
-            beliefs, theta, oracle, history = on_junction_tree(objective, total, iters, rule, damping, warm_start,
-                                                               max_mb)
-            return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
-                             out_of_model_iters)
+            rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, record)
+            beliefs, theta, gbp = on_junction_tree(objective, total, iters, rule, o.damping, warm_start, o.max_mb)
+            return finish(beliefs, theta, gbp, history, rejected, rule)
         if method == "augmented":
-            rule.callback = callback
+            rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, callback)
             start = None if warm_start is None else start[1].beliefs(start[0], total)
             tau, bound, history = augmented_lagrangian(objective, total, iters, rule, start)
-            oracle = ConvexGBP(objective.graph, damping)
+            gbp = ConvexGBP(objective.graph, o.damping)
             theta = np.repeat(objective.graph.kappa, objective.graph.sizes) * np.log(np.maximum(tau, TINY))
-            beliefs = consistent_beliefs(oracle, theta, total, final_iters, tol)
+            beliefs = consistent_beliefs(gbp, theta, total, o.final_iters, o.tol)
             value = objective(beliefs)[0]
             rule.start(value, max(value - bound, 0.0))
             rule.iterations = len(history)
-            return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
-                             out_of_model_iters)
+            return finish(beliefs, theta, gbp, history, rejected, rule)
+        rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, record)
         if method == "lbfgs":
-            rule.callback = callback
-            beliefs, theta, oracle, history = quasi_newton(
-                objective, total, iters=iters, damping=damping, final_iters=final_iters, tol=tol, warm_start=start,
-                rule=rule)
+            beliefs, theta, gbp = on_region_graph(objective, total, iters, rule, o.damping, o.final_iters, o.tol, start)
             if rule.converged or rule.iterations >= iters or sigint_received():
-                return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
-                                 out_of_model_iters)
+                return finish(beliefs, theta, gbp, history, rejected, rule)
             # L-BFGS ended early without a certified gap (its line search found no lower loss, at the
             # optimum or where CONVEX-GBP converges too slowly for its differenced gradient): the proximal
             # loop, with its own counting numbers and from the same start, runs the iterations left, and
             # the lower of the two losses is kept.  On adult's AIM-like set (junction tree) L-BFGS
             # stopped after 48 iterations 152% above the optimum, the proximal loop ends 85% above;
             # continued from L-BFGS's pseudo-marginals it stayed above them.
-            done = _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements,
-                             out_of_model_iters)
-            objective = measured_cliques(domain, measurements, region_graph, loss, counting_numbers, max_mb)
-            start = None if warm_start is None else transfer(warm_start, objective.graph, damping)
+            done = finish(beliefs, theta, gbp, history, rejected, rule)
+            objective = measured_cliques(domain, measurements, o.region_graph, o.loss, o.counting_numbers, o.max_mb)
+            start = None if warm_start is None else transfer(warm_start, objective.graph, o.damping)
             iters -= rule.iterations
-        beliefs, theta, oracle, more, rejected = mirror_descent(
-            objective, total, iters=iters, stepsize=stepsize, damping=damping, final_iters=final_iters, tol=tol,
-            warm_start=start, callback=None if callback is None else handover(callback, len(history), rule.loss))
+        beliefs, theta, gbp, more, rejected = prox_pgm(
+            objective, total, iters=iters, stepsize=o.stepsize, damping=o.damping, final_iters=o.final_iters,
+            tol=o.tol, warm_start=start,
+            callback=None if callback is None else handover(callback, len(history), rule.loss))
         mu = objective.marginals(beliefs)
         value, grad = objective.objective(mu)
         if method == "lbfgs" and value >= rule.loss:
             return done
         history = history + more
-        bound, resolution = LocalPolytopeGap(objective, total, damping), 0.01 * gap_tol * max(value, 1.0) + TINY
+        bound, resolution = LocalPolytopeGap(objective, total, o.damping), 0.01 * o.gap_tol * max(value, 1.0) + TINY
         rule.start(value, min(bound(mu, grad, resolution) for _ in range(ASSESS_CALLS)))
         rule.iterations = len(history)
-    return _estimate(objective, beliefs, theta, oracle, history, rejected, rule, measurements, out_of_model_iters)
+    return finish(beliefs, theta, gbp, history, rejected, rule)
 
 
 def handover(callback, offset: int, below: float):

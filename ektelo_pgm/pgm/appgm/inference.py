@@ -1,8 +1,11 @@
 """Inference over the local polytope of a region graph (McKenna et al. 2021, sec. 4).
 
-* :class:`ConvexGBP`: the marginal oracle, CONVEX-GBP (Theorems 1-2), from log-potentials of
-  the regions to their pseudo-marginals in counts, with messages kept between calls.
+* :class:`ConvexGBP`: CONVEX-GBP (Theorems 1-2), from log-potentials of the regions to their
+  pseudo-marginals in counts, with messages kept between calls.
 * :func:`consistent_beliefs`: message updates at fixed parameters until local consistency.
+* :class:`RegionGraphOracle`: CONVEX-GBP run to consistency as an
+  :class:`~ektelo_pgm.pgm.optimizers.Oracle` over the measured cliques' log-potentials, with
+  :class:`LocalPolytopeGap` as its optimality gap.
 * :func:`max_entropy_marginal`: out-of-model marginals (Problem 4).
 * :func:`sample_records`: synthetic records from pseudo-marginals.
 """
@@ -13,11 +16,18 @@ import numpy as np
 from ... import progress
 from ...dataset import check_dense_size
 from ...errors import InputError
-from ...kernels import project
+from ...kernels import dot, project
 from ...kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ...kernels.interrupt import sigint_received
 from ..factor import Factor
 from ..region_graph import RegionGraph
+from .objective import MeasuredCliques
+
+# Largest local-consistency violation (relative to the total) and most message updates of each
+# call of RegionGraphOracle.marginals: L-BFGS's differenced gradient divides the pseudo-marginals'
+# error by a log-potential change of 1e-4, so they must be exact to about 1e-12 of the total.
+CONSISTENCY_TOL, CONSISTENCY_ITERS = 1e-12, 500
+GAP_UPDATES = 10  # message updates of the gap's oracle per gap computation (warm-started)
 
 
 class ConvexGBP:
@@ -149,6 +159,81 @@ def consistent_beliefs(oracle: ConvexGBP, theta: np.ndarray, total: float, iters
             oracle.damping = min(0.5 * (1.0 + oracle.damping), 0.9)
         gap = new_gap
     return beliefs
+
+
+class LocalPolytopeGap:
+    """Upper bound on ``L(tau) - min_{L(G)} L`` for convex ``L`` (counts): the Frank-Wolfe gap
+    ``<g, tau> - total * min_{tau' in L(G)} <g, tau'>`` (``g``: the loss gradient on the measured
+    cliques) with the minimum, a MAP linear programme over the local polytope, bounded from below
+    by its dual: for any messages, ``min_{tau' in L(G)} <g, tau'> >= -sum_r max_x Phi_r(x) / beta``
+    where ``Phi`` is the reparameterisation (:meth:`ConvexGBP.reparameterised`) of ``-beta * g``.
+
+    The messages are CONVEX-GBP's at ``-beta * g`` (:data:`GAP_UPDATES` warm-started updates per
+    call, kept between calls, rescaled when ``beta`` changes): they approach the optimum of the
+    smoothed dual, whose bound is within ``total * sum_r kappa_r log|r| / beta`` of the exact
+    gap; ``beta`` puts that at ``resolution``.  Valid after any number of updates, so a run is
+    never declared converged early; tight once the messages have converged.
+    """
+
+    def __init__(self, objective: MeasuredCliques, total: float, damping: float = 0.5):
+        self.objective, self.total = objective, float(total)
+        graph = objective.graph
+        self.oracle = ConvexGBP(graph, damping)
+        self.entropy = max(float(graph.kappa @ np.log(graph.sizes)), 1e-300)
+        self.beta = None
+
+    def __call__(self, mu: np.ndarray, grad: np.ndarray, resolution: float) -> float:
+        spread = float(np.abs(grad).max())
+        if spread == 0:
+            return 0.0
+        beta = min(self.total * self.entropy / resolution, 1e12 / spread)  # beta * g within float64's exact integers
+        if self.beta is not None and beta != self.beta:
+            self.oracle.rescale(beta / self.beta)
+        self.beta = beta
+        graph = self.objective.graph
+        theta = -beta * self.objective.gradient_to_regions(grad)
+        for _ in range(GAP_UPDATES):
+            if sigint_received():
+                break
+            self.oracle.step(theta)
+        highest = np.maximum.reduceat(self.oracle.reparameterised(theta), graph.offsets[:-1])
+        return max(dot(grad, mu) - self.total * float(-highest.sum()) / beta, 0.0)
+
+
+class RegionGraphOracle:
+    """The :class:`~ektelo_pgm.pgm.optimizers.Oracle` of APPGM (McKenna et al. 2021, sec. 4):
+    log-potentials ``eta`` of the measured cliques (``objective``'s buffer) enter region ``r`` as
+    ``theta_r = theta0_r + kappa_r sum_{C hosted by r} eta_C``, and :meth:`marginals` runs
+    CONVEX-GBP (``gbp``, from its last messages) to local consistency
+    (:data:`CONSISTENCY_TOL` of the total) and returns the measured cliques' pseudo-marginals.
+
+    Those are the gradient of Problem 3's convex optimal value in ``theta``, so ``d mu / d eta
+    = M H M^T diag(kappa_C)``, ``H`` symmetric: ``scale`` is ``kappa_C`` per cell.  Scaling by
+    kappa makes a region's beliefs ``~ exp(eta_C + ...)``, so L-BFGS's initial metric ``diag(1 /
+    mu)`` means what it means in exact Private-PGM.  :meth:`gap` is :class:`LocalPolytopeGap`.
+    """
+
+    def __init__(self, objective: MeasuredCliques, gbp: ConvexGBP, theta0: np.ndarray, damping: float = 0.5):
+        graph = objective.graph
+        self.objective, self.gbp, self.theta0, self.damping = objective, gbp, theta0, float(damping)
+        self.size = objective.size
+        self.scale = np.repeat(graph.kappa[objective.host], np.diff(objective.p_off))
+        self._bound = None
+
+    def regions(self, eta: np.ndarray) -> np.ndarray:
+        """The regions' log-potentials ``theta`` of the cliques' ``eta``."""
+        return self.theta0 + self.objective.gradient_to_regions(self.scale * eta)
+
+    def marginals(self, eta: np.ndarray, total: float) -> np.ndarray:
+        """The measured cliques' pseudo-marginals (counts) at ``eta``, CONVEX-GBP run to consistency."""
+        beliefs = consistent_beliefs(self.gbp, self.regions(eta), total, CONSISTENCY_ITERS, CONSISTENCY_TOL)
+        return self.objective.marginals(beliefs)
+
+    def gap(self, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
+        """:class:`LocalPolytopeGap` (its messages kept between calls at the same ``total``)."""
+        if self._bound is None or self._bound.total != float(total):
+            self._bound = LocalPolytopeGap(self.objective, total, self.damping)
+        return self._bound(mu, grad, resolution)
 
 
 def max_entropy_marginal(graph: RegionGraph, beliefs: np.ndarray, attrs, iters: int = 3000,
