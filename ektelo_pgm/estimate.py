@@ -157,6 +157,11 @@ class Estimate(ABC):
     def project(self, attrs) -> np.ndarray:
         """Estimated counts over ``attrs``, shaped by their sizes in the order asked."""
 
+    def projections(self, cliques) -> list[np.ndarray]:
+        """:meth:`project` of each of ``cliques`` (counts); estimates that share work across
+        cliques override it."""
+        return [self.project(c) for c in cliques]
+
     @abstractmethod
     def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
         """``n`` records (default: the rounded total; :meth:`record_count`) drawn from the estimate."""
