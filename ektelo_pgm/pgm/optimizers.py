@@ -12,6 +12,7 @@ polytope, not through an oracle: it lives with its problem in :mod:`ektelo_pgm.p
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -74,15 +75,14 @@ def mirror_descent(oracle: Oracle, objective, total: float, theta: np.ndarray, i
     ``fused_mirror_descent`` where it has one.
     """
     first = objective.first_step(total) if step is None else float(step)
-    fused = getattr(oracle, "fused_mirror_descent", None)
-    loop = _mirror_loop if fused is None else fused
+    loop = getattr(oracle, "fused_mirror_descent", None) or partial(_mirror_loop, oracle)
     with deferred_sigint():  # Ctrl-C stops the loop and is raised here
         theta, _, iterations = loop(objective, total, np.ascontiguousarray(theta, dtype=np.float64), int(iters),
-                                    float(tol), first, callback, **({} if fused else {"oracle": oracle}))
+                                    float(tol), first, callback)
     return theta, assess(oracle, objective, theta, total, iterations)
 
 
-def _mirror_loop(objective, total, theta, iters, tol, first, callback, oracle):
+def _mirror_loop(oracle, objective, total, theta, iters, tol, first, callback):
     """:func:`mirror_descent`'s loop in Python, for oracles without a fused one."""
     smooth = objective.loss == "l2"
     mu = oracle.marginals(theta, total)
@@ -189,8 +189,8 @@ def quasi_newton(oracle: Oracle, objective, total: float, theta: np.ndarray, ite
     ``memory`` curvature pairs (default ``MEMORY_BUDGET / size`` within ``[MEMORY,
     MOST_MEMORY]``); the scaling phase runs when ``scaling`` (default: on marginal
     measurements only, where its step is proportional fitting's; for other queries, such as
-    prefixes, its diagonal ``Q^T W^2 Q`` sent cells to log-potentials near -60, where L-BFGS
-    stalled 11% above the optimum).  ``rule.callback(t, loss)`` runs after every iteration.
+    prefixes, its diagonal ``Q^T W^2 Q`` sends cells to log-potentials where L-BFGS stalls).
+    ``rule.callback(t, loss)`` runs after every iteration.
     """
     rule = StoppingRule() if rule is None else rule
     if memory is None:

@@ -79,10 +79,8 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
     ``counting_numbers`` maps regions to positive kappa; by default they are
     :meth:`MeasuredCliques.counting_numbers` for the proximal loop (``method`` "mirror", or "auto"
     resolved to it by :func:`resolve_method` on this graph) on the L2 loss, and 1 otherwise: L-BFGS
-    needs no such preconditioning, and CONVEX-GBP, which it runs to consistency, converges far faster with
-    equal counting numbers (about 60 updates a call on a junction tree against the cap of 500
-    with counting numbers down to 1e-5).  A graph above
-    ``max_mb`` (its cells as float64) is refused.
+    needs no such preconditioning, and CONVEX-GBP, which it runs to consistency, converges far
+    faster with equal counting numbers.  A graph above ``max_mb`` (its cells as float64) is refused.
     """
     measurements = list(measurements)
     graph = RegionGraph.build(region_graph, domain, [m.attrs for m in measurements], counting_numbers,
@@ -178,9 +176,8 @@ def on_region_graph(objective: MeasuredCliques, total: float, iters: int, rule: 
     CONVEX-GBP run to consistency), from ``warm_start`` (an earlier ``(theta, ConvexGBP)``) or 0.
 
     The scaling phase is left out: its steps (proportional fitting's, up to ``e^-20`` a step)
-    can empty cells the optimum needs, whose gradient in ``eta`` then vanishes with their mass;
-    on the heterogeneous-noise junction tree of the tests it left L-BFGS 0.5% above the optimum,
-    which it reaches to 1e-4 in about 800 iterations without.  ``rule`` stops the run; then up to
+    can empty cells the optimum needs, whose gradient in ``eta`` then vanishes with their mass
+    (tests/test_appgm.py, heterogeneous noise).  ``rule`` stops the run; then up to
     ``final_iters`` message updates until the violation is below ``tol * total``.  Returns
     ``(beliefs, theta, ConvexGBP)``: the regions' pseudo-marginals (counts) and parameters.
     """
