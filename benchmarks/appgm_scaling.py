@@ -145,7 +145,7 @@ def timed(kind: str, iters: int, domain, measurements, total, exact_mb: float = 
     start = time.perf_counter()
     tick = lambda t, loss: stamps.append(time.perf_counter())
     if kind == "exact":
-        estimate = PGM(iters=iters, max_model_mb=exact_mb).reconstruct(domain, measurements, total=total,
+        estimate = PGM(iters=iters, max_mb=exact_mb).reconstruct(domain, measurements, total=total,
                                                                    callback=tick)
     else:
         estimate = APPGM(iters=iters, region_graph=kind, final_iters=0).reconstruct(

@@ -95,7 +95,7 @@ def run_ours(mechanism: str, columns, records, epsilon: float, seed: int):
     from ektelo_pgm.mechanisms import AIM, MST
 
     data = dataset(columns, records)
-    mech = MST() if mechanism == "mst" else AIM(max_model_mb=MAX_MODEL_MB)
+    mech = MST() if mechanism == "mst" else AIM(max_mb=MAX_MODEL_MB)
     result = mech.run(data, Budget.approx(epsilon, DELTA), rng=seed)
     return result.estimate.synthetic_data(len(data), rng=seed, method="round").records
 

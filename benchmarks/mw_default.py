@@ -4,7 +4,7 @@ given quality.
 The issue: MWEM (10 rounds, epsilon 0.5) on an unseen table of 10 attributes and 153,600 cells
 took 548 s, nearly all of it in the Gauss-Newton steps of the then default.  Each case here runs
 MWEM (pure epsilon 0.5, 10 rounds, Laplace, whole marginals, add/remove neighbours so the count is
-measured) with ``update=MultiplicativeWeights(method=..., iters=...)`` for every method and
+measured) with ``estimator=MultiplicativeWeights(method=..., iters=...)`` for every method and
 iteration budget of the grid, one process per run under a wall-clock cutoff, and scores the
 estimate by the workload error (``ektelo_pgm.metrics.workload_error``) on the workload MWEM selects
 from: all 3-way marginals, all 2-way ones on the census (whose 3-way marginals of up to 16,000
@@ -98,7 +98,7 @@ def one_run(name: str, method: str, iters: int, seed: int) -> dict:
     workload = kway_marginals(data.domain, WORKLOAD_K[name])
     began = time.perf_counter()
     cpu = time.process_time()
-    result = MWEM(workload, rounds=ROUNDS, update=MultiplicativeWeights(method=method, iters=iters)).run(
+    result = MWEM(workload, rounds=ROUNDS, estimator=MultiplicativeWeights(method=method, iters=iters)).run(
         data, Budget.pure(EPSILON), rng=seed)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     return {"case": name, "cells": data.domain.size(), "records": len(data), "method": method, "iters": iters,

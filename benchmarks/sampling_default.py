@@ -33,7 +33,7 @@ def fit(mechanism: str, data, seed: int):
     from ektelo_pgm import Budget
     from ektelo_pgm.mechanisms import AIM, MST
 
-    mech = MST() if mechanism == "mst" else AIM(max_model_mb=grid.MAX_MODEL_MB)
+    mech = MST() if mechanism == "mst" else AIM(max_mb=grid.MAX_MODEL_MB)
     return mech.run(data, Budget.approx(1.0, grid.DELTA), rng=seed).estimate
 
 

@@ -44,6 +44,7 @@ from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_flo
 from .errors import InputError, NotFittedError
 from .estimate import SAMPLING, Estimate
 from .files import atomic_write
+from .params import as_data
 from .privacy import Budget, Charge, approx_to_zcdp
 from .uncertainty import LEVEL, ErrorBars
 
@@ -58,30 +59,20 @@ SCHEMA_SHARE = 0.3
 
 @dataclass(frozen=True)
 class Entry:
-    """A mechanism the Synthesizer can run: ``build(domain, options)`` makes it; ``notion`` is the
+    """A mechanism the Synthesizer can run: the class ``name`` of :mod:`ektelo_pgm.mechanisms`, built
+    with its own defaults except for the steward's ``settings(domain)``; ``notion`` is the
     budget it needs (``"zcdp"``, or ``"pure"`` with substitute neighbours)."""
 
-    build: Callable
+    name: str
     notion: str
     summary: str
+    settings: Callable = lambda domain: {}
 
+    def build(self, domain: Domain, options: dict):
+        """The mechanism on ``domain``: the steward's settings, then the user's ``options``."""
+        from . import mechanisms as mechanism_classes
 
-def _aim(domain: Domain, options: dict):
-    from .mechanisms import AIM
-
-    return AIM(**{"max_model_mb": 32.0, **options})
-
-
-def _mst(domain: Domain, options: dict):
-    from .mechanisms import MST
-
-    return MST(**{"iters": 1000, **options})
-
-
-def _privbayes(domain: Domain, options: dict):
-    from .mechanisms import PrivBayes
-
-    return PrivBayes(**options)
+        return getattr(mechanism_classes, self.name)(**{**self.settings(domain), **options})
 
 
 def _pairs(domain: Domain):
@@ -90,38 +81,34 @@ def _pairs(domain: Domain):
     return kway_marginals(domain, min(2, len(domain)))
 
 
-def _mwem(domain: Domain, options: dict):
-    from .mechanisms import MWEM
+# Where the steward's settings differ from the classes' (the papers') defaults, and why: raw
+# tables have many wide columns, so models are capped at 32 MB (AIM's selection, MWEM's and
+# PEP's graphical models) and the workload-free mechanisms get the workload of every 2-way
+# marginal; MWEM measures with Gaussian noise (the budget is zCDP) and refits Private-PGM (the
+# full vector of multiplicative weights does not fit), 250 mirror-descent steps a round; fewer
+# iterations or rounds keep a fit within minutes (MST 1,000 iterations, PEP 20 rounds, GEM 30).
+def _mwem(domain: Domain) -> dict:
     from .operators.reconstruct import PGM
 
-    return MWEM(**{"workload": _pairs(domain), "rounds": 10, "noise": "gaussian",
-                   "update": PGM(iters=250, method="mirror", max_model_mb=32.0), **options})
-
-
-def _pep(domain: Domain, options: dict):
-    from .mechanisms import PEP
-
-    return PEP(**{"workload": _pairs(domain), "rounds": 20, "representation": "graphical", "max_mb": 32.0,
-                  **options})
-
-
-def _gem(domain: Domain, options: dict):
-    from .mechanisms import GEM
-
-    return GEM(**{"workload": _pairs(domain), "rounds": 30, **options})
+    return {"workload": _pairs(domain), "noise": "gaussian", "estimator": PGM(iters=250, method="mirror", max_mb=32.0)}
 
 
 def mechanisms() -> dict[str, Entry]:
     """The mechanisms by name (GEM only where torch is installed)."""
     table = {
-        "aim": Entry(_aim, "zcdp", "AIM (McKenna et al. 2022): adaptive 3-way marginals, Private-PGM"),
-        "mst": Entry(_mst, "zcdp", "MST (McKenna et al. 2021): a private tree of 2-way marginals, Private-PGM"),
-        "privbayes": Entry(_privbayes, "pure", "PrivBayes (Zhang et al. 2017): a private Bayesian network"),
-        "mwem": Entry(_mwem, "zcdp", "MWEM (Hardt et al. 2012) on 2-way marginals with Private-PGM updates"),
-        "pep": Entry(_pep, "zcdp", "PEP (Liu et al. 2021): 2-way marginals, entropy projection"),
+        "aim": Entry("AIM", "zcdp", "AIM (McKenna et al. 2022): adaptive 3-way marginals, Private-PGM",
+                     lambda domain: {"max_mb": 32.0}),
+        "mst": Entry("MST", "zcdp", "MST (McKenna et al. 2021): a private tree of 2-way marginals, Private-PGM",
+                     lambda domain: {"iters": 1000}),
+        "privbayes": Entry("PrivBayes", "pure", "PrivBayes (Zhang et al. 2017): a private Bayesian network"),
+        "mwem": Entry("MWEM", "zcdp", "MWEM (Hardt et al. 2012) on 2-way marginals with Private-PGM updates", _mwem),
+        "pep": Entry("PEP", "zcdp", "PEP (Liu et al. 2021): 2-way marginals, entropy projection",
+                     lambda domain: {"workload": _pairs(domain), "rounds": 20, "representation": "graphical",
+                                     "max_mb": 32.0}),
     }
     if importlib.util.find_spec("torch") is not None:
-        table["gem"] = Entry(_gem, "zcdp", "GEM (Liu et al. 2021): 2-way marginals, a generative network")
+        table["gem"] = Entry("GEM", "zcdp", "GEM (Liu et al. 2021): 2-way marginals, a generative network",
+                             lambda domain: {"workload": _pairs(domain), "rounds": 30})
     return table
 
 
@@ -308,7 +295,8 @@ class Synthesizer:
 
     After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
     the noisy count a category needed to be released, for each inferred column with an
-    ``other`` code (set by the budget and the column's noisy kind: post-processing).
+    ``other`` code (set by the budget and the column's noisy kind: post-processing), and
+    :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
@@ -338,6 +326,7 @@ class Synthesizer:
         self.thresholds: dict[str, float] = {}
         self.order: list[str] = []
         self.mechanism_options = dict(mechanism_options)
+        self.params: dict | None = None
         self.secure = seed is None
         self.fit_rng, self.rng = _generators(seed)
         self.encoder: TableEncoder | None = None
@@ -401,6 +390,7 @@ class Synthesizer:
         encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
         data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
+        self.params = as_data(mechanism.get_params())
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
@@ -504,7 +494,7 @@ class Synthesizer:
         state = {
             "format": _FORMAT, "version": 1, "mechanism": self.mechanism, "epsilon": self.epsilon,
             "delta": self.delta, "schema_share": self.schema_share, "bins": self.bins, "sampling": self.sampling,
-            "options": json.loads(json.dumps(self.mechanism_options, default=repr)),
+            "options": as_data(self.mechanism_options), "params": self.params,
             "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
             "schema_declared": self.schema_declared, "order": self.order,
             "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
@@ -535,6 +525,7 @@ class Synthesizer:
         synth.schema_share, synth.bins, synth.progress = state["schema_share"], state["bins"], None
         synth.sampling = state.get("sampling", "sample")  # saved before the choice existed: i.i.d.
         synth.mechanism_options = state["options"]
+        synth.params = state.get("params")  # saved before settings were saved as data: none
         synth.secure, (synth.fit_rng, synth.rng) = True, _generators(None)
         synth.encoder = TableEncoder.from_dict(state["encoder"])
         synth.schema_inferred = state["schema_inferred"]

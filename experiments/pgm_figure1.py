@@ -54,14 +54,14 @@ def mechanisms(workload, numeric, args) -> dict:
     dq_length = {"rounds": args.dq_rounds} if args.dq_eta is None else {"eta": args.dq_eta}
     return {
         ("PrivBayes", False): (PrivBayes(k=2), public),
-        ("PrivBayes", True): (PrivBayes(k=2, reconstruct=pgm), public),
-        ("HDMM", False): (HDMM(workload, reconstruct=LocalLeastSquares()), pure),
-        ("HDMM", True): (HDMM(workload, reconstruct=hdmm_pgm), pure),
+        ("PrivBayes", True): (PrivBayes(k=2, estimator=pgm), public),
+        ("HDMM", False): (HDMM(workload, estimator=LocalLeastSquares()), pure),
+        ("HDMM", True): (HDMM(workload, estimator=hdmm_pgm), pure),
         ("DualQuery", False): (DualQuery(workload, samples=args.dq_samples, **dq_length), approx),
         ("DualQuery", True): (DualQuery(workload, samples=args.dq_samples, **dq_length,
-                                        reconstruct=PGM(iters=args.dq_pgm_iters, method="mirror")), approx),
+                                        estimator=PGM(iters=args.dq_pgm_iters, method="mirror")), approx),
         ("MWEM", False): (MWEM(workload, rounds=args.rounds), pure),
-        ("MWEM", True): (MWEM(workload, rounds=args.rounds, update=pgm), pure),
+        ("MWEM", True): (MWEM(workload, rounds=args.rounds, estimator=pgm), pure),
     }
 
 

@@ -23,11 +23,11 @@ class Toy(Adaptive):
 
     name = "toy"
 
-    def __init__(self, schedule, k=1, noise="gaussian", update=None, callback=None):
-        self.schedule = schedule
+    def __init__(self, schedule, k=1, noise="gaussian", estimator=None, callback=None):
+        self.schedule, self.k = schedule, k
         self.selector = WorstApproximated(CANDIDATES, k=k)
         self.noise = noise
-        self.update = update or MultiplicativeWeights(iters=50)
+        self.estimator = estimator or MultiplicativeWeights(iters=50)
         self.callback = callback
 
     def known_total(self, data):
@@ -89,7 +89,7 @@ def test_a_callback_stops_early_and_leaves_the_rest_of_the_budget():
         states.append((state.round, len(state.measurements), state.previous is not None))
         return state.round == 2
 
-    result = Toy(EqualShares(5), noise="laplace", update=LeastSquares(), callback=stop_after_two).run(
+    result = Toy(EqualShares(5), noise="laplace", estimator=LeastSquares(), callback=stop_after_two).run(
         toy(RECORDS), budget, rng=4)
     assert states == [(1, 1, True), (2, 2, True)]
     assert len(result.charges) == 4 and float(result.spent) == pytest.approx(0.4)

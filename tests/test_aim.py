@@ -154,13 +154,13 @@ def test_aim_refuses_bad_budgets_and_options():
         AIM().run(toy(), Budget.pure(1.0))
     with pytest.raises(ValueError, match="at least 4"):
         AIM(rounds=3).run(toy(), Budget.zcdp(1.0))
-    with pytest.raises(ValueError, match="measure_fraction"):
-        AIM(measure_fraction=1.0)
+    with pytest.raises(ValueError, match="select_fraction"):
+        AIM(select_fraction=1.0)
 
 
 def test_aim_on_titanic_end_to_end(data_dir):
     data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
-    result = AIM(iters=100, max_model_mb=1.0).run(data, Budget.approx(1.0, 1e-9), rng=0)
+    result = AIM(iters=100, max_mb=1.0).run(data, Budget.approx(1.0, 1e-9), rng=0)
     assert result.estimate.tree.mb <= 1.0
     synthetic = result.estimate.synthetic_data(rng=0)
     assert synthetic.domain == data.domain and len(synthetic) > 0

@@ -122,7 +122,7 @@ def same_result(a, b, attrs):
 
 @pytest.mark.parametrize("mechanism, budget", [
     (lambda: MST(iters=100), lambda: Budget.zcdp(0.2)),
-    (lambda: AIM(rounds=12, iters=50, max_model_mb=1.0), lambda: Budget.zcdp(0.2)),
+    (lambda: AIM(rounds=12, iters=50, max_mb=1.0), lambda: Budget.zcdp(0.2)),
     (lambda: PrivBayes(k=1), lambda: Budget.pure(1.0, neighbours="substitute"))], ids=["MST", "AIM", "PrivBayes"])
 def test_mechanisms_give_the_same_output_on_the_partitioned_data_with_the_same_seed(mechanism, budget):
     data = synthetic_bayes_net(2000, rng=3).project(["age", "sex", "education", "hours", "income"])

@@ -88,7 +88,7 @@ def test_near_noiseless_game_and_pgm_approach_the_data():
     # a large budget (rho = 10: 800 draws of epsilon up to 0.6 each on 300 records); far larger
     # ones make eta so large that the game itself oscillates
     plain = DualQuery(WORKLOAD, rounds=40, samples=20).run(data, Budget.zcdp(10, neighbours=SUBSTITUTE), rng=0)
-    fitted = DualQuery(WORKLOAD, rounds=40, samples=20, reconstruct=PGM(iters=150)).run(data, Budget.zcdp(10, neighbours=SUBSTITUTE), rng=0)
+    fitted = DualQuery(WORKLOAD, rounds=40, samples=20, estimator=PGM(iters=150)).run(data, Budget.zcdp(10, neighbours=SUBSTITUTE), rng=0)
     assert workload_error(WORKLOAD, data, plain.estimate) < 0.12  # the uniform estimate's is 0.26
     assert workload_error(WORKLOAD, data, fitted.estimate) < 0.5 * workload_error(WORKLOAD, data, plain.estimate)
     with pytest.raises(ValueError, match="rounds"):

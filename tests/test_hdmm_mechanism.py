@@ -32,7 +32,7 @@ def toy(n=500, seed=0):
 def test_ledger_equals_a_replay_by_hand():
     data = toy()
     budget = Budget.pure(Fraction(1, 2))
-    result = HDMM(WORKLOAD, reconstruct=LocalLeastSquares()).run(data, budget, rng=0)
+    result = HDMM(WORKLOAD, estimator=LocalLeastSquares()).run(data, budget, rng=0)
     replay = Budget.pure(Fraction(1, 2))
     queries = select.HDMMMarginals(WORKLOAD).select(DOMAIN)
     assert [(q.attrs, q.weight) for q in queries] == [(q.attrs, q.weight) for q in result.queries]
@@ -49,8 +49,8 @@ def test_gaussian_on_a_zcdp_budget():
 
 def test_same_seed_same_output():
     data = toy()
-    one = HDMM(WORKLOAD, reconstruct=PGM(iters=50)).run(data, Budget.pure(1.0), rng=4)
-    two = HDMM(WORKLOAD, reconstruct=PGM(iters=50)).run(data, Budget.pure(1.0), rng=4)
+    one = HDMM(WORKLOAD, estimator=PGM(iters=50)).run(data, Budget.pure(1.0), rng=4)
+    two = HDMM(WORKLOAD, estimator=PGM(iters=50)).run(data, Budget.pure(1.0), rng=4)
     for m1, m2 in zip(one.measurements, two.measurements):
         np.testing.assert_array_equal(m1.y, m2.y)
     np.testing.assert_array_equal(one.estimate.project(("a", "b", "c")), two.estimate.project(("a", "b", "c")))
@@ -59,7 +59,7 @@ def test_same_seed_same_output():
 @pytest.mark.parametrize("reconstruct", [LeastSquares(), LocalLeastSquares(), PGM(iters=500), APPGM(iters=300)])
 def test_near_noiseless_answers_the_workload(reconstruct):
     data = toy()
-    result = HDMM(WORKLOAD, reconstruct=reconstruct).run(data, Budget.pure(1e6), rng=0)
+    result = HDMM(WORKLOAD, estimator=reconstruct).run(data, Budget.pure(1e6), rng=0)
     assert workload_error(WORKLOAD, data, result.estimate) < 0.01
 
 

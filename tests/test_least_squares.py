@@ -195,7 +195,7 @@ def test_full_vector_operators_refuse_above_the_size_limit_naming_the_size(opera
     big = Domain([f"x{i}" for i in range(20)], [10] * 20)  # 1e20 cells
     with pytest.raises(MemoryError, match=r"full data vector over \['x0', .*'x19'\] has .* MB.*above the limit"):
         operator.reconstruct(big, [Measurement(("x0",), np.zeros(10), 1.0)])
-    small = LeastSquares(max_domain_mb=1e-4)  # 24 cells are 0.0002 MB
+    small = LeastSquares(max_mb=1e-4)  # 24 cells are 0.0002 MB
     with pytest.raises(MemoryError, match="0.0 MB"):
         small.reconstruct(DOMAIN, [Measurement(("a",), np.zeros(3), 1.0)])
 
@@ -203,8 +203,8 @@ def test_full_vector_operators_refuse_above_the_size_limit_naming_the_size(opera
 def test_local_least_squares_refuses_a_clique_above_the_size_limit():
     ms = [Measurement(("a",), np.zeros(3), 1.0), Measurement(("a", "b"), np.zeros(12), 1.0)]
     with pytest.raises(MemoryError, match=r"clique marginal over \['a', 'b'\]"):
-        LocalLeastSquares(max_domain_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms[::-1])
-    LocalLeastSquares(max_domain_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms[:1])
+        LocalLeastSquares(max_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms[::-1])
+    LocalLeastSquares(max_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms[:1])
 
 
 def test_local_least_squares_solves_each_clique_alone():

@@ -6,7 +6,7 @@ import pytest
 
 from ektelo_pgm import Budget, Dataset, Domain
 from ektelo_pgm.estimate import VectorEstimate
-from ektelo_pgm.mechanisms.framework import KWorst, select_fraction, split
+from ektelo_pgm.mechanisms.framework import KWorst, alpha_share, split
 from ektelo_pgm.mechanisms.pep import PEP
 from ektelo_pgm.mechanisms.pmw import PMW
 from ektelo_pgm.workload import kway_marginals
@@ -39,9 +39,9 @@ def check_ledger(charges, rho, rounds, k, alpha, counted):
 
 
 @pytest.mark.parametrize("mechanism", [
-    lambda: PMW(WORKLOAD, rounds=4, k=2, alpha=0.3),
-    lambda: PEP(WORKLOAD, rounds=4, k=2, alpha=0.3, unit="query"),
-    lambda: PEP(WORKLOAD, rounds=4, k=2, alpha=0.3, representation="graphical", selection="permute_and_flip"),
+    lambda: PMW(WORKLOAD, rounds=4, k=2, select_fraction=alpha_share(0.3)),
+    lambda: PEP(WORKLOAD, rounds=4, k=2, select_fraction=alpha_share(0.3), unit="query"),
+    lambda: PEP(WORKLOAD, rounds=4, k=2, select_fraction=alpha_share(0.3), representation="graphical", selection="permute_and_flip"),
 ])
 def test_accounting_is_exact_and_replayable(mechanism):
     data = correlated(3000)
@@ -66,8 +66,8 @@ def test_public_total_spends_nothing_on_the_count():
 
 
 def test_budget_split_is_exact():
-    assert select_fraction(0.5) == Fraction(1, 2)
-    assert select_fraction(0.25) == Fraction(1, 10)
+    assert alpha_share(0.5) == Fraction(1, 2)
+    assert alpha_share(0.25) == Fraction(1, 10)
     for amount, k in [(0.1, 3), (1e-7, 7), (0.3, 1)]:
         part = split(amount, k)
         assert k * Fraction(repr(part)) <= Fraction(repr(amount))
@@ -78,8 +78,8 @@ def test_refusals():
     data = correlated(3000)
     with pytest.raises(ValueError, match="zCDP"):
         PEP(WORKLOAD, rounds=2).run(data, Budget.pure(1.0), rng=0)
-    with pytest.raises(ValueError, match="alpha"):
-        PEP(WORKLOAD, rounds=2, alpha=1.0)
+    with pytest.raises(ValueError, match="select_fraction"):
+        PEP(WORKLOAD, rounds=2, select_fraction=1.0)
     from ektelo_pgm.matrix import Prefix
     with pytest.raises(ValueError, match="query matrix"):
         PEP([(("a",), Prefix(2))], rounds=2).run(data, Budget.zcdp(1.0), rng=0)

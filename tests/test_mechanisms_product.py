@@ -69,14 +69,13 @@ def test_mixture_synthetic_data_follow_the_mixture():
     assert len(estimate.synthetic_data(rng=0)) == 1000
 
 
-def check_ledger(charges, rho, rounds, k, alpha):
+def check_ledger(charges, rho, rounds, k, share):
     spent = sum((c.amount for c in charges), Fraction(0))
     assert spent <= Fraction(repr(rho)) and float(spent) == pytest.approx(rho, rel=1e-12)
     assert len(charges) == (k + 1) * rounds + 1
     selects = [c for c in charges if "select" in c.label]
     measures = [c for c in charges if "measure" in c.label]
-    assert float(k * selects[0].amount / measures[0].amount) == pytest.approx(alpha ** 2 / (1 - alpha) ** 2,
-                                                                              rel=1e-9)
+    assert float(k * selects[0].amount / measures[0].amount) == pytest.approx(share / (1 - share), rel=1e-9)
     replay = Budget.zcdp(rho)
     assert [replay.charge(c.mechanism, c.parameter) for c in charges] == [c.amount for c in charges]
 
@@ -90,7 +89,7 @@ def test_accounting_exact_and_same_seed_same_output(make):
     mechanism = make()
     k = mechanism.selector.k
     first = mechanism.run(data, Budget.zcdp(0.1), rng=3)
-    check_ledger(first.charges, 0.1, mechanism.rounds, k, mechanism.alpha)
+    check_ledger(first.charges, 0.1, mechanism.rounds, k, float(mechanism.select_fraction))
     second = make().run(data, Budget.zcdp(0.1), rng=3)
     np.testing.assert_array_equal(first.estimate.project(["a", "b", "d"]), second.estimate.project(["a", "b", "d"]))
     assert [m.y.tolist() for m in first.measurements] == [m.y.tolist() for m in second.measurements]

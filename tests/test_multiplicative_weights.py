@@ -166,7 +166,7 @@ def test_factored_runs_where_the_full_vector_is_refused():
 def test_a_factor_above_the_limit_is_refused_by_name():
     ms = [Measurement(("a", "b"), np.ones(12), 1.0), Measurement(("c",), np.ones(2), 1.0)]
     with pytest.raises(MemoryError, match=r"factor over \['a', 'b'\] has 12 cells"):
-        MultiplicativeWeights(max_domain_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms)
+        MultiplicativeWeights(max_mb=10 * 8 / 2**20).reconstruct(DOMAIN, ms)
 
 
 def test_factored_estimate_matches_the_product_vector():

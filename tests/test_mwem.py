@@ -44,7 +44,7 @@ def replay(data, rounds, init_fraction, seed):
 def test_mwem_accounting_step_by_step_matches_a_replay_by_hand():
     data = toy()
     budget = Budget.pure(1.0)
-    mwem = MWEM(WORKLOAD, rounds=3, update=MultiplicativeWeights(iters=200), init=select.KWayMarginals(1),
+    mwem = MWEM(WORKLOAD, rounds=3, estimator=MultiplicativeWeights(iters=200), init=select.KWayMarginals(1),
                 init_fraction=0.25, total=len(data))  # Fig. 1's public n, declared
     result = mwem.run(data, budget, rng=11)
     expected = [("MWEM initialisation", "pure", Fraction(1, 4))]
@@ -108,7 +108,7 @@ def test_mwem_is_reproducible_and_validates_its_options():
     with pytest.raises(ValueError, match="init"):
         MWEM(WORKLOAD, init=select.Identity())
     with pytest.raises(ValueError, match="reuse=False"):
-        MWEM(WORKLOAD, reuse=False, update=MultiplicativeWeights())
+        MWEM(WORKLOAD, reuse=False, estimator=MultiplicativeWeights())
     with pytest.raises(ValueError, match="rounds"):
         MWEM(WORKLOAD, rounds=0)
     with pytest.raises(ValueError, match="noise"):
@@ -123,9 +123,9 @@ def test_mwem_with_pgm_runs_on_adult_where_multiplicative_weights_refuses():
     with pytest.raises(MemoryError, match=r"full data vector .* MB"):  # Fig. 1's explicit distribution
         MWEM(workload, rounds=3, reuse=False).run(data, Budget.pure(1.0), rng=0)
     with pytest.raises(MemoryError, match=r"the factor over .* MB"):  # sec. 4's factored form, merged groups
-        MWEM(workload, rounds=3, update=MultiplicativeWeights(max_domain_mb=1.0)).run(data, Budget.pure(1.0), rng=0)
+        MWEM(workload, rounds=3, estimator=MultiplicativeWeights(max_mb=1.0)).run(data, Budget.pure(1.0), rng=0)
     budget = Budget.pure(1.0)
-    result = MWEM(workload, rounds=3, update=PGM(iters=200, method="mirror")).run(data, budget, rng=0)
+    result = MWEM(workload, rounds=3, estimator=PGM(iters=200, method="mirror")).run(data, budget, rng=0)
     assert float(result.spent) == pytest.approx(1.0) and result.spent <= 1 and len(budget.ledger) == 7
     assert budget.ledger[0].label == "MWEM total" and abs(result.estimate.total - len(data)) < 1000
     assert len({q.attrs for q in result.queries}) > 1  # overlapping cliques were measured
@@ -166,7 +166,7 @@ def test_mwem_default_update_is_the_reused_rule_and_matches_gauss_newton():
     from ektelo_pgm.mechanisms.mwem import UPDATE_ITERS, UPDATE_METHOD
 
     data = toy()
-    update = MWEM(WORKLOAD).update
+    update = MWEM(WORKLOAD).fitting()
     assert isinstance(update, MultiplicativeWeights)
     assert (update.method, update.iters) == (UPDATE_METHOD, UPDATE_ITERS)
     ours, newton = [], []
@@ -177,7 +177,7 @@ def test_mwem_default_update_is_the_reused_rule_and_matches_gauss_newton():
         again = MWEM(WORKLOAD, rounds=4).run(data, Budget.pure(1.0), rng=seed)
         np.testing.assert_array_equal(result.estimate.project(DOMAIN.attrs), again.estimate.project(DOMAIN.attrs))
         ours.append(workload_error(WORKLOAD, data, result.estimate))
-        fitted = MWEM(WORKLOAD, rounds=4, update=MultiplicativeWeights(method="gauss-newton")).run(
+        fitted = MWEM(WORKLOAD, rounds=4, estimator=MultiplicativeWeights(method="gauss-newton")).run(
             data, Budget.pure(1.0), rng=seed)
         newton.append(workload_error(WORKLOAD, data, fitted.estimate))
     assert np.mean(ours) <= 1.05 * np.mean(newton)

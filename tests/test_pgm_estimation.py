@@ -225,7 +225,7 @@ def test_operator_validation_and_size_refusal():
     big = Domain([f"x{i}" for i in range(4)], [100] * 4)
     ms = [Measurement(("x0", "x1", "x2"), np.zeros(10**6), 1.0), Measurement(("x2", "x3", "x0"), np.zeros(10**6), 1.0)]
     with pytest.raises(ModelTooLargeError, match="MB"):
-        PGM(max_model_mb=10).reconstruct(big, ms, total=1.0)
+        PGM(max_mb=10).reconstruct(big, ms, total=1.0)
     with pytest.raises(ValueError, match="answers"):
         PGM().reconstruct(DOM, [Measurement(("a",), [1.0, 2.0, 3.0], 1.0)])
 

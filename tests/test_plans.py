@@ -71,7 +71,7 @@ def test_hdmm_plans_run_on_titanic_end_to_end():
     baseline = workload_error(workload, data, FactoredEstimate.uniform(data.domain, len(data)))
     for update in [PGM(iters=100), APPGM(iters=1000)]:  # HDMM+PGM, HDMM+APPGM, MWEM+PGM, MWEM+APPGM
         hdmm = plans.hdmm(workload, reconstruct=update).run(data, Budget.pure(1.0), rng=0)
-        mwem = MWEM(workload, rounds=2, update=update).run(data, Budget.pure(1.0), rng=0)
+        mwem = MWEM(workload, rounds=2, estimator=update).run(data, Budget.pure(1.0), rng=0)
         for result in (hdmm, mwem):
             assert result.spent == 1
             assert workload_error(workload, data, result.estimate) < 0.8 * baseline
@@ -99,7 +99,7 @@ def test_compare_runs_every_operator_on_the_same_measurements_and_reports_refusa
     snapshot = [m.y.copy() for m in measurements]
     rows = plans.compare(DOMAIN, measurements,
                          {"LS": LeastSquares(), "LLS": LocalLeastSquares(), "MW": MultiplicativeWeights(),
-                          "PGM": PGM(iters=300), "APPGM": APPGM(iters=300), "tiny LS": LeastSquares(max_domain_mb=1e-6)},
+                          "PGM": PGM(iters=300), "APPGM": APPGM(iters=300), "tiny LS": LeastSquares(max_mb=1e-6)},
                          WORKLOAD, data)
     assert [r.name for r in rows] == ["LS", "LLS", "MW", "PGM", "APPGM", "tiny LS"]
     assert all(r.error is not None and 0 <= r.error < 0.5 and r.seconds > 0 for r in rows[:5])

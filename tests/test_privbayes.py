@@ -50,8 +50,8 @@ def test_refuses_a_zcdp_budget_and_bad_hyperparameters():
         PrivBayes().run(toy(RECORDS), Budget.pure(1.0))
     with pytest.raises(ValueError, match="degree k"):
         PrivBayes(k=0)
-    with pytest.raises(ValueError, match="beta"):
-        PrivBayes(beta=1)
+    with pytest.raises(ValueError, match="select_fraction"):
+        PrivBayes(select_fraction=1)
 
 
 def test_same_seed_same_output():
@@ -66,7 +66,7 @@ def test_same_seed_same_output():
 @pytest.mark.parametrize("reconstruct", [None, PGM(iters=300)])
 def test_near_noiseless_recovers_the_measured_marginals(reconstruct):
     data = toy(RECORDS)
-    result = PrivBayes(k=2, reconstruct=reconstruct).run(data, Budget.pure(1e7, neighbours=SUBSTITUTE), rng=1)
+    result = PrivBayes(k=2, estimator=reconstruct).run(data, Budget.pure(1e7, neighbours=SUBSTITUTE), rng=1)
     for m in result.measurements:
         np.testing.assert_allclose(result.estimate.project(m.attrs).ravel(), data.marginal(m.attrs).ravel(),
                                    atol=1e-2 * len(data) if reconstruct else 1e-3)

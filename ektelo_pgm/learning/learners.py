@@ -276,7 +276,7 @@ class PGMLearner(_StatisticsLearner):
     def __init__(self, cliques, ties=(), epsilon=None, iters: int = 1000, loss: str = "l1",
                  inference="auto", max_mb=64.0):
         super().__init__(cliques, ties, epsilon, inference, max_mb)
-        self.pgm = PGM(iters=iters, loss=loss, max_model_mb=max_mb)
+        self.pgm = PGM(iters=iters, loss=loss, max_mb=max_mb)
 
     def fit_release(self, domain, measurements) -> UndirectedModel:
         structure = self.structure(domain)

@@ -29,7 +29,7 @@ overrides only the hooks it changes (all receive the loop's :class:`State`):
 - ``measure(state, data, queries, budget, amount, rng, label=None) -> list[Measurement]``: the
   default measures the queries together with ``self.noise`` ('laplace' or 'gaussian') spending
   ``amount`` (the round's measurement share in the loop; initialise may call it too).
-- ``fit(state) -> Estimate``: the default runs ``self.update`` (a
+- ``fit(state) -> Estimate``: the default runs ``self.fitting()`` (``self.estimator``, a
   :class:`~ektelo_pgm.stages.Reconstruct`) on all measurements so far, warm started from its
   previous estimate.
 - ``finish(state) -> Estimate``: the released estimate; the default is the last one.
@@ -61,6 +61,7 @@ from ..domain import Domain
 from ..errors import InputError
 from ..estimate import Estimate, FactoredEstimate
 from ..measurement import Measurement
+from ..params import Params
 from ..operators.measure import mechanism
 from ..privacy import Budget
 from ..privacy.budget import check_budget, to_fraction
@@ -191,11 +192,12 @@ class Annealing:
         return share
 
 
-class Adaptive:
+class Adaptive(Params):
     """Base of the adaptive mechanisms: :meth:`run` is the loop of this module's docstring.
 
-    A subclass sets in its constructor ``schedule``, and, for the default hooks, ``selector``
-    (a PrivateSelect), ``noise`` and ``update`` (a Reconstruct); ``callback`` and ``name``
+    A subclass keeps its constructor's arguments unchanged as attributes (``get_params()``
+    gives them back) and sets ``schedule`` and, for the default hooks, ``selector`` (a
+    PrivateSelect), ``noise`` and ``estimator`` (a Reconstruct); ``callback`` and ``name``
     (the ledger labels' prefix) are optional; ``keep_iterates`` keeps each round's estimate in
     ``state.iterates``.
     """
@@ -225,8 +227,13 @@ class Adaptive:
         return mechanism(self.noise, parameter).measure(
             data, queries, budget, rng, label=label or f"{self.name} round {state.round} measure")
 
+    def fitting(self):
+        """The Reconstruct that ``fit`` runs each round (``self.estimator``)."""
+        return self.estimator
+
     def fit(self, state: State) -> Estimate:
-        return self.update.reconstruct(state.domain, state.measurements, total=state.total, warm_start=state.fitted)
+        return self.fitting().reconstruct(state.domain, state.measurements, total=state.total,
+                                          warm_start=state.fitted)
 
     def finish(self, state: State) -> Estimate:
         return state.estimate

@@ -22,6 +22,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import InputError
 from ..operators.reconstruct import PGM
+from ..params import with_iters
 from ..pgm.junction_tree import canonical, triangulated_mb_with
 from ..pgm.model import GraphicalModel
 from ..privacy import Budget, exponential
@@ -78,43 +79,58 @@ class AIM(Adaptive):
     experiments), on the shared adaptive loop with the :class:`Annealing` schedule.
 
     ``run`` spends all that remains of a rho-zCDP budget.  ``rounds`` (default ``16 d``) fixes
-    the first per-round share ``1 / rounds`` of the budget, of which ``measure_fraction`` measures
-    one marginal with Gaussian noise and the rest selects it (an exponential mechanism of parameter
-    ``epsilon`` costs ``epsilon^2 / 8``); the 1-way marginals are first measured with the same
-    noise.  A share grows fourfold after a round whose measurement moved the model's marginal by
-    less than the noise's expected L1 size (sec. 4.3).  ``max_model_mb`` caps the junction tree
-    (float64 MB) once the whole budget is spent: after spending a fraction ``f`` of it (this round
-    included), only candidates keeping the tree within ``f * max_model_mb`` compete.  ``iters``:
-    mirror-descent iterations (Algorithm 1) of each round's PGM refit, warm started from the
-    last model with the new clique set to its measurement (one step of iterative proportional
-    fitting, :func:`~ektelo_pgm.pgm.estimation.estimate`), which scores the next round's
-    candidates and decides the annealing; ``final_iters``: those of the released model's refit
-    after the last round.  The paper and its reference code run 1,000 in every round; 50 per
-    round and 100 at the end were as accurate on adult at epsilon 3 (docs/benchmarks.md, "AIM
-    at every budget").  The fits are post-processing: the privacy analysis does not depend on
-    them.
+    the first per-round share ``1 / rounds`` of the budget, of which ``select_fraction`` (0.1,
+    the paper's ``alpha = 0.9`` measuring) selects one marginal (an exponential mechanism of
+    parameter ``epsilon`` costs ``epsilon^2 / 8``) and the rest measures it with Gaussian noise;
+    the 1-way marginals are first measured with the same noise.  A share grows fourfold after a
+    round whose measurement moved the model's marginal by less than the noise's expected L1 size
+    (sec. 4.3).  ``max_mb`` (80, the paper's) caps the model (MB as float64) once the whole
+    budget is spent: after spending a fraction ``f`` of it (this round included), only
+    candidates keeping the model within ``f * max_mb`` compete.  The model is the
+    ``estimator``'s (None: ``PGM(method="mirror", max_mb=max_mb)``, Algorithm 1), its size what
+    the estimator's ``model_mb(domain, cliques)`` says (PGM: the junction tree; APPGM: the region
+    graph; an estimator without it is not limited).  It refits every round with ``iters``
+    iterations, warm started from the last model (PGM: the new clique set to its measurement,
+    :func:`~ektelo_pgm.pgm.estimation.estimate`), which scores the next round's candidates and
+    decides the annealing, and after the last round with ``final_iters`` (None: the estimator's
+    own).  The paper and its reference code run 1,000 in every round; 50 per round and 100 at
+    the end were as accurate on adult at epsilon 3 (docs/benchmarks.md, "AIM at every
+    budget").  The fits are post-processing: the privacy analysis does not depend on them.
     ``callback(state)`` after every round.
     """
 
     name = "AIM"
     noise = "gaussian"
 
-    def __init__(self, workload=None, rounds: int | None = None, max_model_mb: float = 80.0,
-                 measure_fraction: float = 0.9, iters: int = 50, final_iters: int = 100, callback=None):
+    def __init__(self, workload=None, rounds: int | None = None, max_mb: float = 80.0, select_fraction: float = 0.1,
+                 estimator=None, iters: int | None = 50, final_iters: int | None = 100, callback=None):
         if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
                                    or rounds < 1):
             raise InputError(f"AIM: rounds must be a positive integer, got {rounds!r}")
-        if not 0 < measure_fraction < 1:
-            raise InputError(f"AIM: measure_fraction must lie in (0, 1), got {measure_fraction!r}")
-        if not max_model_mb > 0:
-            raise InputError(f"AIM: max_model_mb must be positive, got {max_model_mb!r}")
-        self.workload = workload
-        self.rounds = rounds
-        self.max_model_mb = float(max_model_mb)
-        self.measure_fraction = Fraction(repr(float(measure_fraction)))
-        self.update = PGM(iters=iters, method="mirror", max_model_mb=max_model_mb)
-        self.final_update = PGM(iters=final_iters, method="mirror", max_model_mb=max_model_mb)
-        self.callback = callback
+        if not 0 < select_fraction < 1:
+            raise InputError(f"AIM: select_fraction must lie in (0, 1), got {select_fraction!r}")
+        if not max_mb > 0:
+            raise InputError(f"AIM: max_mb must be positive, got {max_mb!r}")
+        self.workload, self.rounds, self.max_mb, self.select_fraction = workload, rounds, max_mb, select_fraction
+        self.estimator, self.iters, self.final_iters, self.callback = estimator, iters, final_iters, callback
+        chosen = PGM(method="mirror", max_mb=max_mb) if estimator is None else estimator
+        self._round, self._final = with_iters(chosen, iters), with_iters(chosen, final_iters)
+
+    def fitting(self):
+        """The estimator with ``iters`` iterations (each round's refit)."""
+        return self._round
+
+    def allowed(self, state: State, candidates, limit_mb: float) -> list[tuple[str, ...]]:
+        """The ``candidates`` whose measurement keeps the estimator's model within ``limit_mb`` or
+        leaves its size as it is (PGM: :func:`fits`)."""
+        if isinstance(self._round, PGM):
+            return fits(state.estimate, candidates, limit_mb)
+        size = getattr(self._round, "model_mb", None)
+        if size is None:
+            return list(candidates)
+        cliques = [m.attrs for m in state.measurements]
+        now = size(state.domain, cliques)
+        return [c for c in candidates if (mb := size(state.domain, cliques + [c])) <= limit_mb or mb <= now]
 
     def candidates(self, domain: Domain) -> dict[tuple[str, ...], float]:
         """The candidates and their weights on ``domain`` (:func:`candidate_weights`)."""
@@ -123,7 +139,7 @@ class AIM(Adaptive):
 
     def schedule_for(self, data: Dataset) -> Annealing:
         rounds = self.rounds or 16 * len(data.domain)
-        return Annealing(rounds, select=1 - self.measure_fraction, factor=4, grow=self.grow)
+        return Annealing(rounds, select=Fraction(repr(float(self.select_fraction))), factor=4, grow=self.grow)
 
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Synthesise ``data`` spending all that remains of ``budget``; the result's estimate is a
@@ -152,8 +168,8 @@ class AIM(Adaptive):
         keep the model within the size limit (sec. 4.2)."""
         weights, share = state.memo["weights"], state.share
         spent = state.available - Fraction(budget.fraction(1) if budget.remaining > 0 else 0)
-        limit = self.max_model_mb * float((spent + Fraction(share.select) + Fraction(share.measure)) / state.available)
-        allowed = fits(state.estimate, list(weights), limit)
+        limit = float(self.max_mb) * float((spent + Fraction(share.select) + Fraction(share.measure)) / state.available)
+        allowed = self.allowed(state, list(weights), limit)
         sigma = self.sigma(budget, share.measure)
         truth = state.memo["marginal"]
         missing = [c for c in allowed if c not in truth]
@@ -169,8 +185,7 @@ class AIM(Adaptive):
 
     def finish(self, state: State) -> GraphicalModel:
         """The released model: every measurement refitted with ``final_iters`` iterations from the last round's."""
-        return self.final_update.reconstruct(state.domain, state.measurements, total=state.total,
-                                             warm_start=state.fitted)
+        return self._final.reconstruct(state.domain, state.measurements, total=state.total, warm_start=state.fitted)
 
     def selection_bound(self, state: State, estimate: GraphicalModel) -> SelectionBound | None:
         """The last round's bound on the released model's L1 error on each candidate (sec. 5,

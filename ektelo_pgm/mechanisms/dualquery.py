@@ -3,7 +3,6 @@
 maximises their likelihood)."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..errors import InputError
+from ..params import Params
 from ..estimate import Estimate, RecordsEstimate
 from ..operators.select import workload_queries
 from ..pgm.clique_vector import CliqueVector
@@ -31,7 +31,7 @@ class Transcript:
     records: np.ndarray
 
 
-class DualQuery:
+class DualQuery(Params):
     """DualQuery over a workload of counting queries (entries in [0, 1]) and their negations.
 
     Round ``t`` of ``rounds`` draws ``samples`` queries from ``Q^t(q) ∝ exp(eta_t u_t(q))``
@@ -52,20 +52,18 @@ class DualQuery:
     distribution collapses onto the worst-answered queries and the error rises with epsilon
     (docs/results.md, Figure 1).
 
-    ``reconstruct=None`` releases the ``rounds`` records scaled to ``n`` (the original);
-    ``reconstruct=PGM(...)`` (DualQuery+PGM) runs that estimator with its loss replaced by
-    :meth:`loss`, the negative log-likelihood of the sampled queries (supplement C.3,
+    ``estimator=None`` releases the ``rounds`` records scaled to ``n`` (the original);
+    ``estimator=PGM(...)`` (DualQuery+PGM) runs a copy of that estimator (from its
+    ``get_params()``) whose loss is :meth:`loss`, the negative log-likelihood of the sampled queries (supplement C.3,
     Algorithm 5), over graphical models on the workload's cliques.
     """
 
     name = "DualQuery"
 
-    def __init__(self, workload, rounds: int | None = None, samples: int = 20, restarts: int = 2, reconstruct=None,
+    def __init__(self, workload, rounds: int | None = None, samples: int = 20, restarts: int = 2, estimator=None,
                  eta: float | None = None):
         if rounds is not None and eta is not None:
             raise InputError("DualQuery: give rounds or eta, not both (the budget decides the other)")
-        if eta is None and rounds is None:
-            rounds = 100
         given = ([] if rounds is None else [(rounds, "rounds")]) + [(samples, "samples"), (restarts, "restarts")]
         for value, what in given:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -74,18 +72,18 @@ class DualQuery:
             raise InputError("DualQuery: rounds must be at least 2 (round 1 samples uniformly, spending nothing)")
         if eta is not None and not (np.isfinite(eta) and eta > 0):
             raise InputError(f"DualQuery: eta must be a positive learning rate, got {eta!r}")
-        self.workload = workload_queries(workload)
-        self.rounds = None if rounds is None else int(rounds)
-        self.eta = None if eta is None else float(eta)
-        self.samples, self.restarts = int(samples), int(restarts)
-        self.reconstruct = reconstruct
+        if estimator is not None and "loss" not in getattr(estimator, "get_params", dict)():
+            raise InputError(f"DualQuery: the estimator must take a loss (as PGM does), got {estimator!r}")
+        self.workload, self._queries = workload, workload_queries(workload)
+        self.rounds, self.eta, self.samples, self.restarts = rounds, eta, samples, restarts
+        self.estimator = estimator
 
     def rounds_for(self, budget: Budget, n: float) -> int:
         """The rounds of a game on ``n`` records within what remains of ``budget``: ``rounds`` if
         given, else the most (at least 2) whose ``samples`` draws per round at learning rate
         ``eta`` cost no more (round ``t``'s draws have epsilon ``2 eta (t-1) / n``)."""
-        if self.rounds is not None:
-            return self.rounds
+        if self.eta is None:
+            return 100 if self.rounds is None else int(self.rounds)
 
         def cost(rounds):  # of rounds 2..rounds, summed in closed form
             if budget.notion == "pure":
@@ -103,7 +101,7 @@ class DualQuery:
         """Per workload entry: its attrs, local matrix and the slice of its rows; refuses entries
         outside [0, 1], for which the scores' sensitivity ``(t-1)/n`` would not hold."""
         out, start = [], 0
-        for q in self.workload:
+        for q in self._queries:
             matrix = q.local(domain)
             entries = matrix.sparse().data
             if entries.size and not (entries.min() >= 0 and entries.max() <= 1):
@@ -233,10 +231,10 @@ class DualQuery:
         start = len(budget.ledger)
         transcript = self.play(data, budget, rng)
         n = float(len(data))
-        if self.reconstruct is None:
+        if self.estimator is None:
             estimate: Estimate = RecordsEstimate(Dataset(transcript.records, data.domain), n)
         else:
-            likelihood = copy.copy(self.reconstruct)
-            likelihood.loss = self.loss(transcript, data.domain, n)
-            estimate = likelihood.reconstruct(data.domain, [], total=n, cliques=[q.attrs for q in self.workload])
-        return Result(estimate, [], list(self.workload), budget.ledger[start:])
+            params = {**self.estimator.get_params(), "loss": self.loss(transcript, data.domain, n)}
+            likelihood = type(self.estimator)(**params)
+            estimate = likelihood.reconstruct(data.domain, [], total=n, cliques=[q.attrs for q in self._queries])
+        return Result(estimate, [], list(self._queries), budget.ledger[start:])

@@ -23,9 +23,10 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import InputError
-from ..estimate import Estimate
+from ..estimate import Estimate, FactoredEstimate
 from ..matrix import Sparse
 from ..privacy import Budget, exponential, permute_and_flip
+from ..privacy.budget import to_fraction
 from ..workload import Query, as_workload
 from .adaptive import Adaptive, EqualShares, State
 
@@ -184,10 +185,11 @@ class KWorst:
         return chosen
 
 
-def select_fraction(alpha: float) -> Fraction:
-    """The part of each round's share that goes to selection: ``alpha^2 / (alpha^2 + (1 - alpha)^2)``,
-    so that the exponential mechanism runs with ``2 alpha eps0`` and the Gaussian with
-    ``(1 - alpha) eps0`` (sec. 3.1, Theorem 1)."""
+def alpha_share(alpha: float) -> Fraction:
+    """The paper's ``alpha`` as the part of each round's rho that goes to selection (a
+    ``select_fraction``): ``alpha^2 / (alpha^2 + (1 - alpha)^2)``, so that the exponential
+    mechanism runs with ``2 alpha eps0`` and the Gaussian with ``(1 - alpha) eps0`` (sec. 3.1,
+    Theorem 1).  ``alpha`` 0.5 is a share of 1/2."""
     a = Fraction(repr(float(alpha)))
     if not 0 < a < 1:
         raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
@@ -201,30 +203,32 @@ class AdaptiveMeasurements(Adaptive):
     together with the Gaussian mechanism, and update ``family`` by minimising ``loss`` over every
     measurement so far (warm started from the previous distribution).  The budget (zCDP) left
     after the record count is split exactly as in sec. 3.1 (:func:`select_fraction` of each
-    round's equal share to selection).  ``unit`` is ``'marginal'`` (select and measure whole
-    marginals: appendix A.1's trick) or ``'query'`` (single cells).  ``total`` is the record
-    count when declared public; otherwise ``total_share`` of the budget measures it (Gaussian,
-    sensitivity 1).  The output is the family's (the last iterate, or GEM's average).
+    round's equal share to selection: ``select_fraction``, :func:`alpha_share` of the paper's
+    ``alpha``).  ``unit`` is ``'marginal'`` (select and measure whole marginals: appendix A.1's
+    trick) or ``'query'`` (single cells).  ``total`` is the record count when declared public;
+    otherwise ``total_fraction`` (0.01) of the budget measures it (Gaussian, sensitivity 1).
+    The output is the family's (the last iterate, or GEM's average).  ``estimator`` (a
+    :class:`~ektelo_pgm.stages.Reconstruct`, e.g. ``PGM()``) replaces the family and the loss:
+    each round it fits every measurement so far, warm started, and its estimate is the output.
     """
 
     name = "AdaptiveMeasurements"
     noise = "gaussian"
 
-    def __init__(self, workload, family, loss, rounds: int = 50, k: int = 1, alpha: float = 0.5,
+    def __init__(self, workload, family, loss, rounds: int = 50, k: int = 1, select_fraction=0.5,
                  unit: str = "marginal", selection: str = "exponential", total: float | None = None,
-                 total_share: float = 0.01):
+                 total_fraction: float = 0.01, estimator=None):
         if total is not None and not (math.isfinite(total) and total > 0):
             raise InputError(f"total (a public record count) must be positive, got {total!r}")
-        if total is None and not 0 < total_share < 1:
-            raise InputError(f"total_share must lie in (0, 1), got {total_share!r}")
-        self.workload, self.family, self.loss = workload, family, loss
-        self.alpha, self.total, self.total_share = float(alpha), total, float(total_share)
-        self.schedule = EqualShares(rounds, select_fraction(alpha))
+        if total is None and not 0 < total_fraction < 1:
+            raise InputError(f"total_fraction must lie in (0, 1), got {total_fraction!r}")
+        if not 0 < to_fraction(select_fraction, "select_fraction") < 1:
+            raise InputError(f"select_fraction must lie in (0, 1), got {select_fraction!r}")
+        self.workload, self.family, self.loss, self.rounds, self.k = workload, family, loss, rounds, k
+        self.select_fraction, self.unit, self.selection = select_fraction, unit, selection
+        self.total, self.total_fraction, self.estimator = total, total_fraction, estimator
+        self.schedule = EqualShares(rounds, select_fraction)
         self.selector = KWorst(workload, k, unit, selection)
-
-    @property
-    def rounds(self) -> int:
-        return self.schedule.rounds
 
     def known_total(self, data: Dataset) -> float | None:
         return None if self.total is None else float(self.total)
@@ -235,16 +239,22 @@ class AdaptiveMeasurements(Adaptive):
             raise InputError(f"{self.name} accounts in zCDP (sec. 3.1): use Budget.zcdp or Budget.approx")
         marginal_cliques(data.domain, self.workload)
         if state.total is None:
-            count = self.measure(state, data, [Query(())], budget, budget.fraction(self.total_share), rng,
+            count = self.measure(state, data, [Query(())], budget, budget.fraction(float(self.total_fraction)), rng,
                                  label=f"{self.name} record count")
             state.total = max(1.0, float(count[0].y[0]))
+        if self.estimator is not None:
+            state.estimate = FactoredEstimate.uniform(state.domain, state.total)
+            return
         self.family.start(data.domain, rng)
         self.loss.start(self.family)
         state.estimate = self.family.estimate(state.total)
 
     def fit(self, state: State) -> Estimate:
         """The loss's update on every measurement so far (fractions of the total, clipped to
-        [0, 1]; a query measured twice keeps the mean), then the round's end for the family."""
+        [0, 1]; a query measured twice keeps the mean), then the round's end for the family;
+        or the ``estimator``'s fit when given."""
+        if self.estimator is not None:
+            return super().fit(state)
         measured, new = Measured(), []
         for query, m in zip(state.queries, state.measurements):
             value = np.clip(m.y / state.total, 0.0, 1.0)
@@ -258,4 +268,4 @@ class AdaptiveMeasurements(Adaptive):
         return self.family.estimate(state.total)
 
     def finish(self, state: State) -> Estimate:
-        return self.family.output(state.total)
+        return state.estimate if self.estimator is not None else self.family.output(state.total)

@@ -26,6 +26,7 @@ from ..estimate import Decompressed, Estimate
 from ..measurement import Measurement
 from ..operators.measure import Gaussian
 from ..operators.reconstruct import PGM
+from ..params import Params, with_iters
 from ..stages import Result
 from ..privacy import Budget, exponential
 from ..workload import Query
@@ -122,7 +123,7 @@ def private_spanning_tree(attrs, pairs, scores, epsilon: float, budget: Budget, 
     return tree
 
 
-class MST:
+class MST(Params):
     """MST: a tree of 2-way marginals chosen privately, measured with Gaussian noise, and fitted
     by Private-PGM (McKenna, Miklau and Sheldon 2021).
 
@@ -131,16 +132,16 @@ class MST:
     tree (``d - 1`` exponential mechanisms, each of parameter ``epsilon`` with ``epsilon^2 / 8``
     equal to its share), the tree's 2-way marginals.
     Hyperparameters: ``threshold`` (noise stds below which a value is rare; ``None`` compresses
-    nothing), ``iters`` (mirror-descent iterations of each PGM fit: Algorithm 1, which on these
-    noisy tree measurements gives the same synthetic data as L-BFGS at a fraction of its time) and
-    ``max_model_mb``.
+    nothing), ``estimator`` (the reconstruction of both fits; None: ``PGM(method="mirror")``,
+    Algorithm 1, which on these noisy tree measurements gives the same synthetic data as L-BFGS
+    at a fraction of its time) and ``iters``, its iterations (None: the estimator's own).
     """
 
-    def __init__(self, threshold: float | None = 3.0, iters: int = 3000, max_model_mb: float = 1024.0):
+    def __init__(self, threshold: float | None = 3.0, estimator=None, iters: int | None = 3000):
         if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
             raise InputError(f"MST: threshold must be a non-negative number of stds or None, got {threshold!r}")
-        self.threshold = threshold
-        self.reconstruction = PGM(iters=iters, method="mirror", max_model_mb=max_model_mb)
+        self.threshold, self.estimator, self.iters = threshold, estimator, iters
+        self._fit = with_iters(PGM(method="mirror") if estimator is None else estimator, iters)
 
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Synthesise ``data`` spending all that remains of ``budget``.  The result's estimate is
@@ -164,7 +165,7 @@ class MST:
             measurements = [compression.compress_measurement(m) for m in measured]
             shown.update(done="1-way marginals")
 
-            independent = self.reconstruction.reconstruct(compression.domain, measurements)
+            independent = self._fit.reconstruct(compression.domain, measurements)
             if len(domain) == 1:
                 return Result(Decompressed(independent, domain, compression.codes), measurements, oneway,
                               budget.ledger[start:])
@@ -178,6 +179,6 @@ class MST:
             rho = budget.parameter_for("gaussian", budget.fraction(1))
             edges = [Query(e) for e in tree]
             measurements += Gaussian(rho).measure(compressed, edges, budget, rng, label="MST 2-way marginals")
-            model = self.reconstruction.reconstruct(compression.domain, measurements, warm_start=independent)
+            model = self._fit.reconstruct(compression.domain, measurements, warm_start=independent)
             shown.update(done="2-way marginals and fit")
         return Result(Decompressed(model, domain, compression.codes), measurements, oneway + edges, budget.ledger[start:])

@@ -48,21 +48,21 @@ class MWEM(Adaptive):
     Fig. 1 takes the record count ``n`` as public.  Here it is public only when declared:
     ``total=`` given by the user, or a budget with ``neighbours='substitute'`` (neighbours
     have the same size).  Otherwise (add/remove neighbours, the default) MWEM first measures
-    the count with ``total_fraction`` of the budget and uses the noisy count.  Options:
+    the count with ``total_fraction`` (0.05) of the budget and uses the noisy count.  Options:
 
     - ``per_query``: candidates are single rows of the workload (Fig. 1) rather than whole
       sub-workloads (the cuboids of sec. 3.3);
     - ``whole_marginal``: measure the entire marginal of the chosen candidate's attributes
       (sec. 3.3) instead of the chosen queries themselves;
     - ``reuse``: the update sees all measurements so far (sec. 2.3.2: MW updates for all
-      measurements, many times); ``reuse=False`` with ``update=None`` is Fig. 1's single MW
+      measurements, many times); ``reuse=False`` with ``estimator=None`` is Fig. 1's single MW
       step ``A_i ~ A_{i-1} exp(q (m - q(A_{i-1})) / 2n)`` on the new measurement;
     - ``average``: return ``avg_i A_i`` (Fig. 1) instead of the last iterate (sec. 2.3.2);
     - ``init`` (a select operator, e.g. ``select.Identity()``, Fig. 1's noisy count of every
       cell, or ``select.KWayMarginals(1)``) measured first with ``init_fraction`` of the budget
       (sec. 2.3.2's noisy initialisation);
-    - ``update``: the reconstruction (a :class:`~ektelo_pgm.stages.Reconstruct`) run after each
-      measurement, warm started from its previous estimate: default :func:`default_update`, MWEM's
+    - ``estimator``: the reconstruction (a :class:`~ektelo_pgm.stages.Reconstruct`) run after each
+      measurement, warm started from its previous estimate: None is :func:`default_update`, MWEM's
       rule on all measurements so far (sec. 2.3.2), a fixed number of times;
       ``PGM()`` or ``APPGM()`` make MWEM run where the full or factored MW representation cannot
       (McKenna et al. 2019, sec. 4 and 5.1);
@@ -72,7 +72,7 @@ class MWEM(Adaptive):
 
     name = "MWEM"
 
-    def __init__(self, workload, rounds: int = 10, update=None, noise: str = "laplace", per_query: bool = False,
+    def __init__(self, workload, rounds: int = 10, estimator=None, noise: str = "laplace", per_query: bool = False,
                  whole_marginal: bool = True, reuse: bool = True, average: bool = False, init=None,
                  init_fraction: float = 0.0, penalty: float = 0.0, callback=None, total: float | None = None,
                  total_fraction: float = 0.05):
@@ -82,51 +82,53 @@ class MWEM(Adaptive):
             raise InputError("MWEM: give both init (a select operator) and 0 < init_fraction < 1, or neither")
         if not 0 <= init_fraction < 1:
             raise InputError(f"MWEM: init_fraction must lie in [0, 1), got {init_fraction!r}")
-        if not reuse and update is not None:
-            raise InputError("MWEM: reuse=False is Fig. 1's single MW step and needs update=None")
+        if not reuse and estimator is not None:
+            raise InputError("MWEM: reuse=False is Fig. 1's single MW step and needs estimator=None")
         if total is not None and not (np.isfinite(total) and total > 0):
             raise InputError(f"MWEM: total must be a positive number of records, got {total!r}")
         if not 0 < total_fraction < 1:
             raise InputError(f"MWEM: total_fraction must lie in (0, 1), got {total_fraction!r}")
         mechanism(noise)
-        self.total = None if total is None else float(total)
-        self.total_fraction = float(total_fraction)
-        self.workload = workload_queries(workload)
-        self.rounds = int(rounds)
-        self.update = default_update() if update is None else update
+        self.total, self.total_fraction = total, total_fraction
+        self.workload, self.rounds, self.estimator = workload, rounds, estimator
+        self._default = default_update()
         self.noise = noise
         self.per_query = per_query
         self.whole_marginal = whole_marginal
         self.reuse = reuse
         self.average = average
         self.init = init
-        self.init_fraction = float(init_fraction)
+        self.init_fraction = init_fraction
         self.penalty = penalty
         self.callback = callback
-        self.schedule = EqualShares(self.rounds, Fraction(1, 2))
-        self.selector = WorstApproximated(self.workload, per_query=per_query, penalty=penalty)
+        self.schedule = EqualShares(int(rounds), Fraction(1, 2))
+        self.selector = WorstApproximated(workload_queries(workload), per_query=per_query, penalty=penalty)
         self.keep_iterates = average
 
     def known_total(self, data: Dataset) -> float | None:
-        return self.total
+        return None if self.total is None else float(self.total)
+
+    def fitting(self):
+        """The estimator, or :func:`default_update` when None."""
+        return self._default if self.estimator is None else self.estimator
 
     def initialise(self, state: State, data: Dataset, budget, rng) -> None:
         """The record count (declared, public under substitution, or measured with
-        ``total_fraction`` of the budget), then the uniform estimate, or the update's fit of the
+        ``total_fraction`` of the budget), then the uniform estimate, or the estimator's fit of the
         ``init`` measurements (sec. 2.3.2)."""
         if state.total is None and budget.public_total:
             state.total = float(len(data))
         elif state.total is None:
             queries = [Query(())]
-            count = self.measure(state, data, queries, budget, budget.fraction(self.total_fraction), rng,
+            count = self.measure(state, data, queries, budget, budget.fraction(float(self.total_fraction)), rng,
                                  label="MWEM total")
             state.add(queries, count)
             state.total = max(float(count[0].y[0]), 1.0)
         super().initialise(state, data, budget, rng)
         if self.init is not None:
             queries = self.init.select(state.domain)
-            state.add(queries, self.measure(state, data, queries, budget, budget.fraction(self.init_fraction), rng,
-                                            label="MWEM initialisation"))
+            amount = budget.fraction(float(self.init_fraction))
+            state.add(queries, self.measure(state, data, queries, budget, amount, rng, label="MWEM initialisation"))
             state.estimate = state.fitted = Adaptive.fit(self, state)
 
     def select(self, state: State, data: Dataset, budget, rng) -> list[Query]:

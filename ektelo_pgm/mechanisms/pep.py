@@ -15,18 +15,19 @@ class PEP(AdaptiveMeasurements):
     ``D ∝ D_0 exp(sum_i lambda_i q_i)``, loss :class:`PEPLoss` (``max_steps`` projections per
     round, the paper's ``T_max = 25``; tolerance ``gamma``, 0 in the paper's experiments).
 
-    ``representation='vector'`` holds ``D`` as the full vector (refused above ``max_mb``);
-    ``'graphical'`` as a graphical model on the measured marginals (Private-PGM's junction tree,
-    refused above ``max_mb``), for domains the vector cannot hold.  ``public`` (a Dataset on
+    ``representation='vector'`` holds ``D`` as the full vector (refused above ``max_mb``, MB as
+    float64; None: 512); ``'graphical'`` as a graphical model on the measured marginals
+    (Private-PGM's junction tree, refused above ``max_mb``; None: 1024), for domains the vector
+    cannot hold.  ``public`` (a Dataset on
     the same domain) restricts ``D`` to its records and starts at its distribution (PEP-Pub).
     Other arguments as :class:`AdaptiveMeasurements`."""
 
     name = "PEP"
 
-    def __init__(self, workload, rounds: int = 50, k: int = 1, alpha: float = 0.5, max_steps: int = 25,
+    def __init__(self, workload, rounds: int = 50, k: int = 1, select_fraction=0.5, max_steps: int = 25,
                  gamma: float = 0.0, representation: str = "vector", public=None, unit: str = "marginal",
-                 selection: str = "exponential", total: float | None = None, total_share: float = 0.01,
-                 max_mb: float | None = None):
+                 selection: str = "exponential", total: float | None = None, total_fraction: float = 0.01,
+                 max_mb: float | None = None, estimator=None):
         if representation not in REPRESENTATIONS:
             raise InputError(f"PEP: representation must be one of {REPRESENTATIONS}, got {representation!r}")
         if public is not None:
@@ -35,5 +36,7 @@ class PEP(AdaptiveMeasurements):
             family = FullDistribution(512.0 if max_mb is None else max_mb)
         else:
             family = GraphicalDistribution(DEFAULT_MAX_MB if max_mb is None else max_mb)
-        super().__init__(workload, family, PEPLoss(max_steps, gamma), rounds, k, alpha, unit, selection, total,
-                         total_share)
+        super().__init__(workload, family, PEPLoss(max_steps, gamma), rounds, k, select_fraction, unit, selection,
+                         total, total_fraction, estimator)
+        self.max_steps, self.gamma, self.representation = max_steps, gamma, representation
+        self.public, self.max_mb = public, max_mb

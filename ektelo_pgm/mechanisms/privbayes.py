@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..estimate import BayesNet, Estimate
 from ..measurement import Measurement
 from ..operators.measure import Laplace
+from ..params import Params
 from ..privacy import Budget, exponential
 from ..stages import Result
 from ..workload import Query
@@ -37,16 +38,17 @@ def mutual_information_sensitivity(n: int, binary: bool) -> float:
     return 2 / n * math.log((n + 1) / 2) + (n - 1) / n * math.log((n + 1) / (n - 1))
 
 
-class PrivBayes:
+class PrivBayes(Params):
     """PrivBayes (Zhang et al. 2017, Algorithms 2 and 3 with the mutual-information score).
 
-    The fraction ``beta`` of the budget (pure epsilon; 1/2 in McKenna et al. 2019, sec. 4)
+    The fraction ``select_fraction`` of the budget (pure epsilon; the paper's ``beta``, 1/2 as in
+    McKenna et al. 2019, sec. 4)
     learns a network of degree ``k`` greedily: the first attribute is drawn uniformly (no
     data), then ``d - 1`` exponential-mechanism steps, each spending an equal part of it, pick
     the next attribute and its ``min(k, chosen so far)`` parents among all such pairs, scored
     by their mutual information.  The rest measures the marginals of every attribute with its
     parents (those contained in another measured marginal are skipped) with the Laplace
-    mechanism (counts).  ``reconstruct=None`` releases the noisy network itself (conditionals
+    mechanism (counts).  ``estimator=None`` releases the noisy network itself (conditionals
     from the noisy marginals, negatives clipped to 0 and normalised: Algorithm 1), a
     :class:`~ektelo_pgm.estimate.BayesNet` of ``n`` records (``n`` is public, as in the paper);
     a :class:`~ektelo_pgm.stages.Reconstruct` (e.g. ``PGM()``) re-estimates from the same
@@ -55,13 +57,18 @@ class PrivBayes:
 
     name = "PrivBayes"
 
-    def __init__(self, k: int = 2, beta=Fraction(1, 2), reconstruct=None):
+    def __init__(self, k: int = 2, select_fraction=Fraction(1, 2), estimator=None):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise InputError(f"PrivBayes: degree k must be a positive integer, got {k!r}")
-        beta = Fraction(beta) if not isinstance(beta, float) else Fraction(beta).limit_denominator(10 ** 6)
-        if not 0 < beta < 1:
-            raise InputError(f"PrivBayes: beta (the structure's fraction of the budget) must lie in (0, 1), got {beta}")
-        self.k, self.beta, self.reconstruct = int(k), beta, reconstruct
+        share = self._share(select_fraction)
+        if not 0 < share < 1:
+            raise InputError(f"PrivBayes: select_fraction (the structure's fraction of the budget) must lie in "
+                             f"(0, 1), got {share}")
+        self.k, self.select_fraction, self.estimator = k, select_fraction, estimator
+
+    @staticmethod
+    def _share(x) -> Fraction:
+        return Fraction(x) if not isinstance(x, float) else Fraction(x).limit_denominator(10 ** 6)
 
     def candidates(self, data: Dataset, chosen: list[str]) -> tuple[list[tuple[str, tuple[str, ...]]], np.ndarray]:
         """The pairs ``(attribute, parents)`` of the next greedy step after ``chosen`` and their
@@ -99,15 +106,15 @@ class PrivBayes:
         rng = np.random.default_rng(rng)
         start = len(budget.ledger)
         steps = len(data.domain) - 1
-        network = self.structure(data, budget, budget.fraction(self.beta / steps), rng)
+        network = self.structure(data, budget, budget.fraction(self._share(self.select_fraction) / steps), rng)
         families = [parents + (x,) for x, parents in network.items()]
         measured = [f for f in families if not any(set(f) < set(g) for g in families)]
         queries = [Query(f) for f in measured]
         measurements = Laplace(budget.fraction(1)).measure(data, queries, budget, rng, label="PrivBayes marginals")
-        if self.reconstruct is None:
+        if self.estimator is None:
             estimate = self.network(data, network, measurements)
         else:
-            estimate = self.reconstruct.reconstruct(data.domain, measurements, total=float(len(data)))
+            estimate = self.estimator.reconstruct(data.domain, measurements, total=float(len(data)))
         return Result(estimate, measurements, queries, budget.ledger[start:])
 
     @staticmethod

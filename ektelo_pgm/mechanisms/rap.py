@@ -14,9 +14,10 @@ class RAPSoftmax(AdaptiveMeasurements):
 
     name = "RAP-softmax"
 
-    def __init__(self, workload, rounds: int = 25, k: int = 10, alpha: float = 0.5, rows: int = 1000,
+    def __init__(self, workload, rounds: int = 25, k: int = 10, select_fraction=0.5, rows: int = 1000,
                  steps: int = 100, lr: float = 0.1, unit: str = "marginal", selection: str = "exponential",
-                 total: float | None = None, total_share: float = 0.01, device: str | None = None,
-                 dtype: str = "float32"):
-        super().__init__(workload, SoftmaxTable(rows, device, dtype), RAPLoss(steps, lr), rounds, k, alpha, unit,
-                         selection, total, total_share)
+                 total: float | None = None, total_fraction: float = 0.01, device: str | None = None,
+                 dtype: str = "float32", estimator=None):
+        super().__init__(workload, SoftmaxTable(rows, device, dtype), RAPLoss(steps, lr), rounds, k, select_fraction,
+                         unit, selection, total, total_fraction, estimator)
+        self.rows, self.steps, self.lr, self.device, self.dtype = rows, steps, lr, device, dtype

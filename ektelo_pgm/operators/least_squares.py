@@ -22,6 +22,7 @@ from ..errors import InputError, ModelTooLargeError
 from ..estimate import LocalEstimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
 from ..measurement import Measurement, check_measurements, check_total
+from ..params import Params
 
 try:  # optional accelerator: the "sparse" extra (scikit-sparse)
     from sksparse.cholmod import CholmodNotPositiveDefiniteError, cholesky
@@ -137,7 +138,7 @@ def _cholmod(N, rhs, total) -> np.ndarray | None:
     return x
 
 
-class LeastSquares:
+class LeastSquares(Params):
     """Ordinary (noise-weighted) least squares over the full data vector, in counts.
 
     Minimises ``sum ||(Q_full x - y)/std||^2`` (McKenna et al. 2019, sec. 4, the HDMM estimator).
@@ -156,7 +157,7 @@ class LeastSquares:
       non-singular; LSMR otherwise (silently).
 
     A known ``total`` is imposed exactly (``sum(x) = total``) in both paths.  The domain size is
-    checked first: above ``max_domain_mb`` of float64 the call refuses with a ``ModelTooLargeError``.
+    checked first: above ``max_mb`` (MB as float64) the call refuses with a ``ModelTooLargeError``.
     After each call ``solver_`` says which path ran (``"lsmr"`` or ``"cholmod"``).
 
     ``reconstruct`` follows :class:`~ektelo_pgm.stages.Reconstruct`.  ``warm_start`` is accepted
@@ -166,7 +167,7 @@ class LeastSquares:
     """
 
     def __init__(self, atol: float = 1e-10, btol: float = 1e-10, maxiter: int | None = None,
-                 method: str = "auto", max_domain_mb: float = MAX_DOMAIN_MB,
+                 method: str = "auto", max_mb: float = MAX_DOMAIN_MB,
                  cholmod_max_nnz: int = CHOLMOD_MAX_NNZ):
         if method not in ("auto", "lsmr", "cholmod"):
             raise InputError(f"method must be 'auto', 'lsmr' or 'cholmod', got {method!r}")
@@ -175,19 +176,19 @@ class LeastSquares:
                               "pip install scikit-sparse==0.4.16 (the 'sparse' extra)")
         self.atol, self.btol, self.maxiter = float(atol), float(btol), maxiter
         self.method = method
-        self.max_domain_mb = float(max_domain_mb)
+        self.max_mb = float(max_mb)
         self.cholmod_max_nnz = int(cholmod_max_nnz)
         self.solver_ = None
 
     def reconstruct(self, domain: Domain, measurements, total=None, warm_start=None, callback=None) -> VectorEstimate:
         """The least-squares data vector (counts) as a ``VectorEstimate``."""
-        check_dense_size(domain, domain.attrs, self.max_domain_mb, f"{type(self).__name__}: the full data vector",
+        check_dense_size(domain, domain.attrs, self.max_mb, f"{type(self).__name__}: the full data vector",
                          FULL_VECTOR_ADVICE)
         measurements = check_measurements(domain, measurements)
         x = self._solve(domain, measurements, check_total(total))
         if callback is not None:
             callback(1, _loss(domain, measurements, x))
-        return VectorEstimate(domain, x, limit_mb=self.max_domain_mb)
+        return VectorEstimate(domain, x, limit_mb=self.max_mb)
 
     def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
         if self.method == "cholmod" or (self.method == "auto" and cholesky is not None):
@@ -211,7 +212,7 @@ class LocalLeastSquares(LeastSquares):
     Measurements are grouped by their attribute set (in any order); each group's marginal is the
     least-squares solution (same options as ``LeastSquares``) of that group's measurements alone,
     independently of every other group, super-cliques included.  A known ``total`` is imposed on
-    every clique.  ``max_domain_mb`` bounds each clique's marginal, checked for all before solving.
+    every clique.  ``max_mb`` bounds each clique's marginal, checked for all before solving.
     ``warm_start`` is not used; ``callback(1, loss)`` is called once with the loss summed over
     the cliques.
     """
@@ -223,7 +224,7 @@ class LocalLeastSquares(LeastSquares):
         for m in measurements:
             groups.setdefault(domain.canonical(m.attrs), []).append(m)
         for clique in groups:
-            check_dense_size(domain, clique, self.max_domain_mb, "LocalLeastSquares: the clique marginal")
+            check_dense_size(domain, clique, self.max_mb, "LocalLeastSquares: the clique marginal")
         marginals, loss = {}, 0.0
         for clique, group in groups.items():
             sub = domain.project(clique)
@@ -252,8 +253,8 @@ class NonNegativeLeastSquares(LeastSquares):
     """
 
     def __init__(self, tol: float = 1e-12, gtol: float = 1e-8, maxiter: int | None = None,
-                 total_weight: float = 1e3, max_domain_mb: float = MAX_DOMAIN_MB):
-        super().__init__(maxiter=maxiter, method="lsmr", max_domain_mb=max_domain_mb)
+                 total_weight: float = 1e3, max_mb: float = MAX_DOMAIN_MB):
+        super().__init__(maxiter=maxiter, method="lsmr", max_mb=max_mb)
         self.tol = float(tol)
         self.gtol = float(gtol)
         self.total_weight = float(total_weight)

@@ -19,6 +19,7 @@ from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_toleran
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..kernels import dot
 from ..measurement import check_measurements, resolve_total
+from ..params import Params
 from .least_squares import MAX_DOMAIN_MB, weighted_local_query, weighted_system
 
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease its gradient predicts
@@ -59,7 +60,7 @@ def attribute_groups(domain: Domain, cliques) -> list[tuple[str, ...]]:
     return [tuple(g) for g in groups.values()]
 
 
-class MultiplicativeWeights:
+class MultiplicativeWeights(Params):
     """Multiplicative-weights reconstruction of the data distribution, in counts summing to the
     total.
 
@@ -107,7 +108,7 @@ class MultiplicativeWeights:
     sec. 4), each run on its own; with an explicit ``stepsize`` and ``tol=ftol=0`` the factored
     and full iterates are identical.  The result is a ``FactoredEstimate`` when there are several
     groups and a ``VectorEstimate`` otherwise.  Each factor's size (the full domain when not
-    factored) is checked first against ``max_domain_mb``.
+    factored) is checked first against ``max_mb``.
 
     The total is the one given, else ``ektelo_pgm.measurement.estimate_total``.  ``warm_start`` (an
     Estimate on the same domain, e.g. the previous round's) gives the starting distribution (its
@@ -118,7 +119,7 @@ class MultiplicativeWeights:
     """
 
     def __init__(self, iters: int | None = None, stepsize: float | None = None, factored: bool = True,
-                 max_domain_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
+                 max_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
                  method: str = "auto"):
         if method not in METHODS:
             raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
@@ -134,7 +135,7 @@ class MultiplicativeWeights:
         self.stepsize = None if stepsize is None else float(stepsize)
         self.iters = ITERS[self.algorithm] if iters is None else int(iters)
         self.factored = bool(factored)
-        self.max_domain_mb = float(max_domain_mb)
+        self.max_mb = float(max_mb)
         self.tol, self.ftol = float(tol), float(ftol)
 
     @property
@@ -152,7 +153,7 @@ class MultiplicativeWeights:
         groups = attribute_groups(domain, [m.attrs for m in updating]) if self.factored else [domain.attrs]
         what = "MultiplicativeWeights: the factor" if self.factored else "MultiplicativeWeights: the full data vector"
         for group in groups:
-            check_dense_size(domain, group, self.max_domain_mb, what, "instead, reconstruct with PGM or APPGM "
+            check_dense_size(domain, group, self.max_mb, what, "instead, reconstruct with PGM or APPGM "
                              "(graphical models over the measured cliques)" if self.factored else FULL_VECTOR_ADVICE)
         if warm_start is not None and warm_start.domain != domain:
             raise InputError(f"warm_start is over {warm_start.domain}, not {domain}")
@@ -172,7 +173,7 @@ class MultiplicativeWeights:
             factors.append((group, probs.reshape(sub.shape)))
             rules.append((rule, [rule.initial] + losses))
         if len(factors) == 1:
-            estimate = VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_domain_mb)
+            estimate = VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_mb)
         else:
             estimate = FactoredEstimate(domain, total, factors)
         estimate.iterations = max(r.iterations for r, _ in rules)

@@ -2,13 +2,14 @@ from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSqua
 from .multiplicative_weights import MultiplicativeWeights
 from ..convergence import DEFAULT_TOL, check_tolerances
 from ..errors import InputError
+from ..params import Params
 from ..pgm.region_graph import KINDS
 
 __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "MultiplicativeWeights", "PGM",
            "APPGM"]
 
 
-class PGM:
+class PGM(Params):
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the
     measured cliques minimising the noise-weighted loss of the measurements.
 
@@ -19,7 +20,7 @@ class PGM:
     zero cells; smooth losses),
     ``"mirror"`` (Algorithm 1, Armijo line search) or ``"accelerated"`` (Algorithm 2);
     ``loss``: ``"l2"``, ``"l1"`` (supplement C) or a callable ``f(marginals) -> (value, gradient)``
-    over CliqueVectors of counts; ``max_model_mb`` bounds the junction tree (MB as float64);
+    over CliqueVectors of counts; ``max_mb`` bounds the junction tree (MB as float64);
     ``tol``: for ``"lbfgs"`` the certified relative optimality gap that stops it (default
     ``ektelo_pgm.convergence.DEFAULT_TOL``), for the others the relative loss change that stops
     them early (default 0: never); ``iters`` is a maximum; the model reports ``iterations``,
@@ -27,7 +28,7 @@ class PGM:
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
-    def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_model_mb: float = 1024.0,
+    def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_mb: float = 1024.0,
                  tol: float | None = None):
         if method not in ("auto", "lbfgs", "mirror", "accelerated"):
             raise InputError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
@@ -38,7 +39,13 @@ class PGM:
         if tol is not None and not float(tol) >= 0:
             raise InputError(f"PGM: tol must be non-negative, got {tol}")
         self.iters, self.method, self.loss = int(iters), method, loss
-        self.max_model_mb, self.tol = float(max_model_mb), None if tol is None else float(tol)
+        self.max_mb, self.tol = float(max_mb), None if tol is None else float(tol)
+
+    def model_mb(self, domain, cliques) -> float:
+        """MB (float64) of the junction tree of a model over ``cliques`` (what ``max_mb`` bounds)."""
+        from ..pgm.junction_tree import triangulated_mb
+
+        return float(triangulated_mb(domain, list(cliques)))
 
     def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None, *, cliques=()):
         """The estimated GraphicalModel (counts; ``total`` records, estimated when None).
@@ -52,10 +59,10 @@ class PGM:
 
         return estimate(domain, measurements, total=total, method=self.method, loss=self.loss, iters=self.iters,
                         tol=self.tol, warm_start=warm_start, callback=callback, cliques=cliques,
-                        max_mb=self.max_model_mb)
+                        max_mb=self.max_mb)
 
 
-class APPGM:
+class APPGM(Params):
     """Reconstruction by APPGM (McKenna et al. 2021): the loss minimised over the local polytope.
 
     ``region_graph`` is "saturated" (default), "factor" or "tree" (the junction tree, whose local
@@ -102,6 +109,13 @@ class APPGM:
         self.out_of_model_iters = int(out_of_model_iters)
         self.max_mb = float(max_mb)
         self.method, self.gap_tol = method, float(gap_tol)
+
+    def model_mb(self, domain, cliques) -> float:
+        """MB (float64) of the region graph over ``cliques`` (what ``max_mb`` bounds)."""
+        from ..pgm.region_graph import RegionGraph
+
+        graph = RegionGraph.build(self.region_graph, domain, list(cliques), max_mb=float("inf"))
+        return graph.cells * 8 / 2**20
 
     def reconstruct(self, domain, measurements, total=None, warm_start=None, callback=None):
         """The estimated APPGMEstimate (pseudo-marginals in counts; ``total`` records, estimated
