@@ -60,6 +60,7 @@ def test_every_optimiser_runs_on_every_oracle_and_lbfgs_finds_one_optimum(seed):
         theta, rule = quasi_newton(oracle, objective, TOTAL, np.zeros(oracle.size), 500, StoppingRule(1e-6),
                                    scaling=False)
         found.append(rule)
+        assert getattr(oracle, "_work", None) is None  # the junction tree's scratch is freed after each run
     exact, relaxed = found
     assert exact.gap <= 1e-5 * exact.loss  # the junction tree's gap is tight: certified near the optimum
     assert relaxed.loss == pytest.approx(exact.loss, rel=1e-6) and relaxed.gap >= relaxed.loss - exact.loss

@@ -83,10 +83,14 @@ class MarginalOracle(FlatCliques):
         return log_partition(theta, self.layout, self.params, work, parallel_cells())
 
     def _scratch(self) -> Workspace:
-        """A workspace kept for the optimisers' calls (one optimiser at a time per oracle)."""
+        """A workspace kept between the optimisers' calls (one optimiser at a time per oracle)."""
         if getattr(self, "_work", None) is None:
             self._work = self.workspace()
         return self._work
+
+    def release(self) -> None:
+        """Free the optimisers' workspace (as large as the tree): called when an optimiser ends."""
+        self._work = None
 
     def marginals(self, theta: np.ndarray, total: float) -> np.ndarray:
         """A fresh buffer of the parameter cliques' marginals (counts) at ``theta``."""

@@ -12,6 +12,7 @@ polytope, not through an oracle: it lives with its problem in :mod:`ektelo_pgm.p
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import partial
 from typing import Callable, Protocol, runtime_checkable
 
@@ -36,7 +37,8 @@ class Oracle(Protocol):
     bound, within ``resolution``, on ``L(mu) - min L`` over the oracle's polytope (the Frank-Wolfe
     gap, counts).  An oracle may also offer ``fused_mirror_descent(objective, total, theta,
     iters, tol, first, callback) -> (theta, loss, iterations)``, a fast path of
-    :func:`mirror_descent`'s loop that must give its results.
+    :func:`mirror_descent`'s loop that must give its results, and ``release()``, which every
+    optimiser calls when it ends (to free scratch kept between calls).
     """
 
     size: int
@@ -45,6 +47,17 @@ class Oracle(Protocol):
     def marginals(self, theta: np.ndarray, total: float) -> np.ndarray: ...
 
     def gap(self, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float: ...
+
+
+@contextmanager
+def _run(oracle: Oracle):
+    """The body of an optimiser: the oracle's ``release()`` (where it has one) when it ends."""
+    try:
+        yield
+    finally:
+        release = getattr(oracle, "release", None)
+        if release is not None:
+            release()
 
 
 def assess(oracle: Oracle, objective, theta: np.ndarray, total: float, iterations: int,
@@ -76,10 +89,11 @@ def mirror_descent(oracle: Oracle, objective, total: float, theta: np.ndarray, i
     """
     first = objective.first_step(total) if step is None else float(step)
     loop = getattr(oracle, "fused_mirror_descent", None) or partial(_mirror_loop, oracle)
-    with deferred_sigint():  # Ctrl-C stops the loop and is raised here
-        theta, _, iterations = loop(objective, total, np.ascontiguousarray(theta, dtype=np.float64), int(iters),
-                                    float(tol), first, callback)
-    return theta, assess(oracle, objective, theta, total, iterations)
+    with _run(oracle):
+        with deferred_sigint():  # Ctrl-C stops the loop and is raised here
+            theta, _, iterations = loop(objective, total, np.ascontiguousarray(theta, dtype=np.float64), int(iters),
+                                        float(tol), first, callback)
+        return theta, assess(oracle, objective, theta, total, iterations)
 
 
 def _mirror_loop(oracle, objective, total, theta, iters, tol, first, callback):
@@ -144,24 +158,25 @@ def dual_averaging(oracle: Oracle, objective, total: float, theta: np.ndarray, i
         lipschitz = total * objective.lipschitz()
     if not lipschitz > 0:
         raise InputError(f"accelerated dual averaging needs a positive Lipschitz constant, got {lipschitz}")
-    theta0 = theta
-    mu = nu = oracle.marginals(theta0, total)
-    gbar = np.zeros_like(mu)
-    value = objective(mu)[0]
-    iterations = 0
-    for t in range(1, iters + 1):
-        iterations = t
-        c = 2.0 / (t + 1)
-        gbar = (1 - c) * gbar + c * objective((1 - c) * mu + c * nu)[1]
-        theta = theta0 - t * (t + 1) / (4.0 * lipschitz) * gbar
-        nu = oracle.marginals(theta, total)
-        mu = (1 - c) * mu + c * nu
-        previous, value = value, objective(mu)[0]
-        if callback is not None:
-            callback(t, value)
-        if abs(previous - value) <= tol * max(abs(previous), TINY):
-            break
-    return theta, assess(oracle, objective, theta, total, iterations)
+    with _run(oracle):
+        theta0 = theta
+        mu = nu = oracle.marginals(theta0, total)
+        gbar = np.zeros_like(mu)
+        value = objective(mu)[0]
+        iterations = 0
+        for t in range(1, iters + 1):
+            iterations = t
+            c = 2.0 / (t + 1)
+            gbar = (1 - c) * gbar + c * objective((1 - c) * mu + c * nu)[1]
+            theta = theta0 - t * (t + 1) / (4.0 * lipschitz) * gbar
+            nu = oracle.marginals(theta, total)
+            mu = (1 - c) * mu + c * nu
+            previous, value = value, objective(mu)[0]
+            if callback is not None:
+                callback(t, value)
+            if abs(previous - value) <= tol * max(abs(previous), TINY):
+                break
+        return theta, assess(oracle, objective, theta, total, iterations)
 
 
 FD_STEP = 1e-4  # largest log-potential change of the central differences giving the gradient in theta
@@ -201,7 +216,7 @@ def quasi_newton(oracle: Oracle, objective, total: float, theta: np.ndarray, ite
     def gap(mu, grad, value):
         return oracle.gap(mu, grad, total, 0.01 * rule.tol * max(value, 1.0) + TINY)
 
-    with deferred_sigint():
+    with _run(oracle), deferred_sigint():
         theta = lbfgs(lambda point: oracle.marginals(point, total), objective, total, theta, iters, rule, gap,
                       oracle.scale, scaling, memory)
     return theta, rule

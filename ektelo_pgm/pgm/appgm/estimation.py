@@ -264,8 +264,8 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
     (:meth:`RegionGraph.junction_tree`): the shared L-BFGS
     (:func:`~ektelo_pgm.pgm.optimizers.quasi_newton`) on the junction-tree oracle over the
     log-potentials of the measured cliques, as :func:`ektelo_pgm.pgm.estimation.estimate` runs
-    it, over the junction tree of the region graph's top regions.  Its oracle, belief propagation, is exact after one sweep up and
-    one down, so its differenced gradient is too; no message passing is iterated to a fixed point.
+    it, over the junction tree of the region graph's top regions.  Belief propagation is exact
+    after one sweep up and one down, so the differenced gradient is too.
 
     ``warm_start`` (an earlier APPGMEstimate) adds the tree's cliques ``C`` as parameters and
     starts from ``prod_C q_C / q_S`` (``S`` their separators, ``q`` its marginals) on the cliques
@@ -363,9 +363,8 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
             # L-BFGS ended early without a certified gap (its line search found no lower loss, at the
             # optimum or where CONVEX-GBP converges too slowly for its differenced gradient): the proximal
             # loop, with its own counting numbers and from the same start, runs the iterations left, and
-            # the lower of the two losses is kept.  On adult's AIM-like set (junction tree) L-BFGS
-            # stopped after 48 iterations 152% above the optimum, the proximal loop ends 85% above;
-            # continued from L-BFGS's pseudo-marginals it stayed above them.
+            # the lower of the two losses is kept (continued from L-BFGS's pseudo-marginals instead, the
+            # proximal loop stayed above them on adult: docs/benchmarks.md, "Convergence").
             done = finish(beliefs, theta, gbp, history, rejected, rule)
             objective = measured_cliques(domain, measurements, o.region_graph, o.loss, o.counting_numbers, o.max_mb)
             start = None if warm_start is None else transfer(warm_start, objective.graph, o.damping)
