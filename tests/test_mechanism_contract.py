@@ -73,6 +73,14 @@ def test_mechanism_contract(name):
     json.dumps(as_data(params))  # plain data
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_settings_read_back_without_running(name):
+    """GEM and RAP-softmax included: building them needs no torch."""
+    mechanism = CASES[name][0]()
+    params = mechanism.get_params()
+    assert as_data(type(mechanism)(**params).get_params()) == as_data(params)
+
+
 def test_settings_are_kept_as_given_and_nested_estimators_read_back():
     mechanism = AIM(PAIRS, max_mb=12, select_fraction=0.2, estimator=APPGM(iters=7, region_graph="factor"))
     assert (mechanism.max_mb, mechanism.select_fraction, mechanism.workload) == (12, 0.2, PAIRS)

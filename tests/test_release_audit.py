@@ -231,7 +231,7 @@ def model_features(data: bytes) -> dict:
     found = {"model: keys": tuple(sorted(state)), "model: arrays": arrays,
              "model: schema": json.dumps(state.get("encoder"), sort_keys=True),
              **schema_features("model schema", state["encoder"])}
-    for key in ("mechanism", "epsilon", "delta", "options", "sampling", "schema_inferred", "unit", "total"):
+    for key in ("mechanism", "epsilon", "delta", "options", "params", "sampling", "schema_inferred", "unit", "total"):
         found[f"model: {key}"] = json.dumps(state.get(key), sort_keys=True)
     bars = state["error_bars"]  # which measurements the intervals use, and whether AIM's bound came with them
     found["model: error bars"] = (tuple(tuple(m["attrs"]) for m in bars["measurements"]), "bound" in bars)
