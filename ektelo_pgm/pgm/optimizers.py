@@ -30,7 +30,8 @@ class Oracle(Protocol):
     """What every optimiser needs of a marginal oracle.
 
     ``size``: length of the flat parameter vector ``theta`` and of the marginals ``mu`` (one
-    block per parameter clique, laid out like the loss's buffer).  ``scale``: None, or the
+    block per parameter clique, laid out like the
+    :class:`~ektelo_pgm.pgm.clique_vector.FlatCliques` the loss is built on).  ``scale``: None, or the
     vector ``s`` with ``d mu / d theta = H diag(s)``, ``H`` symmetric (L-BFGS's differenced
     gradient needs it).  ``marginals(theta, total)``: a fresh buffer of the calibrated marginals
     (counts summing to ``total`` per clique).  ``gap(mu, grad, total, resolution)``: an upper

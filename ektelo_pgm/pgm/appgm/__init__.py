@@ -4,7 +4,7 @@ McKenna, Pradhan, Sheldon, Miklau (2021), "Relaxed marginal consistency for diff
 private query answering".  Laid out like the exact engine: :mod:`.inference` (CONVEX-GBP, the
 region-graph oracle and its gap, out-of-model marginals, sampling), :mod:`.objective` (the loss
 over the measured cliques), :mod:`.estimation` (the proximal loop, warm starts, the choice
-between the methods; L-BFGS is :mod:`ektelo_pgm.pgm.optimizers`'),
+between the methods; the shared optimisers are in :mod:`ektelo_pgm.pgm.optimizers`),
 :mod:`.lagrangian` (the augmented Lagrangian for large loopy graphs) and :mod:`.model` (the
 estimate).
 """
