@@ -84,7 +84,7 @@ class Share:
 class State:
     """What the loop knows: the public ``domain`` and ``total`` (None when not public), the
     ``round`` (0 during initialisation), the current ``share``, the ``estimate`` used to select
-    (``previous``: the one before this round's fit), ``fitted``: the update's last estimate (the
+    (``previous``: the one before this round's fit), ``fitted``: the estimator's last estimate (the
     warm start of the next fit, None before the first), every query and measurement so far and
     this round's (``chosen``, ``measured``), and the estimates after each round when the
     mechanism keeps them (``iterates``); ``rng`` is the run's random generator, for hooks that
