@@ -122,15 +122,18 @@ class AIM(Adaptive):
 
     def allowed(self, state: State, candidates, limit_mb: float) -> list[tuple[str, ...]]:
         """The ``candidates`` whose measurement keeps the estimator's model within ``limit_mb`` or
-        leaves its size as it is (PGM: :func:`fits`)."""
+        leaves its size as it is (PGM: :func:`fits`); one inside a measured clique leaves the
+        model as it is (the models of PGM and APPGM depend on the maximal cliques only)."""
         if isinstance(self._round, PGM):
             return fits(state.estimate, candidates, limit_mb)
         size = getattr(self._round, "model_mb", None)
         if size is None:
             return list(candidates)
         cliques = [m.attrs for m in state.measurements]
+        inside = {c for c in candidates if any(set(c) <= set(m) for m in cliques)}
         now = size(state.domain, cliques)
-        return [c for c in candidates if (mb := size(state.domain, cliques + [c])) <= limit_mb or mb <= now]
+        return [c for c in candidates if c in inside or (mb := size(state.domain, cliques + [c])) <= limit_mb
+                or mb <= now]
 
     def candidates(self, domain: Domain) -> dict[tuple[str, ...], float]:
         """The candidates and their weights on ``domain`` (:func:`candidate_weights`)."""
