@@ -188,3 +188,17 @@ def test_projections_of_many_cliques_match_brute_force(seed, d, m):
     asked = [tuple(rng.choice(domain.attrs, size=rng.integers(1, min(d, 3) + 1), replace=False)) for _ in range(12)]
     for attrs, table in zip(asked, model.projections(asked)):
         np.testing.assert_allclose(table, _marginal(domain, p, attrs), atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(4, 9), m=st.integers(2, 9), k=st.integers(2, 5))
+def test_projections_across_branches_match_brute_force(seed, d, m, k):
+    """Sets spread over several cliques, including ones no single clique separates (then
+    variable elimination answers) and sets of more attributes than AIM asks for."""
+    rng = np.random.default_rng(seed)
+    domain, _, pots, model = _random_model(rng, d, m, max_size=3)
+    p, _ = _joint(domain, pots, 100.0)
+    asked = [tuple(rng.choice(domain.attrs, size=min(k, d), replace=False)) for _ in range(10)]
+    asked += [tuple(reversed(a)) for a in asked]  # the same sets again: shared messages, other order
+    for attrs, table in zip(asked, model.projections(asked)):
+        np.testing.assert_allclose(table, _marginal(domain, p, attrs), atol=1e-9)

@@ -299,6 +299,157 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     return factors
 
 
+class BranchMarginals:
+    """Marginals (probabilities) of attribute sets spread over a few cliques of a calibrated
+    junction tree (sec. 3.3), sharing the work between sets.
+
+    For a set ``A`` take a clique ``D`` at which the attributes of ``A`` outside ``D`` lie in
+    different branches of the tree (the median of their cliques, for three).  Given ``D``'s
+    attributes the branches are independent, so
+    ``p(x_A) = sum_{x_D} p(x_D) prod_{a in A, a not in D} p(x_a | x_{S_a})``, with ``S_a`` the
+    separator between ``D`` and its neighbour toward ``a``.  Each conditional is a message
+    carrying the one attribute ``a`` in from the cliques holding it, made once per (attribute,
+    clique) and shared by every set that needs it, as are the clique tables summed down to what
+    a product uses (in ``memo``).  ``marginals``: the tree cliques' calibrated marginals (flat,
+    laid out like ``tree.layout()``, any positive scale).
+    """
+
+    def __init__(self, tree: JunctionTree, marginals: np.ndarray, memo: Memo):
+        self.tree, self.marginals, self.memo = tree, marginals, memo
+        self.sets = [set(c) for c in tree.cliques]
+        self.neighbours = [[] for _ in tree.cliques]
+        for c, p in enumerate(tree.parent):
+            if p >= 0:
+                self.neighbours[c].append(int(p))
+                self.neighbours[int(p)].append(c)
+        self.holders: dict[str, list[int]] = {}
+        for c, clique in enumerate(tree.cliques):
+            for a in clique:
+                self.holders.setdefault(a, []).append(c)
+        self.part = list(range(len(tree.cliques)))  # cliques joined by non-empty separators: one part
+        for c in tree.order[::-1]:
+            if tree.parent[c] >= 0 and tree.separator(c):
+                self.part[c] = self.part[tree.parent[c]]
+        self._toward: dict[str, list[int]] = {}
+        self._messages: dict[tuple[str, int], tuple[tuple[str, ...], np.ndarray]] = {}
+
+    def toward(self, a: str) -> list[int]:
+        """For every clique, its neighbour on the way to the nearest clique holding ``a`` (-1 for
+        those holding it), by breadth-first search from them."""
+        if a not in self._toward:
+            step = [-2] * len(self.sets)
+            queue = deque(self.holders[a])
+            for c in queue:
+                step[c] = -1
+            while queue:
+                c = queue.popleft()
+                for nb in self.neighbours[c]:
+                    if step[nb] == -2:
+                        step[nb] = c
+                        queue.append(nb)
+            self._toward[a] = step
+        return self._toward[a]
+
+    def separates(self, d: int, attrs) -> bool:
+        """Whether the attributes of ``attrs`` outside clique ``d`` lie in different branches at ``d``."""
+        branches = [self.toward(a)[d] for a in attrs if a not in self.sets[d]]
+        return len(branches) == len(set(branches))
+
+    def centre(self, attrs) -> int | None:
+        """A clique ``D`` for ``attrs`` (see the class), holding as many of them as can be; None
+        when no clique on the paths from the first attribute's cliques to the others separates them."""
+        domain, cliques = self.tree.domain, self.tree.cliques
+        holding = sorted({c for a in attrs for c in self.holders[a]},
+                         key=lambda c: (-sum(a in self.sets[c] for a in attrs), cells(domain, cliques[c]), c))
+        for c in holding:
+            if self.separates(c, attrs):
+                return c
+        start = self.holders[attrs[0]][0]
+        for a in attrs[1:]:
+            c, way = start, self.toward(a)
+            while way[c] >= 0:
+                c = way[c]
+                if self.separates(c, attrs):
+                    return c
+        return None
+
+    def reduced(self, c: int, keep) -> tuple[tuple[str, ...], np.ndarray]:
+        """Clique ``c``'s distribution summed down to ``keep`` (attributes in the clique's order)."""
+        attrs = self.tree.cliques[c]
+        kept = tuple(a for a in attrs if a in keep)
+        key = ("reduced", c, kept)
+        if key not in self.memo:
+            offsets = self.tree.layout_offsets()
+            table = self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
+            table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
+            total = float(table.sum())
+            table = table / total if total > 0 else table
+            self.memo.keep(key, table)
+            return kept, table
+        return kept, self.memo[key]
+
+    def message(self, a: str, d: int) -> tuple[tuple[str, ...], np.ndarray]:
+        """``p(x_a | x_S)`` as a table over ``S + (a,)``, ``S`` the separator between clique ``d``
+        (not holding ``a``) and its neighbour toward ``a`` (0 where ``p(x_S)`` is 0)."""
+        key = (a, d)
+        if key not in self._messages:
+            v = self.toward(a)[d]
+            sep = tuple(x for x in self.tree.cliques[v] if x in self.sets[d])
+            if a in self.sets[v]:
+                kept, table = self.reduced(v, sep + (a,))
+                joint = sum_product([(kept, table)], sep + (a,))
+            else:
+                inner, carried = self.message(a, v)
+                kept, table = self.reduced(v, sep + inner[:-1])
+                joint = sum_product([(kept, table), (inner, carried)], sep + (a,))
+            below = joint.sum(axis=-1, keepdims=True)
+            self._messages[key] = sep + (a,), np.divide(joint, below, out=np.zeros_like(joint), where=below > 0)
+        return self._messages[key]
+
+    def marginal(self, attrs: Sequence[str]) -> np.ndarray | None:
+        """``p(x_attrs)`` shaped by the attributes' sizes in the order asked; None when no clique
+        separates them (see :meth:`centre`).  Attributes in different parts of the tree (joined
+        by empty separators) are independent: their table is the outer product of the parts'."""
+        attrs = tuple(attrs)
+        groups: dict[int, list[str]] = {}
+        for a in attrs:
+            groups.setdefault(self.part[self.holders[a][0]], []).append(a)
+        if len(groups) == 1:
+            return self._within_part(attrs)
+        order, table = [], np.ones(())
+        for group in map(tuple, groups.values()):
+            key = ("part", group)
+            part = self.memo[key] if key in self.memo else self._within_part(group)
+            if part is None:
+                return None
+            self.memo.keep(key, part)
+            table = np.multiply.outer(table, part)
+            order += group
+        return table.transpose([order.index(a) for a in attrs])
+
+    def _within_part(self, attrs: tuple[str, ...]) -> np.ndarray | None:
+        """:meth:`marginal` of attributes in one part of the tree."""
+        d = self.centre(attrs)
+        if d is None:
+            return None
+        messages = [self.message(a, d) for a in attrs if a not in self.sets[d]]
+        keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
+        return sum_product([self.reduced(d, keep)] + messages, attrs)
+
+
+def sum_product(factors: list, out: Sequence) -> np.ndarray:
+    """Sum the product of ``factors`` (``(variables, array)`` pairs) down to ``out``, two at a
+    time, left to right, each pair summed over what no later factor nor ``out`` holds."""
+    (vs, table), rest = factors[0], factors[1:]
+    labels = {v: i for i, v in enumerate(dict.fromkeys([v for f, _ in factors for v in f] + list(out)))}
+    for k, (ws, other) in enumerate(rest):
+        later = set(out).union(*(f for f, _ in rest[k + 1:]))
+        joined = tuple(v for v in dict.fromkeys(vs + ws) if v in later)
+        table = np.einsum(table, [labels[v] for v in vs], other, [labels[v] for v in ws], [labels[v] for v in joined])
+        vs = joined
+    return np.einsum(table, [labels[v] for v in vs], [labels[v] for v in out])
+
+
 def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
     """(separator attrs, rest attrs, probabilities table [separator cell, rest cell]) of clique c."""
     offsets = tree.layout_offsets()

@@ -14,8 +14,8 @@ from ..estimate import SAMPLING, Estimate, synthetic_attrs
 from ..files import atomic_write
 from .clique_vector import CliqueVector
 from .factor import Factor
-from .inference import (Memo, MarginalOracle, clique_tables, eliminate, round_records, sample_records,
-                        steiner_cliques)
+from .inference import (BranchMarginals, Memo, MarginalOracle, clique_tables, eliminate, round_records,
+                        sample_records, steiner_cliques)
 from .junction_tree import DEFAULT_MAX_MB, canonical
 
 
@@ -106,42 +106,15 @@ class GraphicalModel(Estimate):
 
     def projections(self, cliques) -> Iterator[np.ndarray]:
         """Estimated counts over each of ``cliques`` in turn (as :meth:`project`; one table held at
-        a time), sharing the work: the attributes of a clique that lie in different connected
-        parts of the junction tree (joined by empty separators) are independent under the model,
-        so its table is the outer product of its parts' distributions, each computed once; the
-        reduced clique tables that variable elimination starts from are shared too."""
-        part_of = self._parts()
-        parts: dict[tuple[str, ...], np.ndarray] = {}
+        a time), sharing the work between them: sets spread over a few cliques come from
+        messages that each carry one attribute (:class:`~ektelo_pgm.pgm.inference.BranchMarginals`),
+        made once and shared, as are the reduced clique tables; the rest by variable elimination."""
         memo = Memo(max(self.tree.cells, MEMO_CELLS))
+        branches = BranchMarginals(self.tree, self._marginals, memo)
         for attrs in cliques:
             attrs = tuple(self.domain.check(attrs))
-            groups: dict[int, list[str]] = {}
-            for a in attrs:
-                groups.setdefault(part_of[a], []).append(a)
-            if len(groups) == 1:
-                yield self.project(attrs, memo)
-                continue
-            order, table = [], np.ones(())
-            for group in map(tuple, groups.values()):
-                if group not in parts:
-                    parts[group] = self.project(group, memo) / self._total
-                table = np.multiply.outer(table, parts[group])
-                order += group
-            yield self._total * table.transpose([order.index(a) for a in attrs])
-
-    def _parts(self) -> dict[str, int]:
-        """Each attribute's connected part of the junction tree (cliques joined by non-empty
-        separators), named by the part's topmost clique."""
-        if not hasattr(self, "_part_of"):
-            tree = self.tree
-
-            def top(k: int) -> int:
-                while tree.parent[k] >= 0 and tree.separator(k):
-                    k = int(tree.parent[k])
-                return k
-
-            self._part_of = {a: top(k) for k, clique in enumerate(tree.cliques) for a in clique}
-        return self._part_of
+            table = branches.marginal(attrs) if attrs else None
+            yield self.project(attrs, memo) if table is None else self._total * table
 
     def _eliminate(self, queries: Mapping[str, np.ndarray], keep, memo: Memo | None = None) -> np.ndarray:
         """Counts of the factored query (one table per attribute in ``queries``) times the model,
