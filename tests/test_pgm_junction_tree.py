@@ -58,8 +58,12 @@ def test_triangulated_size_kernel_matches_the_junction_tree(seed, d, m):
     cliques = [draw() for _ in range(m)]
     assert triangulated_mb(domain, cliques) == JunctionTree(domain, cliques).mb
     extra = [draw() for _ in range(3)] + cliques[:1]
-    np.testing.assert_array_equal(triangulated_mb_with(domain, cliques, extra),
-                                  [JunctionTree(domain, [*cliques, c]).mb for c in extra])
+    extra += [tuple(reversed(c)) for c in extra]  # the same edges again: one elimination, same size
+    memo = {}
+    for model in (cliques, cliques + extra[:1]):  # the memo is kept across graphs, as AIM keeps it
+        for _ in range(2):
+            np.testing.assert_array_equal(triangulated_mb_with(domain, model, extra, memo),
+                                          [JunctionTree(domain, [*model, c]).mb for c in extra])
 
 
 def test_triangulated_size_saturates():

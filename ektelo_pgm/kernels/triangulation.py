@@ -74,23 +74,48 @@ def _within(small, big):
 
 
 @njit(cache=True)
+def _score(v, adj, sizes, min_fill, fill, size):
+    """Store ``v``'s elimination scores: the cells of its clique and, for min-fill, its fill-in."""
+    size[v] = _times(sizes[v], _cells(adj[v], sizes))
+    fill[v] = _fill(adj[v], adj) if min_fill else 0
+
+
+@njit(cache=True)
+def _common(a, b):
+    """Members shared by the bitmasks ``a`` and ``b``, counted up to two."""
+    count = 0
+    for w in range(a.size):
+        both = a[w] & b[w]
+        while both:
+            both &= both - np.uint64(1)
+            count += 1
+            if count == 2:
+                return 2
+    return count
+
+
+@njit(cache=True)
 def elimination_cells(adjacency, sizes, min_fill, alive):
     """Cells (saturating) of the maximal cliques of the greedy elimination (min-fill if
     ``min_fill``, else min-size) of the attributes marked in ``alive`` (bool, modified: a
-    union of connected components of ``adjacency``; the others are ignored)."""
+    union of connected components of ``adjacency``; the others are ignored).  After each step
+    only the scores that can change are computed again: those of the eliminated attribute's
+    neighbours and, for min-fill, of attributes next to two of them (an edge between two
+    neighbours is new fill removed)."""
     d, width = adjacency.shape
     adj = adjacency.copy()
     created = np.zeros((d, width), dtype=np.uint64)
+    fill = np.zeros(d, dtype=np.int64)
+    size = np.zeros(d, dtype=np.int64)
+    for v in range(d):
+        if alive[v]:
+            _score(v, adj, sizes, min_fill, fill, size)
     total = 0
     for step in range(alive.sum()):
-        best, best_fill, best_size = -1, 0, 0
+        best = -1
         for v in range(d):
-            if not alive[v]:
-                continue
-            size = _times(sizes[v], _cells(adj[v], sizes))
-            fill = _fill(adj[v], adj) if min_fill else 0
-            if best < 0 or fill < best_fill or (fill == best_fill and size < best_size):
-                best, best_fill, best_size = v, fill, size
+            if alive[v] and (best < 0 or fill[v] < fill[best] or (fill[v] == fill[best] and size[v] < size[best])):
+                best = v
         clique = adj[best].copy()
         clique[best // 64] |= np.uint64(1) << np.uint64(best % 64)
         maximal = True
@@ -101,6 +126,7 @@ def elimination_cells(adjacency, sizes, min_fill, alive):
         created[step] = clique
         if maximal:
             total = min(total + _cells(clique, sizes), SATURATED)
+        neighbours = adj[best].copy()
         for a in range(d):
             if a != best and _has(clique, a):
                 for w in range(width):
@@ -109,6 +135,9 @@ def elimination_cells(adjacency, sizes, min_fill, alive):
                 adj[a, best // 64] &= ~(np.uint64(1) << np.uint64(best % 64))
         adj[best] = 0
         alive[best] = False
+        for u in range(d):
+            if alive[u] and (_has(neighbours, u) or (min_fill and _common(adj[u], neighbours) == 2)):
+                _score(u, adj, sizes, min_fill, fill, size)
     return total
 
 
@@ -120,3 +149,45 @@ def triangulated_cells(adjacency, sizes):
     every = np.ones(adjacency.shape[0], dtype=np.bool_)
     return min(elimination_cells(adjacency, sizes, True, every.copy()),
                elimination_cells(adjacency, sizes, False, every))
+
+
+@njit(cache=True)
+def _plus(a, b):
+    """``a + b`` saturating at ``SATURATED`` (both at most that)."""
+    return SATURATED if a >= SATURATED - b else a + b
+
+
+@njit(cache=True)
+def extended_cells(adjacency, sizes, component, alone, members, offsets):
+    """For each extra clique ``i`` (attribute positions ``members[offsets[i]:offsets[i + 1]]``),
+    :func:`triangulated_cells` of ``adjacency`` with the clique's edges added: the connected
+    components it joins are eliminated again, every other component ``k`` (``component``: each
+    attribute's component, named by its first attribute) keeps its cells ``alone[k, 0]``
+    (min-fill) and ``alone[k, 1]`` (min-size).  Each heuristic eliminates every component as it
+    would on its own (scores are local, ties go by domain order), so its total is the sum over
+    components."""
+    d = adjacency.shape[0]
+    out = np.empty(offsets.size - 1, dtype=np.int64)
+    graph = np.empty_like(adjacency)
+    joined = np.zeros(d, dtype=np.bool_)
+    inside = np.zeros(d, dtype=np.bool_)
+    for i in range(offsets.size - 1):
+        graph[:] = adjacency
+        joined[:] = False
+        clique = members[offsets[i]:offsets[i + 1]]
+        for x in clique:
+            joined[component[x]] = True
+            for y in clique:
+                if x != y:
+                    graph[x, y // WORD] |= np.uint64(1) << np.uint64(y % WORD)
+        best = SATURATED
+        for h in range(2):
+            for v in range(d):
+                inside[v] = joined[component[v]]
+            cells = elimination_cells(graph, sizes, h == 0, inside)
+            for k in range(d):
+                if component[k] == k and not joined[k]:
+                    cells = _plus(cells, alone[k, h])
+            best = min(best, cells)
+        out[i] = best
+    return out

@@ -55,12 +55,13 @@ def candidate_weights(domain: Domain, workload) -> dict[tuple[str, ...], float]:
     return {c: sum(holding[a] for a in c) for c in downward_closure(r for r, _ in entries)}
 
 
-def fits(model: GraphicalModel, candidates, limit_mb: float) -> list[tuple[str, ...]]:
+def fits(model: GraphicalModel, candidates, limit_mb: float, memo: dict | None = None) -> list[tuple[str, ...]]:
     """The ``candidates`` that keep the junction tree of the model's cliques plus themselves
     within ``limit_mb`` megabytes (float64); those inside a clique of the model's junction tree
-    leave it as it is and always fit."""
+    leave it as it is and always fit.  ``memo``: kept between rounds (see
+    :func:`~ektelo_pgm.pgm.junction_tree.triangulated_mb_with`)."""
     outside = [c for c in candidates if model.tree.host(c) is None]
-    sizes = dict(zip(outside, triangulated_mb_with(model.domain, model.cliques, outside)))
+    sizes = dict(zip(outside, triangulated_mb_with(model.domain, model.cliques, outside, memo)))
     return [c for c in candidates if c not in sizes or sizes[c] <= limit_mb]
 
 
@@ -125,7 +126,7 @@ class AIM(Adaptive):
         leaves its size as it is (PGM: :func:`fits`); one inside a measured clique leaves the
         model as it is (the models of PGM and APPGM depend on the maximal cliques only)."""
         if isinstance(self._round, PGM):
-            return fits(state.estimate, candidates, limit_mb)
+            return fits(state.estimate, candidates, limit_mb, state.memo.setdefault("sizes", {}))
         size = getattr(self._round, "model_mb", None)
         if size is None:
             return list(candidates)

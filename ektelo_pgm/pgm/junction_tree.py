@@ -196,46 +196,50 @@ def triangulated_mb(domain: Domain, cliques: Iterable[Sequence[str]]) -> float:
     return triangulated_cells(_adjacency(domain, cliques), np.array(domain.shape, dtype=np.int64)) * 8 / 2**20
 
 
-def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra: Sequence[Sequence[str]]) -> np.ndarray:
+def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra: Sequence[Sequence[str]],
+                         memo: dict | None = None) -> np.ndarray:
     """:func:`triangulated_mb` of ``cliques`` plus each clique of ``extra`` in turn (AIM's
-    hypothetical models), eliminating only the connected components the extra clique joins.
-
-    The greedy heuristics score an attribute from its own component alone and break ties by
-    domain order, so each eliminates every component as it would on its own: a heuristic's
-    total is the sum of its totals per component.  The components an extra clique leaves alone
-    keep theirs; an extra clique inside a clique of the graph changes nothing."""
-    from ..kernels.triangulation import SATURATED, elimination_cells
+    hypothetical models), eliminating only the connected components the extra clique joins
+    (:func:`ektelo_pgm.kernels.triangulation.extended_cells`).  ``memo`` (a dict the caller keeps
+    between calls) holds the sizes found for the last graph asked about."""
+    from ..kernels.triangulation import elimination_cells, extended_cells
 
     base = _adjacency(domain, cliques)
     sizes = np.array(domain.shape, dtype=np.int64)
     position = _positions(domain)
-    component = np.full(len(domain), -1)
-    for start in range(len(domain)):
+    memo = {} if memo is None else memo
+    graph = (base.tobytes(), sizes.tobytes())
+    if memo.get("graph") != graph:
+        memo.clear()
+        memo["graph"] = graph
+    keys = [frozenset(position[a] for a in cl) for cl in extra]
+    todo = [k for k in dict.fromkeys(keys) if k not in memo]
+    if todo:
+        component = _components(base)
+        alone = np.zeros((len(domain), 2), dtype=np.int64)
+        for k in np.unique(component):
+            for h in (0, 1):
+                alone[k, h] = elimination_cells(base, sizes, h == 0, component == k)
+        members = np.array([p for k in todo for p in sorted(k)], dtype=np.int64)
+        offsets = np.cumsum([0] + [len(k) for k in todo]).astype(np.int64)
+        memo.update(zip(todo, extended_cells(base, sizes, component, alone, members, offsets) * 8 / 2**20))
+    return np.array([memo[k] for k in keys], dtype=float)
+
+
+def _components(base: np.ndarray) -> np.ndarray:
+    """Each attribute's connected component of the bitmask graph ``base``, named by its first attribute."""
+    d = base.shape[0]
+    component = np.full(d, -1, dtype=np.int64)
+    for start in range(d):
         if component[start] < 0:
             component[start], stack = start, [start]
             while stack:
                 v = stack.pop()
-                for u in range(len(domain)):
+                for u in range(d):
                     if component[u] < 0 and base[v, u // 64] >> np.uint64(u % 64) & np.uint64(1):
                         component[u] = start
                         stack.append(u)
-    roots = np.unique(component)
-    alone = {(int(k), h): int(elimination_cells(base, sizes, h, component == k)) for k in roots for h in (True, False)}
-    totals = {h: sum(alone[int(k), h] for k in roots) for h in (True, False)}  # exact (Python integers)
-    out = np.empty(len(extra))
-    for i, cl in enumerate(extra):
-        members = [position[a] for a in cl]
-        graph = base.copy()
-        _join(graph, members)
-        if np.array_equal(graph, base):
-            cells = min(min(totals.values()), SATURATED)
-        else:
-            joined = {int(component[u]) for u in members}
-            inside = np.isin(component, list(joined))
-            merged = {h: int(elimination_cells(graph, sizes, h, inside.copy())) for h in (True, False)}
-            cells = min(min(totals[h] - sum(alone[k, h] for k in joined) + merged[h] for h in merged), SATURATED)
-        out[i] = cells * 8 / 2**20
-    return out
+    return component
 
 
 class JunctionTree:
