@@ -190,13 +190,13 @@ class DaskDataset(Dataset):
         """The records as the (lazy) Dask DataFrame of integer codes."""
         return self.frame
 
-    def to_memory(self, limit_mb: float = MAX_DENSE_MB) -> Dataset:
+    def to_memory(self, max_mb: float = MAX_DENSE_MB) -> Dataset:
         """The records in an in-memory :class:`Dataset`; ModelTooLargeError naming the size in MB above
-        ``limit_mb`` (int64 codes)."""
+        ``max_mb`` (int64 codes)."""
         size = len(self) * len(self.domain) * 8 / 2**20
-        if size > limit_mb:
+        if size > max_mb:
             raise ModelTooLargeError(f"DaskDataset: {len(self):,} records of {len(self.domain)} attributes take "
-                              f"{size:,.1f} MB as int64, above the limit of {limit_mb:,.1f} MB")
+                              f"{size:,.1f} MB as int64, above the limit of {max_mb:,.1f} MB")
         return Dataset(self.frame.compute().to_numpy(), self.domain)
 
     def project(self, attrs) -> "DaskDataset":
@@ -238,13 +238,13 @@ class DaskDataset(Dataset):
         for key, table, (_, shape) in zip(keys, tables, plan):
             self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)
 
-    def marginals(self, cliques, limit_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+    def marginals(self, cliques, max_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
         """Counts (float64, shaped by the attributes' sizes in the order asked) over each of
         ``cliques``, exactly as the in-memory Dataset's; those not derivable from kept marginals
         are counted together in one pass over the partitions."""
         cliques = [self.domain.check(c) for c in cliques]
         for c in cliques:
-            check_dense_size(self.domain, c, limit_mb, "marginal")
+            check_dense_size(self.domain, c, max_mb, "marginal")
         new = [k for k in dict.fromkeys(self._key(c) for c in cliques) if self._derived(k) is None]
         widest = [k for k in new if k and not any(set(k) < set(other) for other in new)]
         if new:
@@ -256,9 +256,9 @@ class DaskDataset(Dataset):
             out.append(np.ascontiguousarray(np.transpose(table, [key.index(a) for a in c])) if c else np.asarray(table))
         return out
 
-    def marginal(self, attrs, limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def marginal(self, attrs, max_mb: float = MAX_DENSE_MB) -> np.ndarray:
         """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
-        return self.marginals([attrs], limit_mb)[0]
+        return self.marginals([attrs], max_mb)[0]
 
     def sum_rows(self, func) -> np.ndarray:
         """``func`` (see :meth:`Dataset.sum_rows`) applied to every partition's codes, summed."""

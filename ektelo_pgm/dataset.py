@@ -29,15 +29,15 @@ FULL_VECTOR_ADVICE = ("instead, reconstruct over marginals (PGM, APPGM, LocalLea
                       "MultiplicativeWeights(factored=True)) or keep fewer attributes (Dataset.project)")
 
 
-def check_dense_size(domain: Domain, attrs: Iterable[str], limit_mb: float, what: str, advice: str = "") -> int:
-    """Number of cells over ``attrs``; raise ModelTooLargeError naming the size in MB above ``limit_mb``
+def check_dense_size(domain: Domain, attrs: Iterable[str], max_mb: float, what: str, advice: str = "") -> int:
+    """Number of cells over ``attrs``; raise ModelTooLargeError naming the size in MB above ``max_mb``
     (followed by ``advice``, what to do instead, when given)."""
     attrs = domain.check(attrs)
     cells = domain.size(attrs)
-    if _mb(cells) > limit_mb:
+    if _mb(cells) > max_mb:
         raise ModelTooLargeError(
             f"{what} over {list(attrs)} has {_amount(cells)} cells ({_amount(_mb(cells))} MB as float64), "
-            f"above the limit of {limit_mb:,.1f} MB" + (f"; {advice}" if advice else "")
+            f"above the limit of {max_mb:,.1f} MB" + (f"; {advice}" if advice else "")
         )
     return cells
 
@@ -177,10 +177,10 @@ class Dataset:
         attrs = self.domain.check(attrs)
         return Dataset(self.records[:, list(self.domain.axes(attrs))], self.domain.project(attrs))
 
-    def marginal(self, attrs, limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def marginal(self, attrs, max_mb: float = MAX_DENSE_MB) -> np.ndarray:
         """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
         attrs = self.domain.check(attrs)
-        cells = check_dense_size(self.domain, attrs, limit_mb, "marginal")
+        cells = check_dense_size(self.domain, attrs, max_mb, "marginal")
         shape = self.domain.project(attrs).shape
         if not attrs:
             return np.array(float(len(self)))
@@ -188,11 +188,11 @@ class Dataset:
         flat = np.ravel_multi_index(codes.T, shape)
         return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
 
-    def marginals(self, cliques, limit_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+    def marginals(self, cliques, max_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
         """``[marginal(c) for c in cliques]`` (counts).  Mechanisms that need many marginals ask for
         them here at once, so that a partitioned dataset (:class:`~ektelo_pgm.dask_dataset.DaskDataset`)
         counts them all in one pass over its records."""
-        return [self.marginal(c, limit_mb) for c in cliques]
+        return [self.marginal(c, max_mb) for c in cliques]
 
     def sum_rows(self, func) -> np.ndarray:
         """``func(records)`` for a per-record quantity summed over the rows: ``func`` maps an (n, d)
@@ -208,9 +208,9 @@ class Dataset:
         return Dataset(np.column_stack([np.asarray(codes[a])[self.records[:, j]] for j, a in enumerate(self.domain.attrs)]),
                        domain)
 
-    def datavector(self, limit_mb: float = 256.0) -> np.ndarray:
+    def datavector(self, max_mb: float = 256.0) -> np.ndarray:
         """Counts over the full domain, raveled in C order (small domains only)."""
-        return self.marginal(self.domain.attrs, limit_mb=limit_mb).ravel()
+        return self.marginal(self.domain.attrs, max_mb=max_mb).ravel()
 
     def __len__(self) -> int:
         return self.records.shape[0]

@@ -191,8 +191,8 @@ class Estimate(ABC):
 class VectorEstimate(Estimate):
     """An estimate held as a full data vector of counts (C order over ``domain.attrs``)."""
 
-    def __init__(self, domain: Domain, vector, limit_mb: float = 2048.0):
-        check_dense_size(domain, domain.attrs, limit_mb, "full data vector")
+    def __init__(self, domain: Domain, vector, max_mb: float = 2048.0):
+        check_dense_size(domain, domain.attrs, max_mb, "full data vector")
         vector = np.asarray(vector, dtype=np.float64).ravel()
         if vector.size != domain.size():
             raise InputError(f"data vector has {vector.size} cells but the domain has {domain.size()}")
@@ -438,7 +438,7 @@ class BayesNet(Estimate):
     def total(self) -> float:
         return self._total
 
-    def project(self, attrs: Iterable[str], limit_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def project(self, attrs: Iterable[str], max_mb: float = MAX_DENSE_MB) -> np.ndarray:
         """Exact marginal over ``attrs`` (``total`` times the probabilities), an array shaped by
         their sizes in the order asked.
 
@@ -448,7 +448,7 @@ class BayesNet(Estimate):
         the largest such product rather than that of the joint table.
         """
         attrs = self.domain.check(attrs)
-        check_dense_size(self.domain, attrs, limit_mb, "exact marginal")
+        check_dense_size(self.domain, attrs, max_mb, "exact marginal")
         if not attrs:
             return np.array(self._total)
         label = {a: i for i, a in enumerate(self.domain.attrs)}

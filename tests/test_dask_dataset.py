@@ -91,7 +91,7 @@ def test_bad_codes_name_the_partition_column_and_row_and_records_stay_partitione
     with pytest.raises(ValueError, match="empty"):
         len(DaskDataset(partitioned(frame.iloc[:0], [0]), domain))
     with pytest.raises(MemoryError, match="MB"):
-        DaskDataset(partitioned(frame, []), domain).to_memory(limit_mb=1e-6)
+        DaskDataset(partitioned(frame, []), domain).to_memory(max_mb=1e-6)
 
 
 def test_load_parquet_and_csv_project_and_recode(tmp_path):

@@ -288,7 +288,7 @@ def test_refuses_huge_materialisation(monkeypatch):
         AllRange(5_000).sparse()
     with pytest.raises(MemoryError, match="MB"):
         Kronecker([Identity(10**5), Identity(10**5)]).dense()
-    monkeypatch.setattr(core, "MAX_MB", 0.001)
+    monkeypatch.setattr(core, "max_mb", 0.001)
     with pytest.raises(MemoryError, match="column-norm fallback .* MB"):
         Custom(np.ones((30, 30))).sensitivity(1)
     assert Prefix(10**6).sensitivity(1) == 10**6  # closed forms never materialise

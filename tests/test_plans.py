@@ -61,7 +61,7 @@ def test_hdmm_plans_run_on_titanic_end_to_end():
     data = load("titanic")
     workload = [("Sex", "Age", "Pclass"), ("Survived", "Sex", "Fare"), ("Age", "Fare")]
     budget = Budget.pure(1.0)
-    result = plans.hdmm(workload, reconstruct=LocalLeastSquares(), total=len(data)).run(data, budget, rng=0)
+    result = plans.hdmm(workload, estimator=LocalLeastSquares(), total=len(data)).run(data, budget, rng=0)
     assert result.spent == 1 and {q.attrs for q in result.queries} >= {("Age", "Fare")}
     for clique in workload:
         assert result.estimate.project(clique).shape == data.marginal(clique).shape
@@ -70,7 +70,7 @@ def test_hdmm_plans_run_on_titanic_end_to_end():
         plans.hdmm(workload).run(data, Budget.pure(1.0), rng=0)
     baseline = workload_error(workload, data, FactoredEstimate.uniform(data.domain, len(data)))
     for update in [PGM(iters=100), APPGM(iters=1000)]:  # HDMM+PGM, HDMM+APPGM, MWEM+PGM, MWEM+APPGM
-        hdmm = plans.hdmm(workload, reconstruct=update).run(data, Budget.pure(1.0), rng=0)
+        hdmm = plans.hdmm(workload, estimator=update).run(data, Budget.pure(1.0), rng=0)
         mwem = MWEM(workload, rounds=2, estimator=update).run(data, Budget.pure(1.0), rng=0)
         for result in (hdmm, mwem):
             assert result.spent == 1

@@ -183,7 +183,7 @@ def test_bayes_net_validation():
     with pytest.raises(ValueError, match="positive integer"):
         net.synthetic_data(0)
     with pytest.raises(MemoryError, match="MB"):
-        net.project(["a", "b"], limit_mb=1e-9)
+        net.project(["a", "b"], max_mb=1e-9)
 
 
 def test_zero_probability_values_are_never_sampled():

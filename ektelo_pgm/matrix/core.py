@@ -19,20 +19,21 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 from ..errors import InputError, ModelTooLargeError
 
-#: Largest dense array (in MB) that ``dense()``, ``sparse()`` and the column-norm
-#: fallback will build before refusing with a ``MemoryError``.
-MAX_MB = 1024.0
+#: Largest dense array (MB of float64) that ``dense()``, ``sparse()`` and the column-norm
+#: fallback build before refusing with a ``ModelTooLargeError``; set
+#: ``ektelo_pgm.matrix.core.max_mb`` to change it for every operator.
+max_mb = 1024.0
 
 #: Width target of the identity blocks used by the column-by-column fallbacks (MB).
 _BLOCK_MB = 32.0
 
 
 def check_size(entries: int, what: str, itemsize: int = 8) -> None:
-    """Refuse with a ``ModelTooLargeError`` naming ``what`` and its size in MB if above ``MAX_MB``."""
+    """Refuse with a ``ModelTooLargeError`` naming ``what`` and its size in MB if above ``max_mb``."""
     mb = float(entries) * itemsize / 2**20
-    if mb > MAX_MB:
-        raise ModelTooLargeError(f"{what} would need {mb:,.1f} MB, above the limit of {MAX_MB:,.0f} MB "
-                          f"(ektelo_pgm.matrix.core.MAX_MB)")
+    if mb > max_mb:
+        raise ModelTooLargeError(f"{what} would need {mb:,.1f} MB, above the limit of {max_mb:,.0f} MB "
+                                 f"(ektelo_pgm.matrix.core.max_mb)")
 
 
 def _is_scalar(c) -> bool:
@@ -237,7 +238,7 @@ class Matrix(LinearOperator):
             yield start, stop, self._columns(start, stop)
 
     def dense(self) -> np.ndarray:
-        """The matrix as a dense float64 ndarray (refuses above ``MAX_MB``)."""
+        """The matrix as a dense float64 ndarray (refuses above ``max_mb``)."""
         check_size(self.shape[0] * self.shape[1], f"dense() of a {self.shape[0]} x {self.shape[1]} "
                                                   f"{type(self).__name__}")
         out = np.zeros(self.shape)
@@ -268,7 +269,7 @@ class Matrix(LinearOperator):
         Generic fallback (for custom matrices that give only ``_matvec``/``_rmatvec``):
         apply the matrix to blocks of identity columns and take the norms of the
         resulting dense columns.  Exact; costs ``shape[1]`` matrix-vector products and
-        refuses above ``MAX_MB`` of total dense size.
+        refuses above ``max_mb`` of total dense size.
         """
         p = _check_p(p)
         out = np.zeros(self.shape[1])

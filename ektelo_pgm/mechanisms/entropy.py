@@ -85,7 +85,7 @@ class FullDistribution(_Cached):
         return np.transpose(self._probs.sum(axis=drop), [kept.index(a) for a in attrs])
 
     def estimate(self, total: float) -> Estimate:
-        return VectorEstimate(self.domain, total * self._probs.ravel(), limit_mb=self.max_mb)
+        return VectorEstimate(self.domain, total * self._probs.ravel(), max_mb=self.max_mb)
 
 
 class GraphicalDistribution(_Cached):

@@ -44,5 +44,5 @@ class HDMM(Params):
 
     def run(self, data: Dataset, budget: Budget, rng=None) -> Result:
         """Run on ``data`` spending all of ``budget``; same ``rng`` seed, same result."""
-        plan = hdmm(self.workload_for(data), reconstruct=self.estimator, noise=self.noise, **self.options)
+        plan = hdmm(self.workload_for(data), estimator=self.estimator, noise=self.noise, **self.options)
         return plan.run(data, budget, np.random.default_rng(rng))

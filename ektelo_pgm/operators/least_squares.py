@@ -188,7 +188,7 @@ class LeastSquares(Params):
         x = self._solve(domain, measurements, check_total(total))
         if callback is not None:
             callback(1, _loss(domain, measurements, x))
-        return VectorEstimate(domain, x, limit_mb=self.max_mb)
+        return VectorEstimate(domain, x, max_mb=self.max_mb)
 
     def _solve(self, domain: Domain, measurements, total) -> np.ndarray:
         if self.method == "cholmod" or (self.method == "auto" and cholesky is not None):

@@ -173,7 +173,7 @@ class MultiplicativeWeights(Params):
             factors.append((group, probs.reshape(sub.shape)))
             rules.append((rule, [rule.initial] + losses))
         if len(factors) == 1:
-            estimate = VectorEstimate(domain, total * factors[0][1], limit_mb=self.max_mb)
+            estimate = VectorEstimate(domain, total * factors[0][1], max_mb=self.max_mb)
         else:
             estimate = FactoredEstimate(domain, total, factors)
         estimate.iterations = max(r.iterations for r, _ in rules)

@@ -237,7 +237,7 @@ class RegionGraphOracle:
 
 
 def max_entropy_marginal(graph: RegionGraph, beliefs: np.ndarray, attrs, iters: int = 3000,
-                         tol: float = 1e-10, limit_mb: float = 512.0) -> np.ndarray:
+                         tol: float = 1e-10, max_mb: float = 512.0) -> np.ndarray:
     """Out-of-model marginal on ``attrs`` by Problem 4 of McKenna et al. (2021), in counts.
 
     Maximises the entropy of ``tau_r`` among minimisers of ``sum_{u, s = u & r} ||P_{r->s} tau_r
@@ -249,7 +249,7 @@ def max_entropy_marginal(graph: RegionGraph, beliefs: np.ndarray, attrs, iters: 
     """
     domain = graph.domain
     attrs = domain.check(attrs)
-    check_dense_size(domain, attrs, limit_mb, "out-of-model marginal")
+    check_dense_size(domain, attrs, max_mb, "out-of-model marginal")
     r = domain.canonical(attrs)
     shape = domain.project(r).shape
     total = float(beliefs[graph.offsets[0]:graph.offsets[1]].sum())
