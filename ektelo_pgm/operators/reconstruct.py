@@ -9,6 +9,17 @@ __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "Mult
            "APPGM"]
 
 
+def check_backend(name: str, backend: str, dtype: str = "float64") -> None:
+    """Refuse an unknown ``backend`` or ``dtype`` when the reconstruction is configured (whether a
+    CUDA device is present is checked when it runs)."""
+    from ..pgm.torch_oracle import BACKENDS
+
+    if backend not in BACKENDS:
+        raise InputError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
+    if dtype not in ("float64", "float32"):
+        raise InputError(f"{name}: dtype must be 'float64' or 'float32', got {dtype!r}")
+
+
 class PGM(Params):
     """Private-PGM reconstruction (McKenna et al. 2019, sec. 3.2): a graphical model over the
     measured cliques minimising the noise-weighted loss of the measurements.
@@ -24,12 +35,15 @@ class PGM(Params):
     ``tol``: for ``"lbfgs"`` the certified relative optimality gap that stops it (default
     ``ektelo_pgm.convergence.DEFAULT_TOL``), for the others the relative loss change that stops
     them early (default 0: never); ``iters`` is a maximum; the model reports ``iterations``,
-    ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  See
+    ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  ``backend``: ``"cpu"`` (default,
+    the numba oracle), ``"gpu"`` (the torch oracle on a CUDA device, in ``dtype`` "float64" or
+    "float32"; an InputError without one), ``"auto"`` (the GPU only where one is present and the
+    junction tree is large) or ``"torch-cpu"`` (the torch oracle on the CPU, for tests).  See
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
     def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_mb: float = 1024.0,
-                 tol: float | None = None):
+                 tol: float | None = None, backend: str = "cpu", dtype: str = "float64"):
         if method not in ("auto", "lbfgs", "mirror", "accelerated"):
             raise InputError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):
@@ -38,8 +52,10 @@ class PGM(Params):
             raise InputError(f"PGM: iters must be non-negative, got {iters}")
         if tol is not None and not float(tol) >= 0:
             raise InputError(f"PGM: tol must be non-negative, got {tol}")
+        check_backend("PGM", backend, dtype)
         self.iters, self.method, self.loss = int(iters), method, loss
         self.max_mb, self.tol = float(max_mb), None if tol is None else float(tol)
+        self.backend, self.dtype = backend, dtype
 
     def model_mb(self, domain, cliques) -> float:
         """MB (float64) of the junction tree of a model over ``cliques`` (what ``max_mb`` bounds)."""
@@ -59,7 +75,7 @@ class PGM(Params):
 
         return estimate(domain, measurements, total=total, method=self.method, loss=self.loss, iters=self.iters,
                         tol=self.tol, warm_start=warm_start, callback=callback, cliques=cliques,
-                        max_mb=self.max_mb)
+                        max_mb=self.max_mb, backend=self.backend, dtype=self.dtype)
 
 
 class APPGM(Params):
@@ -82,7 +98,9 @@ class APPGM(Params):
     Lagrangian; ``counting_numbers`` maps
     regions to positive kappa (default: matched to the loss's curvature for the proximal loop on
     L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64) and the augmented
-    Lagrangian's working memory.  The estimate reports
+    Lagrangian's working memory.  ``backend``: ``"cpu"`` (default), ``"gpu"``, ``"auto"`` or
+    ``"torch-cpu"``; the torch oracle runs only L-BFGS on a junction-tree region graph (see
+    :func:`ektelo_pgm.pgm.appgm.estimation.estimate`).  The estimate reports
     ``iterations``, ``converged`` and ``gap``.  See
     :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
     """
@@ -90,7 +108,7 @@ class APPGM(Params):
     def __init__(self, iters: int = 1000, region_graph: str = "saturated", loss="l2", stepsize: float | None = None,
                  damping: float = 0.5, counting_numbers=None, final_iters: int = 2000, tol: float = 1e-8,
                  out_of_model_iters: int = 3000, max_mb: float = 1024.0, method: str = "auto",
-                 gap_tol: float = DEFAULT_TOL):
+                 gap_tol: float = DEFAULT_TOL, backend: str = "cpu"):
         from ..pgm.appgm.estimation import resolve_method
 
         resolve_method(method, loss)
@@ -109,6 +127,8 @@ class APPGM(Params):
         self.out_of_model_iters = int(out_of_model_iters)
         self.max_mb = float(max_mb)
         self.method, self.gap_tol = method, float(gap_tol)
+        check_backend("APPGM", backend)
+        self.backend = backend
 
     def model_mb(self, domain, cliques) -> float:
         """MB (float64) of the region graph over ``cliques`` (what ``max_mb`` bounds)."""
@@ -129,5 +149,5 @@ class APPGM(Params):
         options = Options(region_graph=self.region_graph, loss=self.loss, method=self.method, iters=self.iters,
                           stepsize=self.stepsize, damping=self.damping, counting_numbers=self.counting_numbers,
                           final_iters=self.final_iters, tol=self.tol, out_of_model_iters=self.out_of_model_iters,
-                          max_mb=self.max_mb, gap_tol=self.gap_tol)
+                          max_mb=self.max_mb, gap_tol=self.gap_tol, backend=self.backend)
         return estimate(domain, measurements, total, options, warm_start, callback)

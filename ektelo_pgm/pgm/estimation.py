@@ -27,6 +27,7 @@ from .factor import Factor
 from .inference import MarginalOracle
 from .junction_tree import DEFAULT_MAX_MB, canonical, index_map
 from .model import GraphicalModel
+from .torch_oracle import make_oracle, resolve_backend
 
 
 def largest_eigenvalue(query, w: np.ndarray, iters: int = 100) -> float:
@@ -259,7 +260,8 @@ def _matched_start(oracle: MarginalOracle, objective: Objective, theta: np.ndarr
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "auto",
              loss="l2", iters: int = 1000, tol: float | None = None, warm_start: GraphicalModel | None = None,
              callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
-             step: float | None = None, lipschitz: float | None = None) -> GraphicalModel:
+             step: float | None = None, lipschitz: float | None = None, backend: str = "cpu",
+             dtype: str = "float64") -> GraphicalModel:
     """Private-PGM estimation (McKenna et al. 2019, sec. 3.2): the graphical model over the
     measured cliques (plus ``cliques`` and the warm start's) minimising ``loss``.
 
@@ -276,8 +278,14 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     ``warm_start`` starts from a previous model's log-potentials, a clique it lacks starting at
     its measurement's marginal (:func:`_matched_start`: adaptive mechanisms add one clique a round,
     and the loop's checks read the refit).
+    ``backend``: ``"cpu"`` (the numba oracle, the reference), ``"gpu"`` (the torch oracle on a
+    CUDA device, :mod:`ektelo_pgm.pgm.torch_oracle`, in ``dtype``), ``"auto"`` (the GPU where one
+    is present and the junction tree is large, see
+    :func:`~ektelo_pgm.pgm.torch_oracle.resolve_backend`) or ``"torch-cpu"`` (the torch oracle on
+    torch's CPU device, for tests); the model itself is built on the numba oracle.
     """
     resolve_method(method, loss)
+    resolve_backend(backend)  # an unknown backend, or "gpu" without CUDA, is refused before any work
     if method == "lbfgs" and loss == "l1":
         raise InputError("method 'lbfgs' needs a smooth loss: use loss='l2' (or a smooth callable), or method='mirror'")
     measurements = list(measurements)
@@ -299,13 +307,14 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
         for cl in warm_start.cliques:
             oracle.block(theta, cl)[...] += warm_start.oracle.block(warm_start.theta, cl)
         theta = _matched_start(oracle, objective, theta, total, warm_start, measurements)
+    engine = oracle if backend == "cpu" else make_oracle(oracle, backend, dtype)
     with progress.tracked(callback, iters, f"PGM ({method})") as callback:
         if method == "lbfgs":
             rule = StoppingRule(DEFAULT_TOL if tol is None else tol, DEFAULT_FTOL, callback)
-            theta, rule = optimizers.quasi_newton(oracle, objective, total, theta, iters, rule)
+            theta, rule = optimizers.quasi_newton(engine, objective, total, theta, iters, rule)
         elif method == "mirror":
-            theta, rule = optimizers.mirror_descent(oracle, objective, total, theta, iters, tol or 0.0, step, callback)
+            theta, rule = optimizers.mirror_descent(engine, objective, total, theta, iters, tol or 0.0, step, callback)
         else:
-            theta, rule = optimizers.dual_averaging(oracle, objective, total, theta, iters, tol or 0.0, lipschitz,
+            theta, rule = optimizers.dual_averaging(engine, objective, total, theta, iters, tol or 0.0, lipschitz,
                                                     callback)
     return _finish(oracle, theta, total, rule)

@@ -26,6 +26,7 @@ from ..estimation import Objective
 from ..inference import MarginalOracle
 from ..model import GraphicalModel
 from ..region_graph import RegionGraph
+from ..torch_oracle import make_oracle, resolve_backend
 from .inference import ConvexGBP, LocalPolytopeGap, RegionGraphOracle, consistent_beliefs
 from .lagrangian import augmented_lagrangian, working_mb
 from .model import APPGMEstimate
@@ -55,7 +56,8 @@ class Options:
     ``region_graph`` ("saturated", "factor", "tree"), ``loss``, ``method``, ``iters`` (a
     maximum), ``stepsize`` and ``damping`` of the proximal loop, ``counting_numbers``,
     ``final_iters`` message updates until the violation is below ``tol * total``,
-    ``out_of_model_iters``, ``max_mb`` (MB as float64) and ``gap_tol`` (certified relative gap)."""
+    ``out_of_model_iters``, ``max_mb`` (MB as float64), ``gap_tol`` (certified relative gap) and
+    ``backend`` (``"cpu"``, ``"gpu"``, ``"auto"``, ``"torch-cpu"``: see :func:`estimate`)."""
 
     region_graph: str = "saturated"
     loss: object = "l2"
@@ -69,6 +71,7 @@ class Options:
     out_of_model_iters: int = 3000
     max_mb: float = 1024.0
     gap_tol: float = DEFAULT_TOL
+    backend: str = "cpu"
 
 
 def measured_cliques(domain: Domain, measurements, region_graph: str = "saturated", loss="l2",
@@ -259,7 +262,7 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
 
 
 def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
-                     warm_start=None, max_mb: float = 1024.0):
+                     warm_start=None, max_mb: float = 1024.0, backend: str = "cpu"):
     """Problem 2 on a region graph whose local polytope is the marginal polytope
     (:meth:`RegionGraph.junction_tree`): the shared L-BFGS
     (:func:`~ektelo_pgm.pgm.optimizers.quasi_newton`) on the junction-tree oracle over the
@@ -272,7 +275,8 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
     in its model (1 on the others).  Returns ``(beliefs, theta, ConvexGBP)`` as
     :func:`on_region_graph`: every region's marginal (counts), and as parameters
     ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages at zero, a fixed point of its
-    oracle (so warm starts and :meth:`ConvexGBP.violation` apply).
+    oracle (so warm starts and :meth:`ConvexGBP.violation` apply).  ``backend`` picks the
+    junction-tree oracle L-BFGS runs on (:func:`~ektelo_pgm.pgm.torch_oracle.make_oracle`).
     """
     graph = objective.graph
     tops = [] if warm_start is None else graph.junction_tree()
@@ -285,7 +289,8 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
                 q = np.maximum(warm_start.project(clique), TINY)
                 axes = tuple(i for i, a in enumerate(clique) if a not in tree.separator(k))
                 oracle.block(theta, clique)[...] += np.log(q) - np.log(q.sum(axis=axes, keepdims=True))
-    theta, _ = optimizers.quasi_newton(oracle, Objective(oracle, objective.measurements, objective.loss), total, theta,
+    engine = oracle if backend == "cpu" else make_oracle(oracle, backend)
+    theta, _ = optimizers.quasi_newton(engine, Objective(oracle, objective.measurements, objective.loss), total, theta,
                                        iters, rule)
     model = GraphicalModel.from_flat(oracle, theta, total)
     beliefs = np.concatenate([model.project(r).ravel() for r in graph.regions])
@@ -312,9 +317,14 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
     augmented Lagrangian (the proximal loop's gap is assessed at its end).  ``warm_start`` is an
     earlier estimate whose parameters are reused where regions coincide (:func:`transfer`);
     ``callback(step, loss)`` runs after every step.  The estimate reports ``iterations``,
-    ``converged`` and ``gap``.
+    ``converged`` and ``gap``.  ``options.backend``: ``"cpu"`` (numba, the default),
+    ``"gpu"``/``"torch-cpu"`` (the torch junction-tree oracle of
+    :mod:`ektelo_pgm.pgm.torch_oracle`; only where L-BFGS runs on a junction tree, as convex GBP
+    has no torch implementation yet: elsewhere an InputError), ``"auto"`` (the GPU where it
+    applies, one is present and the tree is large; else the CPU).
     """
     o = Options() if options is None else options
+    device = resolve_backend(o.backend)  # "gpu" without CUDA is refused here, before any work
     measurements = list(measurements)
     for m in measurements:
         m.check(domain)
@@ -342,8 +352,13 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
 
         if method == "lbfgs" and exact:
             rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, record)
-            beliefs, theta, gbp = on_junction_tree(objective, total, iters, rule, o.damping, warm_start, o.max_mb)
+            beliefs, theta, gbp = on_junction_tree(objective, total, iters, rule, o.damping, warm_start, o.max_mb,
+                                                   o.backend)
             return finish(beliefs, theta, gbp, history, rejected, rule)
+        if device != "cpu":
+            raise InputError(f"APPGM: backend={o.backend!r} runs only L-BFGS on a region graph that is a junction "
+                             f"tree (here method {method!r} on the {o.region_graph} region graph): convex GBP has "
+                             "no torch implementation yet; use backend='cpu' or 'auto'")
         if method == "augmented":
             rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, callback)
             start = None if warm_start is None else start[1].beliefs(start[0], total)

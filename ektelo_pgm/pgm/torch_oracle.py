@@ -1,0 +1,484 @@
+"""The junction-tree marginal oracle in torch, for a GPU (McKenna et al. 2019, sec. 3.2).
+
+A third implementation of :class:`~ektelo_pgm.pgm.optimizers.Oracle`, beside the numba
+junction-tree oracle (:class:`~ektelo_pgm.pgm.inference.MarginalOracle`, the reference) and
+APPGM's region graph: :class:`TorchOracle` runs the same log-space belief propagation over the
+same flat buffers, with every table of the tree in one device tensor.  The work of cliques at
+the same height of the tree is batched: the junction tree is turned once, on the host, into
+index tensors (which cells of which buffer feed which cell of which other), so that one
+calibration is a fixed sequence of gathers, log-sum-exps and index-adds whose count grows with
+the tree's height and the number of distinct table shapes, not with its number of cliques.
+Nothing is compiled per model shape; on CUDA the whole mirror-descent step (calibration, loss,
+Armijo line search as a device-side state machine) is captured in a CUDA graph when it can be.
+
+torch is imported here only, lazily: the package imports and runs without it (``backend="cpu"``,
+the default, never touches this module).  Float64 by default, float32 as an option.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from ..kernels.interrupt import sigint_received
+from ..kernels.tree import ARMIJO, GROW_AFTER, HALVINGS, MIN_DECREASE, TINY
+from .junction_tree import index_map
+
+BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
+#: Junction-tree cells (all cliques together) from which ``backend="auto"`` runs the torch oracle on
+#: a CUDA device, when one is present.  Conservative and still to be measured on a GPU
+#: (benchmarks/gpu_vs_mbi.py): below it the numba oracle's per-iteration time is dominated by no
+#: more than a few launches' worth of work, so the GPU cannot gain.
+AUTO_GPU_CELLS = 1_000_000
+#: Line-search trials run on the device between two looks of the host at the stopping flags.
+CHECK_EVERY = 16
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise InputError("the torch backends need torch (the optional extra, e.g. pip install torch); "
+                         "it is not installed") from exc
+    return torch
+
+
+def torch_available() -> bool:
+    """Whether torch can be imported (without importing it)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA device (imports torch only if it is installed)."""
+    return torch_available() and bool(_torch().cuda.is_available())
+
+
+def resolve_backend(backend: str, cells: int | None = None) -> str:
+    """The device a ``backend`` stands for: ``"cpu"`` (the numba oracle), ``"cuda"`` or
+    ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests).  ``"gpu"`` without a CUDA
+    device is an :class:`~ektelo_pgm.errors.InputError`; ``"auto"`` is ``"cuda"`` only when a
+    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells."""
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "cpu":
+        return "cpu"
+    if backend == "torch-cpu":
+        _torch()
+        return "torch-cpu"
+    if backend == "gpu":
+        if not torch_available():
+            raise InputError("backend='gpu' needs torch with CUDA, and torch is not installed; use backend='cpu'")
+        if not cuda_available():
+            raise InputError("backend='gpu' needs a CUDA device, and torch sees none (torch.cuda.is_available() "
+                             "is False); use backend='cpu' or 'auto'")
+        return "cuda"
+    if cells is not None and cells >= AUTO_GPU_CELLS and cuda_available():
+        return "cuda"
+    return "cpu"
+
+
+def _groups(segments: list, outputs: list) -> list:
+    """Segments (index arrays into a source buffer) grouped by length: ``[(idx (G, R), out (G,))]``
+    with ``out`` the destination of each segment's reduction (numpy int64)."""
+    by: dict = {}
+    for seg, out in zip(segments, outputs):
+        by.setdefault(len(seg), ([], []))
+        by[len(seg)][0].append(seg)
+        by[len(seg)][1].append(out)
+    return [(np.stack(s).astype(np.int64), np.asarray(o, dtype=np.int64)) for _, (s, o) in sorted(by.items())]
+
+
+def _preimages(big_map: np.ndarray, start: int) -> np.ndarray:
+    """For a map from the cells of a table (at ``start`` of a flat buffer) onto a smaller one whose
+    every cell has as many preimages: ``(small cells, preimages)`` of flat indices."""
+    m = int(big_map.max()) + 1 if big_map.size else 0
+    order = np.argsort(big_map, kind="stable")
+    return order.reshape(m, -1) + start
+
+
+def _layers(dst: list, src: list) -> list:
+    """Pairs of index arrays split into layers whose destinations are unique within a layer
+    (the ``r``-th pair of each destination block in layer ``r``): index-adds then need no atomics
+    that collide, so the sums are deterministic."""
+    out: dict = {}
+    rank: dict = {}
+    for d, s, in zip(dst, src):
+        key = int(d[0]) if len(d) else -1
+        r = rank.get(key, 0)
+        rank[key] = r + 1
+        out.setdefault(r, ([], []))
+        out[r][0].append(d)
+        out[r][1].append(s)
+    return [(np.concatenate(d).astype(np.int64), np.concatenate(s).astype(np.int64)) for _, (d, s) in sorted(out.items())]
+
+
+class TorchOracle:
+    """The junction-tree MARGINAL-ORACLE (sec. 3.2) in torch, on ``device`` (``"cpu"`` or
+    ``"cuda"``), in ``dtype`` (``"float64"`` default, or ``"float32"``).
+
+    Built on a :class:`~ektelo_pgm.pgm.inference.MarginalOracle` ``base``, whose parameter
+    layout (``size``, ``p_off``, ``cliques``, ``block``...) it shares: ``theta`` and ``mu`` are the
+    same flat buffers (log-potentials; marginals in counts).  :meth:`marginals` and :meth:`gap`
+    take and return numpy arrays (a host copy per call); :meth:`fused_mirror_descent` keeps the
+    whole loop on the device.
+    """
+
+    scale = None
+
+    def __init__(self, base, device: str = "cpu", dtype: str = "float64", graphs: bool = True):
+        torch = _torch()
+        if dtype not in ("float64", "float32"):
+            raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        self.base, self.torch = base, torch
+        self.device = torch.device(device)
+        self.dtype = getattr(torch, dtype)
+        self.graphs = graphs and self.device.type == "cuda"
+        self.graph_error: str | None = None  # why a CUDA graph could not be captured, if it could not
+        self._plan(base)
+
+    def __getattr__(self, name):  # the parameter layout and the rest of the numba oracle
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    # ---------------------------------------------------------------- the plan (host, once)
+    def _plan(self, base) -> None:
+        torch, dev = self.torch, self.device
+        tree, domain = base.tree, base.domain
+        layout = base.layout
+        off = layout.clique_off
+        parent = layout.parent
+        k = len(tree.cliques)
+        sep_off = layout.sep_off
+        self.tree_cells, self.seps = int(off[-1]), int(sep_off[-1])
+
+        def t(a):
+            return torch.as_tensor(np.ascontiguousarray(a), dtype=torch.int64, device=dev)
+
+        # assembly: log_phi[host cells] += theta[param cells], layered by rank within the host
+        host = [tree.host(cl) for cl in base.cliques]
+        dst, src = [], []
+        for j, (cl, h) in enumerate(zip(base.cliques, host)):
+            dst.append(np.arange(off[h], off[h + 1]))
+            src.append(base.p_off[j] + index_map(domain, tree.cliques[h], cl).astype(np.int64))
+        self.assembly = [(t(d), t(s)) for d, s in _layers(dst, src)]
+
+        # heights (collect order) and depths (distribute order)
+        children = [[] for _ in range(k)]
+        for c in range(k):
+            if parent[c] >= 0:
+                children[parent[c]].append(c)
+        height = np.zeros(k, dtype=np.int64)
+        for c in layout.order:  # children first
+            if children[c]:
+                height[c] = 1 + max(height[d] for d in children[c])
+        depth = np.zeros(k, dtype=np.int64)
+        for c in layout.order[::-1]:  # parents first
+            if parent[c] >= 0:
+                depth[c] = depth[parent[c]] + 1
+        up_maps, down_maps = {}, {}
+        for c in range(k):
+            if parent[c] >= 0:
+                sep = tree.separator(c)
+                up_maps[c] = index_map(domain, tree.cliques[c], sep).astype(np.int64).ravel()
+                down_maps[c] = index_map(domain, tree.cliques[parent[c]], sep).astype(np.int64).ravel()
+
+        # collect: per height, the up messages (log-sum-exp of the clique's cells onto its separator)
+        # and their absorption into the parents
+        self.collect = []
+        for h in range(int(height.max()) + 1 if k else 0):
+            senders = [c for c in range(k) if height[c] == h and parent[c] >= 0]
+            if not senders:
+                continue
+            segs, outs = [], []
+            for c in senders:
+                pre = _preimages(up_maps[c], off[c])
+                segs += list(pre)
+                outs += list(sep_off[c] + np.arange(len(pre)))
+            lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+            absorb = _layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
+                             [sep_off[c] + down_maps[c] for c in senders])
+            self.collect.append((lse, [(t(d), t(s)) for d, s in absorb]))
+
+        # distribute: per depth, the parents' separator marginals (log-sum-exp), less the child's up
+        # message, added into the child
+        self.distribute = []
+        for d in range(int(depth.max()) + 1 if k else 0):
+            receivers = [c for c in range(k) if depth[c] == d + 1]
+            if not receivers:
+                continue
+            segs, outs = [], []
+            for c in receivers:
+                pre = _preimages(down_maps[c], off[parent[c]])
+                segs += list(pre)
+                outs += list(sep_off[c] + np.arange(len(pre)))
+            lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+            into = (t(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers])),
+                    t(np.concatenate([sep_off[c] + up_maps[c] for c in receivers])),
+                    t(np.concatenate([sep_off[c] + np.arange(sep_off[c + 1] - sep_off[c]) for c in receivers])))
+            self.distribute.append((lse, into))
+
+        # marginals: each parameter cell the log-sum-exp of its host cells, then normalised per clique
+        segs, outs = [], []
+        for j, (cl, h) in enumerate(zip(base.cliques, host)):
+            pre = _preimages(index_map(domain, tree.cliques[h], cl).astype(np.int64).ravel(), off[h])
+            segs += list(pre)
+            outs += list(base.p_off[j] + np.arange(len(pre)))
+        self.project = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+        p_off = np.asarray(base.p_off)
+        self.normalise = [(t(i), t(o)) for i, o in _groups(
+            [np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))], list(range(len(base.cliques))))]
+        self.owner = t(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)))
+        roots = [c for c in range(k) if parent[c] < 0]
+        self.roots = [(t(i), t(o)) for i, o in _groups([np.arange(off[c], off[c + 1]) for c in roots],
+                                                       list(range(len(roots))))]
+        self.n_roots = len(roots)
+
+    # ---------------------------------------------------------------- the passes (device)
+    def _lse_into(self, src, groups, out):
+        """``out[o] = logsumexp(src[idx])`` for each group of equal-length segments."""
+        for idx, o in groups:
+            out.index_copy_(0, o, self.torch.logsumexp(src[idx], dim=1))
+
+    def _collect(self, theta):
+        """Assembly and the collect pass: ``(belief, up)`` with every root's belief final."""
+        torch = self.torch
+        belief = torch.zeros(self.tree_cells, dtype=self.dtype, device=self.device)
+        for d, s in self.assembly:
+            belief.index_add_(0, d, theta[s])
+        up = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
+        for lse, absorb in self.collect:
+            self._lse_into(belief, lse, up)
+            for d, s in absorb:
+                belief.index_add_(0, d, up[s])
+        return belief, up
+
+    def _log_z(self, belief):
+        out = self.torch.zeros(self.n_roots, dtype=self.dtype, device=self.device)
+        self._lse_into(belief, self.roots, out)
+        return out.sum()
+
+    def _calibrate(self, theta, total: float):
+        """Log-space belief propagation on device tensor ``theta`` (flat, parameter cliques):
+        the parameter cliques' marginals (counts summing to ``total`` per clique)."""
+        torch = self.torch
+        belief, up = self._collect(theta)
+        down = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
+        for lse, (cells, at, sep) in self.distribute:
+            self._lse_into(belief, lse, down)
+            down.index_add_(0, sep, -up[sep])  # the parent's separator marginal less the child's message
+            belief.index_add_(0, cells, down[at])
+        log_mu = torch.empty(self.base.size, dtype=self.dtype, device=self.device)
+        self._lse_into(belief, self.project, log_mu)
+        log_norm = torch.empty(len(self.base.cliques), dtype=self.dtype, device=self.device)
+        self._lse_into(log_mu, self.normalise, log_norm)
+        return total * torch.exp(log_mu - log_norm[self.owner])
+
+    def _tensor(self, array):
+        return self.torch.as_tensor(np.ascontiguousarray(array, dtype=np.float64), device=self.device).to(self.dtype)
+
+    # ---------------------------------------------------------------- the Oracle protocol
+    def marginals(self, theta: np.ndarray, total: float) -> np.ndarray:
+        """A fresh numpy buffer of the parameter cliques' marginals (counts) at ``theta``."""
+        mu = self._calibrate(self._tensor(theta), float(total))
+        return mu.to(self.torch.float64).cpu().numpy()
+
+    def log_partition(self, theta: np.ndarray) -> float:
+        """The log partition function at ``theta`` (the collect pass only)."""
+        return float(self._log_z(self._collect(self._tensor(theta))[0]))
+
+    def gap(self, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
+        """The Frank-Wolfe gap bound of :meth:`MarginalOracle.gap
+        <ektelo_pgm.pgm.inference.MarginalOracle.gap>` (counts), its soft minimum computed here."""
+        spread = float(np.abs(grad).max())
+        if spread == 0:
+            return 0.0
+        beta = total * max(float(np.sum(np.log(self.base.domain.shape))), 1e-300) / resolution
+        beta = min(beta, 1e12 / spread)
+        return max(float(np.dot(grad, mu)) + total * self.log_partition(-beta * grad) / beta, 0.0)
+
+    def release(self) -> None:
+        """Free the device's cached blocks (the plan's index tensors stay)."""
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
+
+    # ---------------------------------------------------------------- Algorithm 1 on the device
+    def fused_mirror_descent(self, objective, total: float, theta: np.ndarray, iters: int, tol: float, first: float,
+                             callback: Callable | None = None) -> tuple[np.ndarray, float, int]:
+        """:func:`~ektelo_pgm.pgm.optimizers.mirror_descent`'s loop on the device, trial by trial
+        (the same sequence of steps as the numba loop, :func:`~ektelo_pgm.kernels.tree.mirror_descent_loop`),
+        its decisions taken on the device; the host looks at the stopping flags (and reports to
+        ``callback``) every :data:`CHECK_EVERY` trials.  A loss with a Python part (non-identity
+        queries, a callable) runs the host loop instead.  Returns ``(theta, loss, iterations)``."""
+        if objective.needs_python:
+            from .optimizers import _mirror_loop
+            return _mirror_loop(self, objective, total, theta, iters, tol, first, callback)
+        loop = _DeviceLoop(self, objective, float(total), theta, int(iters), float(tol), float(first))
+        return loop.run(callback)
+
+
+class _DeviceLoop:
+    """The state of Algorithm 1 (mirror descent with Armijo backtracking) as device tensors, one
+    line-search trial per :meth:`step` (no host value read inside, so it can be graph-captured)."""
+
+    def __init__(self, oracle: TorchOracle, objective, total, theta, iters, tol, first):
+        torch, dev, dt = oracle.torch, oracle.device, oracle.dtype
+        self.oracle, self.torch, self.total, self.iters = oracle, torch, total, iters
+        self.tol, self.first = tol, first
+        self.smooth = objective.loss == "l2"
+        self.l1 = objective.loss == "l1"
+        index = np.asarray(objective.index, dtype=np.int64)
+        self.y, self.w = oracle._tensor(objective.y), oracle._tensor(objective.w)
+        self.index = torch.as_tensor(index, device=dev)
+        # the gradient's scatter in layers of distinct cells (deterministic sums)
+        order = np.argsort(index, kind="stable")
+        rank = np.empty(len(index), dtype=np.int64)
+        if len(index):
+            starts = np.r_[0, np.flatnonzero(np.diff(index[order])) + 1]
+            run = np.repeat(starts, np.diff(np.r_[starts, len(index)]))
+            rank[order] = np.arange(len(index)) - run
+        self.grad_layers = [torch.as_tensor(np.flatnonzero(rank == r), device=dev)
+                            for r in range(int(rank.max()) + 1 if len(index) else 0)]
+        self.grad_index = [self.index[m] for m in self.grad_layers]
+
+        def scalar(v, dtype=dt):
+            return torch.tensor(v, dtype=dtype, device=dev)
+
+        self.theta = oracle._tensor(theta)
+        self.mu = oracle._calibrate(self.theta, total)
+        self.grad = torch.zeros_like(self.mu)
+        self.value = self._loss(self.mu, self.grad)
+        self.best, self.best_value = self.theta.clone(), self.value.clone()
+        self.alpha = scalar(first)
+        self.streak = scalar(GROW_AFTER, torch.int64)
+        self.trial = scalar(0, torch.int64)
+        self.t = scalar(1, torch.int64)  # the iteration under way
+        self.done = scalar(0, torch.int64)  # iterations completed
+        self.stopped = scalar(False, torch.bool)
+        self.slot = scalar(0, torch.int64)
+        self.reported_t = torch.full((CHECK_EVERY,), -1, dtype=torch.int64, device=dev)
+        self.reported_v = torch.zeros(CHECK_EVERY, dtype=dt, device=dev)
+        if iters <= 0:
+            self.stopped.fill_(True)
+
+    def _loss(self, mu, grad):
+        """The identity measurements' loss at ``mu`` (counts), its gradient written into ``grad``."""
+        torch = self.torch
+        r = self.w * (mu[self.index] - self.y)
+        g = self.w * (torch.sign(r) if self.l1 else r)
+        grad.zero_()
+        for layer, at in zip(self.grad_layers, self.grad_index):
+            grad.index_add_(0, at, g[layer])
+        return r.abs().sum() if self.l1 else 0.5 * (r * r).sum()
+
+    def step(self) -> None:
+        """One trial of the line search, and its consequences, masked when stopped."""
+        torch = self.torch
+        active = ~self.stopped
+        grow = (self.trial == 0) & (self.streak >= GROW_AFTER) & active
+        self.alpha.copy_(torch.where(grow, 2.0 * self.alpha, self.alpha))
+        self.streak.copy_(torch.where(grow, torch.zeros_like(self.streak), self.streak))
+        last = self.trial == HALVINGS
+        if not self.smooth:
+            fallback = self.first / torch.sqrt(self.t.to(self.alpha.dtype))
+            self.alpha.copy_(torch.where(last & active, fallback, self.alpha))
+        candidate = self.theta - self.alpha * self.grad
+        mu = self.oracle._calibrate(candidate, self.total)
+        grad = torch.empty_like(mu)
+        value = self._loss(mu, grad)
+        decrease = self.value - value
+        ok = (decrease >= ARMIJO * torch.dot(self.grad, self.mu - mu)) & (decrease > MIN_DECREASE * self.value)
+        if self.smooth:
+            converged = last & active
+            accept = ok & ~last & active
+        else:
+            converged = torch.zeros_like(last)
+            accept = (ok | last) & active
+        reject = active & ~accept & ~converged
+        self.streak.copy_(torch.where(accept & ok & ~last,
+                                      torch.where(self.trial == 0, self.streak + 1, torch.zeros_like(self.streak)),
+                                      self.streak))
+        previous = self.value.clone()
+        self.theta.copy_(torch.where(accept, candidate, self.theta))
+        self.mu.copy_(torch.where(accept, mu, self.mu))
+        self.grad.copy_(torch.where(accept, grad, self.grad))
+        self.value.copy_(torch.where(accept, value, self.value))
+        self.done.copy_(torch.where(accept, self.t, self.done))
+        if not self.smooth:
+            better = accept & (value < self.best_value)
+            self.best.copy_(torch.where(better, candidate, self.best))
+            self.best_value.copy_(torch.where(better, value, self.best_value))
+        self.reported_t.index_copy_(0, self.slot.view(1), torch.where(accept, self.t, -torch.ones_like(self.t)).view(1))
+        self.reported_v.index_copy_(0, self.slot.view(1), value.view(1))
+        self.slot.copy_((self.slot + 1) % CHECK_EVERY)
+        settled = (previous - value).abs() <= self.tol * torch.clamp(previous.abs(), min=TINY)
+        finished = accept & (settled | (self.t >= self.iters))
+        self.t.copy_(torch.where(accept, self.t + 1, self.t))
+        self.trial.copy_(torch.where(accept, torch.zeros_like(self.trial),
+                                     torch.where(reject, self.trial + 1, self.trial)))
+        self.alpha.copy_(torch.where(reject, 0.5 * self.alpha, self.alpha))
+        self.stopped.copy_(self.stopped | converged | finished)
+
+    def _graph(self):
+        """The step captured in a CUDA graph (None where it cannot be; the reason kept)."""
+        torch = self.torch
+        try:
+            state = [x.clone() for x in self._state()]
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.step()  # warm-up on a side stream, as capture requires
+            torch.cuda.current_stream().wait_stream(side)
+            for x, saved in zip(self._state(), state):  # undo the warm-up's trial
+                x.copy_(saved)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.step()
+            for x, saved in zip(self._state(), state):  # capture may run nothing, but be sure
+                x.copy_(saved)
+            return graph
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to eager steps
+            self.oracle.graph_error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"torch oracle: no CUDA graph ({self.oracle.graph_error}); running eagerly")
+            return None
+
+    def _state(self):
+        return [self.theta, self.mu, self.grad, self.value, self.best, self.best_value, self.alpha, self.streak,
+                self.trial, self.t, self.done, self.stopped, self.slot, self.reported_t, self.reported_v]
+
+    def run(self, callback):
+        graph = self._graph() if self.oracle.graphs and not bool(self.stopped) else None
+        while not bool(self.stopped):
+            for _ in range(CHECK_EVERY):
+                if graph is not None:
+                    graph.replay()
+                else:
+                    self.step()
+            if callback is not None:
+                ts = self.reported_t.cpu().numpy()
+                vs = self.reported_v.cpu().numpy()
+                start = int(self.slot)
+                for i in range(CHECK_EVERY):
+                    at = (start + i) % CHECK_EVERY
+                    if ts[at] >= 0:
+                        callback(int(ts[at]), float(vs[at]))
+                self.reported_t.fill_(-1)
+            if sigint_received():
+                break
+        value, done = float(self.value), int(self.done)
+        if not self.smooth and float(self.best_value) < value:
+            return self.best.to(self.torch.float64).cpu().numpy(), float(self.best_value), done
+        return self.theta.to(self.torch.float64).cpu().numpy(), value, done
+
+
+def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
+    """The oracle a ``backend`` stands for over the numba oracle ``base``: ``base`` itself for
+    ``"cpu"`` (and ``"auto"`` on small trees or without CUDA), else a :class:`TorchOracle`."""
+    device = resolve_backend(backend, int(base.layout.clique_off[-1]))
+    if device == "cpu":
+        return base
+    return TorchOracle(base, "cpu" if device == "torch-cpu" else "cuda", dtype)

@@ -1,0 +1,195 @@
+"""The torch junction-tree oracle (ektelo_pgm.pgm.torch_oracle) against the numba one, on
+torch's CPU device (and on CUDA where present), and the ``backend`` option of PGM and APPGM."""
+import importlib.util
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ektelo_pgm import Dataset, Domain
+from ektelo_pgm.errors import InputError
+from ektelo_pgm.measurement import Measurement
+from ektelo_pgm.operators.reconstruct import APPGM, PGM
+from ektelo_pgm.pgm.estimation import estimate
+from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.torch_oracle import resolve_backend
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (the optional extra)")
+
+
+def _cuda() -> bool:
+    if not HAVE_TORCH:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+DEVICES = ["cpu"] + (["cuda"] if _cuda() else [])
+
+
+def torch_oracle(base, device="cpu", dtype="float64"):
+    from ektelo_pgm.pgm.torch_oracle import TorchOracle
+
+    return TorchOracle(base, device, dtype)
+
+
+def random_model(sizes, picks):
+    """A domain of ``sizes`` and the cliques ``picks`` (lists of attribute positions)."""
+    domain = Domain([f"x{i}" for i in range(len(sizes))], list(sizes))
+    cliques = [tuple(domain.attrs[i] for i in sorted(set(p))) for p in picks]
+    return domain, cliques
+
+
+def noisy(data, cliques, std, rng):
+    out = []
+    for cl in cliques:
+        x = data.marginal(cl).ravel().astype(float)
+        out.append(Measurement(cl, x + rng.normal(0.0, std, x.size), std))
+    return out
+
+
+@pytest.fixture(scope="module")
+def adult(data_dir):
+    return Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
+
+
+ADULT_TRIPLES = [("age", "education-num", "income>50K"), ("sex", "race", "hours-per-week"),
+                 ("workclass", "occupation", "income>50K")]
+
+
+# ------------------------------------------------------------------ backend resolution (no torch needed)
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(InputError, match="backend"):
+        PGM(backend="tpu")
+    with pytest.raises(InputError, match="backend"):
+        APPGM(backend="tpu")
+    with pytest.raises(InputError, match="dtype"):
+        PGM(backend="gpu", dtype="float16")
+
+
+@pytest.mark.skipif(_cuda(), reason="a CUDA device is present: backend='gpu' runs")
+def test_gpu_without_cuda_is_a_clear_error():
+    domain = Domain(["a", "b"], [2, 3])
+    m = [Measurement(("a", "b"), np.ones(6), 1.0)]
+    for fit in (lambda: PGM(backend="gpu").reconstruct(domain, m),
+                lambda: APPGM(backend="gpu").reconstruct(domain, m)):
+        with pytest.raises(InputError, match="backend='gpu' needs"):
+            fit()
+
+
+def test_cpu_and_auto_without_cuda_stay_numba():
+    assert resolve_backend("cpu", 10**9) == "cpu"
+    if not _cuda():
+        assert resolve_backend("auto", 10**9) == "cpu"
+    assert resolve_backend("auto", 10) == "cpu"
+
+
+# ------------------------------------------------------------------ marginals equal the numba oracle's
+
+@needs_torch
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=7),
+       picks=st.lists(st.lists(st.integers(0, 6), min_size=1, max_size=3), min_size=1, max_size=7),
+       seed=st.integers(0, 2**16))
+def test_marginals_equal_numba_on_random_models(sizes, picks, seed):
+    picks = [[i % len(sizes) for i in p] for p in picks]
+    domain, cliques = random_model(sizes, picks)
+    base = MarginalOracle(domain, cliques)
+    oracle = torch_oracle(base)
+    rng = np.random.default_rng(seed)
+    total = 1000.0
+    for scale in (0.1, 3.0, 30.0):
+        theta = rng.normal(0.0, scale, base.size)
+        want = base.marginals(theta, total)
+        got = oracle.marginals(theta, total)
+        assert np.abs(got - want).max() <= 1e-10 * total
+        assert oracle.log_partition(theta) == pytest.approx(base.log_partition(theta), rel=1e-12, abs=1e-10)
+
+
+@needs_torch
+@pytest.mark.parametrize("device", DEVICES)
+def test_marginals_equal_numba_on_adult(adult, device):
+    cliques = [(a,) for a in adult.domain.attrs] + ADULT_TRIPLES
+    base = MarginalOracle(adult.domain, cliques)
+    oracle = torch_oracle(base, device)
+    rng = np.random.default_rng(1)
+    total = float(len(adult))
+    for _ in range(2):
+        theta = rng.normal(0.0, 2.0, base.size)
+        want = base.marginals(theta, total)
+        assert np.abs(oracle.marginals(theta, total) - want).max() <= 1e-10 * total
+    grad = rng.normal(size=base.size)
+    assert oracle.gap(want, grad, total, 1e-3) == pytest.approx(base.gap(want, grad, total, 1e-3), rel=1e-9, abs=1e-6)
+
+
+@needs_torch
+def test_float32_is_close():
+    domain, cliques = random_model([3, 4, 2, 5], [[0, 1], [1, 2], [2, 3], [0]])
+    base = MarginalOracle(domain, cliques)
+    theta = np.random.default_rng(0).normal(size=base.size)
+    got = torch_oracle(base, dtype="float32").marginals(theta, 100.0)
+    assert np.abs(got - base.marginals(theta, 100.0)).max() <= 1e-4 * 100.0
+
+
+# ------------------------------------------------------------------ the optimisers on the torch oracle
+
+@pytest.fixture(scope="module")
+def small_problem():
+    rng = np.random.default_rng(0)
+    domain = Domain([f"a{i}" for i in range(7)], [2, 3, 4, 2, 5, 3, 4])
+    data = Dataset(np.stack([rng.integers(0, n, 3000) for n in domain.shape], 1), domain)
+    cliques = [("a0", "a1"), ("a1", "a2", "a3"), ("a3", "a4"), ("a2", "a5"), ("a6",), ("a5", "a6"), ("a4", "a6")]
+    return domain, noisy(data, cliques, 10.0, rng)
+
+
+@needs_torch
+@pytest.mark.parametrize("method,loss", [("mirror", "l2"), ("mirror", "l1"), ("lbfgs", "l2"), ("accelerated", "l2")])
+def test_loop_reaches_the_same_loss(small_problem, method, loss):
+    domain, ms = small_problem
+    ref = estimate(domain, ms, method=method, loss=loss, iters=150)
+    got = estimate(domain, ms, method=method, loss=loss, iters=150, backend="torch-cpu")
+    assert got.loss == pytest.approx(ref.loss, rel=1e-9)
+    assert np.abs(got.project(("a1", "a2")) - ref.project(("a1", "a2"))).max() <= 1e-6 * ref.total
+    if method == "mirror" and loss == "l2":  # the device loop takes the numba loop's steps
+        assert got.iterations == ref.iterations
+
+
+@needs_torch
+def test_device_loop_reports_every_iteration(small_problem):
+    domain, ms = small_problem
+    seen, want = [], []
+    estimate(domain, ms, method="mirror", iters=40, callback=lambda t, v: want.append((t, v)))
+    estimate(domain, ms, method="mirror", iters=40, backend="torch-cpu", callback=lambda t, v: seen.append((t, v)))
+    assert [t for t, _ in seen] == [t for t, _ in want] == list(range(1, 41))
+    np.testing.assert_allclose([v for _, v in seen], [v for _, v in want], rtol=1e-9)
+
+
+@needs_torch
+def test_non_identity_queries_run_the_host_loop(small_problem):
+    domain, ms = small_problem
+    prefix = np.tril(np.ones((4, 4)))
+    ms = ms + [Measurement(("a2",), prefix @ np.full(4, 750.0) + 5.0, 10.0, query=prefix)]
+    ref = estimate(domain, ms, method="mirror", iters=60)
+    got = estimate(domain, ms, method="mirror", iters=60, backend="torch-cpu")
+    assert got.loss == pytest.approx(ref.loss, rel=1e-9)
+
+
+@needs_torch
+def test_same_seed_same_synthetic_data(small_problem):
+    domain, ms = small_problem
+    runs = [PGM(iters=80, method="mirror", backend="torch-cpu").reconstruct(domain, ms).synthetic_data(500, rng=3)
+            for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].records, runs[1].records)
+
+
+@needs_torch
+def test_appgm_backend(small_problem):
+    domain, ms = small_problem
+    ref = APPGM(region_graph="tree", method="lbfgs", iters=100).reconstruct(domain, ms)
+    got = APPGM(region_graph="tree", method="lbfgs", iters=100, backend="torch-cpu").reconstruct(domain, ms)
+    assert got.project(("a1", "a2")) == pytest.approx(ref.project(("a1", "a2")), rel=1e-6, abs=1e-6 * 3000)
+    with pytest.raises(InputError, match="convex GBP"):
+        APPGM(region_graph="saturated", method="mirror", iters=5, backend="torch-cpu").reconstruct(domain, ms)
