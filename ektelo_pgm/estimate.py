@@ -13,7 +13,8 @@ An :class:`Estimate` is an estimated distribution of records over a domain, in c
 - :class:`MixtureEstimate`: a uniform mixture of product distributions (GEM, RAP-softmax);
 - :class:`Decompressed`: an estimate over merged values seen over the original values (MST);
 - ``GraphicalModel`` (Private-PGM) and ``APPGMEstimate`` (APPGM's pseudo-marginals) live with
-  their engines in :mod:`ektelo_pgm.pgm` and are importable from here too.
+  their engines in :mod:`ektelo_pgm.pgm`, ``UndirectedModel`` (a learned exponential family) in
+  :mod:`ektelo_pgm.learning`; all are importable from here too.
 """
 from __future__ import annotations
 
@@ -31,14 +32,16 @@ from .measurement import check_total
 
 
 __all__ = ["Estimate", "VectorEstimate", "FactoredEstimate", "LocalEstimate", "AverageEstimate", "RecordsEstimate",
-           "BayesNet", "SupportEstimate", "MixtureEstimate", "Decompressed", "GraphicalModel", "APPGMEstimate"]
+           "BayesNet", "SupportEstimate", "MixtureEstimate", "Decompressed", "GraphicalModel", "APPGMEstimate",
+           "UndirectedModel"]
 
 #: The graphical-model estimates, defined by their engines (which import this module).
-_ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm"}
+_ENGINE_ESTIMATES = {"GraphicalModel": ".pgm.model", "APPGMEstimate": ".pgm.appgm",
+                     "UndirectedModel": ".learning.model"}
 
 
 def __getattr__(name: str):
-    """``GraphicalModel`` and ``APPGMEstimate``, loaded from their engines on first use."""
+    """``GraphicalModel``, ``APPGMEstimate`` and ``UndirectedModel``, loaded from their engines on first use."""
     if name in _ENGINE_ESTIMATES:
         return getattr(importlib.import_module(_ENGINE_ESTIMATES[name], __package__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -114,8 +117,7 @@ class Estimate(ABC):
     iterations: int | None = None
     converged: bool | None = None
     gap: float | None = None
-    #: The ways :meth:`synthetic_data` can draw records (see :data:`SAMPLING`); an estimate that
-    #: lists ``"round"`` takes ``method=`` in ``synthetic_data``.
+    #: The ways :meth:`synthetic_data` can draw records (see :data:`SAMPLING`), its default first.
     sampling_methods: tuple[str, ...] = ("sample",)
     #: The name of the class in a saved state (None: it cannot be saved).
     kind: str | None = None
@@ -163,8 +165,19 @@ class Estimate(ABC):
         return [self.project(c) for c in cliques]
 
     @abstractmethod
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
-        """``n`` records (default: the rounded total; :meth:`record_count`) drawn from the estimate."""
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
+        """``n`` records (default: the rounded total; :meth:`record_count`) drawn from the estimate
+        with ``rng``, as ``method`` says (one of :attr:`sampling_methods`; None: the estimate's
+        default; :meth:`sampling_method`)."""
+
+    def sampling_method(self, method: str | None) -> str:
+        """The way :meth:`synthetic_data` draws records: ``method`` if this estimate offers it,
+        its default (the first of :attr:`sampling_methods`) when None; an InputError otherwise."""
+        if method is None:
+            return self.sampling_methods[0]
+        if method not in self.sampling_methods:
+            raise InputError(f"synthetic_data: method must be one of {self.sampling_methods}, got {method!r}")
+        return method
 
     def record_count(self, n: int | None) -> int:
         """The number of records :meth:`synthetic_data` draws: ``n`` (a positive integer), or by
@@ -210,8 +223,9 @@ class VectorEstimate(Estimate):
         kept = [a for a in self.domain.attrs if a in attrs]
         return np.transpose(cube.sum(axis=drop), [kept.index(a) for a in attrs])
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """Records drawn i.i.d. from the estimate with negative counts clipped to zero."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         weights = np.clip(self.vector, 0, None)
         if weights.sum() <= 0:
@@ -270,8 +284,9 @@ class FactoredEstimate(Estimate):
                 order.extend(kept)
         return np.transpose(result, [order.index(a) for a in attrs])
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total), each group's values drawn independently."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         n = self.record_count(n)
         records = np.empty((n, len(self.domain)), dtype=np.int64)
@@ -313,8 +328,9 @@ class LocalEstimate(Estimate):
         summed = values.sum(axis=tuple(i for i, a in enumerate(clique) if a not in attrs))
         return np.transpose(summed, [kept.index(a) for a in attrs])
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """Not available: the per-clique estimates are not one distribution over the domain."""
+        self.sampling_method(method)
         raise InputError("local least squares estimates each measured clique separately; the "
                          "estimates may disagree and be negative, so they define no distribution to "
                          "sample records from (use LeastSquares, MultiplicativeWeights or PGM)")
@@ -339,8 +355,9 @@ class AverageEstimate(Estimate):
     def project(self, attrs) -> np.ndarray:
         return np.mean([e.project(attrs) for e in self.estimates], axis=0)
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total) from the equal-weight mixture."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         n = self.record_count(n)
         counts = rng.multinomial(n, np.full(len(self.estimates), 1.0 / len(self.estimates)))
@@ -367,8 +384,9 @@ class RecordsEstimate(Estimate):
     def project(self, attrs) -> np.ndarray:
         return self.records.marginal(attrs) * (self._total / len(self.records))
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total) drawn with replacement from the records."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         n = self.record_count(n)
         return Dataset(self.records.records[rng.integers(len(self.records), size=n)], self.domain)
@@ -472,17 +490,15 @@ class BayesNet(Estimate):
         operands = [x for table, vs in factors for x in (table, list(vs))]
         return self._total * np.einsum(*operands, [label[a] for a in attrs], optimize="greedy")
 
-    sampling_methods = SAMPLING
+    sampling_methods = ("round", "sample")
 
-    def synthetic_data(self, n: int | None = None, rng=None, method: str = "round") -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total) from the network, attribute by attribute in
         its order (ancestral sampling): ``method="round"`` (default, as for a GraphicalModel)
         gives the records of each parent configuration values in counts rounded from their
         expectations (:func:`round_conditional`), so every table is met to within one record per
         cell; ``"sample"`` draws each independently."""
-        n = self.record_count(n)
-        if method not in SAMPLING:
-            raise InputError(f"synthetic_data: method must be one of {SAMPLING}, got {method!r}")
+        n, method = self.record_count(n), self.sampling_method(method)
         rng = np.random.default_rng(rng)
         records = np.empty((int(n), len(self.domain)), dtype=np.int64)
         for attr in self.order:
@@ -526,8 +542,9 @@ class SupportEstimate(Estimate):
         index = np.ravel_multi_index(self.rows[:, list(self.domain.axes(attrs))].T, shape)
         return np.bincount(index, self.weights, minlength=int(np.prod(shape))).reshape(shape)
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total) drawn from the weighted rows."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         n = self.record_count(n)
         picks = rng.choice(len(self.rows), size=n, p=self.weights / self.weights.sum())
@@ -582,9 +599,10 @@ class MixtureEstimate(Estimate):
                 at += self.domain[c[-1]]
         return [out[c] for c in cliques]
 
-    def synthetic_data(self, n: int | None = None, rng=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
         """``n`` records (default: the rounded total): a mixture component each, then every
         attribute drawn independently from that component."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
         n = self.record_count(n)
         component = rng.integers(self.probs[0].shape[0], size=n)
@@ -647,11 +665,13 @@ class Decompressed(Estimate):
             table = np.take(table, codes, axis=axis) / self.group_size[a][codes].reshape(shape)
         return table
 
-    def synthetic_data(self, n: int | None = None, rng=None, **options) -> Dataset:
-        """``n`` records (default: the rounded total): records of the inner estimate (its
-        ``synthetic_data`` gets ``options``, e.g. ``method="round"`` for a GraphicalModel), each
-        merged value replaced by one of its original values drawn uniformly."""
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
+        """``n`` records (default: the rounded total): records of the inner estimate (drawn as
+        ``method`` says, None: its default), each merged value replaced by one of its original
+        values drawn uniformly."""
+        self.sampling_method(method)
         rng = np.random.default_rng(rng)
+        options = {} if method is None else {"method": method}
         records = self.estimate.synthetic_data(n, rng, **options).records.copy()
         for j, a in enumerate(self.domain.attrs):
             codes, sizes = self.codes[a], self.group_size[a]

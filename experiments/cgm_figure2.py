@@ -56,7 +56,7 @@ def figure2(models, sizes, epsilons, trials, releases, lam, seed):
         for n in sizes:
             for t in range(trials):
                 rng = np.random.default_rng([seed, n, t])
-                data = truth.sample(n, rng)
+                data = truth.synthetic_data(n, rng)
                 s = truth.structure
                 start = time.perf_counter()
                 mle = UndirectedModel(s, fit_mle(s, s.statistics(data) / n, NONPRIVATE_LAM, maxiter=300)[0])
@@ -92,11 +92,11 @@ def figure1(chain_truth, er_truth, sizes, lams, trials, seed):
     for n in sizes:
         for t in range(trials):
             rng = np.random.default_rng([seed, 1, n, t])
-            data = chain_truth.sample(n, rng)
+            data = chain_truth.synthetic_data(n, rng)
             noisy = np.concatenate([m.y for m in noisy_statistics(data, cliques, 1.0, rng=rng)])
             out["mse"].append({"N": n, "trial": t, "mse": float(np.mean((noisy / n - mu) ** 2)),
                                "predicted": float(np.mean(mu * (1 - mu) / n + 2 * len(cliques) ** 2 / (n * n)))})
-            er_data = er_truth.sample(n, rng)
+            er_data = er_truth.synthetic_data(n, rng)
             release = noisy_statistics(er_data, er_truth.cliques, 0.5, rng=rng)
             for project in (True, False):
                 model = NaiveMLE(er_truth.cliques, project=project, lam=1e-2).fit_release(er_truth.domain, release)
@@ -105,7 +105,7 @@ def figure1(chain_truth, er_truth, sizes, lams, trials, seed):
     n = sizes[-1]
     for t in range(trials):
         rng = np.random.default_rng([seed, 2, t])
-        data = chain_truth.sample(n, rng)
+        data = chain_truth.synthetic_data(n, rng)
         release = noisy_statistics(data, cliques, 0.1, rng=rng)
         for lam in lams:
             noisy = NaiveMLE(cliques, lam=lam).fit_release(chain_truth.domain, release)

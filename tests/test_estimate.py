@@ -90,7 +90,8 @@ def test_a_bayes_net_rounds_every_table_to_within_one_record_per_cell():
         counts = data.marginal(pa + (child,))
         assert np.all(np.abs(counts - given[..., None] * cpts[child]) < 1)
     np.testing.assert_array_equal(data.records, net.synthetic_data(rng=1, method="round").records)
-    assert net.sampling_methods == ("sample", "round")
+    assert net.sampling_methods == ("round", "sample")  # its default first
+    np.testing.assert_array_equal(net.synthetic_data(rng=1).records, data.records)
     with pytest.raises(ValueError, match="method must be one of"):
         net.synthetic_data(5, method="bogus")
 
@@ -158,3 +159,25 @@ def test_a_saved_kind_without_its_state_is_refused_at_definition():
 
             def _state(self):
                 return {}, {"vector": self.vector}
+
+
+def test_synthetic_data_has_the_base_signature_and_checks_in_the_base():
+    """Every estimate of estimate.py (and the learned UndirectedModel) draws records with
+    ``synthetic_data(n=None, rng=None, method=None)``: ``n`` and ``method`` are checked by the
+    base class (``record_count``, ``sampling_method``), with one message each."""
+    import inspect
+
+    from ektelo_pgm import estimate
+    from ektelo_pgm.learning import UndirectedModel
+
+    classes = [getattr(estimate, name) for name in estimate.__all__ if name not in estimate._ENGINE_ESTIMATES]
+    for cls in [*classes, UndirectedModel]:
+        parameters = list(inspect.signature(cls.synthetic_data).parameters.values())
+        assert [(p.name, p.default) for p in parameters[1:]] == [("n", None), ("rng", None), ("method", None)], cls
+    domain = Domain(["a", "b"], [2, 3])
+    vector = VectorEstimate(domain, np.arange(1.0, 7.0))
+    assert vector.sampling_method(None) == "sample"
+    with pytest.raises(ValueError, match="method must be one of"):
+        vector.synthetic_data(5, method="round")
+    with pytest.raises(ValueError, match="positive integer"):
+        vector.synthetic_data(0)

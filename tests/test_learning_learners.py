@@ -20,7 +20,7 @@ def truth():
 
 @pytest.fixture(scope="module")
 def population(truth):
-    return truth.sample(3000, rng=12)
+    return truth.synthetic_data(3000, rng=12)
 
 
 def test_mle_from_true_marginals_recovers_the_distribution(truth):
@@ -36,7 +36,7 @@ def test_mle_from_true_statistics_converges_as_n_grows():
     structure = truth.structure
     kls = []
     for n in [300, 3000, 30000, 300000]:
-        data = truth.sample(n, rng=n)
+        data = truth.synthetic_data(n, rng=n)
         theta, _ = fit_mle(structure, structure.statistics(data) / n, 1e-7)
         kls.append(truth.kl_divergence(UndirectedModel(structure, theta)))
     # 11 free parameters: KL is about 11 / (2 N)
@@ -108,7 +108,7 @@ def test_em_objective_never_decreases(overrelax):
     truth = dirichlet_model(domain, cliques, rng=6)
     learner = CGMEM(cliques, epsilon=0.5, lam=0.0, init_lam=1e-2, overrelax=overrelax, iters=12, tol=0.0,
                     nlbp_tol=1e-9, nlbp_iters=3000)
-    learner.fit(truth.sample(3000, rng=7), None, rng=5)
+    learner.fit(truth.synthetic_data(3000, rng=7), None, rng=5)
     objective = np.array(learner.info["objective"])
     assert len(objective) >= 5
     assert np.all(np.diff(objective) >= -1e-8)
@@ -121,7 +121,7 @@ def test_generalised_em_with_penalty_and_tied_potentials_never_decreases():
     truth = dirichlet_model(domain, cliques, rng=1, ties=ties)
     learner = CGMEM(cliques, ties, epsilon=1.0, lam=1e-3, iters=6, tol=0.0, mstep_iters=5, nlbp_tol=1e-9,
                     nlbp_iters=3000)
-    model = learner.fit(truth.sample(3000, rng=2), None, rng=3)
+    model = learner.fit(truth.synthetic_data(3000, rng=2), None, rng=3)
     assert np.all(np.diff(learner.info["objective"]) >= -1e-8)
     tables = model.potentials()
     for t in tables[2:]:

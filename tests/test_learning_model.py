@@ -89,8 +89,8 @@ def test_sampling_matches_the_model_and_repeats_with_the_seed():
     domain, cliques, ties = STRUCTURES["tied chain"]
     model = random_model(domain, cliques, 5, ties)
     p, _ = joint(model)
-    first = model.sample(40000, rng=7)
-    assert np.array_equal(first.records, model.sample(40000, rng=7).records)
+    first = model.synthetic_data(40000, rng=7)
+    assert np.array_equal(first.records, model.synthetic_data(40000, rng=7).records)
     counts = first.datavector().reshape(domain.shape)
     expected = 40000 * p
     # chi-square over the 81 cells: mean 80, sd about 13; 160 is beyond 6 sd
@@ -116,7 +116,7 @@ def test_loopy_bp_is_exact_on_a_tree_and_close_on_a_loop():
         np.testing.assert_allclose(a, b, atol=0.02)
     assert loopy.log_z == pytest.approx(exact.log_z, abs=0.02)
     with pytest.raises(ModelTooLargeError):
-        loopy.sample(10, rng=0)
+        loopy.synthetic_data(10, rng=0)
     with pytest.raises(ValueError, match="lie in no clique"):
         loopy.project(("x0", "x2"))
 
@@ -155,3 +155,28 @@ def test_bad_structures_are_refused():
     structure = Structure(domain, [("a", "b")])
     with pytest.raises(ValueError, match="not finite"):
         UndirectedModel(structure, np.full(structure.size, np.nan))
+
+
+def test_an_undirected_model_is_an_estimate_in_counts():
+    """project gives total x the probabilities, synthetic_data draws the rounded total by default
+    (i.i.d., as GraphicalModel's "sample"), and the learners' models stand for the noisy count."""
+    from ektelo_pgm import Budget, Estimate
+    from ektelo_pgm.learning import NaiveMLE
+
+    domain, cliques, ties = STRUCTURES["tied chain"]
+    model = random_model(domain, cliques, 5, ties)
+    counted = UndirectedModel(model.structure, model.theta, total=250.0)
+    assert isinstance(counted, Estimate) and model.total == 1.0 and counted.total == 250.0
+    p, _ = joint(model)
+    np.testing.assert_allclose(counted.project(("x1", "x0")), 250.0 * brute_marginal(p, domain, ("x1", "x0")), atol=1e-9)
+    np.testing.assert_array_equal(counted.probabilities(("x0",)), model.project(("x0",)))
+    assert len(counted.synthetic_data(rng=0)) == 250
+    np.testing.assert_array_equal(counted.synthetic_data(40, rng=3).records,
+                                  counted.synthetic_data(40, rng=3, method="sample").records)
+    with pytest.raises(ValueError, match="positive integer"):
+        counted.synthetic_data(0)
+    with pytest.raises(ValueError, match="total must be"):
+        UndirectedModel(model.structure, model.theta, total=0)
+    data = model.synthetic_data(3000, rng=1)
+    fitted = NaiveMLE(cliques, ties).fit(data, Budget.pure(1.0), rng=2)
+    assert abs(fitted.total - 3000) < 100 and fitted.project(("x0",)).sum() == pytest.approx(fitted.total)

@@ -1,7 +1,7 @@
 """Private learners of undirected graphical models (Bernstein et al. 2017).
 
 Every learner takes the clique structure in its constructor (``cliques=``, optional ``ties=``) and
-has one verb, ``fit(data, budget, rng) -> UndirectedModel``:
+has one verb, ``fit(data, budget, rng) -> UndirectedModel`` (an Estimate of the noisy record count):
 
 * :class:`NaiveMLE` -- maximum likelihood on the noisy sufficient statistics "as is" (sec. 3.1),
   optionally projected onto the simplex per clique and L2-regularised;
@@ -127,7 +127,7 @@ class NaiveMLE(_StatisticsLearner):
         theta, iterations = fit_mle(structure, self.pseudo_marginals(structure, measurements), self.lam,
                                     maxiter=self.maxiter)
         self.info = {"iterations": iterations}
-        return UndirectedModel(structure, theta)
+        return UndirectedModel(structure, theta, noisy_total(measurements))
 
 
 def nlbp(structure: Structure, theta: np.ndarray, y: np.ndarray, scale: float, total: float,
@@ -257,7 +257,7 @@ class CGMEM(_StatisticsLearner):
             ell = new
         self.info = {"objective": objective, "nlbp_iterations": inner_iterations, "rounds": len(objective) - 1,
                      "rejected": rejected}
-        return UndirectedModel(structure, theta)
+        return UndirectedModel(structure, theta, total)
 
 
     def _mstep_value(self, structure, theta, targets):
@@ -291,7 +291,7 @@ class PGMLearner(_StatisticsLearner):
             per_clique.append(np.transpose(table, [canon.index(a) for a in cl]))
         theta, iterations = fit_mle(structure, targets, 0.0, theta0=structure.average(structure.join(per_clique)))
         self.info = {"pgm_loss": estimate.loss, "total": estimate.total, "iterations": iterations}
-        return UndirectedModel(structure, theta)
+        return UndirectedModel(structure, theta, estimate.total)
 
 
 class PrivateSGD:
@@ -363,4 +363,4 @@ class PrivateSGD:
             noisy = gaussian(grad, budget.sensitivity(self.clip), rho_step, rng=rng, budget=budget,
                              label=f"PrivateSGD step {t}", integer=False)
             theta = theta + self.lr * (noisy / count - 2.0 * self.lam * theta)
-        return UndirectedModel(structure, theta)
+        return UndirectedModel(structure, theta, count)

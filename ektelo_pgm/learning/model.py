@@ -16,6 +16,8 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import InputError
+from ..estimate import Estimate
+from ..measurement import check_total
 from ..pgm import GraphicalModel, MarginalOracle, ModelTooLargeError
 from ..pgm.junction_tree import canonical
 from .loopy import LoopyBP
@@ -184,14 +186,20 @@ class Structure:
         return f"Structure({len(self.cliques)} cliques, {len(self.groups)} parameter tables, {self.size} cells)"
 
 
-class UndirectedModel:
-    """``p(x; theta)`` over ``structure`` with the flat log-potentials ``theta`` (sec. 2.2, Eq. 1).
+class UndirectedModel(Estimate):
+    """``p(x; theta)`` over ``structure`` with the flat log-potentials ``theta`` (sec. 2.2, Eq. 1),
+    an :class:`~ektelo_pgm.estimate.Estimate` of ``total`` records (default 1: a distribution).
 
-    Probabilities throughout: :meth:`project` gives marginal probabilities, ``marginals`` the
-    cliques' ones, ``log_z`` is A(theta) in nats.
+    Counts, as every estimate: :meth:`project` gives ``total`` times the marginal probabilities
+    (:meth:`probabilities`), :meth:`~ektelo_pgm.estimate.Estimate.synthetic_data` draws records.
+    Probabilities: ``marginals`` (the cliques'), :meth:`probabilities`; ``log_z`` is A(theta) in
+    nats.
     """
 
-    def __init__(self, structure: Structure, theta=None):
+    #: i.i.d. records (the default), or rounded conditional counts (exact inference only).
+    sampling_methods = ("sample", "round")
+
+    def __init__(self, structure: Structure, theta=None, total: float = 1.0):
         self.structure = structure
         self.domain = structure.domain
         theta = np.zeros(structure.size) if theta is None else np.array(theta, dtype=np.float64)
@@ -201,13 +209,19 @@ class UndirectedModel:
             g = next(g for g in range(len(structure.groups)) if not np.all(np.isfinite(structure.table(theta, g))))
             raise InputError(f"log-potential of clique {list(structure.cliques[structure.groups[g][0]])} is not finite")
         self.theta = theta
+        self._total = check_total(total)
         mu, self.log_z = structure.infer(theta)
         self.marginals = structure.split(mu)
         self._graphical = None
 
+    @property
+    def total(self) -> float:
+        """The number of records the model stands for (counts = total x probabilities)."""
+        return self._total
+
     @classmethod
     def from_potentials(cls, domain: Domain, potentials: dict, ties: Sequence = (), inference: str = "auto",
-                        max_mb: float = 64.0) -> "UndirectedModel":
+                        max_mb: float = 64.0, total: float = 1.0) -> "UndirectedModel":
         """Model from ``{clique: log-potential table}`` (axes as the clique lists them); for a tie
         group, give the table once under any of its members (the first one listed wins)."""
         structure = Structure(domain, list(potentials), ties, inference, max_mb)
@@ -218,7 +232,7 @@ class UndirectedModel:
             if g not in seen:
                 structure.table(theta, g)[...] = np.asarray(table, dtype=np.float64)
                 seen.add(g)
-        return cls(structure, theta)
+        return cls(structure, theta, total)
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -244,6 +258,11 @@ class UndirectedModel:
         return self._graphical
 
     def project(self, attrs) -> np.ndarray:
+        """Estimated counts over ``attrs`` (axes in the order asked): ``total`` times
+        :meth:`probabilities`."""
+        return self.total * self.probabilities(attrs)
+
+    def probabilities(self, attrs) -> np.ndarray:
         """Marginal probabilities over ``attrs`` (axes in the order asked).
 
         Exact: any attributes (junction tree, variable elimination outside the cliques).  Loopy:
@@ -270,7 +289,8 @@ class UndirectedModel:
 
     def expected_log_potential(self, other: "UndirectedModel") -> float:
         """``E_self[sum_C theta^other_C(x_C)]`` (nats)."""
-        return float(sum(np.sum(self.project(cl) * table) for cl, table in zip(other.cliques, other.potentials())))
+        return float(sum(np.sum(self.probabilities(cl) * table)
+                         for cl, table in zip(other.cliques, other.potentials())))
 
     def entropy(self) -> float:
         """Entropy of the model in nats: ``A(theta) - E[theta . phi(x)]``."""
@@ -287,9 +307,12 @@ class UndirectedModel:
             raise InputError(f"KL between models over different domains: {self.domain} vs {other.domain}")
         return -self.entropy() - self.expected_log_potential(other) + other.log_z
 
-    def sample(self, n: int, rng=None) -> Dataset:
-        """``n`` i.i.d. records drawn exactly from the model (forward sampling along the junction tree)."""
-        return self.graphical_model.synthetic_data(int(n), np.random.default_rng(rng), method="sample")
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None) -> Dataset:
+        """``n`` records (default: the rounded total) drawn exactly from the model along its
+        junction tree: i.i.d. (``method="sample"``, the default) or with rounded conditional
+        counts (``"round"``); exact inference only."""
+        n, method = self.record_count(n), self.sampling_method(method)
+        return self.graphical_model.synthetic_data(n, np.random.default_rng(rng), method=method)
 
     def __repr__(self) -> str:
         kind = "exact" if self.exact else "loopy"
