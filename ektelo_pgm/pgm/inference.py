@@ -441,13 +441,36 @@ def sum_product(factors: list, out: Sequence) -> np.ndarray:
     """Sum the product of ``factors`` (``(variables, array)`` pairs) down to ``out``, two at a
     time, left to right, each pair summed over what no later factor nor ``out`` holds."""
     (vs, table), rest = factors[0], factors[1:]
-    labels = {v: i for i, v in enumerate(dict.fromkeys([v for f, _ in factors for v in f] + list(out)))}
     for k, (ws, other) in enumerate(rest):
-        later = set(out).union(*(f for f, _ in rest[k + 1:]))
-        joined = tuple(v for v in dict.fromkeys(vs + ws) if v in later)
-        table = np.einsum(table, [labels[v] for v in vs], other, [labels[v] for v in ws], [labels[v] for v in joined])
-        vs = joined
-    return np.einsum(table, [labels[v] for v in vs], [labels[v] for v in out])
+        vs, table = _product(vs, table, ws, other, set(out).union(*(f for f, _ in rest[k + 1:])))
+    vs, table = _summed(vs, table, set(out))
+    return table.transpose([vs.index(v) for v in out])
+
+
+def _summed(vs: tuple, table: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
+    """``table`` (over ``vs``) summed over its variables outside ``keep``."""
+    drop = tuple(i for i, v in enumerate(vs) if v not in keep)
+    return (tuple(v for v in vs if v in keep), table.sum(axis=drop)) if drop else (tuple(vs), table)
+
+
+def _product(vs: tuple, a: np.ndarray, ws: tuple, b: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
+    """``a`` (over ``vs``) times ``b`` (over ``ws``) summed over the variables outside ``keep``, as
+    one batched matrix product: shared kept variables index the batch, shared summed ones the
+    inner dimension (a plain broadcast product when there are none)."""
+    vs, a = _summed(vs, a, set(keep) | set(ws))
+    ws, b = _summed(ws, b, set(keep) | set(vs))
+    sizes = {**dict(zip(vs, a.shape)), **dict(zip(ws, b.shape))}
+    batch = [v for v in vs if v in ws and v in keep]
+    inner = [v for v in vs if v in ws and v not in keep]
+    left, right = [v for v in vs if v not in ws], [v for v in ws if v not in vs]
+
+    def arranged(table, labels, order):
+        shape = [math.prod(sizes[v] for v in part) for part in order]
+        return table.transpose([labels.index(v) for part in order for v in part]).reshape(shape)
+
+    a, b = arranged(a, vs, (batch, left, inner)), arranged(b, ws, (batch, inner, right))
+    joined = batch + left + right
+    return tuple(joined), (np.matmul(a, b) if inner else a * b).reshape([sizes[v] for v in joined])
 
 
 def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
