@@ -317,6 +317,7 @@ class BranchMarginals:
     def __init__(self, tree: JunctionTree, marginals: np.ndarray, memo: Memo):
         self.tree, self.marginals, self.memo = tree, marginals, memo
         self.sets = [set(c) for c in tree.cliques]
+        self.cells = [cells(tree.domain, c) for c in tree.cliques]
         self.neighbours = [[] for _ in tree.cliques]
         for c, p in enumerate(tree.parent):
             if p >= 0:
@@ -358,9 +359,8 @@ class BranchMarginals:
     def centre(self, attrs) -> int | None:
         """A clique ``D`` for ``attrs`` (see the class), holding as many of them as can be; None
         when no clique on the paths from the first attribute's cliques to the others separates them."""
-        domain, cliques = self.tree.domain, self.tree.cliques
         holding = sorted({c for a in attrs for c in self.holders[a]},
-                         key=lambda c: (-sum(a in self.sets[c] for a in attrs), cells(domain, cliques[c]), c))
+                         key=lambda c: (-len(self.sets[c].intersection(attrs)), self.cells[c], c))
         for c in holding:
             if self.separates(c, attrs):
                 return c
@@ -428,13 +428,29 @@ class BranchMarginals:
         return table.transpose([order.index(a) for a in attrs])
 
     def _within_part(self, attrs: tuple[str, ...]) -> np.ndarray | None:
-        """:meth:`marginal` of attributes in one part of the tree."""
+        """:meth:`marginal` of attributes in one part of the tree.  The product of ``D``'s table
+        with every message but the last attribute's, summed down to what that message needs, is
+        kept (in ``memo``) for the next sets that differ only in an attribute of the same branch,
+        as consecutive candidates of a workload do."""
         d = self.centre(attrs)
         if d is None:
             return None
-        messages = [self.message(a, d) for a in attrs if a not in self.sets[d]]
-        keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
-        return sum_product([self.reduced(d, keep)] + messages, attrs)
+        inside = tuple(a for a in attrs if a in self.sets[d])
+        outside = [a for a in attrs if a not in self.sets[d]]
+        messages = [self.message(a, d) for a in outside]
+        if len(messages) < 2:
+            keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
+            return sum_product([self.reduced(d, keep)] + messages, attrs)
+        last = messages[-1][0][:-1]
+        head = tuple(dict.fromkeys(inside + tuple(outside[:-1]) + last))
+        key = ("partial", d, head)
+        if key not in self.memo:
+            keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
+            partial = sum_product([self.reduced(d, keep)] + messages[:-1], head)
+            self.memo.keep(key, partial)
+        else:
+            partial = self.memo[key]
+        return sum_product([(head, partial), messages[-1]], attrs)
 
 
 def sum_product(factors: list, out: Sequence) -> np.ndarray:
