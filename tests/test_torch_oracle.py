@@ -191,5 +191,35 @@ def test_appgm_backend(small_problem):
     ref = APPGM(region_graph="tree", method="lbfgs", iters=100).reconstruct(domain, ms)
     got = APPGM(region_graph="tree", method="lbfgs", iters=100, backend="torch-cpu").reconstruct(domain, ms)
     assert got.project(("a1", "a2")) == pytest.approx(ref.project(("a1", "a2")), rel=1e-6, abs=1e-6 * 3000)
-    with pytest.raises(InputError, match="convex GBP"):
-        APPGM(region_graph="saturated", method="mirror", iters=5, backend="torch-cpu").reconstruct(domain, ms)
+    ref = APPGM(method="mirror", iters=40).reconstruct(domain, ms)
+    got = APPGM(method="mirror", iters=40, backend="torch-cpu").reconstruct(domain, ms)
+    assert got.iterations == ref.iterations
+    np.testing.assert_allclose(got.project(("a1", "a2", "a3")), ref.project(("a1", "a2", "a3")), rtol=1e-8, atol=1e-8)
+    with pytest.raises(InputError, match="method='mirror'"):
+        APPGM(method="augmented", iters=5, backend="torch-cpu").reconstruct(domain, ms)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["saturated", "factor"])
+def test_convex_gbp_equals_numba(kind):
+    from ektelo_pgm.pgm.appgm.inference import ConvexGBP, consistent_beliefs
+    from ektelo_pgm.pgm.region_graph import RegionGraph
+    from ektelo_pgm.pgm.torch_oracle import TorchConvexGBP
+
+    rng = np.random.default_rng(5)
+    domain = Domain([f"c{i}" for i in range(8)], [3, 2, 4, 3, 2, 3, 2, 4])
+    cliques = list(dict.fromkeys(tuple(f"c{i}" for i in sorted(rng.choice(8, 3, replace=False))) for _ in range(8)))
+    graph = RegionGraph.build(kind, domain, cliques)
+    for kappa in (None, rng.uniform(0.5, 2.0, len(graph.regions))):
+        if kappa is not None:
+            graph.kappa = kappa
+        ref, got = ConvexGBP(graph, 0.5), TorchConvexGBP(graph, 0.5)
+        theta = rng.normal(0.0, 2.0, graph.cells)
+        for extrapolate in (False, True, False):
+            want = ref(theta, 100.0, iters=3, extrapolate=extrapolate)
+            np.testing.assert_allclose(got(theta, 100.0, iters=3, extrapolate=extrapolate), want, rtol=0, atol=1e-10)
+            assert got.violation(want) == pytest.approx(ref.violation(want), rel=1e-9, abs=1e-12)
+        back = got.to_numba()
+        np.testing.assert_allclose(back.beliefs(theta, 100.0), ref.beliefs(theta, 100.0), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(consistent_beliefs(got, theta, 100.0, 50, 1e-9),
+                                   consistent_beliefs(ref, theta, 100.0, 50, 1e-9), rtol=0, atol=1e-9)

@@ -99,8 +99,8 @@ class APPGM(Params):
     regions to positive kappa (default: matched to the loss's curvature for the proximal loop on
     L2, 1 otherwise); ``max_mb`` bounds the region graph (MB as float64) and the augmented
     Lagrangian's working memory.  ``backend``: ``"cpu"`` (default), ``"gpu"``, ``"auto"`` or
-    ``"torch-cpu"``; the torch oracle runs only L-BFGS on a junction-tree region graph (see
-    :func:`ektelo_pgm.pgm.appgm.estimation.estimate`).  The estimate reports
+    ``"torch-cpu"``; torch runs the proximal loop's convex GBP (``method="mirror"``) and
+    L-BFGS on a junction-tree region graph (see :func:`ektelo_pgm.pgm.appgm.estimation.estimate`).  The estimate reports
     ``iterations``, ``converged`` and ``gap``.  See
     :func:`ektelo_pgm.pgm.appgm.estimation.estimate`.
     """

@@ -17,7 +17,6 @@ the default, never touches this module).  Float64 by default, float32 as an opti
 from __future__ import annotations
 
 import importlib.util
-import math
 import warnings
 from typing import Callable
 
@@ -116,6 +115,44 @@ def _layers(dst: list, src: list) -> list:
     return [(np.concatenate(d).astype(np.int64), np.concatenate(s).astype(np.int64)) for _, (d, s) in sorted(out.items())]
 
 
+def _reroot(k: int, parent: np.ndarray, seps: list) -> tuple[np.ndarray, list, list]:
+    """The forest of ``parent`` (-1: a root; ``seps[c]`` the separator of ``c`` with its parent)
+    re-rooted at the centre of each tree: ``(parent, separators, order parents first)``."""
+    nbrs = [[] for _ in range(k)]
+    for c in range(k):
+        if parent[c] >= 0:
+            nbrs[c].append((int(parent[c]), seps[c]))
+            nbrs[int(parent[c])].append((c, seps[c]))
+
+    def bfs(start):
+        seen, queue, back = {start: None}, [start], {}
+        for c in queue:
+            for d, sep in nbrs[c]:
+                if d not in seen:
+                    seen[d] = sep
+                    back[d] = c
+                    queue.append(d)
+        return queue, back, seen
+
+    new_parent, new_seps, order, done = np.full(k, -1, dtype=np.int64), [()] * k, [], np.zeros(k, dtype=bool)
+    for start in range(k):
+        if done[start]:
+            continue
+        far = bfs(start)[0][-1]  # one end of a longest path, then the other, then its middle
+        queue, back, _ = bfs(far)
+        path = [queue[-1]]
+        while path[-1] != far:
+            path.append(back[path[-1]])
+        centre = path[len(path) // 2]
+        queue, back, sep = bfs(centre)
+        for c in queue:
+            done[c] = True
+            if c != centre:
+                new_parent[c], new_seps[c] = back[c], sep[c]
+        order += queue
+    return new_parent, new_seps, order
+
+
 class TorchOracle:
     """The junction-tree MARGINAL-ORACLE (sec. 3.2) in torch, on ``device`` (``"cpu"`` or
     ``"cuda"``), in ``dtype`` (``"float64"`` default, or ``"float32"``).
@@ -151,10 +188,8 @@ class TorchOracle:
         tree, domain = base.tree, base.domain
         layout = base.layout
         off = layout.clique_off
-        parent = layout.parent
         k = len(tree.cliques)
-        sep_off = layout.sep_off
-        self.tree_cells, self.seps = int(off[-1]), int(sep_off[-1])
+        self.tree_cells = int(off[-1])
 
         def t(a):
             return torch.as_tensor(np.ascontiguousarray(a), dtype=torch.int64, device=dev)
@@ -167,25 +202,30 @@ class TorchOracle:
             src.append(base.p_off[j] + index_map(domain, tree.cliques[h], cl).astype(np.int64))
         self.assembly = [(t(d), t(s)) for d, s in _layers(dst, src)]
 
-        # heights (collect order) and depths (distribute order)
+        # the forest re-rooted at each component's centre (fewest levels: a chain of k cliques takes
+        # about k / 2 steps a pass instead of k); the same separators, whichever end is the child
+        parent, seps, order = _reroot(k, layout.parent, [tree.separator(c) if layout.parent[c] >= 0 else ()
+                                                         for c in range(k)])
+        sep_off = np.concatenate([[0], np.cumsum([domain.size(seps[c]) if parent[c] >= 0 else 0
+                                                  for c in range(k)])]).astype(np.int64)
+        self.seps = int(sep_off[-1])
         children = [[] for _ in range(k)]
         for c in range(k):
             if parent[c] >= 0:
                 children[parent[c]].append(c)
         height = np.zeros(k, dtype=np.int64)
-        for c in layout.order:  # children first
+        for c in order[::-1]:  # children first
             if children[c]:
                 height[c] = 1 + max(height[d] for d in children[c])
         depth = np.zeros(k, dtype=np.int64)
-        for c in layout.order[::-1]:  # parents first
+        for c in order:  # parents first
             if parent[c] >= 0:
                 depth[c] = depth[parent[c]] + 1
         up_maps, down_maps = {}, {}
         for c in range(k):
             if parent[c] >= 0:
-                sep = tree.separator(c)
-                up_maps[c] = index_map(domain, tree.cliques[c], sep).astype(np.int64).ravel()
-                down_maps[c] = index_map(domain, tree.cliques[parent[c]], sep).astype(np.int64).ravel()
+                up_maps[c] = index_map(domain, tree.cliques[c], seps[c]).astype(np.int64).ravel()
+                down_maps[c] = index_map(domain, tree.cliques[parent[c]], seps[c]).astype(np.int64).ravel()
 
         # collect: per height, the up messages (log-sum-exp of the clique's cells onto its separator)
         # and their absorption into the parents
@@ -473,6 +513,175 @@ class _DeviceLoop:
         if not self.smooth and float(self.best_value) < value:
             return self.best.to(self.torch.float64).cpu().numpy(), float(self.best_value), done
         return self.theta.to(self.torch.float64).cpu().numpy(), value, done
+
+
+def _rank_layers(dst: np.ndarray) -> list:
+    """Positions of ``dst`` split into layers of distinct values (the ``r``-th occurrence of each
+    value in layer ``r``): index-adds layer by layer sum deterministically."""
+    dst = np.asarray(dst, dtype=np.int64)
+    if not len(dst):
+        return []
+    order = np.argsort(dst, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(dst[order])) + 1]
+    rank = np.empty(len(dst), dtype=np.int64)
+    rank[order] = np.arange(len(dst)) - np.repeat(starts, np.diff(np.r_[starts, len(dst)]))
+    return [np.flatnonzero(rank == r) for r in range(int(rank.max()) + 1)]
+
+
+class TorchConvexGBP:
+    """CONVEX-GBP (McKenna et al. 2021, sec. 4) in torch: the message updates of
+    :class:`~ektelo_pgm.pgm.appgm.inference.ConvexGBP` (same damping, same extrapolation, same
+    results to rounding) with messages kept on ``device``; log-potentials and beliefs cross as
+    numpy arrays (counts).  :meth:`to_numba` hands the messages back to a ``ConvexGBP``."""
+
+    def __init__(self, graph, damping: float = 0.5, device: str = "cpu", dtype: str = "float64", messages=None):
+        from .appgm.inference import ConvexGBP
+
+        torch = _torch()
+        self.torch, self.device, self.dtype = torch, torch.device(device), getattr(torch, dtype)
+        ref = ConvexGBP(graph, damping)  # its host-side layout: the same arrays, moved once
+        self.graph, self.damping, self.unit = graph, ref.damping, ref.unit
+        lay = graph.layout()
+        off = np.asarray(lay["region_off"], dtype=np.int64)
+        msg_off = np.asarray(lay["msg_off"], dtype=np.int64)
+        host, child, map_off, maps = lay["host"], lay["child"], lay["map_off"], lay["maps"]
+
+        def t(a, dtype=None):
+            return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or torch.int64, device=self.device)
+
+        def f(a):
+            return t(np.asarray(a, dtype=np.float64), torch.float64).to(self.dtype)
+
+        segs, outs, below_src, below_dst, parent_dst, parent_src = [], [], [], [], [], []
+        for j in range(len(host)):
+            p0, p1 = off[host[j]], off[host[j] + 1]
+            edge = np.asarray(maps[map_off[j]:map_off[j] + p1 - p0], dtype=np.int64)
+            pre = _preimages(edge, p0)
+            segs += list(pre)
+            outs += list(msg_off[j] + np.arange(len(pre)))
+            parent_dst.append(np.arange(p0, p1))
+            parent_src.append(msg_off[j] + edge)
+        self.lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+        self.n_msg, self.cells = int(msg_off[-1]), int(off[-1])
+        self.absorb_parent = [(t(d), t(s)) for d, s in _layers(parent_dst, parent_src)]
+        msg_cell = np.asarray(lay["msg_cell"], dtype=np.int64)
+        self.absorb_child = [(t(msg_cell[m]), t(m)) for m in _rank_layers(msg_cell)]
+        self.msg_cell = t(msg_cell)
+        self.child_cells, self.msg_pos = t(ref.child_cells), t(ref.msg_pos)
+        self.pos_layers = [(t(ref.msg_pos[m]), t(m)) for m in _rank_layers(ref.msg_pos)]
+        self.kappa_cell, self.kappa_msg, self.denominator = f(ref.kappa_cell), f(ref.kappa_msg), f(ref.denominator)
+        self.normalise = [(t(i), t(o)) for i, o in _groups([np.arange(off[r], off[r + 1]) for r in range(len(off) - 1)],
+                                                         list(range(len(off) - 1)))]
+        self.owner = t(np.repeat(np.arange(len(off) - 1), np.diff(off)))
+        self.messages = torch.zeros(self.n_msg, dtype=self.dtype, device=self.device)
+        if messages is not None:
+            self.messages = f(messages)
+        self._incoming = self._absorb(self.messages)
+        self._velocity, self._drift = torch.zeros_like(self.messages), torch.zeros_like(self._incoming)
+
+    @classmethod
+    def from_numba(cls, gbp, device: str = "cpu", dtype: str = "float64") -> "TorchConvexGBP":
+        """The same messages as the numba ``ConvexGBP`` ``gbp`` (a warm start), on ``device``."""
+        return cls(gbp.graph, gbp.damping, device, dtype, messages=gbp.messages)
+
+    def to_numba(self):
+        """A numba ``ConvexGBP`` holding these messages (what estimates keep)."""
+        from .appgm.inference import ConvexGBP
+
+        gbp = ConvexGBP(self.graph, self.damping)
+        gbp.messages = self.messages.to(self.torch.float64).cpu().numpy()
+        gbp._incoming = gbp._absorb(gbp.messages)
+        return gbp
+
+    def _tensor(self, array):
+        return self.torch.as_tensor(np.ascontiguousarray(array, dtype=np.float64), device=self.device).to(self.dtype)
+
+    def _absorb(self, lam):
+        out = self.torch.zeros(self.cells, dtype=self.dtype, device=self.device)
+        for d, s in self.absorb_parent:
+            out.index_add_(0, d, lam[s])
+        for d, s in self.absorb_child:
+            out.index_add_(0, d, -lam[s])
+        return out
+
+    def _logsumexp(self, values):
+        out = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
+        for idx, o in self.lse:
+            out.index_copy_(0, o, self.torch.logsumexp(values[idx], dim=1))
+        return out
+
+    def step(self, theta, extrapolate: bool = False) -> None:
+        """One damped update of every message block (:meth:`ConvexGBP.step
+        <ektelo_pgm.pgm.appgm.inference.ConvexGBP.step>`); ``theta`` numpy or a device tensor."""
+        if self.n_msg == 0:
+            return
+        torch = self.torch
+        theta = theta if isinstance(theta, torch.Tensor) else self._tensor(theta)
+        lam, incoming = self.messages, self._incoming
+        if extrapolate:
+            lam, incoming = lam + self._velocity, incoming + self._drift
+        phi = theta + incoming
+        if self.unit:
+            outgoing = self._logsumexp(phi) - lam
+        else:
+            outgoing = self._logsumexp(phi / self.kappa_cell) * self.kappa_msg - lam
+        own = phi[self.child_cells]
+        both = lam + outgoing
+        for d, s in self.pos_layers:
+            own.index_add_(0, d, both[s])
+        belief = own / self.denominator
+        fresh = self.kappa_msg * belief[self.msg_pos] - outgoing
+        messages = self.damping * lam + (1.0 - self.damping) * fresh
+        absorbed = self._absorb(messages)
+        self._velocity, self._drift = messages - self.messages, absorbed - self._incoming
+        self.messages, self._incoming = messages, absorbed
+
+    def state(self):
+        return self.messages, self._incoming
+
+    def restore(self, state) -> None:
+        self.messages, self._incoming = state
+        self._velocity, self._drift = self.torch.zeros_like(self.messages), self.torch.zeros_like(self._incoming)
+
+    def rescale(self, factor: float) -> None:
+        self.messages, self._incoming = self.messages * factor, self._incoming * factor
+        self._velocity, self._drift = self.torch.zeros_like(self.messages), self.torch.zeros_like(self._incoming)
+
+    def reparameterised(self, theta: np.ndarray) -> np.ndarray:
+        return (self._tensor(theta) + self._incoming).to(self.torch.float64).cpu().numpy()
+
+    def _beliefs(self, theta, total: float):
+        phi = theta + self._incoming
+        if not self.unit:
+            phi = phi / self.kappa_cell
+        log_z = self.torch.empty(len(self.graph.regions), dtype=self.dtype, device=self.device)
+        for idx, o in self.normalise:
+            log_z.index_copy_(0, o, self.torch.logsumexp(phi[idx], dim=1))
+        return total * self.torch.exp(phi - log_z[self.owner])
+
+    def beliefs(self, theta: np.ndarray, total: float) -> np.ndarray:
+        """Pseudo-marginals (counts, ``total`` per region) for the current messages."""
+        return self._beliefs(self._tensor(theta), float(total)).to(self.torch.float64).cpu().numpy()
+
+    def __call__(self, theta: np.ndarray, total: float, iters: int = 1, extrapolate: bool = False) -> np.ndarray:
+        """``iters`` message updates, then the pseudo-marginals in counts (numpy)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.graph.cells,):
+            raise InputError(f"theta must have {self.graph.cells} cells, got shape {theta.shape}")
+        device_theta = self._tensor(theta)
+        for _ in range(iters):
+            self.step(device_theta, extrapolate)
+        return self._beliefs(device_theta, float(total)).to(self.torch.float64).cpu().numpy()
+
+    def violation(self, beliefs: np.ndarray) -> float:
+        """Largest |P_{p->r} tau_p - tau_r| over all edges and cells (counts)."""
+        if self.n_msg == 0:
+            return 0.0
+        tau = self._tensor(beliefs)
+        below = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
+        for idx, o in self.lse:
+            below.index_copy_(0, o, tau[idx].sum(dim=1))
+        return float((below - tau[self.msg_cell]).abs().max())
 
 
 def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):

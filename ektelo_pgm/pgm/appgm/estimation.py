@@ -26,7 +26,7 @@ from ..estimation import Objective
 from ..inference import MarginalOracle
 from ..model import GraphicalModel
 from ..region_graph import RegionGraph
-from ..torch_oracle import make_oracle, resolve_backend
+from ..torch_oracle import TorchConvexGBP, make_oracle, resolve_backend
 from .inference import ConvexGBP, LocalPolytopeGap, RegionGraphOracle, consistent_beliefs
 from .lagrangian import augmented_lagrangian, working_mb
 from .model import APPGMEstimate
@@ -101,7 +101,7 @@ def measured_cliques(domain: Domain, measurements, region_graph: str = "saturate
 @deferred_sigint()  # Ctrl-C ends the loops below between two oracle calls and is raised on return
 def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsize: float | None = None,
                    damping: float = 0.5, final_iters: int = 2000, tol: float = 1e-8, warm_start=None,
-                   callback=None):
+                   callback=None, device: str = "cpu"):
     """PROX-PGM minimising ``objective`` over the local polytope of its region graph, with
     CONVEX-GBP as oracle (Problem 2).
 
@@ -119,7 +119,9 @@ def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsi
     ``warm_start`` is an earlier ``(theta, oracle)`` on the same graph.  ``callback(t, loss)`` is
     called after every accepted step.  Returns ``(beliefs, theta, oracle, history, rejected)``:
     beliefs in counts (each region sums to ``total``), the loss after every accepted step and the
-    index ``t`` of every undone trial (once per halving).
+    index ``t`` of every undone trial (once per halving).  ``device``: ``"cpu"`` (numba) or
+    ``"cuda"``/``"torch-cpu"`` (the messages on a torch device,
+    :class:`~ektelo_pgm.pgm.torch_oracle.TorchConvexGBP`; the returned oracle is numba's).
     """
     if total <= 0 or not np.isfinite(total):
         raise InputError(f"total must be a positive number of records, got {total}")
@@ -128,6 +130,8 @@ def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsi
         theta, oracle = warm_start
     else:
         theta, oracle = np.zeros(graph.cells), ConvexGBP(graph, damping)
+    if device != "cpu":
+        oracle = TorchConvexGBP.from_numba(oracle, "cpu" if device == "torch-cpu" else "cuda")
     if stepsize is None:
         stepsize = objective.stepsize(total, iters)
     if not stepsize > 0:
@@ -168,6 +172,8 @@ def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsi
             callback(t, value)
     oracle.damping = damping
     beliefs = consistent_beliefs(oracle, theta, total, final_iters, tol)
+    if device != "cpu":
+        oracle = oracle.to_numba()
     return beliefs, theta, oracle, history, rejected
 
 
@@ -318,10 +324,10 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
     earlier estimate whose parameters are reused where regions coincide (:func:`transfer`);
     ``callback(step, loss)`` runs after every step.  The estimate reports ``iterations``,
     ``converged`` and ``gap``.  ``options.backend``: ``"cpu"`` (numba, the default),
-    ``"gpu"``/``"torch-cpu"`` (the torch junction-tree oracle of
-    :mod:`ektelo_pgm.pgm.torch_oracle`; only where L-BFGS runs on a junction tree, as convex GBP
-    has no torch implementation yet: elsewhere an InputError), ``"auto"`` (the GPU where it
-    applies, one is present and the tree is large; else the CPU).
+    ``"gpu"``/``"torch-cpu"`` (:mod:`ektelo_pgm.pgm.torch_oracle`: the proximal loop with convex
+    GBP's messages on the device, or L-BFGS on the torch junction-tree oracle where the graph is
+    a junction tree; the other methods are refused with an InputError), ``"auto"`` (the GPU
+    where one is present and the graph or tree has at least ``AUTO_GPU_CELLS`` cells).
     """
     o = Options() if options is None else options
     device = resolve_backend(o.backend)  # "gpu" without CUDA is refused here, before any work
@@ -355,10 +361,10 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
             beliefs, theta, gbp = on_junction_tree(objective, total, iters, rule, o.damping, warm_start, o.max_mb,
                                                    o.backend)
             return finish(beliefs, theta, gbp, history, rejected, rule)
-        if device != "cpu":
-            raise InputError(f"APPGM: backend={o.backend!r} runs only L-BFGS on a region graph that is a junction "
-                             f"tree (here method {method!r} on the {o.region_graph} region graph): convex GBP has "
-                             "no torch implementation yet; use backend='cpu' or 'auto'")
+        if device != "cpu" and method != "mirror":
+            raise InputError(f"APPGM: backend={o.backend!r} runs the proximal loop (method='mirror') and L-BFGS on "
+                             f"a region graph that is a junction tree, not method {method!r} on the "
+                             f"{o.region_graph} region graph; use method='mirror', or backend='cpu' or 'auto'")
         if method == "augmented":
             rule = StoppingRule(o.gap_tol, DEFAULT_FTOL, callback)
             start = None if warm_start is None else start[1].beliefs(start[0], total)
@@ -387,7 +393,8 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
         beliefs, theta, gbp, more, rejected = prox_pgm(
             objective, total, iters=iters, stepsize=o.stepsize, damping=o.damping, final_iters=o.final_iters,
             tol=o.tol, warm_start=start,
-            callback=None if callback is None else handover(callback, len(history), rule.loss))
+            callback=None if callback is None else handover(callback, len(history), rule.loss),
+            device=resolve_backend(o.backend, objective.graph.cells))
         mu = objective.marginals(beliefs)
         value, grad = objective.objective(mu)
         if method == "lbfgs" and value >= rule.loss:
