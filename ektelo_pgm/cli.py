@@ -14,6 +14,7 @@ from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .privacy import Budget
+from .table_io import PARQUET, write_table
 from .uncertainty import LEVEL
 
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
@@ -161,7 +162,7 @@ example:
 
 """ + EXIT_CODES
 
-TABLE_FORMATS = (".csv", ".parquet", ".pq")
+TABLE_FORMATS = (".csv",) + PARQUET
 
 
 def positive(text: str) -> float:
@@ -200,7 +201,7 @@ def count(text: str) -> int:
 def check_output(args, formats) -> None:
     """Refuse, before any work, an output whose format is unknown or whose folder does not exist,
     and an output (``-o``, ``--save``) that would overwrite the input."""
-    from .synthesizer import check_parquet
+    from .table_io import check_parquet
 
     path = args.output
     if not path.endswith(formats):
@@ -218,27 +219,12 @@ def check_output(args, formats) -> None:
 def read_input(args):
     """The input table and whether it has a header line (Parquet: always; a CSV: as the user
     says, never guessed)."""
-    from .synthesizer import read_table
+    from .table_io import read_table
 
     names = args.names.split(",") if args.names else None
     header = True if args.header else False if args.no_header or names else None
     frame = read_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding)
     return frame, header is not False
-
-
-def write_table(frame, path: str, header: bool = True) -> None:
-    """``frame`` to ``path`` (CSV, Parquet or JSON by extension), atomically."""
-    from .files import atomic_write
-
-    if path.endswith((".parquet", ".pq")):
-        with atomic_write(path, "wb") as f:
-            frame.to_parquet(f, index=False)
-    elif path.endswith(".json"):
-        with atomic_write(path) as f:
-            frame.to_json(f, orient="records", indent=1)
-    else:
-        with atomic_write(path, newline="") as f:
-            frame.to_csv(f, index=False, header=header)
 
 
 def fitted(args, frame, **options):
@@ -337,9 +323,9 @@ def schema(args) -> None:
 def read_compared(path: str, args):
     """A table given to ``evaluate``: a CSV's header line detected; ``--names`` name the columns
     of one without (``--no-header``: it has none)."""
-    from .synthesizer import has_header, read_table
+    from .table_io import has_header, read_table
 
-    if path.endswith((".parquet", ".pq")) or not os.path.isfile(path):
+    if path.endswith(PARQUET) or not os.path.isfile(path):
         return read_table(path)
     header = not args.no_header and has_header(path)
     return read_table(path, header=header, names=None if header or not args.names else args.names.split(","))

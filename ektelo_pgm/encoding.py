@@ -38,11 +38,9 @@ use it only for tables that are public.
 from __future__ import annotations
 
 import json
-import math
-import os
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
@@ -52,6 +50,7 @@ from .domain import Domain
 from .errors import InputError, NotFittedError, UnknownNameError
 from .files import atomic_write
 from .privacy import Budget, exponential, laplace
+from .table_io import as_frame, clean, pandas_module
 
 BINNINGS = ("uniform", "quantile")
 #: Most candidate edges the exponential mechanism chooses among per quantile.
@@ -60,127 +59,13 @@ WITHIN_BIN = ("midpoint", "uniform")
 _FORMAT = "ektelo_pgm.TableEncoder"
 
 
-def _pandas():
-    """pandas, imported on first use (importing it takes a while)."""
-    import pandas
-
-    return pandas
-
-
-def read_table(path, names: Sequence[str] | None = None, **read_csv_kwargs):
-    """Read a raw CSV file into a DataFrame.
-
-    Spaces after each delimiter are skipped.  With ``names`` the file is taken
-    to have no header line (as UCI Adult) and the columns get these names;
-    without, the first line is the header.  Other keywords go to
-    ``pandas.read_csv``.
-    """
-    pd = _pandas()
-    options = {"skipinitialspace": True}
-    if names is not None:
-        options.update(header=None, names=list(names))
-    options.update(read_csv_kwargs)
-    return pd.read_csv(path, **options)
-
-
-def _as_frame(table):
-    """The DataFrame of ``table`` (a DataFrame, the path of a CSV file with a header, or a
-    partitioned Dask DataFrame, kept as it is: its rows are read partition by partition)."""
-    pd = _pandas()
-    if isinstance(table, (str, os.PathLike)):
-        table = read_table(table)
-    partitioned = is_dask_collection(table) and hasattr(table, "columns")
-    if not isinstance(table, pd.DataFrame) and not partitioned:
-        raise TypeError(f"expected a pandas or Dask DataFrame or a CSV path, got {type(table).__name__}")
-    if len(table.columns) == 0:
-        raise InputError("the table has no columns")
-    if not partitioned and table.shape[0] == 0:
-        raise InputError("the table has no rows")
-    names = [str(c) for c in table.columns]
-    if len(set(names)) != len(names):
-        dup = sorted({c for c in names if names.count(c) > 1})
-        raise InputError(f"the table repeats the column names {dup}")
-    if partitioned:
-        return table if names == list(table.columns) else table.rename(columns=dict(zip(table.columns, names)))
-    return table.set_axis(names, axis=1)
-
-
-def _python(value):
-    """A JSON-friendly python scalar (whole floats become ints)."""
+def json_value(value):
+    """A value as a plain, JSON-friendly Python scalar (numpy scalars unwrapped, whole floats as ints)."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-def _clean(series, missing: frozenset):
-    """Strip strings and turn missing markers into NaN (an object Series)."""
-    pd = _pandas()
-    values = series.astype(object)
-    if series.dtype.kind in "iufcb":  # numbers or booleans: nothing to strip or to match
-        return values.mask(pd.isna(values))
-    text = np.array([isinstance(v, str) for v in values.to_numpy()], dtype=bool)
-    if text.any():
-        stripped = values[text].astype(str).str.strip()
-        values = values.copy()
-        values[text] = stripped
-        markers = np.zeros(len(values), dtype=bool)
-        markers[text] = stripped.isin(list(missing)).to_numpy()
-        values = values.mask(markers)
-    return values.mask(pd.isna(values))
-
-
-def canonical(series, missing: frozenset) -> np.ndarray:
-    """Each value of a raw column as every private step reads it, whatever the column's dtype
-    (so that a raw dtype, which one record can change, never decides anything): None when
-    missing (NaN, None or a ``missing`` marker, after stripping), an exact Python int for a
-    whole number (``"61"``, ``61.0``, ``"1e3"``; every digit kept, beyond 2**53 too), a float
-    for any other number (``"61.5"``; ``inf`` for ``"inf"`` and numbers past the float range
-    such as ``"1e400"``), else the text as a str (booleans included: ``"True"``).  An object
-    array, one entry per row; each distinct raw value is parsed once."""
-    pd = _pandas()
-    codes, uniques = pd.factorize(_clean(series, missing))
-    parsed = np.empty(len(uniques) + 1, dtype=object)  # the last entry, None, for code -1 (missing)
-    parsed[:-1] = [_canonical_value(v) for v in uniques]
-    return parsed[codes]
-
-
-def _canonical_value(value):
-    """One present raw value as :func:`canonical` reads it."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return int(value) if float(value).is_integer() else float(value)
-    text = str(value)
-    try:
-        return int(text)  # exact, any number of digits Python parses
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if number != number:
-        return None
-    if not number.is_integer():  # fractional, or past the float range (inf)
-        return number
-    if abs(number) >= 2 ** 53:  # every digit of a whole number written "9007199254740993.0"
-        try:
-            return int(Fraction(text))
-        except ValueError:  # a form float reads and Fraction does not ("1_0e20")
-            pass
-    return int(number)  # "61.0", "1e3"
-
-
-def as_float(value) -> float:
-    """A number of :func:`canonical` as a float, whole numbers past the float range as +-inf."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
 
 
 #: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
@@ -192,9 +77,9 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
 
 
 def time_formats(values: np.ndarray) -> np.ndarray:
-    """For each :func:`canonical` value, the index in TIME_FORMATS of the first format that reads
+    """For each :func:`~ektelo_pgm.table_io.canonical` value, the index in TIME_FORMATS of the first format that reads
     it whole (-1: none, or not text); each distinct text is parsed once per format."""
-    pd = _pandas()
+    pd = pandas_module()
     text = np.array([isinstance(v, str) for v in values], dtype=bool)
     found = np.full(len(values), -1, dtype=np.int64)
     if not text.any():
@@ -212,9 +97,9 @@ def time_formats(values: np.ndarray) -> np.ndarray:
 
 
 def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
-    """:func:`canonical` values read in the time format ``fmt``: whole seconds since
+    """:func:`~ektelo_pgm.table_io.canonical` values read in the time format ``fmt``: whole seconds since
     1970-01-01T00:00:00 (an int) for each text that it reads whole, None for anything else."""
-    pd = _pandas()
+    pd = pandas_module()
     out = np.empty(len(values), dtype=object)
     text = np.array([isinstance(v, str) for v in values], dtype=bool)
     codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
@@ -226,12 +111,12 @@ def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
 
 def time_text(seconds: float, fmt: str) -> str:
     """Whole ``seconds`` since 1970-01-01T00:00:00 written in the time format ``fmt``."""
-    return _pandas().Timestamp(int(seconds), unit="s").strftime(fmt)
+    return pandas_module().Timestamp(int(seconds), unit="s").strftime(fmt)
 
 
 def _numbers(name: str, values):
     """``values`` (cleaned) as float64, raising on the first one that is not a number."""
-    pd = _pandas()
+    pd = pandas_module()
     numbers = pd.to_numeric(values, errors="coerce").astype(float)
     bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
     if bad.size:
@@ -243,7 +128,7 @@ def _numbers(name: str, values):
 def _whole_numbers(values, present: np.ndarray) -> np.ndarray:
     """The non-missing values (``present`` marks them) as exact Python ints (object array):
     integers keep every digit, even beyond 2**53 where float64 would round them."""
-    pd = _pandas()
+    pd = pandas_module()
     exact = pd.to_numeric(values[present])
     return np.array([int(v) for v in exact], dtype=object)
 
@@ -253,8 +138,8 @@ def _tally(frame, name: str, markers: frozenset):
     returns a sum over rows (counts); for a Dask DataFrame, summed over its partitions, so
     that the private fit reads a partitioned table exactly as a whole one."""
     if is_dask_collection(frame):
-        return lambda func: sum_partitions(frame[name], func, lambda part, index: _clean(part, markers))
-    values = _clean(frame[name], markers)
+        return lambda func: sum_partitions(frame[name], func, lambda part, index: clean(part, markers))
+    values = clean(frame[name], markers)
     return lambda func: func(values)
 
 
@@ -286,7 +171,7 @@ class CategoricalColumn:
     @classmethod
     def fit(cls, name: str, values) -> "CategoricalColumn":
         """Learn the categories of a cleaned column (numbers first, then strings, each sorted)."""
-        present = {_python(v) for v in values.dropna().unique()}
+        present = {json_value(v) for v in values.dropna().unique()}
         cats = sorted(present, key=lambda v: (isinstance(v, str), v))
         return cls(name, tuple(cats), bool(values.isna().any()))
 
@@ -297,12 +182,12 @@ class CategoricalColumn:
         only those whose noisy count (integer Laplace noise, ``epsilon``; one record is in
         one category, so the counts' L1 sensitivity is 1) reaches it are kept.  ``tally``
         reads the cleaned column (see :func:`_tally`)."""
-        universe = tuple(dict.fromkeys(_python(v) for v in universe))
+        universe = tuple(dict.fromkeys(json_value(v) for v in universe))
         if not universe:
             raise InputError(f"column {name!r}: the declared categories are empty")
         if threshold is None:
             return cls(name, universe, True, True)
-        index = _pandas().Index(list(universe), dtype=object)
+        index = pandas_module().Index(list(universe), dtype=object)
 
         def count(values):
             codes = index.get_indexer(values.dropna().to_numpy(dtype=object))
@@ -316,7 +201,7 @@ class CategoricalColumn:
     def encode(self, values, clip: bool = False) -> np.ndarray:
         """Codes of a cleaned column; raises on a value not seen at fit time
         (``clip`` concerns numeric columns only)."""
-        pd = _pandas()
+        pd = pandas_module()
         codes = pd.Index(list(self.categories), dtype=object).get_indexer(values.to_numpy(dtype=object))
         missing = values.isna().to_numpy()
         if self.other is not None:
@@ -336,7 +221,7 @@ class CategoricalColumn:
 
     def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
         """The category of each code (the ``other`` label for its code, NaN for the missing code)."""
-        pd = _pandas()
+        pd = pandas_module()
         lookup = np.array(list(self.categories) + ([] if self.other is None else [self.other]) + [np.nan],
                           dtype=object)
         return pd.Series(lookup[codes], name=self.name, dtype=object).infer_objects()
@@ -410,7 +295,7 @@ class NumericColumn:
         edges = np.unique(edges)
         if edges.size == 1:  # a constant float column: one closed bin [lo, lo]
             edges = np.array([lo, lo])
-        return cls(name, tuple(_python(e) for e in edges), integer, bool(np.isnan(numbers).any()))
+        return cls(name, tuple(json_value(e) for e in edges), integer, bool(np.isnan(numbers).any()))
 
     @classmethod
     def _fit_large_integers(cls, name, values, present, bins, binning) -> "NumericColumn":
@@ -437,7 +322,7 @@ class NumericColumn:
         edges = np.unique(np.ceil(edges) if integer else edges)
         if edges.size == 1:
             edges = np.array([lo, hi])
-        return cls(name, tuple(_python(e) for e in edges), integer, True)
+        return cls(name, tuple(json_value(e) for e in edges), integer, True)
 
     @classmethod
     def private_quantiles(cls, name: str, tally, bounds, bins: int, epsilon: float,
@@ -494,7 +379,7 @@ class NumericColumn:
         if outside.any() and not clip:
             row = _first_row(outside)
             top = f"{self.edges[-1]!r})" if self.integer else f"{self.edges[-1]!r}]"
-            shown = whole[row] if self.integer else _python(numbers[row])
+            shown = whole[row] if self.integer else json_value(numbers[row])
             raise InputError(f"column {self.name!r}: value {shown!r} in row {row} is outside "
                              f"the fitted range [{self.edges[0]!r}, {top}")
         if self.integer:  # compare whole numbers exactly, beyond 2**53 too
@@ -518,7 +403,7 @@ class NumericColumn:
         integers binned at fractional edges): the integers inside each bin, or the integer
         nearest its middle when it holds none, so that a value re-encodes to its code.
         """
-        pd = _pandas()
+        pd = pandas_module()
         edges = np.asarray(self.edges, dtype=float)
         absent = codes == self.bins
         bin_of = np.where(absent, 0, codes)
@@ -655,7 +540,7 @@ class TableEncoder:
         ``public=True``: learn kinds, categories, ranges and bins from the data itself,
         without noise.  Not private: only for public tables.
         """
-        frame = _as_frame(table)
+        frame = as_frame(table)
         declared = set(self.categorical + self.numeric) | set(self.categories) | set(self.bounds)
         unknown = sorted(declared - set(frame.columns))
         if unknown:
@@ -704,7 +589,7 @@ class TableEncoder:
                              "whose counts are summed over the partitions) or fit on a pandas sample")
         columns = {}
         for name in frame.columns:
-            values = _clean(frame[name], markers)
+            values = clean(frame[name], markers)
             if name in self.categories:
                 columns[name] = CategoricalColumn.private(name, None, self.categories[name], None, None, None, None)
             elif name in self.bounds:
@@ -718,7 +603,7 @@ class TableEncoder:
     def _is_numeric(self, name: str, values) -> bool:
         if name in self.numeric or name in self.categorical:
             return name in self.numeric
-        pd = _pandas()
+        pd = pandas_module()
         numbers = pd.to_numeric(values, errors="coerce")
         parses = bool((numbers.notna() == values.notna()).all())
         return parses and numbers.nunique() > self.bins
@@ -740,20 +625,20 @@ class TableEncoder:
         gives a :class:`~ektelo_pgm.dask_dataset.DaskDataset`, encoded partition by partition
         when counted (an error then names the partition and the row within it)."""
         columns = self._fitted()
-        frame = _as_frame(table)
+        frame = as_frame(table)
         absent = [c for c in columns if c not in frame.columns]
         if absent:
             raise UnknownNameError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
         if is_dask_collection(frame):
             return encode(self, frame)
         markers = frozenset(self.missing)
-        records = np.column_stack([col.encode(_clean(frame[name], markers), self.clip or name in self.bounds)
+        records = np.column_stack([col.encode(clean(frame[name], markers), self.clip or name in self.bounds)
                                    for name, col in columns.items()])
         return Dataset(records, self.domain)
 
     def fit_transform(self, table, **fit_options) -> Dataset:
         """``fit(table, **fit_options)`` then ``transform(table)`` (the table is read once)."""
-        frame = _as_frame(table)
+        frame = as_frame(table)
         return self.fit(frame, **fit_options).transform(frame)
 
     def inverse_transform(self, dataset: Dataset, within_bin: str = "midpoint", rng=None, whole=()):
@@ -767,7 +652,7 @@ class TableEncoder:
         columns named in ``whole`` are decoded as whole numbers inside their bins (``decode``'s
         ``whole``): columns of integers binned at fractional edges.
         """
-        pd = _pandas()
+        pd = pandas_module()
         columns = self._fitted()
         if within_bin not in WITHIN_BIN:
             raise InputError(f"within_bin must be one of {WITHIN_BIN}, got {within_bin!r}")

@@ -502,7 +502,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         matplotlib_figure()  # refuse before any work when the figures cannot be drawn
     import pandas as pd
 
-    from .synthesizer import PARQUET, has_header, read_table
+    from .table_io import PARQUET, has_header, read_table
 
     def read(path):  # not private: a CSV's header line is guessed
         return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))

@@ -92,10 +92,10 @@ import numpy as np
 
 from . import progress
 from .dataset import Dataset
-from .encoding import (TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, _as_frame, _canonical_value,
-                       _pandas, _python, as_float, as_times, canonical, time_formats)
+from .encoding import TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, as_times, json_value, time_formats
 from .errors import InputError
 from .privacy import Budget, gaussian, laplace
+from .table_io import as_float, as_frame, canonical, canonical_value, pandas_module
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
 KIND_SHARE = Fraction(1, 5)
@@ -226,14 +226,14 @@ class Release:
 
 def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng,
             kind: str | None = None) -> Release:
-    """The noisy histograms of one column's :func:`~ektelo_pgm.encoding.canonical` values (see
+    """The noisy histograms of one column's :func:`~ektelo_pgm.table_io.canonical` values (see
     the module docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`_of_numbers` of the noisy kinds, or ``kind``
     ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
     count reaches the threshold that one record's value passes with probability at most
     ``delta``.  Infinite numbers count as fractional, in the outer cells."""
-    pd = _pandas()
+    pd = pandas_module()
     present = np.array([v is not None for v in values], dtype=bool)
     whole = np.array([isinstance(v, int) for v in values], dtype=bool)
     number = whole | np.array([isinstance(v, float) for v in values], dtype=bool)
@@ -287,7 +287,7 @@ def _time_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
 
 
 def column_values(series, markers: frozenset, time_format: str | None = None) -> np.ndarray:
-    """A raw column as the schema reads it: :func:`~ektelo_pgm.encoding.canonical` values, or
+    """A raw column as the schema reads it: :func:`~ektelo_pgm.table_io.canonical` values, or
     for a column of times, seconds (:func:`~ektelo_pgm.encoding.as_times`)."""
     values = canonical(series, markers)
     return values if time_format is None else as_times(values, time_format)
@@ -664,7 +664,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     if edges.size == 1:
         edges = np.append(edges, edges[0] + 1.0 if integer else np.nextafter(edges[0], math.inf))
     decimals = None if integer else r.decimals
-    return NumericColumn(r.name, tuple(_python(e) for e in edges), integer, missing, decimals, r.time_format)
+    return NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format)
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
@@ -683,7 +683,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     kind).  The
     encoder clips numbers outside a column's range into its end bins; :func:`encoded` codes the
     rows."""
-    frame = _as_frame(table)
+    frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
     if wrong:
@@ -727,7 +727,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 
 def public_column(series, missing=("?", "")) -> CategoricalColumn:
     """The column of a table whose categories the user declares public knowledge (the cities of a
-    state, the codes of a codebook): every value present, as :func:`~ektelo_pgm.encoding.canonical`
+    state, the codes of a codebook): every value present, as :func:`~ektelo_pgm.table_io.canonical`
     reads it, is a category (numbers first, then text, each sorted), with a missing code when a
     value is missing.  Read from the table as it is, without noise: a declared assumption that
     the set of values is known without the table, which the user vouches for; no privacy is
@@ -742,7 +742,7 @@ def public_column(series, missing=("?", "")) -> CategoricalColumn:
 
 def encoded(frame, encoder: TableEncoder) -> Dataset:
     """The integer codes of every row of ``frame`` under a private or declared schema, read as
-    :func:`~ektelo_pgm.encoding.canonical` values: whatever a record holds, it is coded and
+    :func:`~ektelo_pgm.table_io.canonical` values: whatever a record holds, it is coded and
     never refused or dropped, so neither the run's outcome nor the number of records the
     mechanism sees depends on one record's values (substitute neighbours stay substitute
     neighbours).  A number outside its column's range goes to the nearest end bin (infinities
@@ -761,8 +761,8 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
             edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
             code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
         else:
-            categories = [_canonical_value(c) for c in column.categories]
-            code = _pandas().Index(categories, dtype=object).get_indexer(values)
+            categories = [canonical_value(c) for c in column.categories]
+            code = pandas_module().Index(categories, dtype=object).get_indexer(values)
             if column.other is not None:
                 code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
         code[code < 0] = column.size - 1 if column.missing else 0
@@ -810,7 +810,7 @@ def _declared_column(name: str, spec):
         public = spec.get("public", False)
         if not isinstance(public, bool):
             raise InputError(f"column {name!r}: \"public\" must be true or false, got {public!r}")
-        return CategoricalColumn(name, tuple(dict.fromkeys(_python(c) for c in categories)), missing,
+        return CategoricalColumn(name, tuple(dict.fromkeys(json_value(c) for c in categories)), missing,
                                  missing and other is None, other, public)
     if kind == "numeric":
         if "edges" in spec:
@@ -819,7 +819,7 @@ def _declared_column(name: str, spec):
                     or any(b <= a for a, b in zip(edges, edges[1:])):
                 raise InputError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
             integer = bool(spec.get("integer", all(isinstance(e, int) for e in edges)))
-            return NumericColumn(name, tuple(_python(e) for e in edges), integer, _flag(name, spec))
+            return NumericColumn(name, tuple(json_value(e) for e in edges), integer, _flag(name, spec))
         bins = spec.get("bins", BINS)
         if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
             raise InputError(f"column {name!r}: \"bins\" must be a positive integer, got {bins!r}")

@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import csv
 import importlib.util
-import io
 import json
 import math
 import os
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
@@ -40,12 +37,13 @@ import numpy as np
 from . import progress as progresses
 from . import schema as schemas
 from .domain import Domain
-from .encoding import TableEncoder, _as_frame, _canonical_value, _pandas, as_float
+from .encoding import TableEncoder
 from .errors import InputError, NotFittedError
 from .estimate import SAMPLING, Estimate
 from .files import atomic_write
 from .params import as_data
 from .privacy import Budget, Charge, approx_to_zcdp
+from .table_io import as_frame, pandas_module, read_table, typed
 from .uncertainty import LEVEL, ErrorBars
 
 _FORMAT = "ektelo_pgm.Synthesizer"
@@ -119,134 +117,6 @@ def mechanism_entry(name: str) -> Entry:
         hint = " (GEM needs torch: pip install 'ektelo_pgm[gem]')" if name == "gem" else ""
         raise InputError(f"unknown mechanism {name!r}{hint}; choose from {', '.join(sorted(table))}")
     return table[name]
-
-
-PARQUET = (".parquet", ".pq")
-
-
-def check_parquet(path: str) -> None:
-    """Refuse a Parquet ``path`` with a clear message when no Parquet engine is installed."""
-    if path.endswith(PARQUET) and importlib.util.find_spec("pyarrow") is None:
-        raise ImportError(f"{path}: Parquet needs pyarrow: pip install 'ektelo_pgm[parquet]' (or use .csv)")
-
-
-#: Extensions of files whose fields are separated by tabs.
-TABS = (".tsv", ".tab")
-
-
-def read_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8"):
-    """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
-
-    CSV: ``header`` says whether the first line names the columns; ``names`` name the columns of
-    a file without a header line (``header`` then defaults to False), which otherwise get
-    ``column_1``, ``column_2``, ...  Nothing is guessed from the data: a CSV with neither is
-    refused before it is read (a guess would publish a headerless file's first record as the
-    column names).  ``sep`` separates the fields (default: a tab for ``.tsv`` and ``.tab``
-    files, else a comma); ``encoding`` is the file's text encoding, whose invalid bytes are
-    replaced.  Every field is read as text (missing markers as NaN) and parsed later by
-    :func:`~ektelo_pgm.encoding.canonical`, so no column's type depends on one record; a line
-    with more fields than the header is cut to its width: one malformed record cannot make the
-    run fail.  Repeated column names are refused, by name.
-    Raises ValueError naming the file when it is not a table."""
-    pd = _pandas()
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    check_parquet(path)
-    if path.endswith(PARQUET):
-        reader = lambda: pd.read_parquet(path)  # noqa: E731
-    else:
-        if header is None and names is not None:
-            header = False
-        if header is None:
-            raise InputError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
-                             "or --names; in Python header=True or False): it is never guessed from the data")
-        if header and names is not None:
-            raise InputError(f"{path}: names are for a CSV without a header line (header=False)")
-        try:
-            "".encode(encoding)
-        except LookupError:
-            raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
-        sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
-        options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None, "dtype": str,
-                   "encoding": encoding, "encoding_errors": "replace"}
-        if names is not None:
-            options["names"] = list(names)
-        reader = lambda: _read_csv(path, options)  # noqa: E731
-    try:
-        frame = reader()
-    except InputError:
-        raise
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
-        raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None  # no line of it
-    if frame.shape[1] < 1 or frame.shape[0] < 1:
-        raise InputError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
-    return frame
-
-
-def _read_csv(path: str, options: dict):
-    """``pandas.read_csv`` with the columns named first, at a width that no single record
-    decides: the header line's, the names', or else the most common number of fields among the
-    first 1,000 lines (column_1, column_2, ...).  Longer lines are cut to it (the slower python
-    parser, only where one is), shorter ones padded with missing values, silently."""
-    pd = _pandas()
-    names = options.pop("names", None)
-    with open(path, encoding=options["encoding"], errors="replace", newline="") as f:
-        lines = csv.reader(f, delimiter=options["sep"], skipinitialspace=True)
-        if options["header"] == 0:
-            names = next((r for r in lines if r), [])
-        elif names is None:
-            widths = [len(r) for _, r in zip(range(1000), lines) if r]
-            width = max(set(widths), key=lambda w: (widths.count(w), -w)) if widths else 1
-            names = [f"column_{i + 1}" for i in range(width)]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise InputError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
-    options = {**options, "names": names, "index_col": False}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pd.errors.ParserWarning)
-        try:
-            return pd.read_csv(path, **options)
-        except pd.errors.ParserError:
-            return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:len(names)], **options)
-
-
-def has_header(path) -> bool:
-    """A guess, for ``evaluate`` only (not private), whether a CSV file's first line names its
-    columns: some field of it is text where the lines below hold numbers, or none of its fields
-    repeats a value of its column below."""
-    pd = _pandas()
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [line for _, line in zip(range(50), f) if line.strip()]
-        if len(lines) < 2:
-            return len(lines) == 1
-        rows = pd.read_csv(io.StringIO("".join(lines)), header=None, skipinitialspace=True, dtype=str)
-    except (UnicodeDecodeError, pd.errors.ParserError) as err:
-        raise InputError(f"{os.fspath(path)}: not a readable table ({type(err).__name__}: {err})") from None
-    first, rest = rows.iloc[0], rows.iloc[1:]
-    for j in range(rows.shape[1]):
-        below = pd.to_numeric(rest[j], errors="coerce")
-        if below.notna().all() and pd.isna(pd.to_numeric(pd.Series([first[j]]), errors="coerce")[0]):
-            return True
-    return not any(first[j] in set(rest[j]) for j in range(rows.shape[1]))
-
-
-def typed(values, column):
-    """A decoded column in the value type its schema fixes, never the raw table's: whole numbers
-    (a numeric column of integers, or categories that are all whole numbers) as nullable
-    integers, other numbers as floats, anything else (times included) as text."""
-    pd = _pandas()
-    if column.kind == "numeric" and column.time_format is not None:  # text in the column's time format
-        return values.astype(object)
-    if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
-        return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
-    categories = [_canonical_value(c) for c in column.categories] + ([] if column.other is None else [column.other])
-    if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories):
-        return values.map(_canonical_value, na_action="ignore").astype("Int64")
-    if all(isinstance(c, (int, float)) and math.isfinite(as_float(c)) for c in categories):
-        return pd.to_numeric(values.map(_canonical_value, na_action="ignore")).astype(float)
-    return values.map(str, na_action="ignore").astype(object)
 
 
 def _generators(seed):
@@ -344,7 +214,7 @@ class Synthesizer:
 
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
         dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`).  ``header``:
-        whether a CSV path's first line names its columns (:func:`read_table`)."""
+        whether a CSV path's first line names its columns (:func:`~ektelo_pgm.table_io.read_table`)."""
         with self._reporting():
             return self._fit(read_table(table, header) if isinstance(table, (str, os.PathLike)) else table, schema)
 
@@ -353,7 +223,7 @@ class Synthesizer:
         return contextlib.nullcontext() if self.progress is None else progresses.reporting(self.progress)
 
     def _fit(self, table, schema) -> "Synthesizer":
-        frame = _as_frame(table)
+        frame = as_frame(table)
         entry = mechanism_entry(self.mechanism)
         unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate, *self.public) if c not in frame.columns]
         if unknown:
@@ -415,7 +285,7 @@ class Synthesizer:
     def sample(self, n: int | None = None):
         """``n`` synthetic records (default: the estimated number of records), drawn as ``sampling``
         says, as a DataFrame with the table's column names and the value types its schema fixes
-        (:func:`typed`); numbers are drawn uniformly inside their bins (a column of whole numbers
+        (:func:`~ektelo_pgm.table_io.typed`); numbers are drawn uniformly inside their bins (a column of whole numbers
         among the whole numbers of each bin), categories are among those released."""
         self._fitted()
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
@@ -429,7 +299,7 @@ class Synthesizer:
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
         for name in self.regenerate:
-            frame[name] = _pandas().Series(np.arange(1, int(n) + 1), dtype="Int64")
+            frame[name] = pandas_module().Series(np.arange(1, int(n) + 1), dtype="Int64")
         return frame[self.order]
 
     def answer(self, k: int = 2, level: float = LEVEL):
@@ -443,7 +313,7 @@ class Synthesizer:
         self._fitted()
         import itertools
 
-        pd = _pandas()
+        pd = pandas_module()
         names = list(self.encoder.columns)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(names):
             raise InputError(f"k must be an integer from 1 to {len(names)} (the number of columns), got {k!r}")

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.privacy import Budget
-from ektelo_pgm.encoding import CategoricalColumn, NumericColumn, TableEncoder, read_table
+from ektelo_pgm.encoding import CategoricalColumn, NumericColumn, TableEncoder
+from ektelo_pgm.table_io import read_table
 
 # The column names listed in adult.names (the file itself has no header line).
 ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
@@ -20,7 +21,7 @@ NUMERIC = ["age", "fnlwgt", "capital-gain", "capital-loss", "hours-per-week"]
 
 @pytest.fixture(scope="module")
 def adult_raw(data_dir):
-    return read_table(data_dir / "raw" / "adult" / "adult.data", names=ADULT_COLUMNS)
+    return read_table(data_dir / "raw" / "adult" / "adult.data", names=ADULT_COLUMNS, text=False)
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +231,8 @@ def test_whole_decoding_needs_numeric_columns():
 
 def test_unseen_category_names_column_value_and_row(adult, data_dir):
     encoder, _ = adult
-    test = read_table(data_dir / "raw" / "adult" / "adult.test", names=ADULT_COLUMNS, skiprows=1)
+    test = pd.read_csv(data_dir / "raw" / "adult" / "adult.test", names=ADULT_COLUMNS, header=None, skiprows=1,
+                       skipinitialspace=True)  # its first line is a note
     with pytest.raises(ValueError, match=r"column 'fnlwgt': value 1490400 in row 7974 is outside "
                                          r"the fitted range \[12285, 1484706\)"):
         encoder.transform(test)

@@ -7,7 +7,7 @@ import pytest
 
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget
-from ektelo_pgm.encoding import canonical
+from ektelo_pgm.table_io import canonical
 from ektelo_pgm.schema import (BOUNDARIES, LEVELS, N_CELLS, WHOLE_CODES, cell_of, declared, encoded, infer,
                                noise_tail, release, release_threshold)
 

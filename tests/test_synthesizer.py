@@ -9,7 +9,8 @@ import pytest
 
 from ektelo_pgm.privacy import approx_to_zcdp
 from ektelo_pgm.schema import OTHER, declared, encoded
-from ektelo_pgm.synthesizer import Synthesizer, mechanisms, read_table
+from ektelo_pgm.synthesizer import Synthesizer, mechanisms
+from ektelo_pgm.table_io import read_table
 
 ADULT_NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
                "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
