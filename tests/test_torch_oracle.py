@@ -27,6 +27,7 @@ def _cuda() -> bool:
 
 
 DEVICES = ["cpu"] + (["cuda"] if _cuda() else [])
+TORCH_BACKENDS = ["torch-cpu"] + (["gpu"] if _cuda() else [])  # "gpu" also runs the CUDA-graph loop
 
 
 def torch_oracle(base, device="cpu", dtype="float64"):
@@ -146,11 +147,12 @@ def small_problem():
 
 
 @needs_torch
+@pytest.mark.parametrize("backend", TORCH_BACKENDS)
 @pytest.mark.parametrize("method,loss", [("mirror", "l2"), ("mirror", "l1"), ("lbfgs", "l2"), ("accelerated", "l2")])
-def test_loop_reaches_the_same_loss(small_problem, method, loss):
+def test_loop_reaches_the_same_loss(small_problem, method, loss, backend):
     domain, ms = small_problem
     ref = estimate(domain, ms, method=method, loss=loss, iters=150)
-    got = estimate(domain, ms, method=method, loss=loss, iters=150, backend="torch-cpu")
+    got = estimate(domain, ms, method=method, loss=loss, iters=150, backend=backend)
     assert got.loss == pytest.approx(ref.loss, rel=1e-9)
     assert np.abs(got.project(("a1", "a2")) - ref.project(("a1", "a2"))).max() <= 1e-6 * ref.total
     if method == "mirror" and loss == "l2":  # the device loop takes the numba loop's steps
@@ -158,11 +160,16 @@ def test_loop_reaches_the_same_loss(small_problem, method, loss):
 
 
 @needs_torch
-def test_device_loop_reports_every_iteration(small_problem):
+@pytest.mark.parametrize("backend", TORCH_BACKENDS)
+def test_device_loop_reports_every_iteration(small_problem, backend):
+    from ektelo_pgm.pgm import torch_oracle
+
     domain, ms = small_problem
     seen, want = [], []
     estimate(domain, ms, method="mirror", iters=40, callback=lambda t, v: want.append((t, v)))
-    estimate(domain, ms, method="mirror", iters=40, backend="torch-cpu", callback=lambda t, v: seen.append((t, v)))
+    failures = len(torch_oracle.GRAPH_FAILURES)
+    estimate(domain, ms, method="mirror", iters=40, backend=backend, callback=lambda t, v: seen.append((t, v)))
+    assert len(torch_oracle.GRAPH_FAILURES) == failures, torch_oracle.GRAPH_FAILURES[-1:]  # CUDA graph captured
     assert [t for t, _ in seen] == [t for t, _ in want] == list(range(1, 41))
     np.testing.assert_allclose([v for _, v in seen], [v for _, v in want], rtol=1e-9)
 
@@ -178,9 +185,10 @@ def test_non_identity_queries_run_the_host_loop(small_problem):
 
 
 @needs_torch
-def test_same_seed_same_synthetic_data(small_problem):
+@pytest.mark.parametrize("backend", TORCH_BACKENDS)
+def test_same_seed_same_synthetic_data(small_problem, backend):
     domain, ms = small_problem
-    runs = [PGM(iters=80, method="mirror", backend="torch-cpu").reconstruct(domain, ms).synthetic_data(500, rng=3)
+    runs = [PGM(iters=80, method="mirror", backend=backend).reconstruct(domain, ms).synthetic_data(500, rng=3)
             for _ in range(2)]
     np.testing.assert_array_equal(runs[0].records, runs[1].records)
 

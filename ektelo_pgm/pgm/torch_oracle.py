@@ -35,6 +35,9 @@ BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
 AUTO_GPU_CELLS = 1_000_000
 #: Line-search trials run on the device between two looks of the host at the stopping flags.
 CHECK_EVERY = 16
+#: Why a CUDA graph could not be captured, one entry per failed capture (the loop then ran
+#: eagerly, with the same results); the benchmark records it.
+GRAPH_FAILURES: list = []
 
 
 def _torch():
@@ -80,23 +83,29 @@ def resolve_backend(backend: str, cells: int | None = None) -> str:
     return "cpu"
 
 
-def _groups(segments: list, outputs: list) -> list:
-    """Segments (index arrays into a source buffer) grouped by length: ``[(idx (G, R), out (G,))]``
-    with ``out`` the destination of each segment's reduction (numpy int64)."""
+def _groups(blocks: list, outputs: list) -> list:
+    """Blocks of segments (2-D index arrays into a source buffer, one segment a row) grouped by
+    segment length: ``[(idx (G, R), out (G,))]`` with ``out`` the destination of each segment's
+    reduction (numpy int64; ``outputs[i]`` holds one destination per row of ``blocks[i]``)."""
     by: dict = {}
-    for seg, out in zip(segments, outputs):
-        by.setdefault(len(seg), ([], []))
-        by[len(seg)][0].append(seg)
-        by[len(seg)][1].append(out)
-    return [(np.stack(s).astype(np.int64), np.asarray(o, dtype=np.int64)) for _, (s, o) in sorted(by.items())]
+    for block, out in zip(blocks, outputs):
+        block = np.asarray(block, dtype=np.int64).reshape(len(out), -1)
+        by.setdefault(block.shape[1], ([], []))
+        by[block.shape[1]][0].append(block)
+        by[block.shape[1]][1].append(np.asarray(out, dtype=np.int64))
+    return [(np.concatenate(b), np.concatenate(o)) for _, (b, o) in sorted(by.items())]
 
 
-def _preimages(big_map: np.ndarray, start: int) -> np.ndarray:
-    """For a map from the cells of a table (at ``start`` of a flat buffer) onto a smaller one whose
-    every cell has as many preimages: ``(small cells, preimages)`` of flat indices."""
-    m = int(big_map.max()) + 1 if big_map.size else 0
-    order = np.argsort(big_map, kind="stable")
-    return order.reshape(m, -1) + start
+def _preimages(domain, big, small, start: int) -> np.ndarray:
+    """The cells of the table over ``big`` (C order, at ``start`` of a flat buffer) grouped by
+    their cell of the table over ``small`` (raveled in the order given): ``(small cells,
+    preimages)`` flat indices, each row in increasing order.  A transpose, no sort."""
+    big, small = tuple(big), tuple(small)
+    shape = [domain[a] for a in big]
+    axes = [big.index(a) for a in small] + [i for i, a in enumerate(big) if a not in small]
+    m = int(np.prod([domain[a] for a in small], dtype=np.int64))
+    return np.arange(start, start + int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape).transpose(
+        axes).reshape(m, -1)
 
 
 def _layers(dst: list, src: list) -> list:
@@ -112,7 +121,8 @@ def _layers(dst: list, src: list) -> list:
         out.setdefault(r, ([], []))
         out[r][0].append(d)
         out[r][1].append(s)
-    return [(np.concatenate(d).astype(np.int64), np.concatenate(s).astype(np.int64)) for _, (d, s) in sorted(out.items())]
+    return [(np.concatenate(d).astype(np.int64, copy=False), np.concatenate(s).astype(np.int64, copy=False))
+            for _, (d, s) in sorted(out.items())]
 
 
 def _reroot(k: int, parent: np.ndarray, seps: list) -> tuple[np.ndarray, list, list]:
@@ -236,9 +246,9 @@ class TorchOracle:
                 continue
             segs, outs = [], []
             for c in senders:
-                pre = _preimages(up_maps[c], off[c])
-                segs += list(pre)
-                outs += list(sep_off[c] + np.arange(len(pre)))
+                pre = _preimages(domain, tree.cliques[c], seps[c], off[c])
+                segs.append(pre)
+                outs.append(sep_off[c] + np.arange(len(pre)))
             lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
             absorb = _layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
                              [sep_off[c] + down_maps[c] for c in senders])
@@ -253,9 +263,9 @@ class TorchOracle:
                 continue
             segs, outs = [], []
             for c in receivers:
-                pre = _preimages(down_maps[c], off[parent[c]])
-                segs += list(pre)
-                outs += list(sep_off[c] + np.arange(len(pre)))
+                pre = _preimages(domain, tree.cliques[parent[c]], seps[c], off[parent[c]])
+                segs.append(pre)
+                outs.append(sep_off[c] + np.arange(len(pre)))
             lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
             into = (t(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers])),
                     t(np.concatenate([sep_off[c] + up_maps[c] for c in receivers])),
@@ -265,17 +275,17 @@ class TorchOracle:
         # marginals: each parameter cell the log-sum-exp of its host cells, then normalised per clique
         segs, outs = [], []
         for j, (cl, h) in enumerate(zip(base.cliques, host)):
-            pre = _preimages(index_map(domain, tree.cliques[h], cl).astype(np.int64).ravel(), off[h])
-            segs += list(pre)
-            outs += list(base.p_off[j] + np.arange(len(pre)))
+            pre = _preimages(domain, tree.cliques[h], cl, off[h])
+            segs.append(pre)
+            outs.append(base.p_off[j] + np.arange(len(pre)))
         self.project = [(t(i), t(o)) for i, o in _groups(segs, outs)]
         p_off = np.asarray(base.p_off)
         self.normalise = [(t(i), t(o)) for i, o in _groups(
-            [np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))], list(range(len(base.cliques))))]
+            [np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))], [[j] for j in range(len(base.cliques))])]
         self.owner = t(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)))
         roots = [c for c in range(k) if parent[c] < 0]
         self.roots = [(t(i), t(o)) for i, o in _groups([np.arange(off[c], off[c + 1]) for c in roots],
-                                                       list(range(len(roots))))]
+                                                       [[i] for i in range(len(roots))])]
         self.n_roots = len(roots)
 
     # ---------------------------------------------------------------- the passes (device)
@@ -483,6 +493,7 @@ class _DeviceLoop:
             return graph
         except Exception as exc:  # noqa: BLE001 - any failure falls back to eager steps
             self.oracle.graph_error = f"{type(exc).__name__}: {exc}"
+            GRAPH_FAILURES.append(self.oracle.graph_error)
             warnings.warn(f"torch oracle: no CUDA graph ({self.oracle.graph_error}); running eagerly")
             return None
 
@@ -556,9 +567,9 @@ class TorchConvexGBP:
         for j in range(len(host)):
             p0, p1 = off[host[j]], off[host[j] + 1]
             edge = np.asarray(maps[map_off[j]:map_off[j] + p1 - p0], dtype=np.int64)
-            pre = _preimages(edge, p0)
-            segs += list(pre)
-            outs += list(msg_off[j] + np.arange(len(pre)))
+            pre = _preimages(graph.domain, graph.regions[host[j]], graph.regions[child[j]], p0)
+            segs.append(pre)
+            outs.append(msg_off[j] + np.arange(len(pre)))
             parent_dst.append(np.arange(p0, p1))
             parent_src.append(msg_off[j] + edge)
         self.lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
@@ -571,7 +582,7 @@ class TorchConvexGBP:
         self.pos_layers = [(t(ref.msg_pos[m]), t(m)) for m in _rank_layers(ref.msg_pos)]
         self.kappa_cell, self.kappa_msg, self.denominator = f(ref.kappa_cell), f(ref.kappa_msg), f(ref.denominator)
         self.normalise = [(t(i), t(o)) for i, o in _groups([np.arange(off[r], off[r + 1]) for r in range(len(off) - 1)],
-                                                         list(range(len(off) - 1)))]
+                                                         [[r] for r in range(len(off) - 1)])]
         self.owner = t(np.repeat(np.arange(len(off) - 1), np.diff(off)))
         self.messages = torch.zeros(self.n_msg, dtype=self.dtype, device=self.device)
         if messages is not None:
