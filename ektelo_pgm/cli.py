@@ -291,9 +291,7 @@ def answer(args) -> None:
 def schema(args) -> None:
     import numpy as np
 
-    from .privacy import Budget
-    from .encoding import TableEncoder
-    from .schema import infer, public_column
+    from .schema import learn
 
     check_output(args, (".json",))
     frame, _ = read_input(args)
@@ -305,15 +303,9 @@ def schema(args) -> None:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     left_out, thresholds = {}, {}
-    public = {c: public_column(frame[c]) for c in args.public_categories}
-    inferred = frame.drop(columns=list(args.drop) + list(public))
-    encoder = infer(inferred, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
-                    kinds=kinds(args), other=args.other_label, left_out=left_out, thresholds=thresholds) \
-        if len(inferred.columns) else TableEncoder(bins=args.bins, clip=True)
-    columns = {**encoder.columns, **public}
-    encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
-    if not encoder.columns:
-        raise InputError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
+    encoder = learn(frame.drop(columns=list(args.drop)), budget, None, args.delta / 2, np.random.default_rng(args.seed),
+                    args.bins, public=args.public_categories, kinds=kinds(args), other=args.other_label,
+                    left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "

@@ -67,9 +67,11 @@ Everything else is post-processing of those noisy counts:
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
   reason (``left_out``).
 
-:func:`declared` reads a schema a user wrote, in either of two forms: the JSON that
+:func:`learn` is the one way in: the columns a user declares (:class:`Declared`), those whose
+categories are public (:func:`public_column`) and :func:`infer` for the others.  A declared
+schema (:meth:`Declared.read`) is either of two forms: the JSON that
 :meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
-form ``{"columns": {name: spec}}`` where ``spec`` is
+form ``{"columns": {name: spec}}`` where each ``spec`` is a :class:`ColumnSpec`:
 ``{"kind": "categorical", "categories": [...]}`` (with ``"other": "label"``, values outside the
 categories get a code of their own with that label; ``"public": true`` records that the
 categories are public knowledge, :func:`public_column`) or
@@ -77,7 +79,8 @@ categories are public knowledge, :func:`public_column`) or
 integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
 with an optional ``"missing": false`` when the column is never missing (by default it may be:
 values outside the categories are then encoded as missing, and missing values come out; with
-false such values get the column's first code, see :func:`encoded`).
+false such values get the column's first code, see :func:`encoded`).  Each declaration is
+validated when it is read; an error names the column and the problem.
 Reading a declared schema spends nothing.
 """
 from __future__ import annotations
@@ -770,69 +773,176 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
     return Dataset(np.column_stack(codes).astype(np.int64), encoder.domain)
 
 
-def declared(schema) -> TableEncoder:
-    """The encoder of a declared schema: a fitted TableEncoder, a dict, or the path of a JSON file
-    holding either form of the module docstring.  Numbers outside a column's declared range are
-    clipped into its end bins; values outside its declared categories are encoded as missing."""
-    if isinstance(schema, TableEncoder):
-        schema._fitted()
-        return schema
-    if isinstance(schema, (str, os.PathLike)):
-        try:
-            with open(schema, encoding="utf-8") as f:
-                schema = json.load(f)
-        except json.JSONDecodeError as err:
-            raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
-    if not isinstance(schema, dict):
-        raise TypeError(f"a schema is a TableEncoder, a dict or a JSON path, got {type(schema).__name__}")
-    if "format" in schema:
-        encoder = TableEncoder.from_dict(schema)
-        encoder.clip = True
+#: The keys of a declared column in the short form (module docstring).
+SPEC_KEYS = ("kind", "categories", "other", "public", "bounds", "bins", "edges", "integer", "missing")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One declared column of the short schema form (module docstring), validated on construction:
+    an InputError names the column and what is wrong with the declaration.  ``kind``
+    ``"categorical"`` takes ``categories`` (and ``other``, ``public``); ``"numeric"`` takes
+    ``bounds`` (and ``bins``) or ``edges`` (and ``integer``, default: whether every edge is an
+    int); ``missing`` (default true) gives the column a missing code."""
+
+    name: str
+    kind: str | None
+    categories: list | None = None
+    other: str | None = None
+    public: bool = False
+    bounds: object = None
+    bins: int = BINS
+    edges: list | None = None
+    integer: bool | None = None
+    missing: bool = True
+
+    def __post_init__(self):
+        name = self.name
+        if self.kind == "categorical":
+            if not isinstance(self.categories, list) or not self.categories:
+                raise InputError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
+            self._flag("missing")
+            if self.other is not None and not isinstance(self.other, str):
+                raise InputError(f"column {name!r}: \"other\" must be a label (text), got {self.other!r}")
+            self._flag("public")
+        elif self.kind == "numeric":
+            if self.edges is not None:
+                edges = self.edges
+                if not isinstance(edges, list) or len(edges) < 2 or \
+                        any(not isinstance(e, (int, float)) for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+                    raise InputError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
+            else:
+                if isinstance(self.bins, bool) or not isinstance(self.bins, int) or self.bins < 1:
+                    raise InputError(f"column {name!r}: \"bins\" must be a positive integer, got {self.bins!r}")
+                if self.bounds is None:
+                    raise InputError(f"column {name!r}: a numeric column needs \"bounds\": [lo, hi] or \"edges\"")
+                NumericColumn.from_bounds(name, self.bounds, self.bins)  # refuses bad bounds, naming the column
+            self._flag("missing")
+        else:
+            raise InputError(f"column {name!r}: \"kind\" must be \"categorical\" or \"numeric\", got {self.kind!r}")
+
+    def _flag(self, key: str) -> None:
+        value = getattr(self, key)
+        if not isinstance(value, bool):
+            raise InputError(f"column {self.name!r}: \"{key}\" must be true or false, got {value!r}")
+
+    @classmethod
+    def from_json(cls, name: str, spec) -> "ColumnSpec":
+        """The declaration ``{"kind": ..., ...}`` of column ``name`` (unknown keys refused)."""
+        if not isinstance(spec, dict):
+            return cls(name, None)
+        unknown = sorted(str(k) for k in spec if k not in SPEC_KEYS)
+        if unknown:
+            raise InputError(f"column {name!r}: unknown keys {unknown}; a declared column takes {list(SPEC_KEYS)}")
+        return cls(name, **spec)
+
+    def column(self):
+        """The encoder's column: a CategoricalColumn (values outside the categories get the
+        ``other`` code, else the missing one) or a NumericColumn (its edges, or ``bins`` equal
+        bins between the bounds)."""
+        if self.kind == "categorical":
+            return CategoricalColumn(self.name, tuple(dict.fromkeys(json_value(c) for c in self.categories)),
+                                     self.missing, self.missing and self.other is None, self.other, self.public)
+        if self.edges is not None:
+            integer = bool(all(isinstance(e, int) for e in self.edges) if self.integer is None else self.integer)
+            return NumericColumn(self.name, tuple(json_value(e) for e in self.edges), integer, self.missing)
+        column = NumericColumn.from_bounds(self.name, self.bounds, self.bins)
+        return NumericColumn(self.name, column.edges, column.integer, self.missing)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A declared schema: ``columns`` (name -> the encoder's CategoricalColumn or NumericColumn,
+    each named as its key) and ``options``, the settings of the TableEncoder it gives
+    (:meth:`encoder`: missing markers, bins, ...; numbers outside a column's range clipped into
+    its end bins).  Validated on construction; :meth:`read` takes every form a user writes.
+    Reading a declared schema spends nothing."""
+
+    columns: dict
+    options: dict = field(default_factory=lambda: {"bins": BINS, "clip": True})
+
+    def __post_init__(self):
+        if not isinstance(self.columns, dict) or not self.columns:
+            raise InputError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
+        for name, column in self.columns.items():
+            if not isinstance(column, (CategoricalColumn, NumericColumn)) or column.name != name:
+                raise InputError(f"column {name!r}: not a declared column of that name")
+
+    @classmethod
+    def read(cls, schema) -> "Declared":
+        """The declared schema of ``schema``: a Declared, a fitted TableEncoder, a dict, or the path
+        of a JSON file holding either form of the module docstring."""
+        if isinstance(schema, Declared):
+            return schema
+        if isinstance(schema, TableEncoder):
+            return cls(dict(schema._fitted()), _settings(schema))
+        if isinstance(schema, (str, os.PathLike)):
+            try:
+                with open(schema, encoding="utf-8") as f:
+                    schema = json.load(f)
+            except json.JSONDecodeError as err:
+                raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+        if not isinstance(schema, dict):
+            raise TypeError(f"a schema is a TableEncoder, a dict or a JSON path, got {type(schema).__name__}")
+        if "format" in schema:
+            encoder = TableEncoder.from_dict(schema)
+            encoder.clip = True
+            return cls(encoder.columns, _settings(encoder))
+        specs = schema.get("columns")
+        if not isinstance(specs, dict) or not specs:
+            raise InputError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
+        return cls({str(name): ColumnSpec.from_json(str(name), spec).column() for name, spec in specs.items()})
+
+    def encoder(self, columns: dict | None = None) -> TableEncoder:
+        """A TableEncoder with this schema's settings and ``columns`` (default: the declared ones)."""
+        encoder = TableEncoder(**self.options)
+        encoder.columns = dict(self.columns if columns is None else columns)
         return encoder
-    specs = schema.get("columns")
-    if not isinstance(specs, dict) or not specs:
-        raise InputError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
-    encoder = TableEncoder(bins=BINS, clip=True)
-    encoder.columns = {str(name): _declared_column(str(name), spec) for name, spec in specs.items()}
+
+
+def _settings(encoder: TableEncoder) -> dict:
+    """The constructor settings of ``encoder`` (what its saved form holds besides the columns)."""
+    return {"bins": encoder.bins, "categorical": encoder.categorical, "numeric": encoder.numeric,
+            "binning": encoder.binning, "missing": encoder.missing, "clip": encoder.clip,
+            "categories": encoder.categories, "bounds": encoder.bounds}
+
+
+def undeclared(names, declared: Declared | None = None, public=()) -> list[str]:
+    """The columns of ``names`` that :func:`learn` infers privately: neither declared nor public."""
+    return [c for c in names if c not in set(public) and (declared is None or c not in declared.columns)]
+
+
+def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
+          public=(), missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
+    """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
+    :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
+    (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
+    ``amount`` of ``budget`` and ``delta``; nothing when no column is left, and ``budget`` may
+    then be None), in table order.  ``kinds``, ``other``, ``left_out`` and ``thresholds`` are
+    :func:`infer`'s.  The encoder has the declared schema's settings, else ``bins`` and
+    clipping; :func:`encoded` codes the rows."""
+    frame = as_frame(table)
+    declared = None if declared is None else Declared.read(declared)
+    fixed = {} if declared is None else dict(declared.columns)
+    fixed.update({c: public_column(frame[c], missing) for c in public})
+    absent = [c for c in fixed if c not in frame.columns]
+    if absent:
+        raise InputError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
+    both = [c for c in (kinds or {}) if c in fixed]
+    if both:
+        raise InputError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
+                         "the kinds of the columns inferred")
+    open_ = undeclared(frame.columns, declared, public)
+    inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
+                     left_out=left_out, thresholds=thresholds) if open_ else None
+    columns = {**fixed, **(inferred.columns if inferred else {})}
+    if not columns:
+        reasons = "; ".join((left_out or {}).values())
+        raise InputError("no column can be released privately at this budget: " + reasons)
+    ordered = {c: columns[c] for c in frame.columns if c in columns}
+    if declared is not None:
+        return declared.encoder(ordered)
+    encoder = inferred or TableEncoder(bins=bins, clip=True)
+    encoder.columns = ordered
     return encoder
-
-
-def _declared_column(name: str, spec):
-    """One column of the short schema form (module docstring)."""
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    if kind == "categorical":
-        categories = spec.get("categories")
-        if not isinstance(categories, list) or not categories:
-            raise InputError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
-        missing, other = _flag(name, spec), spec.get("other")
-        if other is not None and not isinstance(other, str):
-            raise InputError(f"column {name!r}: \"other\" must be a label (text), got {other!r}")
-        public = spec.get("public", False)
-        if not isinstance(public, bool):
-            raise InputError(f"column {name!r}: \"public\" must be true or false, got {public!r}")
-        return CategoricalColumn(name, tuple(dict.fromkeys(json_value(c) for c in categories)), missing,
-                                 missing and other is None, other, public)
-    if kind == "numeric":
-        if "edges" in spec:
-            edges = spec["edges"]
-            if not isinstance(edges, list) or len(edges) < 2 or any(not isinstance(e, (int, float)) for e in edges) \
-                    or any(b <= a for a, b in zip(edges, edges[1:])):
-                raise InputError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
-            integer = bool(spec.get("integer", all(isinstance(e, int) for e in edges)))
-            return NumericColumn(name, tuple(json_value(e) for e in edges), integer, _flag(name, spec))
-        bins = spec.get("bins", BINS)
-        if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-            raise InputError(f"column {name!r}: \"bins\" must be a positive integer, got {bins!r}")
-        if "bounds" not in spec:
-            raise InputError(f"column {name!r}: a numeric column needs \"bounds\": [lo, hi] or \"edges\"")
-        column = NumericColumn.from_bounds(name, spec["bounds"], bins)
-        return NumericColumn(name, column.edges, column.integer, _flag(name, spec))
-    raise InputError(f"column {name!r}: \"kind\" must be \"categorical\" or \"numeric\", got {kind!r}")
-
-
-def _flag(name: str, spec: dict) -> bool:
-    """The ``"missing"`` flag of a declared column (default true)."""
-    missing = spec.get("missing", True)
-    if not isinstance(missing, bool):
-        raise InputError(f"column {name!r}: \"missing\" must be true or false, got {missing!r}")
-    return missing

@@ -23,7 +23,6 @@ never unpickles anything (``allow_pickle=False``).
 from __future__ import annotations
 
 import contextlib
-import copy
 import importlib.util
 import json
 import math
@@ -213,7 +212,7 @@ class Synthesizer:
         """Learn from ``table`` (a DataFrame, or a CSV/Parquet path) spending the whole budget.
 
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
-        dict, or the path of a JSON file (see :func:`ektelo_pgm.schema.declared`).  ``header``:
+        dict, or the path of a JSON file (see :meth:`ektelo_pgm.schema.Declared.read`).  ``header``:
         whether a CSV path's first line names its columns (:func:`~ektelo_pgm.table_io.read_table`)."""
         with self._reporting():
             return self._fit(read_table(table, header) if isinstance(table, (str, os.PathLike)) else table, schema)
@@ -230,34 +229,20 @@ class Synthesizer:
             raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
         table_order = [c for c in frame.columns if c not in self.drop]
         frame = frame.drop(columns=list(self.drop) + list(self.regenerate))
-        declared = None if schema is None else schemas.declared(schema)
+        declared = None if schema is None else schemas.Declared.read(schema)
         fixed = {} if declared is None else declared.columns
         twice = [c for c in self.public if c in fixed or c in self.kinds or c in self.drop or c in self.regenerate]
         if twice:
             raise InputError(f"columns {twice} have public categories and are also declared, dropped, regenerated or "
                              "given a kind")
-        fixed = {**fixed, **{c: schemas.public_column(frame[c]) for c in self.public}}
-        absent = [c for c in fixed if c not in frame.columns]
-        if absent:
-            raise InputError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
-        both = [c for c in self.kinds if c in fixed]
-        if both:
-            raise InputError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
-                             "the kinds of the columns inferred")
-        open_ = [c for c in frame.columns if c not in fixed]
+        open_ = schemas.undeclared(frame.columns, declared, self.public)
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
         left_out, thresholds = {}, {}
-        encoder = schemas.infer(frame[open_], budget, budget.fraction(self.schema_share), schema_delta, self.fit_rng,
-                                self.bins, kinds=self.kinds, other=self.other, left_out=left_out,
-                                thresholds=thresholds) if open_ else None
-        columns = {**fixed, **(encoder.columns if encoder else {})}
-        if not columns:
-            raise InputError("no column can be released privately at this budget: " + "; ".join(left_out.values()))
-        if declared is not None:  # the declared columns as declared, the others inferred, in table order
-            encoder = copy.copy(declared)
-        elif encoder is None:  # every column's categories public
-            encoder = TableEncoder(bins=self.bins, clip=True)
-        encoder.columns = {c: columns[c] for c in frame.columns if c in columns}
+        amount = budget.fraction(self.schema_share) if open_ else None
+        encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
+                                self.bins, declared, self.public, kinds=self.kinds, other=self.other,
+                                left_out=left_out, thresholds=thresholds)
+        columns = encoder.columns
         data = schemas.encoded(frame, encoder)
         mechanism = entry.build(data.domain, self.mechanism_options)
         self.params = as_data(mechanism.get_params())

@@ -8,7 +8,7 @@ import pytest
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget
 from ektelo_pgm.table_io import canonical
-from ektelo_pgm.schema import (BOUNDARIES, LEVELS, N_CELLS, WHOLE_CODES, cell_of, declared, encoded, infer,
+from ektelo_pgm.schema import (BOUNDARIES, LEVELS, N_CELLS, WHOLE_CODES, cell_of, ColumnSpec, Declared, encoded, infer, learn,
                                noise_tail, release, release_threshold)
 
 
@@ -102,9 +102,9 @@ def test_inferred_schema_on_a_clear_table():
 
 def test_encoded_codes_every_row_and_never_refuses_a_value():
     frame = table(4000)
-    encoder = declared({"columns": {
+    encoder = Declared.read({"columns": {
         "colour": {"kind": "categorical", "categories": ["red", "green"], "missing": False},
-        "age": {"kind": "numeric", "bounds": [20, 69], "bins": 50}}})
+        "age": {"kind": "numeric", "bounds": [20, 69], "bins": 50}}}).encoder()
     odd = ["old", "inf", "-1e400", "1" * 400, "", "61.5", 2 ** 70]
     ages = frame.age.astype(object)
     ages[:len(odd)] = odd
@@ -120,7 +120,7 @@ def test_encoded_codes_every_row_and_never_refuses_a_value():
 def test_the_written_schema_reads_back_as_declared(tmp_path):
     encoder = infer(table(5000), Budget.zcdp(1.0), None, 1e-9, rng=1)
     encoder.save(tmp_path / "schema.json")
-    again = declared(str(tmp_path / "schema.json"))
+    again = Declared.read(str(tmp_path / "schema.json")).encoder()
     assert again.columns == encoder.columns and again.clip
 
 
@@ -248,12 +248,13 @@ def _with(column):
 
 
 def test_a_declared_other_label_codes_values_outside_the_categories():
-    encoder = declared({"columns": {"v": {"kind": "categorical", "categories": ["a", "b"], "other": "rest"}}})
+    spec = {"columns": {"v": {"kind": "categorical", "categories": ["a", "b"], "other": "rest"}}}
+    encoder = Declared.read(spec).encoder()
     column = encoder.columns["v"]
     data = encoded(pd.DataFrame({"v": ["a", "z", None, "b", "y"]}), encoder)
     assert list(data.records[:, 0]) == [0, 2, 3, 1, 2] and column.labels() == ["a", "b", "rest", "<missing>"]
     with pytest.raises(ValueError, match=r"column 'v': \"other\" must be a label"):
-        declared({"columns": {"v": {"kind": "categorical", "categories": ["a"], "other": 3}}})
+        Declared.read({"columns": {"v": {"kind": "categorical", "categories": ["a"], "other": 3}}})
 
 
 def _decile_tvd(real: np.ndarray, synthetic: np.ndarray) -> float:
@@ -341,3 +342,51 @@ def test_whole_number_identifiers_are_left_out_and_amounts_are_not():
     assert set(left_out) == {"row", "big_id"} and "identifier" in left_out["row"] and set(columns) == {"amount"}
     kept = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, kinds={"row": "numeric", "big_id": "numeric"}).columns
     assert kept["row"].kind == kept["big_id"].kind == "numeric"  # the user decides
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "numeric", "bounds": [0, 9], "bin": 4}, r"column 'a': unknown keys \['bin'\]"),
+    ({"kind": "categorical", "categories": ["x"], "missing": "no"}, r"column 'a': \"missing\" must be true or false"),
+    ({"kind": "categorical", "categories": ["x"], "public": 1}, r"column 'a': \"public\" must be true or false"),
+    ({"kind": "numeric", "edges": [3, 1]}, r"column 'a': \"edges\" must be at least two increasing numbers"),
+    ({"kind": "numeric", "bounds": [0, 9], "bins": 0}, r"column 'a': \"bins\" must be a positive integer"),
+    ("numeric", r"column 'a': \"kind\" must be"),
+])
+def test_a_declared_column_is_a_dataclass_validated_on_construction(spec, message):
+    with pytest.raises(ValueError, match=message):
+        ColumnSpec.from_json("a", spec)
+    with pytest.raises(ValueError, match=message):
+        Declared.read({"columns": {"a": spec}})
+
+
+def test_declared_columns_and_settings():
+    age = ColumnSpec("age", "numeric", bounds=[20, 29], bins=5)
+    assert age.column().edges == (20, 22, 24, 26, 28, 30) and age.column().integer
+    assert ColumnSpec("x", "numeric", edges=[0, 0.5, 1]).column().integer is False
+    with pytest.raises(ValueError, match="column 'age': bounds must be"):
+        ColumnSpec("age", "numeric", bounds=[5, 1])
+    with pytest.raises(ValueError, match="a schema needs"):
+        Declared({})
+    schema = Declared({"age": age.column()})
+    assert Declared.read(schema) is schema
+    encoder = TableEncoder(bins=7, missing=("NA",), clip=False)
+    encoder.columns = {"age": age.column()}
+    again = Declared.read(encoder).encoder()  # a TableEncoder's settings are kept as they are
+    assert again.to_dict() == encoder.to_dict()
+
+
+def test_learn_is_the_one_way_in_declared_public_and_inferred_columns_in_table_order():
+    frame = table(4000).assign(city=lambda f: np.where(f.colour == "red", "Paris", "Lyon"))
+    spec = {"columns": {"age": {"kind": "numeric", "bounds": [20, 69], "bins": 10}}}
+    budget = Budget.zcdp(1.0)
+    left_out = {}
+    encoder = learn(frame, budget, None, 1e-9, rng=0, declared=spec, public=["city"], left_out=left_out)
+    assert list(encoder.columns) == [c for c in frame.columns if c not in left_out] and "city" in encoder.columns
+    assert encoder.columns["age"] == Declared.read(spec).columns["age"]
+    assert encoder.columns["city"].public and encoder.columns["city"].categories == ("Lyon", "Paris")
+    assert all(ch.label.startswith("schema of column") for ch in budget.ledger)
+    assert not any(f"{name!r}" in ch.label for ch in budget.ledger for name in ("age", "city"))
+    whole = learn(frame[["age"]], None, None, 0.0, declared=spec)  # all declared: no budget needed
+    assert whole.to_dict() == Declared.read(spec).encoder().to_dict()
+    with pytest.raises(ValueError, match=r"columns \['height'\] of the schema are not in the table"):
+        learn(frame, budget, None, 1e-9, declared={"columns": {"height": {"kind": "numeric", "bounds": [1, 2]}}})

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ektelo_pgm.privacy import approx_to_zcdp
-from ektelo_pgm.schema import OTHER, declared, encoded
+from ektelo_pgm.schema import OTHER, Declared, encoded
 from ektelo_pgm.synthesizer import Synthesizer, mechanisms
 from ektelo_pgm.table_io import read_table
 
@@ -106,7 +106,7 @@ def test_a_value_a_declared_column_cannot_code_is_coded_never_refused_nor_droppe
     schema = {"columns": {"age": {"kind": "numeric", "bounds": [18, 90], "bins": 8, "missing": missing},
                           "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice"],
                                    "missing": missing}}}
-    encoder = declared(schema)
+    encoder = Declared.read(schema).encoder()
     data = encoded(table, encoder)
     assert len(data) == len(table)
     for row, name in ((17, "age"), (23, "city")):
@@ -129,7 +129,7 @@ def test_a_value_a_declared_column_cannot_code_is_coded_never_refused_nor_droppe
 ])
 def test_bad_declared_schemas_are_named(schema, message):
     with pytest.raises(ValueError, match=message):
-        declared(schema)
+        Declared.read(schema)
 
 
 def test_a_constant_column_is_synthesised():
@@ -443,7 +443,7 @@ def test_a_partial_schema_fixes_its_columns_and_the_others_are_inferred():
     schema = {"columns": {"city": PEOPLE_SCHEMA["columns"]["city"]}}
     synth = Synthesizer("mst", epsilon=2.0, seed=0, drop=["income"], kinds={"age": "categorical"}).fit(table, schema)
     assert list(synth.encoder.columns) == ["city", "age", "member"]  # the table's order, income dropped
-    assert synth.encoder.columns["city"] == declared(schema).columns["city"]  # as declared, Lille included
+    assert synth.encoder.columns["city"] == Declared.read(schema).columns["city"]  # as declared, Lille included
     assert synth.encoder.columns["age"].kind == "categorical" and synth.schema_inferred
     assert [c.label for c in synth.ledger[:4]] == ["schema of column 'age': kinds", "schema of column 'age'",
                                                    "schema of column 'member': kinds", "schema of column 'member'"]
