@@ -249,24 +249,6 @@ def test_error_bars_survive_saving(tmp_path):
     assert set(before["basis"]) <= {"measured", "model bound"} and "model bound" in set(before["basis"])
 
 
-def test_reads_parquet_and_headerless_csv(tmp_path):
-    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
-    table = people(100)
-    table.to_parquet(tmp_path / "t.parquet")
-    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table)
-    table.to_csv(tmp_path / "t.csv", index=False, header=False)
-    raw = read_table(tmp_path / "t.csv", header=False)
-    assert list(raw.columns) == ["column_1", "column_2", "column_3", "column_4"] and len(raw) == 100
-    named = read_table(tmp_path / "t.csv", names=list(table.columns))
-    assert list(named.columns) == list(table.columns) and len(named) == 100
-    table.to_csv(tmp_path / "h.csv", index=False)
-    read = read_table(tmp_path / "h.csv", header=True)
-    assert list(read.columns) == list(table.columns) and len(read) == 100
-    # every field is text, whatever it holds: no column's type depends on a record
-    assert all(pd.api.types.is_string_dtype(t) for t in read.dtypes)
-    assert read["age"].tolist() == [str(a) for a in table["age"]]
-
-
 def test_a_csv_header_is_never_guessed(tmp_path):
     """Neither a headerless CSV of numbers nor one with a header line is read without being told
     which it is; the refusal says how to tell, and echoes nothing of the file."""
@@ -294,49 +276,6 @@ def test_fit_reads_a_csv_path_with_the_header_it_is_told(tmp_path):
     from_frame = Synthesizer("mst", epsilon=2.0, seed=0).fit(table)
     assert from_frame.encoder.to_dict() == with_header.encoder.to_dict()
     pd.testing.assert_frame_equal(from_frame.sample(200), with_header.sample(200))
-
-
-@pytest.mark.parametrize("extra", [
-    b"2,y,extra\n",
-    b"2,y,e,x,t,r,a\n",
-    b"2,y,extra,more\n",  # twice the header's fields: pandas would take the first record for index names
-])
-def test_a_malformed_line_or_bytes_do_not_fail_the_read(tmp_path, extra):
-    """A line with more fields than the header is cut to its width, and bytes that are not
-    UTF-8 are replaced: one malformed record cannot decide whether the run fails, nor change
-    any other record."""
-    path = tmp_path / "t.csv"
-    path.write_bytes(b"a,b\n1,x\n" + extra + b"3,\xff\xfez\n4,w\n")
-    frame = read_table(path, header=True)
-    assert list(frame.columns) == ["a", "b"] and frame.index.tolist() == [0, 1, 2, 3]
-    assert frame["a"].tolist() == ["1", "2", "3", "4"] and frame["b"].iloc[[0, 1, 3]].tolist() == ["x", "y", "w"]
-    assert frame["b"].iloc[2].endswith("z") and "\ufffd" in frame["b"].iloc[2]
-
-
-@pytest.mark.parametrize("lines", [b"1,x\n2,y,extra,more\n3,z\n4,w\n", b"1,x,extra,more\n2,y\n3,z\n4,w\n"])
-def test_one_long_record_does_not_set_a_headerless_tables_width(tmp_path, lines):
-    """Without a header line the width is the one most lines have, not the first record's nor
-    the longest: one record cannot add columns to the release."""
-    (tmp_path / "t.csv").write_bytes(lines)
-    frame = read_table(tmp_path / "t.csv", header=False)
-    assert list(frame.columns) == ["column_1", "column_2"]
-    assert frame.to_numpy().tolist() == [["1", "x"], ["2", "y"], ["3", "z"], ["4", "w"]]
-
-
-def test_a_file_that_is_not_a_table(tmp_path):
-    """A binary file is read as text like any CSV (bytes that are not UTF-8 replaced, nothing
-    refused on its values); an empty file, or a missing one, is refused naming the file."""
-    (tmp_path / "x.bin").write_bytes(bytes(range(256)) * 8)
-    with pytest.raises(ValueError, match=r"--header or --no-header"):
-        read_table(tmp_path / "x.bin")
-    frame = read_table(tmp_path / "x.bin", header=False)
-    assert list(frame.columns) == ["column_1"] and len(frame) > 1
-    (tmp_path / "empty.csv").write_bytes(b"")
-    for header in (True, False):
-        with pytest.raises(ValueError, match=r"empty.csv: not a"):
-            read_table(tmp_path / "empty.csv", header=header)
-    with pytest.raises(FileNotFoundError, match=r"none.csv: no such file"):
-        read_table(tmp_path / "none.csv", header=True)
 
 
 def test_a_rare_whole_number_code_keeps_its_own_code():
@@ -461,22 +400,6 @@ def test_column_options_are_checked_by_name(options, message):
     schema = options.pop("schema", None)
     with pytest.raises(ValueError, match=message):
         Synthesizer("mst", epsilon=1.0, seed=0, **options).fit(people(500), schema)
-
-
-def test_separators_encodings_and_repeated_names(tmp_path):
-    table = people(200).assign(city=lambda t: t.city.replace("Nice", "Nîmes"))
-    table.to_csv(tmp_path / "t.tsv", sep="\t", index=False, encoding="latin-1")
-    read = read_table(tmp_path / "t.tsv", header=True, encoding="latin-1")  # a tab: from the extension
-    assert list(read.columns) == list(table.columns) and set(read.city) == set(table.city)
-    garbled = read_table(tmp_path / "t.tsv", header=True)  # utf-8: the invalid byte replaced, no error
-    assert len(garbled) == len(table) and "N\ufffdmes" in set(garbled.city)
-    table.to_csv(tmp_path / "t.txt", sep=";", index=False)
-    assert list(read_table(tmp_path / "t.txt", header=True, sep=";").columns) == list(table.columns)
-    (tmp_path / "d.csv").write_text("a,b,a\n1,2,3\n")
-    with pytest.raises(ValueError, match=r"the column names \['a'\] repeat"):
-        read_table(tmp_path / "d.csv", header=True)
-    with pytest.raises(ValueError, match=r"unknown text encoding 'nope'"):
-        read_table(tmp_path / "t.tsv", header=True, encoding="nope")
 
 
 def test_the_registry_builds_each_class_with_its_own_defaults_and_the_stewards_settings():
