@@ -125,6 +125,19 @@ def _layers(dst: list, src: list) -> list:
             for _, (d, s) in sorted(out.items())]
 
 
+def _take(src, idx):
+    """``src[idx]`` for a 1-D ``src`` by ``index_select`` (several times faster than advanced
+    indexing on torch's CPU device; the same on a GPU)."""
+    return src.index_select(0, idx.reshape(-1)).view(idx.shape)
+
+
+def _lse_rows(torch, src, idx):
+    """Log-sum-exp of each row of ``src[idx]`` (a row of one cell is that cell)."""
+    if idx.shape[1] == 1:
+        return _take(src, idx[:, 0])
+    return torch.logsumexp(_take(src, idx), dim=1)
+
+
 def _reroot(k: int, parent: np.ndarray, seps: list) -> tuple[np.ndarray, list, list]:
     """The forest of ``parent`` (-1: a root; ``seps[c]`` the separator of ``c`` with its parent)
     re-rooted at the centre of each tree: ``(parent, separators, order parents first)``."""
@@ -292,19 +305,19 @@ class TorchOracle:
     def _lse_into(self, src, groups, out):
         """``out[o] = logsumexp(src[idx])`` for each group of equal-length segments."""
         for idx, o in groups:
-            out.index_copy_(0, o, self.torch.logsumexp(src[idx], dim=1))
+            out.index_copy_(0, o, _lse_rows(self.torch, src, idx))
 
     def _collect(self, theta):
         """Assembly and the collect pass: ``(belief, up)`` with every root's belief final."""
         torch = self.torch
         belief = torch.zeros(self.tree_cells, dtype=self.dtype, device=self.device)
         for d, s in self.assembly:
-            belief.index_add_(0, d, theta[s])
+            belief.index_add_(0, d, _take(theta, s))
         up = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
         for lse, absorb in self.collect:
             self._lse_into(belief, lse, up)
             for d, s in absorb:
-                belief.index_add_(0, d, up[s])
+                belief.index_add_(0, d, _take(up, s))
         return belief, up
 
     def _log_z(self, belief):
@@ -320,13 +333,13 @@ class TorchOracle:
         down = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
         for lse, (cells, at, sep) in self.distribute:
             self._lse_into(belief, lse, down)
-            down.index_add_(0, sep, -up[sep])  # the parent's separator marginal less the child's message
-            belief.index_add_(0, cells, down[at])
+            down.index_add_(0, sep, -_take(up, sep))  # the parent's separator marginal less the child's message
+            belief.index_add_(0, cells, _take(down, at))
         log_mu = torch.empty(self.base.size, dtype=self.dtype, device=self.device)
         self._lse_into(belief, self.project, log_mu)
         log_norm = torch.empty(len(self.base.cliques), dtype=self.dtype, device=self.device)
         self._lse_into(log_mu, self.normalise, log_norm)
-        return total * torch.exp(log_mu - log_norm[self.owner])
+        return total * torch.exp(log_mu - _take(log_norm, self.owner))
 
     def _tensor(self, array):
         return self.torch.as_tensor(np.ascontiguousarray(array, dtype=np.float64), device=self.device).to(self.dtype)
@@ -418,7 +431,7 @@ class _DeviceLoop:
     def _loss(self, mu, grad):
         """The identity measurements' loss at ``mu`` (counts), its gradient written into ``grad``."""
         torch = self.torch
-        r = self.w * (mu[self.index] - self.y)
+        r = self.w * (_take(mu, self.index) - self.y)
         g = self.w * (torch.sign(r) if self.l1 else r)
         grad.zero_()
         for layer, at in zip(self.grad_layers, self.grad_index):
@@ -503,8 +516,11 @@ class _DeviceLoop:
 
     def run(self, callback):
         graph = self._graph() if self.oracle.graphs and not bool(self.stopped) else None
+        # on torch's CPU device a look at the flags costs nothing: after every trial, so that no
+        # masked trial runs after the stop
+        chunk = CHECK_EVERY if self.oracle.device.type == "cuda" else 1
         while not bool(self.stopped):
-            for _ in range(CHECK_EVERY):
+            for _ in range(chunk):
                 if graph is not None:
                     graph.replay()
                 else:
@@ -610,15 +626,15 @@ class TorchConvexGBP:
     def _absorb(self, lam):
         out = self.torch.zeros(self.cells, dtype=self.dtype, device=self.device)
         for d, s in self.absorb_parent:
-            out.index_add_(0, d, lam[s])
+            out.index_add_(0, d, _take(lam, s))
         for d, s in self.absorb_child:
-            out.index_add_(0, d, -lam[s])
+            out.index_add_(0, d, -_take(lam, s))
         return out
 
     def _logsumexp(self, values):
         out = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
         for idx, o in self.lse:
-            out.index_copy_(0, o, self.torch.logsumexp(values[idx], dim=1))
+            out.index_copy_(0, o, _lse_rows(self.torch, values, idx))
         return out
 
     def step(self, theta, extrapolate: bool = False) -> None:
@@ -636,12 +652,12 @@ class TorchConvexGBP:
             outgoing = self._logsumexp(phi) - lam
         else:
             outgoing = self._logsumexp(phi / self.kappa_cell) * self.kappa_msg - lam
-        own = phi[self.child_cells]
+        own = _take(phi, self.child_cells)
         both = lam + outgoing
         for d, s in self.pos_layers:
-            own.index_add_(0, d, both[s])
+            own.index_add_(0, d, _take(both, s))
         belief = own / self.denominator
-        fresh = self.kappa_msg * belief[self.msg_pos] - outgoing
+        fresh = self.kappa_msg * _take(belief, self.msg_pos) - outgoing
         messages = self.damping * lam + (1.0 - self.damping) * fresh
         absorbed = self._absorb(messages)
         self._velocity, self._drift = messages - self.messages, absorbed - self._incoming
@@ -667,8 +683,8 @@ class TorchConvexGBP:
             phi = phi / self.kappa_cell
         log_z = self.torch.empty(len(self.graph.regions), dtype=self.dtype, device=self.device)
         for idx, o in self.normalise:
-            log_z.index_copy_(0, o, self.torch.logsumexp(phi[idx], dim=1))
-        return total * self.torch.exp(phi - log_z[self.owner])
+            log_z.index_copy_(0, o, _lse_rows(self.torch, phi, idx))
+        return total * self.torch.exp(phi - _take(log_z, self.owner))
 
     def beliefs(self, theta: np.ndarray, total: float) -> np.ndarray:
         """Pseudo-marginals (counts, ``total`` per region) for the current messages."""
@@ -691,8 +707,8 @@ class TorchConvexGBP:
         tau = self._tensor(beliefs)
         below = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
         for idx, o in self.lse:
-            below.index_copy_(0, o, tau[idx].sum(dim=1))
-        return float((below - tau[self.msg_cell]).abs().max())
+            below.index_copy_(0, o, _take(tau, idx).sum(dim=1))
+        return float((below - _take(tau, self.msg_cell)).abs().max())
 
 
 def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
