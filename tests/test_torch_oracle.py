@@ -231,3 +231,16 @@ def test_convex_gbp_equals_numba(kind):
         np.testing.assert_allclose(back.beliefs(theta, 100.0), ref.beliefs(theta, 100.0), rtol=0, atol=1e-10)
         np.testing.assert_allclose(consistent_beliefs(got, theta, 100.0, 50, 1e-9),
                                    consistent_beliefs(ref, theta, 100.0, 50, 1e-9), rtol=0, atol=1e-9)
+
+
+@needs_torch
+def test_aim_end_to_end_gives_the_numba_records(data_dir):
+    from ektelo_pgm import Budget
+    from ektelo_pgm.mechanisms import AIM
+
+    data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
+    records = []
+    for backend in ("cpu", "torch-cpu"):
+        result = AIM(estimator=PGM(method="mirror", backend=backend), rounds=20).run(data, Budget.approx(3.0, 1e-9), rng=0)
+        records.append(result.estimate.synthetic_data(300, rng=0).records)
+    np.testing.assert_array_equal(records[0], records[1])
