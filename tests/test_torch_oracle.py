@@ -160,6 +160,14 @@ def test_loop_reaches_the_same_loss(small_problem, method, loss, backend):
 
 
 @needs_torch
+def test_float32_loop_ends_near_the_float64_loss(small_problem):
+    domain, ms = small_problem
+    ref = estimate(domain, ms, method="mirror", iters=100)
+    got = estimate(domain, ms, method="mirror", iters=100, backend="torch-cpu", dtype="float32")
+    assert got.loss == pytest.approx(ref.loss, rel=1e-3)
+
+
+@needs_torch
 @pytest.mark.parametrize("backend", TORCH_BACKENDS)
 def test_device_loop_reports_every_iteration(small_problem, backend):
     from ektelo_pgm.pgm import torch_oracle
