@@ -787,19 +787,19 @@ class ColumnSpec:
 
     name: str
     kind: str | None
-    categories: list | None = None
+    categories: list | tuple | None = None
     other: str | None = None
     public: bool = False
     bounds: object = None
     bins: int = BINS
-    edges: list | None = None
+    edges: list | tuple | None = None
     integer: bool | None = None
     missing: bool = True
 
     def __post_init__(self):
         name = self.name
         if self.kind == "categorical":
-            if not isinstance(self.categories, list) or not self.categories:
+            if not isinstance(self.categories, (list, tuple)) or not self.categories:
                 raise InputError(f"column {name!r}: a categorical column needs a non-empty list \"categories\"")
             self._flag("missing")
             if self.other is not None and not isinstance(self.other, str):
@@ -808,7 +808,7 @@ class ColumnSpec:
         elif self.kind == "numeric":
             if self.edges is not None:
                 edges = self.edges
-                if not isinstance(edges, list) or len(edges) < 2 or \
+                if not isinstance(edges, (list, tuple)) or len(edges) < 2 or \
                         any(not isinstance(e, (int, float)) for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
                     raise InputError(f"column {name!r}: \"edges\" must be at least two increasing numbers, got {edges!r}")
             else:
