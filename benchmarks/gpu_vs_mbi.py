@@ -25,12 +25,18 @@ of the whole run.  APPGM on the GPU keeps convex GBP's messages on the device an
 proximal loop on the host (one copy of the pseudo-marginals per step).
 
     .venv/bin/python benchmarks/gpu_vs_mbi.py                     # every case, every side (GPU machine)
+    .venv/bin/python benchmarks/gpu_vs_mbi.py --cases adult-k9-large chain-1000   # some cases (results merge)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --quick --sides ours-cpu ours-torch-cpu mbi   # smoke, CPU only
     .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # docs/benchmarks.md from the JSON
 
-mbi's worker runs under ``--mbi-python`` (default: the peers venv, ../venvs/peers, where JAX
-must have CUDA to be "on the GPU"; the JSON records JAX's devices).  Results:
-benchmarks/results/gpu_vs_mbi.json.
+Needs, on the GPU machine: torch with CUDA in the interpreter running this script (ours), and JAX
+with CUDA plus mbi 2.0 in ``--mbi-python`` (default: ../venvs/peers/bin/python where it exists,
+else this interpreter; the JSON records JAX's devices, so a CPU-only JAX shows).  The defaults
+(200 iterations, timing runs of 50 and 150, ``--case-timeout`` 150 s a run) are sized for a
+short device session: every (case, side) is its own process and its own entry of
+benchmarks/results/gpu_vs_mbi.json, and a later run of some cases replaces only their entries, so
+the grid can be split over several sessions.  A run past the timeout is recorded as such (mbi's
+AIM did not finish in 270 s on adult at epsilon 1 on an H200, issue 30).
 """
 from __future__ import annotations
 
@@ -51,8 +57,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 RESULTS = REPO / "benchmarks" / "results" / "gpu_vs_mbi.json"
 PEERS_PYTHON = REPO.parent / "venvs" / "peers" / "bin" / "python"
+MBI_PYTHON = PEERS_PYTHON if PEERS_PYTHON.exists() else Path(sys.executable)
 SECTION_HEADING = "## GPU oracle vs mbi 2.0 on a GPU (`benchmarks/gpu_vs_mbi.py`)"
-CASES = ("adult-k3", "adult-k9", "adult-k9-large", "chain-100", "chain-1000", "appgm-30x100", "appgm-100x1000", "aim-adult-eps3")
+# the largest model first: a device session is short (see --case-timeout and the docstring)
+CASES = ("adult-k9-large", "adult-k3", "adult-k9", "chain-100", "chain-1000", "appgm-30x100", "appgm-100x1000",
+         "aim-adult-eps3")
 SIDES = ("ours-cpu", "ours-gpu", "ours-torch-cpu", "mbi")
 BACKEND = {"ours-cpu": "cpu", "ours-gpu": "gpu", "ours-torch-cpu": "torch-cpu"}
 DELTA = 1e-9
@@ -117,7 +126,7 @@ def problem(case: str, args):
     if case.startswith("aim"):
         from mechanisms_vs_reference import load_table
 
-        columns, records = load_table(args.data, "adult")
+        columns, records = load_table(args.data, args.aim_data)
         return "aim", None, None, (columns, records)
     if case.startswith("adult"):
         data = Dataset.load(args.data / "adult.csv", args.data / "adult-domain.json")
@@ -264,9 +273,7 @@ def worker(case: str, side: str, args) -> dict:
     kind, domain, measurements, table = problem(case, args)
     out = {"case": case, "side": side, "kind": kind}
     if kind == "aim":
-        if args.quick:
-            return {**out, "skipped": "AIM end to end is not part of --quick"}
-        return {**out, **run_aim(side, *table, 3.0, args.seed, args)}
+        return {**out, "data": args.aim_data, **run_aim(side, *table, 3.0, args.seed, args)}
     out["measurements"] = len(measurements)
     if side == "mbi":
         impl = Mbi(kind, domain, measurements, args.appgm_step)
@@ -290,34 +297,40 @@ def worker(case: str, side: str, args) -> dict:
 
 
 def run_all(args) -> dict:
-    runs = []
+    """Every (case, side) asked, each in a fresh process; merged into ``args.out``'s earlier runs
+    (an entry of the same case and side is replaced)."""
+    from provenance import code_state
+
+    stamp = {"code": code_state(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
+             "iters": args.iters, "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows,
+             "max_cells": args.max_cells, "appgm_step": args.appgm_step, "seed": args.seed, "quick": args.quick}
+    previous = json.loads(args.out.read_text()) if args.out.exists() and not args.quick else {"runs": []}
+    runs = {(r["case"], r["side"]): r for r in previous.get("runs", [])}
     for case in args.cases:
         for side in args.sides:
             python = args.mbi_python if side == "mbi" else Path(sys.executable)
             command = [str(python), __file__, "--worker", case, side, "--seed", str(args.seed), "--iters",
                        str(args.iters), "--timing-iters", *map(str, args.timing_iters), "--sigma", str(args.sigma),
                        "--rows", str(args.rows), "--max-cells", str(args.max_cells), "--appgm-step",
-                       str(args.appgm_step), "--data", str(args.data)] + (["--quick"] if args.quick else [])
+                       str(args.appgm_step), "--data", str(args.data), "--aim-data", args.aim_data]
+            command += ["--quick"] if args.quick else []
             print(f"{case} / {side} ...", file=sys.stderr, flush=True)
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=args.case_timeout)
                 if done.returncode != 0:
-                    run = {"case": case, "side": side, "error": done.stderr.strip().splitlines()[-1:]}
+                    run = {"case": case, "side": side, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
                 else:
                     run = json.loads(done.stdout.strip().splitlines()[-1])
             except subprocess.TimeoutExpired:
-                run = {"case": case, "side": side, "error": f"no result in {args.case_timeout} s"}
+                run = {"case": case, "side": side, "error": f"no result in {args.case_timeout:g} s"}
+            except OSError as exc:
+                run = {"case": case, "side": side, "error": f"{python}: {exc}"}
+            run.update(stamp)
             print(f"  {run}", file=sys.stderr, flush=True)
-            runs.append(run)
-    from provenance import code_state
-
-    return {"config": {"cases": args.cases, "sides": args.sides, "iters": args.iters,
-                       "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows,
-                       "max_cells": args.max_cells, "appgm_step": args.appgm_step, "seed": args.seed,
-                       "quick": args.quick, "code": code_state(),
-                       "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                       "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}"},
-            "runs": runs}
+            runs[(case, side)] = run
+    order = {c: i for i, c in enumerate(CASES)}
+    return {"runs": sorted(runs.values(), key=lambda r: (order.get(r["case"], 99), r["side"]))}
 
 
 def cell(run: dict | None, key: str, fmt: str) -> str:
@@ -326,33 +339,38 @@ def cell(run: dict | None, key: str, fmt: str) -> str:
     if "skipped" in run:
         return "not built" if "torch" in run["skipped"] else "skipped"
     if "error" in run:
-        return "failed"
+        return "timed out" if "no result" in run["error"] else "failed"
     return format(run[key], fmt) if key in run else "-"
 
 
 def markdown(results: dict) -> str:
-    cfg = results["config"]
-    by = {(r["case"], r["side"]): r for r in results["runs"]}
-    sides = [s for s in ("ours-gpu", "ours-cpu", "ours-torch-cpu", "mbi") if s in cfg["sides"]]
-    devices = {s: next((r.get("device") for r in results["runs"] if r["side"] == s and "device" in r), "?")
-               for s in sides}
-    lines = [f"{cfg['iters']} iterations per estimate, noise std {cfg['sigma']:g}, float64, each (case, side) in a "
-             f"fresh process; machine {cfg['machine']}, run {cfg['date']} on commit {cfg['code']}.  Devices: "
-             + "; ".join(f"{s}: {d}" for s, d in devices.items()) + ".",
+    """The table of every case measured (per side: ms per iteration, first call, loss)."""
+    runs = results["runs"]
+    by = {(r["case"], r["side"]): r for r in runs}
+    sides = [s for s in ("ours-gpu", "ours-cpu", "ours-torch-cpu", "mbi") if any(r["side"] == s for r in runs)]
+    devices = {s: next((r.get("device") for r in runs if r["side"] == s and "device" in r), "?") for s in sides}
+    stamps = sorted({(r.get("date", "?"), r.get("code", "?"), r.get("machine", "?")) for r in runs})
+    first = next((r for r in runs if "iters" in r), {})
+    lines = [f"{first.get('iters', '?')} iterations per estimate (ms / iter from warm runs of "
+             f"{first.get('timing_iters', '?')}), noise std {first.get('sigma', '?')}, float64, each (case, side) "
+             "in a fresh process.  Devices: " + "; ".join(f"{s}: {d}" for s, d in devices.items()) + ".  Runs: "
+             + "; ".join(f"{d} on {c} ({m})" for d, c, m in stamps) + ".",
              "", "| case | tree cells | " + " | ".join(f"ms / iter {s}" for s in sides) + " | "
              + " | ".join(f"first call s {s}" for s in sides) + " | " + " | ".join(f"loss {s}" for s in sides) + " |",
              "|---|---:|" + "---:|" * (3 * len(sides))]
-    for case in cfg["cases"]:
-        runs = [by.get((case, s)) for s in sides]
+    for case in CASES:
+        found = [by.get((case, s)) for s in sides]
+        if not any(found):
+            continue
         if case.startswith("aim"):
-            lines.append(f"| {case} (wall s) | - | " + " | ".join(cell(r, "wall_s", ".1f") for r in runs)
+            lines.append(f"| {case} (wall s) | - | " + " | ".join(cell(r, "wall_s", ".1f") for r in found)
                          + " |" + " - |" * (2 * len(sides)))
             continue
-        cells = next((r["tree_cells"] for r in runs if r and "tree_cells" in r), None)
+        cells = next((r["tree_cells"] for r in found if r and "tree_cells" in r), None)
         lines.append(f"| {case} | {'-' if cells is None else f'{cells:,}'} | "
-                     + " | ".join(cell(r, "per_iter_ms", ".2f") for r in runs) + " | "
-                     + " | ".join(cell(r, "first_call_s", ".2f") for r in runs) + " | "
-                     + " | ".join(cell(r, "loss", ".6g") for r in runs) + " |")
+                     + " | ".join(cell(r, "per_iter_ms", ".2f") for r in found) + " | "
+                     + " | ".join(cell(r, "first_call_s", ".2f") for r in found) + " | "
+                     + " | ".join(cell(r, "loss", ".6g") for r in found) + " |")
     return "\n".join(lines)
 
 
@@ -360,21 +378,22 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--sides", nargs="+", default=["ours-gpu", "ours-cpu", "mbi"], choices=SIDES)
-    parser.add_argument("--iters", type=int, default=1000)
-    parser.add_argument("--timing-iters", type=int, nargs=2, default=[100, 300])
+    parser.add_argument("--iters", type=int, default=200)
+    parser.add_argument("--timing-iters", type=int, nargs=2, default=[50, 150])
     parser.add_argument("--sigma", type=float, default=10.0)
     parser.add_argument("--rows", type=int, default=50_000, help="records of the synthetic chains")
     parser.add_argument("--max-cells", type=float, default=1e7, help="junction-tree cap of the adult cases")
     parser.add_argument("--appgm-step", type=float, default=0.05, help="mbi's fixed APPGM step size")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--mbi-python", type=Path, default=PEERS_PYTHON)
-    parser.add_argument("--case-timeout", type=float, default=1800.0)
+    parser.add_argument("--mbi-python", type=Path, default=MBI_PYTHON)
+    parser.add_argument("--case-timeout", type=float, default=150.0, help="seconds per (case, side) run")
+    parser.add_argument("--aim-data", default="adult", help="the AIM case's data set (titanic for a smoke test)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
     parser.add_argument("--table", action="store_true", help="only rewrite the docs section from --out")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 5 and (3, 6) iterations, no AIM, results to a temporary file, no docs")
+                        help="smoke test: 5 and (3, 6) iterations, results to a temporary file, no docs")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
