@@ -10,6 +10,9 @@ calibration is a fixed sequence of gathers, log-sum-exps and index-adds whose co
 the tree's height and the number of distinct table shapes, not with its number of cliques.
 Nothing is compiled per model shape; on CUDA the whole mirror-descent step (calibration, loss,
 Armijo line search as a device-side state machine) is captured in a CUDA graph when it can be.
+:class:`TorchConvexGBP` does the same for APPGM's CONVEX-GBP message updates (McKenna et al.
+2021, sec. 4).  :func:`make_oracle` and :func:`resolve_backend` give the ``backend`` option of
+PGM and APPGM its meaning.
 
 torch is imported here only, lazily: the package imports and runs without it (``backend="cpu"``,
 the default, never touches this module).  Float64 by default, float32 as an option.
@@ -28,12 +31,13 @@ from ..kernels.tree import ARMIJO, GROW_AFTER, HALVINGS, MIN_DECREASE, TINY
 from .junction_tree import index_map
 
 BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
-#: Junction-tree cells (all cliques together) from which ``backend="auto"`` runs the torch oracle on
-#: a CUDA device, when one is present.  Conservative and still to be measured on a GPU
-#: (benchmarks/gpu_vs_mbi.py): below it the numba oracle's per-iteration time is dominated by no
-#: more than a few launches' worth of work, so the GPU cannot gain.
+#: Junction-tree (or region-graph) cells from which ``backend="auto"`` runs the torch code on a
+#: CUDA device, when one is present.  A conservative guess, still to be measured on a GPU
+#: (benchmarks/gpu_vs_mbi.py): on smaller models numba takes a few milliseconds an iteration or
+#: less, about what a GPU spends launching one calibration's kernels.
 AUTO_GPU_CELLS = 1_000_000
-#: Line-search trials run on the device between two looks of the host at the stopping flags.
+#: Line-search trials run on a CUDA device between two looks of the host at the stopping flags
+#: (on torch's CPU device the host looks after every trial).
 CHECK_EVERY = 16
 #: Why a CUDA graph could not be captured, one entry per failed capture (the loop then ran
 #: eagerly, with the same results); the benchmark records it.
@@ -375,8 +379,9 @@ class TorchOracle:
         """:func:`~ektelo_pgm.pgm.optimizers.mirror_descent`'s loop on the device, trial by trial
         (the same sequence of steps as the numba loop, :func:`~ektelo_pgm.kernels.tree.mirror_descent_loop`),
         its decisions taken on the device; the host looks at the stopping flags (and reports to
-        ``callback``) every :data:`CHECK_EVERY` trials.  A loss with a Python part (non-identity
-        queries, a callable) runs the host loop instead.  Returns ``(theta, loss, iterations)``."""
+        ``callback``) every :data:`CHECK_EVERY` trials on CUDA, after each on the CPU.  A loss
+        with a Python part (non-identity queries, a callable) runs the host loop instead.
+        Returns ``(theta, loss, iterations)``."""
         if objective.needs_python:
             from .optimizers import _mirror_loop
             return _mirror_loop(self, objective, total, theta, iters, tol, first, callback)
