@@ -256,9 +256,14 @@ class TorchOracle:
 
         # collect: per height, the up messages (log-sum-exp of the clique's cells onto its separator)
         # and their absorption into the parents
+        by_height, by_depth = {}, {}
+        for c in range(k):
+            if parent[c] >= 0:
+                by_height.setdefault(int(height[c]), []).append(c)
+                by_depth.setdefault(int(depth[c]), []).append(c)
         self.collect = []
         for h in range(int(height.max()) + 1 if k else 0):
-            senders = [c for c in range(k) if height[c] == h and parent[c] >= 0]
+            senders = by_height.get(h, [])
             if not senders:
                 continue
             segs, outs = [], []
@@ -275,7 +280,7 @@ class TorchOracle:
         # message, added into the child
         self.distribute = []
         for d in range(int(depth.max()) + 1 if k else 0):
-            receivers = [c for c in range(k) if depth[c] == d + 1]
+            receivers = by_depth.get(d + 1, [])
             if not receivers:
                 continue
             segs, outs = [], []
