@@ -3,8 +3,10 @@
 * :class:`MarginalOracle`: the MARGINAL-ORACLE of sec. 3.2 -- calibrated log-space belief
   propagation on a junction tree, from the log-potentials of the parameter cliques to their
   marginals in counts (the exact implementation of :class:`~ektelo_pgm.pgm.optimizers.Oracle`).
-* :func:`eliminate`: variable elimination over (possibly negative) tables, used for out-of-model
-  marginals and for factored queries (supplement B, Algorithm 3).
+* :class:`BranchMarginals`: out-of-model marginals of many small attribute sets at once, from
+  messages that carry one attribute each.
+* :func:`eliminate`: variable elimination over (possibly negative) tables, used for the other
+  out-of-model marginals and for factored queries (supplement B, Algorithm 3).
 * :func:`sample_records` / :func:`round_records`: synthetic records along the junction tree.
 """
 from __future__ import annotations
@@ -378,15 +380,15 @@ class BranchMarginals:
         attrs = self.tree.cliques[c]
         kept = tuple(a for a in attrs if a in keep)
         key = ("reduced", c, kept)
-        if key not in self.memo:
-            offsets = self.tree.layout_offsets()
-            table = self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
-            table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
-            total = float(table.sum())
-            table = table / total if total > 0 else table
-            self.memo.keep(key, table)
-            return kept, table
-        return kept, self.memo[key]
+        if key in self.memo:
+            return kept, self.memo[key]
+        offsets = self.tree.layout_offsets()
+        table = self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
+        table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
+        total = float(table.sum())
+        table = table / total if total > 0 else table
+        self.memo.keep(key, table)
+        return kept, table
 
     def message(self, a: str, d: int) -> tuple[tuple[str, ...], np.ndarray]:
         """``p(x_a | x_S)`` as a table over ``S + (a,)``, ``S`` the separator between clique ``d``
