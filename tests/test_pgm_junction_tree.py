@@ -113,3 +113,19 @@ def test_index_map_matches_unravel():
     assert index_map(dom, ("b",), ()).tolist() == [0, 0, 0]
     with pytest.raises(ValueError, match="not in the clique"):
         index_map(dom, ("a",), ("b",))
+
+
+@pytest.mark.parametrize("cells", ["parallel", "serial"])
+def test_extended_sizes_are_the_same_in_parallel_and_serial(monkeypatch, cells):
+    """Whether the machine has idle cores (the candidates spread over threads) or not, each
+    extra clique gets the junction tree's size."""
+    from ektelo_pgm.kernels import tree as kernels
+
+    threshold = kernels.PARALLEL_CELLS if cells == "parallel" else kernels.SERIAL
+    monkeypatch.setattr(kernels, "parallel_cells", lambda: threshold)
+    rng = np.random.default_rng(3)
+    domain = Domain([f"x{i}" for i in range(12)], rng.integers(2, 6, size=12).tolist())
+    cliques = [tuple(rng.choice(domain.attrs, size=3, replace=False)) for _ in range(6)]
+    extra = [tuple(rng.choice(domain.attrs, size=3, replace=False)) for _ in range(40)]
+    np.testing.assert_array_equal(triangulated_mb_with(domain, cliques, extra),
+                                  [JunctionTree(domain, [*cliques, c]).mb for c in extra])

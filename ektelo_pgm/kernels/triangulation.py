@@ -11,7 +11,7 @@ this for thousands of hypothetical models per round.  Products and sums saturate
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: Cell counts at or above this value are reported as this value.
 SATURATED = 1 << 62
@@ -158,36 +158,44 @@ def _plus(a, b):
 
 
 @njit(cache=True)
-def extended_cells(adjacency, sizes, component, alone, members, offsets):
+def _extended(adjacency, sizes, component, alone, clique):
+    """:func:`extended_cells` of one extra clique (attribute positions ``clique``)."""
+    d = adjacency.shape[0]
+    graph = adjacency.copy()
+    joined = np.zeros(d, dtype=np.bool_)
+    for x in clique:
+        joined[component[x]] = True
+        for y in clique:
+            if x != y:
+                graph[x, y // WORD] |= np.uint64(1) << np.uint64(y % WORD)
+    best = SATURATED
+    for h in range(2):
+        inside = np.empty(d, dtype=np.bool_)
+        for v in range(d):
+            inside[v] = joined[component[v]]
+        cells = elimination_cells(graph, sizes, h == 0, inside)
+        for k in range(d):
+            if component[k] == k and not joined[k]:
+                cells = _plus(cells, alone[k, h])
+        best = min(best, cells)
+    return best
+
+
+@njit(cache=True, parallel=True)
+def extended_cells(adjacency, sizes, component, alone, members, offsets, parallel):
     """For each extra clique ``i`` (attribute positions ``members[offsets[i]:offsets[i + 1]]``),
     :func:`triangulated_cells` of ``adjacency`` with the clique's edges added: the connected
     components it joins are eliminated again, every other component ``k`` (``component``: each
     attribute's component, named by its first attribute) keeps its cells ``alone[k, 0]``
     (min-fill) and ``alone[k, 1]`` (min-size).  Each heuristic eliminates every component as it
     would on its own (scores are local, ties go by domain order), so its total is the sum over
-    components."""
-    d = adjacency.shape[0]
-    out = np.empty(offsets.size - 1, dtype=np.int64)
-    graph = np.empty_like(adjacency)
-    joined = np.zeros(d, dtype=np.bool_)
-    inside = np.zeros(d, dtype=np.bool_)
-    for i in range(offsets.size - 1):
-        graph[:] = adjacency
-        joined[:] = False
-        clique = members[offsets[i]:offsets[i + 1]]
-        for x in clique:
-            joined[component[x]] = True
-            for y in clique:
-                if x != y:
-                    graph[x, y // WORD] |= np.uint64(1) << np.uint64(y % WORD)
-        best = SATURATED
-        for h in range(2):
-            for v in range(d):
-                inside[v] = joined[component[v]]
-            cells = elimination_cells(graph, sizes, h == 0, inside)
-            for k in range(d):
-                if component[k] == k and not joined[k]:
-                    cells = _plus(cells, alone[k, h])
-            best = min(best, cells)
-        out[i] = best
+    components.  The cliques are spread over all cores when ``parallel``, with the same results."""
+    n = offsets.size - 1
+    out = np.empty(n, dtype=np.int64)
+    if parallel:
+        for i in prange(n):
+            out[i] = _extended(adjacency, sizes, component, alone, members[offsets[i]:offsets[i + 1]])
+    else:
+        for i in range(n):
+            out[i] = _extended(adjacency, sizes, component, alone, members[offsets[i]:offsets[i + 1]])
     return out

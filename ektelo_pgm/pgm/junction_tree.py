@@ -202,6 +202,7 @@ def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra
     hypothetical models), eliminating only the connected components the extra clique joins
     (:func:`ektelo_pgm.kernels.triangulation.extended_cells`).  ``memo`` (a dict the caller keeps
     between calls) holds the sizes found for the last graph asked about."""
+    from ..kernels.tree import SERIAL, parallel_cells
     from ..kernels.triangulation import elimination_cells, extended_cells
 
     base = _adjacency(domain, cliques)
@@ -222,7 +223,8 @@ def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra
                 alone[k, h] = elimination_cells(base, sizes, h == 0, component == k)
         members = np.array([p for k in todo for p in sorted(k)], dtype=np.int64)
         offsets = np.cumsum([0] + [len(k) for k in todo]).astype(np.int64)
-        memo.update(zip(todo, extended_cells(base, sizes, component, alone, members, offsets) * 8 / 2**20))
+        parallel = parallel_cells() < SERIAL  # an idle core for each thread
+        memo.update(zip(todo, extended_cells(base, sizes, component, alone, members, offsets, parallel) * 8 / 2**20))
     return np.array([memo[k] for k in keys], dtype=float)
 
 
