@@ -529,7 +529,9 @@ class TableEncoder:
     # fitting -----------------------------------------------------------------
     def fit(self, table, budget: Budget | None = None, rng=None, amount=None, threshold: float | None = None,
             public: bool = False) -> "TableEncoder":
-        """Learn every column's codes for ``table`` (DataFrame or CSV path).
+        """Learn every column's codes for ``table`` (DataFrame or CSV path) from the candidates
+        declared in the constructor (Ektelo style).  A raw table's schema without such
+        candidates comes from :func:`ektelo_pgm.schema.learn`, the steward's one way in.
 
         Private (default): every column needs declared ``categories`` or ``bounds``;
         the data is read only where asked, through ``budget``: the noisy category
