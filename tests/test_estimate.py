@@ -162,18 +162,21 @@ def test_a_saved_kind_without_its_state_is_refused_at_definition():
 
 
 def test_synthetic_data_has_the_base_signature_and_checks_in_the_base():
-    """Every estimate of estimate.py (and the learned UndirectedModel) draws records with
-    ``synthetic_data(n=None, rng=None, method=None)``: ``n`` and ``method`` are checked by the
-    base class (``record_count``, ``sampling_method``), with one message each."""
+    """Every estimate draws records with ``synthetic_data(n=None, rng=None, method=None)`` (the
+    graphical ones also take ``attrs``): ``n`` and ``method`` are checked by the base class
+    (``record_count``, ``sampling_method``), with one message each."""
     import inspect
 
     from ektelo_pgm import estimate
     from ektelo_pgm.learning import UndirectedModel
+    from ektelo_pgm.pgm import GraphicalModel
+    from ektelo_pgm.pgm.appgm.model import APPGMEstimate
 
     classes = [getattr(estimate, name) for name in estimate.__all__ if name not in estimate._ENGINE_ESTIMATES]
-    for cls in [*classes, UndirectedModel]:
+    for cls in [*classes, UndirectedModel, GraphicalModel, APPGMEstimate]:
         parameters = list(inspect.signature(cls.synthetic_data).parameters.values())
-        assert [(p.name, p.default) for p in parameters[1:]] == [("n", None), ("rng", None), ("method", None)], cls
+        assert [(p.name, p.default) for p in parameters[1:4]] == [("n", None), ("rng", None), ("method", None)], cls
+        assert [p.name for p in parameters[4:]] in ([], ["attrs"]), cls
     domain = Domain(["a", "b"], [2, 3])
     vector = VectorEstimate(domain, np.arange(1.0, 7.0))
     assert vector.sampling_method(None) == "sample"

@@ -52,11 +52,12 @@ class APPGMEstimate(Estimate):
             return max_entropy_marginal(self.graph, self.beliefs, attrs, iters=self.out_of_model_iters)
         return self.region_marginal(host).project(attrs).values
 
-    def synthetic_data(self, n: int | None = None, rng=None, attrs=None) -> Dataset:
+    def synthetic_data(self, n: int | None = None, rng=None, method: str | None = None, attrs=None) -> Dataset:
         """``n`` records (default: the rounded total) sampled attribute by attribute (see
-        :func:`sample_records`), over ``attrs`` (default: every attribute; those no measurement
-        touched are uniform, with a warning).
+        :func:`sample_records`; ``method`` "sample", the only one), over ``attrs`` (default:
+        every attribute; those no measurement touched are uniform, with a warning).
         """
+        self.sampling_method(method)
         n = self.record_count(n)
         attrs = synthetic_attrs(self.domain, attrs, self.measured)
         return Dataset(sample_records(self.graph, self.beliefs, n, rng), self.domain).project(attrs)
