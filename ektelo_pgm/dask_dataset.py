@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import MAX_DENSE_MB, Dataset, _validate_records, check_dense_size, read_domain
+from .dataset import Dataset, _validate_records, check_dense_size, read_domain
 from .domain import Domain
-from .errors import InputError, ModelTooLargeError
+from .errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 
 #: Partial results added together per task when partitions' counts are summed (a tree).
 FAN_IN = 8
@@ -190,7 +190,7 @@ class DaskDataset(Dataset):
         """The records as the (lazy) Dask DataFrame of integer codes."""
         return self.frame
 
-    def to_memory(self, max_mb: float = MAX_DENSE_MB) -> Dataset:
+    def to_memory(self, max_mb: float = DEFAULT_MAX_MB) -> Dataset:
         """The records in an in-memory :class:`Dataset`; ModelTooLargeError naming the size in MB above
         ``max_mb`` (int64 codes)."""
         size = len(self) * len(self.domain) * 8 / 2**20
@@ -238,7 +238,7 @@ class DaskDataset(Dataset):
         for key, table, (_, shape) in zip(keys, tables, plan):
             self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)
 
-    def marginals(self, cliques, max_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+    def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
         """Counts (float64, shaped by the attributes' sizes in the order asked) over each of
         ``cliques``, exactly as the in-memory Dataset's; those not derivable from kept marginals
         are counted together in one pass over the partitions."""
@@ -256,7 +256,7 @@ class DaskDataset(Dataset):
             out.append(np.ascontiguousarray(np.transpose(table, [key.index(a) for a in c])) if c else np.asarray(table))
         return out
 
-    def marginal(self, attrs, max_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def marginal(self, attrs, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
         """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
         return self.marginals([attrs], max_mb)[0]
 

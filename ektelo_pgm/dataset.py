@@ -8,11 +8,8 @@ from typing import Iterable
 import numpy as np
 
 from .domain import Domain
-from .errors import InputError, ModelTooLargeError
+from .errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 from .files import atomic_write
-
-# Largest dense array (in MB) that ``marginal`` and ``datavector`` will allocate.
-MAX_DENSE_MB = 2048.0
 
 
 def _mb(cells: int) -> float:
@@ -177,7 +174,7 @@ class Dataset:
         attrs = self.domain.check(attrs)
         return Dataset(self.records[:, list(self.domain.axes(attrs))], self.domain.project(attrs))
 
-    def marginal(self, attrs, max_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def marginal(self, attrs, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
         """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
         attrs = self.domain.check(attrs)
         cells = check_dense_size(self.domain, attrs, max_mb, "marginal")
@@ -188,7 +185,7 @@ class Dataset:
         flat = np.ravel_multi_index(codes.T, shape)
         return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
 
-    def marginals(self, cliques, max_mb: float = MAX_DENSE_MB) -> list[np.ndarray]:
+    def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
         """``[marginal(c) for c in cliques]`` (counts).  Mechanisms that need many marginals ask for
         them here at once, so that a partitioned dataset (:class:`~ektelo_pgm.dask_dataset.DaskDataset`)
         counts them all in one pass over its records."""
@@ -208,7 +205,7 @@ class Dataset:
         return Dataset(np.column_stack([np.asarray(codes[a])[self.records[:, j]] for j, a in enumerate(self.domain.attrs)]),
                        domain)
 
-    def datavector(self, max_mb: float = 256.0) -> np.ndarray:
+    def datavector(self, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
         """Counts over the full domain, raveled in C order (small domains only)."""
         return self.marginal(self.domain.attrs, max_mb=max_mb).ravel()
 

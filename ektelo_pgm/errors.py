@@ -26,6 +26,11 @@ class NotFittedError(ExpectedError, RuntimeError):
     """An object used before it was fitted."""
 
 
+#: The memory cap (MB of float64) every ``max_mb`` defaults to: models, dense vectors, tables and
+#: materialised matrices alike.
+DEFAULT_MAX_MB = 512.0
+
+
 class ModelTooLargeError(ExpectedError, MemoryError):
     """A refusal before allocating: a model, a domain or a matrix would need more memory than its
     limit (the message names it and its size in MB).  A real out-of-memory stays a MemoryError."""

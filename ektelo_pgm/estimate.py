@@ -25,9 +25,9 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .dataset import MAX_DENSE_MB, Dataset, check_dense_size
+from .dataset import Dataset, check_dense_size
 from .domain import Domain
-from .errors import InputError, UnknownNameError
+from .errors import DEFAULT_MAX_MB, InputError, UnknownNameError
 from .measurement import check_total
 
 
@@ -204,7 +204,7 @@ class Estimate(ABC):
 class VectorEstimate(Estimate):
     """An estimate held as a full data vector of counts (C order over ``domain.attrs``)."""
 
-    def __init__(self, domain: Domain, vector, max_mb: float = 2048.0):
+    def __init__(self, domain: Domain, vector, max_mb: float = DEFAULT_MAX_MB):
         check_dense_size(domain, domain.attrs, max_mb, "full data vector")
         vector = np.asarray(vector, dtype=np.float64).ravel()
         if vector.size != domain.size():
@@ -456,7 +456,7 @@ class BayesNet(Estimate):
     def total(self) -> float:
         return self._total
 
-    def project(self, attrs: Iterable[str], max_mb: float = MAX_DENSE_MB) -> np.ndarray:
+    def project(self, attrs: Iterable[str], max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
         """Exact marginal over ``attrs`` (``total`` times the probabilities), an array shaped by
         their sizes in the order asked.
 

@@ -25,7 +25,7 @@ from scipy.optimize import minimize
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..measurement import Measurement
 from ..operators.reconstruct import PGM
 from ..privacy import Budget, gaussian
@@ -76,7 +76,7 @@ class _StatisticsLearner(ABC):
     """Shared shape of the learners that release the noisy sufficient statistics."""
 
     def __init__(self, cliques: Sequence[Sequence[str]], ties: Sequence = (), epsilon: float | None = None,
-                 inference: str = "auto", max_mb: float = 64.0):
+                 inference: str = "auto", max_mb: float = DEFAULT_MAX_MB):
         self.cliques = [tuple(cl) for cl in cliques]
         if not self.cliques:
             raise InputError(f"{type(self).__name__}: no cliques")
@@ -113,7 +113,7 @@ class NaiveMLE(_StatisticsLearner):
     """
 
     def __init__(self, cliques, ties=(), epsilon=None, project: bool = True, lam: float = 1e-3,
-                 inference="auto", max_mb=64.0, maxiter: int = 2000):
+                 inference="auto", max_mb=DEFAULT_MAX_MB, maxiter: int = 2000):
         super().__init__(cliques, ties, epsilon, inference, max_mb)
         self.project, self.lam, self.maxiter = bool(project), float(lam), int(maxiter)
 
@@ -206,7 +206,7 @@ class CGMEM(_StatisticsLearner):
 
     def __init__(self, cliques, ties=(), epsilon=None, lam: float = 1e-4, init_lam: float | None = None,
                  iters: int = 50, tol: float = 1e-6, overrelax: bool = True, mstep_iters: int = 200, nlbp_tol: float = 1e-6, nlbp_iters: int = 200,
-                 inference="auto", max_mb=64.0):
+                 inference="auto", max_mb=DEFAULT_MAX_MB):
         super().__init__(cliques, ties, epsilon, inference, max_mb)
         self.lam, self.iters, self.tol = float(lam), int(iters), float(tol)
         self.init_lam = self.lam if init_lam is None else float(init_lam)
@@ -274,7 +274,7 @@ class PGMLearner(_StatisticsLearner):
     """
 
     def __init__(self, cliques, ties=(), epsilon=None, iters: int = 1000, loss: str = "l1",
-                 inference="auto", max_mb=64.0):
+                 inference="auto", max_mb=DEFAULT_MAX_MB):
         super().__init__(cliques, ties, epsilon, inference, max_mb)
         self.pgm = PGM(iters=iters, loss=loss, max_mb=max_mb)
 
@@ -312,7 +312,7 @@ class PrivateSGD:
 
     def __init__(self, cliques, ties=(), iters: int = 100, lr: float = 1.0, clip: float = 1.0,
                  lam: float = 0.0, count_share: float = 0.05,
-                 inference="auto", max_mb=64.0):
+                 inference="auto", max_mb=DEFAULT_MAX_MB):
         self.cliques = [tuple(cl) for cl in cliques]
         self.ties = [[tuple(cl) for cl in group] for group in ties]
         if int(iters) < 1 or not lr > 0 or not clip > 0 or not 0 < count_share < 1:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..estimate import Estimate
 from ..measurement import check_total
 from ..pgm import GraphicalModel, MarginalOracle, ModelTooLargeError
@@ -40,7 +40,7 @@ class Structure:
     """
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], ties: Sequence = (),
-                 inference: str = "auto", max_mb: float = 64.0):
+                 inference: str = "auto", max_mb: float = DEFAULT_MAX_MB):
         if not isinstance(domain, Domain):
             raise TypeError(f"Structure: domain must be a Domain, got {type(domain).__name__}")
         if inference not in INFERENCE:
@@ -221,7 +221,7 @@ class UndirectedModel(Estimate):
 
     @classmethod
     def from_potentials(cls, domain: Domain, potentials: dict, ties: Sequence = (), inference: str = "auto",
-                        max_mb: float = 64.0, total: float = 1.0) -> "UndirectedModel":
+                        max_mb: float = DEFAULT_MAX_MB, total: float = 1.0) -> "UndirectedModel":
         """Model from ``{clique: log-potential table}`` (axes as the clique lists them); for a tie
         group, give the table once under any of its members (the first one listed wins)."""
         structure = Structure(domain, list(potentials), ties, inference, max_mb)

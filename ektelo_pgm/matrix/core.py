@@ -17,12 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
-from ..errors import InputError, ModelTooLargeError
+from ..errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 
 #: Largest dense array (MB of float64) that ``dense()``, ``sparse()`` and the column-norm
 #: fallback build before refusing with a ``ModelTooLargeError``; set
 #: ``ektelo_pgm.matrix.core.max_mb`` to change it for every operator.
-max_mb = 1024.0
+max_mb = DEFAULT_MAX_MB
 
 #: Width target of the identity blocks used by the column-by-column fallbacks (MB).
 _BLOCK_MB = 32.0

@@ -22,10 +22,10 @@ from scipy.special import logsumexp
 
 from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..estimate import Estimate, SupportEstimate, VectorEstimate
 from ..pgm import CliqueVector, Factor, GraphicalModel
-from ..pgm.junction_tree import DEFAULT_MAX_MB, canonical
+from ..pgm.junction_tree import canonical
 
 #: Smallest probability PEP's projection aims at (a noisy answer of 0 would need an infinite weight).
 TINY = 1e-9
@@ -63,7 +63,7 @@ class FullDistribution(_Cached):
     """All distributions over the domain as one log-weight vector, started uniform (MWEM's and
     PEP's family over ``Delta(X)``).  Refuses domains above ``max_mb`` megabytes."""
 
-    def __init__(self, max_mb: float = 512.0):
+    def __init__(self, max_mb: float = DEFAULT_MAX_MB):
         self.max_mb = float(max_mb)
 
     def start(self, domain: Domain, rng=None) -> None:

@@ -2,8 +2,7 @@
 full vector, over a graphical model, or over a public dataset's records (PEP-Pub, appendix D.2)."""
 from __future__ import annotations
 
-from ..errors import InputError
-from ..pgm.junction_tree import DEFAULT_MAX_MB
+from ..errors import DEFAULT_MAX_MB, InputError
 from .entropy import FullDistribution, GraphicalDistribution, PEPLoss, PublicSupport
 from .framework import AdaptiveMeasurements
 
@@ -27,15 +26,15 @@ class PEP(AdaptiveMeasurements):
     def __init__(self, workload, rounds: int = 50, k: int = 1, select_fraction=0.5, max_steps: int = 25,
                  gamma: float = 0.0, representation: str = "vector", public=None, unit: str = "marginal",
                  selection: str = "exponential", total: float | None = None, total_fraction: float = 0.01,
-                 max_mb: float | None = None, estimator=None):
+                 max_mb: float = DEFAULT_MAX_MB, estimator=None):
         if representation not in REPRESENTATIONS:
             raise InputError(f"PEP: representation must be one of {REPRESENTATIONS}, got {representation!r}")
         if public is not None:
             family = PublicSupport(public)
         elif representation == "vector":
-            family = FullDistribution(512.0 if max_mb is None else max_mb)
+            family = FullDistribution(max_mb)
         else:
-            family = GraphicalDistribution(DEFAULT_MAX_MB if max_mb is None else max_mb)
+            family = GraphicalDistribution(max_mb)
         super().__init__(workload, family, PEPLoss(max_steps, gamma), rounds, k, select_fraction, unit, selection,
                          total, total_fraction, estimator)
         self.max_steps, self.gamma, self.representation = max_steps, gamma, representation

@@ -3,6 +3,7 @@ reused and the last iterate returned; with a public dataset, PMW-Pub (Liu et al.
 "Leveraging public data for practical private query release")."""
 from __future__ import annotations
 
+from ..errors import DEFAULT_MAX_MB
 from .entropy import FullDistribution, MWEMLoss, PublicSupport
 from .framework import AdaptiveMeasurements
 
@@ -17,7 +18,7 @@ class PMW(AdaptiveMeasurements):
 
     def __init__(self, workload, rounds: int = 50, k: int = 1, select_fraction=0.5, eta: float = 0.5,
                  past: float | None = 0.5, public=None, unit: str = "marginal", selection: str = "exponential",
-                 total: float | None = None, total_fraction: float = 0.01, max_mb: float = 512.0, estimator=None):
+                 total: float | None = None, total_fraction: float = 0.01, max_mb: float = DEFAULT_MAX_MB, estimator=None):
         family = FullDistribution(max_mb) if public is None else PublicSupport(public)
         super().__init__(workload, family, MWEMLoss(eta, past), rounds, k, select_fraction, unit, selection, total,
                          total_fraction, estimator)

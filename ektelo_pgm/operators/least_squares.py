@@ -18,7 +18,7 @@ from scipy.sparse.linalg import LinearOperator, lsmr
 
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
-from ..errors import InputError, ModelTooLargeError
+from ..errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 from ..estimate import LocalEstimate, VectorEstimate
 from ..matrix import Marginal, Sparse, VStack
 from ..measurement import Measurement, check_measurements, check_total
@@ -29,8 +29,6 @@ try:  # optional accelerator: the "sparse" extra (scikit-sparse)
 except ImportError:
     cholesky = None
 
-#: Default largest full data vector (MB as float64) a full-vector operator will build.
-MAX_DOMAIN_MB = 512.0
 
 #: Default largest number of nonzeros of the stacked query and of its normal matrix for which
 #: ``method="auto"`` takes the CHOLMOD path.
@@ -167,7 +165,7 @@ class LeastSquares(Params):
     """
 
     def __init__(self, atol: float = 1e-10, btol: float = 1e-10, maxiter: int | None = None,
-                 method: str = "auto", max_mb: float = MAX_DOMAIN_MB,
+                 method: str = "auto", max_mb: float = DEFAULT_MAX_MB,
                  cholmod_max_nnz: int = CHOLMOD_MAX_NNZ):
         if method not in ("auto", "lsmr", "cholmod"):
             raise InputError(f"method must be 'auto', 'lsmr' or 'cholmod', got {method!r}")
@@ -253,7 +251,7 @@ class NonNegativeLeastSquares(LeastSquares):
     """
 
     def __init__(self, tol: float = 1e-12, gtol: float = 1e-8, maxiter: int | None = None,
-                 total_weight: float = 1e3, max_mb: float = MAX_DOMAIN_MB):
+                 total_weight: float = 1e3, max_mb: float = DEFAULT_MAX_MB):
         super().__init__(maxiter=maxiter, method="lsmr", max_mb=max_mb)
         self.tol = float(tol)
         self.gtol = float(gtol)

@@ -13,9 +13,9 @@ import math
 import numpy as np
 
 from .. import matrix as mx
-from ..dataset import MAX_DENSE_MB, Dataset, check_dense_size
+from ..dataset import Dataset, check_dense_size
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..measurement import Measurement
 from ..privacy import Budget, gaussian, gaussian_law, laplace, laplace_law
 from ..privacy.budget import check_budget
@@ -139,7 +139,7 @@ class _Mechanism:
             raise InputError(f"{type(self).__name__}: no queries to measure")
         domain = data.domain
         for q in queries:  # refuse before the sensitivity step allocates anything
-            check_dense_size(domain, q.attrs, MAX_DENSE_MB, f"{type(self).__name__}: the marginal")
+            check_dense_size(domain, q.attrs, DEFAULT_MAX_MB, f"{type(self).__name__}: the marginal")
         sensitivity = budget.sensitivity(stacked_sensitivity(domain, queries, self.norm))
         parameter = self._parameter(budget)
         integer = all(float(q.weight).is_integer() and integer_entries(q.local(domain)) for q in queries)

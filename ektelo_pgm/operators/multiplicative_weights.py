@@ -13,14 +13,14 @@ from scipy.special import logsumexp
 from .. import progress
 from ..dataset import FULL_VECTOR_ADVICE, check_dense_size
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..matrix import Sparse
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule, check_tolerances
 from ..estimate import Estimate, FactoredEstimate, VectorEstimate
 from ..kernels import dot
 from ..measurement import check_measurements, resolve_total
 from ..params import Params
-from .least_squares import MAX_DOMAIN_MB, weighted_local_query, weighted_system
+from .least_squares import weighted_local_query, weighted_system
 
 ARMIJO = 1e-4  # a step must lower the loss by this fraction of the decrease its gradient predicts
 SEARCH = 40  # halvings of a step before the search concludes that no step of its kind lowers the loss
@@ -119,7 +119,7 @@ class MultiplicativeWeights(Params):
     """
 
     def __init__(self, iters: int | None = None, stepsize: float | None = None, factored: bool = True,
-                 max_mb: float = MAX_DOMAIN_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
+                 max_mb: float = DEFAULT_MAX_MB, tol: float = DEFAULT_TOL, ftol: float = DEFAULT_FTOL,
                  method: str = "auto"):
         if method not in METHODS:
             raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")

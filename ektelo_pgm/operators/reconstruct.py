@@ -1,7 +1,7 @@
 from .least_squares import LeastSquares, LocalLeastSquares, NonNegativeLeastSquares
 from .multiplicative_weights import MultiplicativeWeights
 from ..convergence import DEFAULT_TOL, check_tolerances
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..params import Params
 from ..pgm.region_graph import KINDS
 
@@ -42,7 +42,7 @@ class PGM(Params):
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
-    def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_mb: float = 1024.0,
+    def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_mb: float = DEFAULT_MAX_MB,
                  tol: float | None = None, backend: str = "cpu", dtype: str = "float64"):
         if method not in ("auto", "lbfgs", "mirror", "accelerated"):
             raise InputError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
@@ -107,7 +107,7 @@ class APPGM(Params):
 
     def __init__(self, iters: int = 1000, region_graph: str = "saturated", loss="l2", stepsize: float | None = None,
                  damping: float = 0.5, counting_numbers=None, final_iters: int = 2000, tol: float = 1e-8,
-                 out_of_model_iters: int = 3000, max_mb: float = 1024.0, method: str = "auto",
+                 out_of_model_iters: int = 3000, max_mb: float = DEFAULT_MAX_MB, method: str = "auto",
                  gap_tol: float = DEFAULT_TOL, backend: str = "cpu"):
         from ..pgm.appgm.estimation import resolve_method
 

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from .. import progress
 from ..convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..matrix import Sparse
 from ..measurement import resolve_total
 from ..kernels import identity_loss
@@ -25,7 +25,7 @@ from . import optimizers
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import MarginalOracle
-from .junction_tree import DEFAULT_MAX_MB, canonical, index_map
+from .junction_tree import canonical, index_map
 from .model import GraphicalModel
 from .torch_oracle import make_oracle, resolve_backend
 

@@ -20,12 +20,13 @@ import numpy as np
 
 from .. import progress
 from ..domain import Domain
+from ..errors import DEFAULT_MAX_MB
 from ..estimate import round_conditional
 from ..kernels import calibrate, dot, log_partition
 from ..kernels.tree import (HOOKS, LossTerms, ParameterLayout, Workspace, mirror_descent_loop, parallel_cells,
                             workspace)
 from .clique_vector import FlatCliques
-from .junction_tree import DEFAULT_MAX_MB, JunctionTree, canonical, cells, index_runs
+from .junction_tree import JunctionTree, canonical, cells, index_runs
 
 
 class MarginalOracle(FlatCliques):

@@ -16,10 +16,9 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
-from ..errors import InputError, ModelTooLargeError
+from ..errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 from ..kernels.tree import TreeLayout
 
-DEFAULT_MAX_MB = 1024.0
 
 
 def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.ndarray:

@@ -9,14 +9,14 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..errors import InputError
+from ..errors import DEFAULT_MAX_MB, InputError
 from ..estimate import Estimate, synthetic_attrs
 from ..files import atomic_write
 from .clique_vector import CliqueVector
 from .factor import Factor
 from .inference import (BranchMarginals, Memo, MarginalOracle, clique_tables, eliminate, round_records,
                         sample_records, steiner_cliques)
-from .junction_tree import DEFAULT_MAX_MB, canonical
+from .junction_tree import canonical
 
 
 #: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold, however

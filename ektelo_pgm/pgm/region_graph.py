@@ -22,8 +22,8 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Domain
-from ..errors import InputError
-from .junction_tree import DEFAULT_MAX_MB, JunctionTree, index_map, triangulate
+from ..errors import DEFAULT_MAX_MB, InputError
+from .junction_tree import JunctionTree, index_map, triangulate
 
 KINDS = ("saturated", "factor", "tree")
 

@@ -17,7 +17,7 @@ import numpy as np
 from ... import progress
 from ...convergence import DEFAULT_FTOL, DEFAULT_TOL, StoppingRule
 from ...domain import Domain
-from ...errors import InputError, ModelTooLargeError
+from ...errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
 from ...kernels.interrupt import deferred_sigint, sigint_received
 from ...kernels.tree import GROW_AFTER, HALVINGS, TINY
 from ...measurement import resolve_total
@@ -69,13 +69,13 @@ class Options:
     final_iters: int = 2000
     tol: float = 1e-8
     out_of_model_iters: int = 3000
-    max_mb: float = 1024.0
+    max_mb: float = DEFAULT_MAX_MB
     gap_tol: float = DEFAULT_TOL
     backend: str = "cpu"
 
 
 def measured_cliques(domain: Domain, measurements, region_graph: str = "saturated", loss="l2",
-                     counting_numbers=None, max_mb: float = 1024.0, method: str = "mirror") -> MeasuredCliques:
+                     counting_numbers=None, max_mb: float = DEFAULT_MAX_MB, method: str = "mirror") -> MeasuredCliques:
     """The loss over the measured cliques, on the ``region_graph`` ("saturated", "factor" or
     "tree") supporting them, each built once.
 
@@ -225,7 +225,7 @@ def transfer(previous: APPGMEstimate, graph: RegionGraph, damping: float):
     return theta, ConvexGBP(graph, max(damping, previous.oracle.damping))
 
 
-def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: float = 1024.0) -> str:
+def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: float = DEFAULT_MAX_MB) -> str:
     """The method ``"auto"`` stands for on ``graph`` (sizes in cells, all regions together; memory
     in MB).  For the L2 loss:
 
@@ -268,7 +268,7 @@ def resolve_method(method: str, loss, graph: RegionGraph | None = None, max_mb: 
 
 
 def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule: StoppingRule, damping: float = 0.5,
-                     warm_start=None, max_mb: float = 1024.0, backend: str = "cpu"):
+                     warm_start=None, max_mb: float = DEFAULT_MAX_MB, backend: str = "cpu"):
     """Problem 2 on a region graph whose local polytope is the marginal polytope
     (:meth:`RegionGraph.junction_tree`): the shared L-BFGS
     (:func:`~ektelo_pgm.pgm.optimizers.quasi_newton`) on the junction-tree oracle over the

@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import progress
 from ...dataset import check_dense_size
-from ...errors import InputError
+from ...errors import DEFAULT_MAX_MB, InputError
 from ...kernels import dot, project
 from ...kernels.gbp import gbp_absorb, gbp_logsumexp, gbp_normalize
 from ...kernels.interrupt import sigint_received
@@ -237,7 +237,7 @@ class RegionGraphOracle:
 
 
 def max_entropy_marginal(graph: RegionGraph, beliefs: np.ndarray, attrs, iters: int = 3000,
-                         tol: float = 1e-10, max_mb: float = 512.0) -> np.ndarray:
+                         tol: float = 1e-10, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
     """Out-of-model marginal on ``attrs`` by Problem 4 of McKenna et al. (2021), in counts.
 
     Maximises the entropy of ``tau_r`` among minimisers of ``sum_{u, s = u & r} ||P_{r->s} tau_r
