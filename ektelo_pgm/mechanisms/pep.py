@@ -14,10 +14,9 @@ class PEP(AdaptiveMeasurements):
     ``D ∝ D_0 exp(sum_i lambda_i q_i)``, loss :class:`PEPLoss` (``max_steps`` projections per
     round, the paper's ``T_max = 25``; tolerance ``gamma``, 0 in the paper's experiments).
 
-    ``representation='vector'`` holds ``D`` as the full vector (refused above ``max_mb``, MB as
-    float64; None: 512); ``'graphical'`` as a graphical model on the measured marginals
-    (Private-PGM's junction tree, refused above ``max_mb``; None: 1024), for domains the vector
-    cannot hold.  ``public`` (a Dataset on
+    ``representation='vector'`` holds ``D`` as the full vector; ``'graphical'`` as a graphical
+    model on the measured marginals (Private-PGM's junction tree), for domains the vector cannot
+    hold; either is refused above ``max_mb`` (MB as float64).  ``public`` (a Dataset on
     the same domain) restricts ``D`` to its records and starts at its distribution (PEP-Pub).
     Other arguments as :class:`AdaptiveMeasurements`."""
 

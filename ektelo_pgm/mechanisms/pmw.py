@@ -18,7 +18,8 @@ class PMW(AdaptiveMeasurements):
 
     def __init__(self, workload, rounds: int = 50, k: int = 1, select_fraction=0.5, eta: float = 0.5,
                  past: float | None = 0.5, public=None, unit: str = "marginal", selection: str = "exponential",
-                 total: float | None = None, total_fraction: float = 0.01, max_mb: float = DEFAULT_MAX_MB, estimator=None):
+                 total: float | None = None, total_fraction: float = 0.01, max_mb: float = DEFAULT_MAX_MB,
+                 estimator=None):
         family = FullDistribution(max_mb) if public is None else PublicSupport(public)
         super().__init__(workload, family, MWEMLoss(eta, past), rounds, k, select_fraction, unit, selection, total,
                          total_fraction, estimator)
