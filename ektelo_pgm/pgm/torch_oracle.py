@@ -47,9 +47,9 @@ GRAPH_FAILURES: list = []
 def _torch():
     try:
         import torch
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise InputError("the torch backends need torch (the optional extra, e.g. pip install torch); "
-                         "it is not installed") from exc
+    except ImportError as exc:  # absent, or installed but failing to load
+        raise InputError(f"the torch backends need torch (the optional extra, e.g. pip install torch); "
+                         f"importing it failed: {exc}") from exc
     return torch
 
 
@@ -59,8 +59,14 @@ def torch_available() -> bool:
 
 
 def cuda_available() -> bool:
-    """Whether torch is installed and sees a CUDA device (imports torch only if it is installed)."""
-    return torch_available() and bool(_torch().cuda.is_available())
+    """Whether torch is installed, loads and sees a CUDA device (imports torch only if it is
+    installed)."""
+    if not torch_available():
+        return False
+    try:
+        return bool(_torch().cuda.is_available())
+    except InputError:  # installed but failing to load: no GPU for "auto"
+        return False
 
 
 def resolve_backend(backend: str, cells: int | None = None) -> str:
@@ -79,8 +85,8 @@ def resolve_backend(backend: str, cells: int | None = None) -> str:
         if not torch_available():
             raise InputError("backend='gpu' needs torch with CUDA, and torch is not installed; use backend='cpu'")
         if not cuda_available():
-            raise InputError("backend='gpu' needs a CUDA device, and torch sees none (torch.cuda.is_available() "
-                             "is False); use backend='cpu' or 'auto'")
+            raise InputError("backend='gpu' needs a CUDA device, and torch sees none (it does not load, or "
+                             "torch.cuda.is_available() is False); use backend='cpu' or 'auto'")
         return "cuda"
     if cells is not None and cells >= AUTO_GPU_CELLS and cuda_available():
         return "cuda"
