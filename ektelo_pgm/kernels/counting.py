@@ -39,7 +39,7 @@ def _count_one(columns, axes, strides, table):
             table[cell] += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _count_all(columns, axes, axes_off, strides, cells_off, counts, parallel):
     """Counts of marginal ``j`` (axes and strides ``axes_off[j]:axes_off[j + 1]``) added to
     ``counts[cells_off[j]:cells_off[j + 1]]``; marginals spread over the cores when ``parallel``."""
