@@ -59,16 +59,14 @@ def _codes(part, index, domain: Domain) -> np.ndarray:
 
 def _count(part, index, domain: Domain, plan) -> list:
     """The partition's number of rows and, for each ``(axes, shape)`` of ``plan``, its int64
-    counts over the raveled (C order) codes of those columns."""
+    counts over the raveled (C order) codes of those columns, all in one pass of the counting
+    kernel (serial: Dask already counts partitions side by side)."""
+    from .kernels.counting import count_marginals
+
     columns = np.ascontiguousarray(_codes(part, index, domain).T)  # checked: every code within its size
-    out = [np.int64(columns.shape[1])]
-    for axes, shape in plan:
-        flat = columns[axes[0]].copy()
-        for axis, size in zip(axes[1:], shape[1:]):
-            flat *= size
-            flat += columns[axis]
-        out.append(np.bincount(flat, minlength=int(np.prod(shape))).astype(np.int64))
-    return out
+    tables = [np.zeros(int(np.prod(shape)), dtype=np.int64) for _, shape in plan]
+    count_marginals(columns, plan, tables, parallel=False)
+    return [np.int64(columns.shape[1]), *tables]
 
 
 def _add(*blocks) -> list:
