@@ -217,13 +217,15 @@ def check_output(args, formats) -> None:
 
 
 def read_input(args):
-    """The input table and whether it has a header line (Parquet: always; a CSV: as the user
-    says, never guessed)."""
-    from .table_io import read_table
+    """The input table, read whole or part by part as ``--engine`` says
+    (:func:`~ektelo_pgm.table_io.open_table`), and whether it has a header line (Parquet:
+    always; a CSV: as the user says, never guessed)."""
+    from .table_io import open_table
 
     names = args.names.split(",") if args.names else None
     header = True if args.header else False if args.no_header or names else None
-    frame = read_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding)
+    frame = open_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding,
+                       engine=args.engine)
     return frame, header is not False
 
 
@@ -234,7 +236,7 @@ def fitted(args, frame, **options):
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
                         regenerate=args.regenerate, public=args.public_categories, **options)  # no --seed: secure noise
-    synth.fit(frame, schema=args.schema)
+    synth.fit(frame, schema=args.schema, cache=args.cache)
     notes(args, synth.left_out, synth.encoder, synth.thresholds)
     return synth
 
@@ -271,11 +273,10 @@ def synth(args) -> None:
     check_output(args, TABLE_FORMATS)
     frame, header = read_input(args)
     model = fitted(args, frame, sampling=args.sampling)
-    out = model.sample(args.rows)
-    write_table(out, args.output, header)
+    rows = model.write(args.output, args.rows, header)
     if args.save:
         model.save(args.save)
-    say(args, f"wrote {len(out)} rows x {out.shape[1]} columns to {args.output} ({model.settings()})")
+    say(args, f"wrote {rows} rows x {len(model.order)} columns to {args.output} ({model.settings()})")
 
 
 def answer(args) -> None:
@@ -303,7 +304,7 @@ def schema(args) -> None:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     left_out, thresholds = {}, {}
-    encoder = learn(frame.drop(columns=list(args.drop)), budget, None, args.delta / 2, np.random.default_rng(args.seed),
+    encoder = learn(frame[[c for c in frame.columns if c not in args.drop]], budget, None, args.delta / 2, np.random.default_rng(args.seed),
                     args.bins, public=args.public_categories, kinds=kinds(args), other=args.other_label,
                     left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
@@ -371,7 +372,9 @@ def table_arguments(p, mechanism: bool = True) -> None:
     from .schema import OTHER
     from .synthesizer import SCHEMA_SHARE, mechanisms
 
-    p.add_argument("input", help="CSV or Parquet file (.parquet, .pq)")
+    from .table_io import ENGINES, MEMORY_SHARE
+
+    p.add_argument("input", help="CSV or Parquet file (.parquet, .pq), or a folder or glob of them")
     p.add_argument("-o", "--output", required=True, help="output file")
     p.add_argument("--epsilon", type=positive, required=True, help="privacy budget epsilon (> 0)")
     p.add_argument("--delta", type=positive, default=1e-9, help="privacy parameter delta (default 1e-9)")
@@ -397,7 +400,13 @@ def table_arguments(p, mechanism: bool = True) -> None:
     p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help=f"memory: read the table whole; parts: read it part by part, memory bounded whatever its "
+                        f"size; auto (default): parts for a folder, a glob, or files larger than {MEMORY_SHARE * 100:g}%% "
+                        "of this machine's memory")
     if mechanism:
+        p.add_argument("--cache", help="folder for the integer codes of a table read part by part (default: a "
+                       "temporary folder, removed at the end; the codes are as private as the table)")
         p.add_argument("--mechanism", default="aim", help=f"one of {', '.join(sorted(mechanisms()))} "
                        "(default aim)")
         p.add_argument("--schema", help="declared schema (JSON) of some or all columns; nothing is spent on the "

@@ -4,8 +4,9 @@ Dask DataFrame (the optional ``dask`` extra, ``pip install 'ektelo_pgm[dask]'``)
 A mechanism reads records only to count them: marginals (``Dataset.marginal`` and
 ``Dataset.marginals``) and, for the few computations that marginals cannot express, sums of a
 per-record quantity (``Dataset.sum_rows``).  A :class:`DaskDataset` counts every partition with
-``np.bincount`` over the raveled codes and adds the partitions' int64 counts, so its marginals
-are exactly those of the in-memory Dataset and every mechanism and plan runs on it unchanged.
+the compiled counting kernel (:func:`~ektelo_pgm.kernels.counting.count_marginals`) and adds
+the partitions' int64 counts, so its marginals are exactly those of the in-memory Dataset and
+every mechanism and plan runs on it unchanged.
 The work runs wherever Dask runs: threads by default, a ``dask.distributed`` cluster when a
 ``Client`` is active; the client only ever holds marginal tables.
 
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import Dataset, _validate_records, check_dense_size, read_domain
+from .dataset import CountedDataset, Dataset, _validate_records, read_domain
 from .domain import Domain
-from .errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
+from .errors import DEFAULT_MAX_MB, InputError
 
 #: Partial results added together per task when partitions' counts are summed (a tree).
 FAN_IN = 8
@@ -132,32 +133,25 @@ def encode(encoder, table) -> "DaskDataset":
     return DaskDataset(frame, encoder.domain)
 
 
-class DaskDataset(Dataset):
+class DaskDataset(CountedDataset):
     """A Domain plus integer codes held in a partitioned Dask DataFrame (one column per
     attribute, named as in the domain; any integer dtype).
 
-    Nothing is read until something is counted.  Codes are checked as partitions are read: a
+    Nothing is read until something is counted, and counts are kept
+    (:class:`~ektelo_pgm.dataset.CountedDataset`).  Codes are checked as partitions are read: a
     code outside its attribute's domain, or not an integer, raises naming the partition, the
-    column and the row within the partition.  Marginals are kept once counted (int64), and a
-    marginal over a subset of a kept one's attributes is summed from it, so a mechanism pays one
-    pass over the records per batch of new marginals it asks for (``marginals``)."""
+    column and the row within the partition."""
 
     def __init__(self, frame, domain: Domain):
         _dask()
-        if not isinstance(domain, Domain):
-            raise TypeError(f"DaskDataset: domain must be a Domain, got {type(domain).__name__}")
-        if len(domain) == 0:
-            raise InputError("DaskDataset: the domain has no attributes")
+        super().__init__(domain)
         if not is_dask_collection(frame) or not hasattr(frame, "columns"):
             raise TypeError(f"DaskDataset: expected a Dask DataFrame, got {type(frame).__name__}")
         missing = [a for a in domain.attrs if a not in frame.columns]
         if missing:
             raise InputError(f"DaskDataset: columns {missing} of the domain are missing from the table "
                              f"{list(frame.columns)}")
-        self.domain = domain
         self.frame = frame[list(domain.attrs)]
-        self._kept: dict[tuple[str, ...], np.ndarray] = {}  # attrs in domain order -> int64 counts
-        self._rows: int | None = None
 
     @classmethod
     def load(cls, path, domain_json_path, **options) -> "DaskDataset":
@@ -179,11 +173,6 @@ class DaskDataset(Dataset):
         """A DaskDataset over a Dask DataFrame of integer codes holding the domain's columns."""
         return cls(df, domain)
 
-    @property
-    def records(self):
-        raise TypeError(f"DaskDataset: the records stay in their {self.frame.npartitions} partitions; count them "
-                        "with marginal(attrs) / marginals(cliques) / sum_rows(func), or to_memory() a small table")
-
     def to_dataframe(self):
         """The records as the (lazy) Dask DataFrame of integer codes."""
         return self.frame
@@ -191,10 +180,7 @@ class DaskDataset(Dataset):
     def to_memory(self, max_mb: float = DEFAULT_MAX_MB) -> Dataset:
         """The records in an in-memory :class:`Dataset`; ModelTooLargeError naming the size in MB above
         ``max_mb`` (int64 codes)."""
-        size = len(self) * len(self.domain) * 8 / 2**20
-        if size > max_mb:
-            raise ModelTooLargeError(f"DaskDataset: {len(self):,} records of {len(self.domain)} attributes take "
-                              f"{size:,.1f} MB as int64, above the limit of {max_mb:,.1f} MB")
+        self._check_memory(max_mb)
         return Dataset(self.frame.compute().to_numpy(), self.domain)
 
     def project(self, attrs) -> "DaskDataset":
@@ -210,62 +196,18 @@ class DaskDataset(Dataset):
         frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=_int_meta(self.domain.attrs))
         return DaskDataset(frame, domain)
 
-    def _key(self, attrs) -> tuple[str, ...]:
-        return tuple(a for a in self.domain.attrs if a in attrs)
-
-    def _derived(self, key):
-        """Counts over ``key`` from a kept marginal over a superset of it, or None."""
-        if not key and self._rows is not None:
-            return np.int64(self._rows)
-        for have, table in self._kept.items():
-            if set(key) <= set(have):
-                return table.sum(axis=tuple(i for i, a in enumerate(have) if a not in key), dtype=np.int64)
-        return None
-
-    def _count(self, keys) -> None:
-        """One pass over the records counting the marginals over ``keys`` (and the rows)."""
+    def _count(self, keys) -> tuple[int, list[np.ndarray]]:
         needed = tuple(a for a in self.domain.attrs if any(a in k for k in keys)) or self.domain.attrs[:1]
         sub = self.domain.project(needed)
         plan = [(sub.axes(k), sub.project(k).shape) for k in keys]
         count = _dask().delayed(_count, pure=True)
         parts = self.frame[list(needed)].to_delayed()
         rows, *tables = _summed([count(part, i, sub, plan) for i, part in enumerate(parts)])
-        if rows == 0:
-            raise InputError("DaskDataset: the table is empty (no records)")
-        self._rows = int(rows)
-        for key, table, (_, shape) in zip(keys, tables, plan):
-            self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)
-
-    def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
-        """Counts (float64, shaped by the attributes' sizes in the order asked) over each of
-        ``cliques``, exactly as the in-memory Dataset's; those not derivable from kept marginals
-        are counted together in one pass over the partitions."""
-        cliques = [self.domain.check(c) for c in cliques]
-        for c in cliques:
-            check_dense_size(self.domain, c, max_mb, "marginal")
-        new = [k for k in dict.fromkeys(self._key(c) for c in cliques) if self._derived(k) is None]
-        widest = [k for k in new if k and not any(set(k) < set(other) for other in new)]
-        if new:
-            self._count(widest)
-        out = []
-        for c in cliques:
-            key = self._key(c)
-            table = self._derived(key).astype(np.float64)
-            out.append(np.ascontiguousarray(np.transpose(table, [key.index(a) for a in c])) if c else np.asarray(table))
-        return out
-
-    def marginal(self, attrs, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
-        """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
-        return self.marginals([attrs], max_mb)[0]
+        return rows, [np.asarray(t, dtype=np.int64).reshape(shape) for t, (_, shape) in zip(tables, plan)]
 
     def sum_rows(self, func) -> np.ndarray:
         """``func`` (see :meth:`Dataset.sum_rows`) applied to every partition's codes, summed."""
         return sum_partitions(self.frame, func, lambda part, index: _codes(part, index, self.domain))
-
-    def __len__(self) -> int:
-        if self._rows is None:
-            self._count([])
-        return self._rows
 
     def __repr__(self) -> str:
         rows = "" if self._rows is None else f"{self._rows} records, "

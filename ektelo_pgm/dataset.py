@@ -214,3 +214,83 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({len(self)} records, {self.domain})"
+
+
+class CountedDataset(Dataset):
+    """A Dataset whose records are read only in passes that count them (partitioned, or on disk):
+    subclasses give :meth:`_count`, one pass counting a batch of marginals.  Marginals are kept
+    once counted (int64), and a marginal over a subset of a kept one's attributes is summed
+    from it, so a mechanism pays one pass per batch of new marginals it asks for
+    (:meth:`marginals`)."""
+
+    def __init__(self, domain: Domain):
+        if not isinstance(domain, Domain):
+            raise TypeError(f"{type(self).__name__}: domain must be a Domain, got {type(domain).__name__}")
+        if len(domain) == 0:
+            raise InputError(f"{type(self).__name__}: the domain has no attributes")
+        self.domain = domain
+        self._kept: dict[tuple[str, ...], np.ndarray] = {}  # attrs in domain order -> int64 counts
+        self._rows: int | None = None
+
+    @property
+    def records(self):
+        raise TypeError(f"{type(self).__name__}: the records are not held in memory; count them with "
+                        "marginal(attrs) / marginals(cliques) / sum_rows(func), or to_memory() a small table")
+
+    def _count(self, keys) -> tuple[int, list[np.ndarray]]:
+        """One pass over the records: their number and the int64 counts over each of ``keys``
+        (attribute tuples in domain order), shaped by the attributes' sizes."""
+        raise NotImplementedError
+
+    def _key(self, attrs) -> tuple[str, ...]:
+        return tuple(a for a in self.domain.attrs if a in attrs)
+
+    def _derived(self, key):
+        """Counts over ``key`` from a kept marginal over a superset of it, or None."""
+        if not key and self._rows is not None:
+            return np.int64(self._rows)
+        for have, table in self._kept.items():
+            if set(key) <= set(have):
+                return table.sum(axis=tuple(i for i, a in enumerate(have) if a not in key), dtype=np.int64)
+        return None
+
+    def _pass(self, keys) -> None:
+        rows, tables = self._count(keys)
+        if rows == 0:
+            raise InputError(f"{type(self).__name__}: the table is empty (no records)")
+        self._rows = int(rows)
+        self._kept.update(zip(keys, tables))
+
+    def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
+        """Counts (float64, shaped by the attributes' sizes in the order asked) over each of
+        ``cliques``, exactly as the in-memory Dataset's; those not derivable from kept marginals
+        are counted together in one pass over the records."""
+        cliques = [self.domain.check(c) for c in cliques]
+        for c in cliques:
+            check_dense_size(self.domain, c, max_mb, "marginal")
+        new = [k for k in dict.fromkeys(self._key(c) for c in cliques) if self._derived(k) is None]
+        widest = [k for k in new if k and not any(set(k) < set(other) for other in new)]
+        if new:
+            self._pass(widest)
+        out = []
+        for c in cliques:
+            key = self._key(c)
+            table = self._derived(key).astype(np.float64)
+            out.append(np.ascontiguousarray(np.transpose(table, [key.index(a) for a in c])) if c else np.asarray(table))
+        return out
+
+    def marginal(self, attrs, max_mb: float = DEFAULT_MAX_MB) -> np.ndarray:
+        """Counts over ``attrs``: float64 array shaped by their sizes in the order asked."""
+        return self.marginals([attrs], max_mb)[0]
+
+    def _check_memory(self, max_mb: float) -> None:
+        """ModelTooLargeError naming the size in MB when the records as int64 exceed ``max_mb``."""
+        size = len(self) * len(self.domain) * 8 / 2**20
+        if size > max_mb:
+            raise ModelTooLargeError(f"{type(self).__name__}: {len(self):,} records of {len(self.domain)} attributes "
+                                     f"take {size:,.1f} MB as int64, above the limit of {max_mb:,.1f} MB")
+
+    def __len__(self) -> int:
+        if self._rows is None:
+            self._pass([])
+        return self._rows

@@ -98,7 +98,7 @@ from .dataset import Dataset
 from .encoding import TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, as_times, json_value, time_formats
 from .errors import InputError
 from .privacy import Budget, gaussian, laplace
-from .table_io import as_float, as_frame, canonical, canonical_value, pandas_module
+from .table_io import Partitions, as_float, as_frame, canonical, canonical_value, factorized, is_dask_collection, pandas_module
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
 KIND_SHARE = Fraction(1, 5)
@@ -196,6 +196,82 @@ def cell_of(numbers: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """A raw column as the private schema reads it: ``values``, its distinct present
+    :func:`~ektelo_pgm.table_io.canonical` values in order of first appearance (an object
+    array), ``counts``, the records holding each (int64), and ``missing``, the records missing.
+    Every count of :func:`release` and :func:`refine` is a sum of these, so the tallies of a
+    table's partitions, :func:`merged` in order, give exactly the whole table's release."""
+
+    values: np.ndarray
+    counts: np.ndarray
+    missing: int
+
+
+def _grouped(values: np.ndarray, counts: np.ndarray, missing: int) -> Tally:
+    """The Tally of ``values`` (canonical, None for missing, repeats allowed) held by ``counts``
+    records each, repeats added in order of first appearance."""
+    present = np.array([v is not None for v in values], dtype=bool)
+    pd = pandas_module()
+    codes, uniques = pd.factorize(np.asarray(values[present], dtype=object))
+    summed = np.zeros(len(uniques), dtype=np.int64)
+    np.add.at(summed, codes, counts[present])
+    kept = np.empty(len(uniques), dtype=object)
+    kept[:] = list(uniques)
+    return Tally(kept, summed, int(missing + counts[~present].sum()))
+
+
+def tally(series, markers: frozenset) -> Tally:
+    """The Tally of one raw column (a pandas Series), as :func:`~ektelo_pgm.table_io.canonical`
+    reads it (``markers``: the missing markers)."""
+    codes, values = factorized(series, markers)
+    counts = np.bincount(codes[codes >= 0], minlength=len(values)).astype(np.int64)
+    return _grouped(values, counts, int((codes < 0).sum()))
+
+
+def merged(tallies) -> Tally:
+    """The Tally of the concatenation of the parts whose ``tallies`` are given in order."""
+    tallies = list(tallies)
+    values = np.concatenate([t.values for t in tallies]) if tallies else np.empty(0, dtype=object)
+    counts = np.concatenate([t.counts for t in tallies]) if tallies else np.empty(0, dtype=np.int64)
+    return _grouped(values, counts, sum(t.missing for t in tallies))
+
+
+def timed(t: Tally, fmt: str) -> Tally:
+    """``t`` read in the time format ``fmt``: whole seconds (:func:`~ektelo_pgm.encoding.as_times`),
+    values that it does not read counted as missing."""
+    return _grouped(as_times(t.values, fmt), t.counts, t.missing)
+
+
+def tallies(frame, markers: frozenset) -> dict[str, Tally]:
+    """The Tally of every column of a pandas or partitioned table (a Dask DataFrame, read
+    partition by partition where Dask runs, or an iterable of pandas DataFrames such as
+    :class:`~ektelo_pgm.table_io.Partitions`): the partitions' tallies merged in order."""
+    if is_dask_collection(frame):
+        from .dask_dataset import _dask
+
+        dask = _dask()
+        parts = dask.compute(*[dask.delayed(_part_tallies)(p, markers) for p in frame.to_delayed()])
+    elif isinstance(frame, pandas_module().DataFrame):
+        return _part_tallies(frame, markers)
+    else:
+        parts = (_part_tallies(part, markers) for part in frame)
+    columns: dict[str, list] = {}
+    with progress.bar(None, "schema counts", "part") as shown:
+        for part in parts:
+            for name, t in part.items():
+                columns.setdefault(name, []).append(t)
+            shown.update()
+    if not columns:
+        raise InputError("the table has no rows")
+    return {name: merged(ts) for name, ts in columns.items()}
+
+
+def _part_tallies(part, markers: frozenset) -> dict[str, Tally]:
+    return {str(name): tally(part[name], markers) for name in part.columns}
+
+
+@dataclass(frozen=True)
 class Release:
     """The noisy histogram of one column (counts): ``kinds`` (missing, text, whole, fractional),
     ``values`` (released value -> noisy count, those at or above ``threshold``), ``levels`` (the
@@ -227,22 +303,20 @@ class Release:
     time_format: str | None = None
 
 
-def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float, rng,
-            kind: str | None = None) -> Release:
-    """The noisy histograms of one column's :func:`~ektelo_pgm.table_io.canonical` values (see
-    the module docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
+def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
+    """The noisy histograms of one column, read through its Tally ``t`` (see the module
+    docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`_of_numbers` of the noisy kinds, or ``kind``
     ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
     count reaches the threshold that one record's value passes with probability at most
     ``delta``.  Infinite numbers count as fractional, in the outer cells."""
-    pd = pandas_module()
-    present = np.array([v is not None for v in values], dtype=bool)
-    whole = np.array([isinstance(v, int) for v in values], dtype=bool)
-    number = whole | np.array([isinstance(v, float) for v in values], dtype=bool)
-    times = np.bincount(time_formats(values) + 1, minlength=len(TIME_FORMATS) + 1)
-    kinds = np.array([(~present).sum(), times[0] - (~present).sum() - number.sum(), whole.sum(),
-                      (number & ~whole).sum(), *times[1:]], dtype=float)
+    whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
+    number = whole | np.array([isinstance(v, float) for v in t.values], dtype=bool)
+    times = np.bincount(time_formats(t.values) + 1, weights=t.counts, minlength=len(TIME_FORMATS) + 1)
+    times[0] += t.missing
+    kinds = np.array([t.missing, times[0] - t.missing - t.counts[number].sum(), t.counts[whole].sum(),
+                      t.counts[number & ~whole].sum(), *times[1:]], dtype=float)
     label, exact = f"schema of column {name!r}", Fraction(repr(float(amount)))
     kinds, kind_scale, kind_std = _noisy(kinds, 1, budget, _floor(exact * KIND_SHARE), rng, label + ": kinds")
     format_bar = _bar(budget.notion, kind_scale, DECADE_Z, DECADE_MISS)
@@ -254,20 +328,19 @@ def release(name: str, values: np.ndarray, budget: Budget, amount, delta: float,
     else:  # a column of times: the times are its numbers, anything else is text
         at = TIME_FORMATS.index(time_format)
         kinds = dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0]))
-        values = as_times(values, time_format)
-        present = np.array([v is not None for v in values], dtype=bool)
-        number = present
-    counts = pd.Series(values[present], dtype=object).value_counts(sort=False)
-    parts = [counts.to_numpy()]
+        t = timed(t, time_format)
+        number = np.ones(len(t.values), dtype=bool)
+    parts = [t.counts]
     if kind == "numeric" or time_format is not None or kind is None and _of_numbers(kinds, kind_std):
-        cells = np.bincount(cell_of(np.array([as_float(v) for v in values[number]], dtype=float)), minlength=N_CELLS)
+        floats = np.array([as_float(v) for v in t.values[number]], dtype=float)
+        cells = np.bincount(cell_of(floats), weights=t.counts[number], minlength=N_CELLS)
         parts += [np.bincount(group, weights=cells) for group in LEVELS]
     answers = np.concatenate(parts).astype(float)
     noisy, scale, std = _noisy(answers, len(parts), budget, _floor(exact * (1 - KIND_SHARE)), rng, label)
     threshold = release_threshold(budget.notion, scale, delta)
     values, *levels = np.split(noisy, np.cumsum([part.size for part in parts])[:-1])
     levels = levels or [np.zeros(group.max() + 1) for group in LEVELS]
-    released = {key: c for key, c in zip(counts.index, values) if c >= threshold}
+    released = {key: c for key, c in zip(t.values, values) if c >= threshold}
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std,
                    _bar(budget.notion, scale, DECADE_Z, DECADE_MISS), _bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
                    time_format=time_format)
@@ -324,10 +397,11 @@ def _bar(notion: str, scale: float, z: float, miss: float) -> float:
     return z * scale if notion == "zcdp" else release_threshold(notion, scale, miss) - 1
 
 
-def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer: bool) -> Release:
+def refine(r: Release, t: Tally, budget: Budget, amount, rng, integer: bool) -> Release:
     """``r`` with the numbers' digits past the two significant ones of its cells, where the mass
     is (a hierarchical histogram refined only below nodes that surely hold numbers, as in
-    PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level).
+    PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level),
+    read through the column's Tally ``t`` (of a column of times: its :func:`timed` tally).
 
     The cells whose noisy count shows they hold numbers are split into ten equal parts, the
     parts that do into ten again, down to ``FINE_DEPTH`` digits (whole numbers: to parts one wide),
@@ -339,18 +413,22 @@ def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer:
     more), which gives ``r.decimals``: the most decimals held by a noticeable count
     (``NOISE_Z`` stds and ``TEXT_SHARE`` of the numbers).  Which nodes are split depends on
     earlier noisy counts only; a depth that would split no node spends nothing."""
-    numbers = np.array([as_float(v) for v in values if isinstance(v, (int, float))], dtype=float)
+    whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
+    fractional = np.array([isinstance(v, float) for v in t.values], dtype=bool)
+    numbers = np.array([as_float(v) for v in t.values[whole | fractional]], dtype=float)
+    weights = t.counts[whole | fractional]
     cells = cell_of(numbers)
     share = _floor(Fraction(repr(float(amount))) / (FINE_DEPTH + 1))
     fine, decimals, distinct, fine_std = {}, None, None, math.inf
     if integer and r.time_format is None:
-        count = np.array([float(len({v for v in values if isinstance(v, int)}))])
+        count = np.array([float(whole.sum())])
         noisy, _, fine_std = _noisy(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
         distinct = float(noisy[0])
     elif not integer:
-        digits = [min(_decimals(v), MAX_DECIMALS + 1) for v in values if isinstance(v, float)]
-        counts = np.bincount(np.array(digits, dtype=np.int64), minlength=MAX_DECIMALS + 2).astype(float)
-        counts[0] += sum(isinstance(v, int) for v in values)
+        digits = [min(_decimals(v), MAX_DECIMALS + 1) for v in t.values[fractional]]
+        counts = np.bincount(np.array(digits, dtype=np.int64), weights=t.counts[fractional],
+                             minlength=MAX_DECIMALS + 2).astype(float)
+        counts[0] += t.counts[whole].sum()
         noisy, _, std = _noisy(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
         total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
         noticed = np.flatnonzero(noisy >= max(NOISE_Z * std, TEXT_SHARE * total))
@@ -368,7 +446,8 @@ def refine(r: Release, values: np.ndarray, budget: Budget, amount, rng, integer:
         parent = cells * 10 ** (depth - 1) + position // 10
         k = np.minimum(np.searchsorted(ids, parent), ids.size - 1)
         inside = ids[k] == parent
-        answers = np.bincount(10 * k[inside] + position[inside] % 10, minlength=10 * ids.size).astype(float)
+        answers = np.bincount(10 * k[inside] + position[inside] % 10, weights=weights[inside],
+                              minlength=10 * ids.size).astype(float)
         label = f"schema of column {r.name!r}: digit {depth + 2}"
         noisy, scale, fine_std = _noisy(answers, 1, budget, share, rng, label)
         bar = _bar(budget.notion, scale, RANGE_Z, RANGE_MISS)
@@ -672,7 +751,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
@@ -683,9 +762,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     :class:`Unreleasable`; given a dict ``left_out``, it is left out of the encoder instead and
     ``left_out[name]`` says why.  Given a dict ``thresholds``, ``thresholds[name]`` is the noisy
     count a value of the column needed to be released (set by the budget and the column's noisy
-    kind).  The
-    encoder clips numbers outside a column's range into its end bins; :func:`encoded` codes the
-    rows."""
+    kind).  ``counts``: the columns' :func:`tallies`, where the caller has them (else read from
+    ``table``, a pandas or partitioned table).  The encoder clips numbers outside a column's
+    range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
@@ -695,11 +774,11 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
-    markers = frozenset(missing)
+    counted = tallies(frame, frozenset(missing)) if counts is None else counts
     releases, columns, why = {}, {}, {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
-            releases[name] = release(name, canonical(frame[name], markers), budget,
+            releases[name] = release(name, counted[name], budget,
                                      _floor(total * (1 - FINE_SHARE) / d), delta / d, rng, kinds.get(name))
             try:
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
@@ -709,7 +788,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     binned = [name for name, column in columns.items() if column.kind == "numeric"]
     with progress.bar(len(binned), "schema digits", "column") as shown:
         for name in binned:
-            refined = refine(releases[name], column_values(frame[name], markers, releases[name].time_format), budget,
+            fmt = releases[name].time_format
+            refined = refine(releases[name], counted[name] if fmt is None else timed(counted[name], fmt), budget,
                              _floor(total * FINE_SHARE / len(binned)), rng, columns[name].integer)
             try:
                 columns[name] = column_from(refined, bins, kinds.get(name), other)
@@ -728,22 +808,20 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     return encoder
 
 
-def public_column(series, missing=("?", "")) -> CategoricalColumn:
-    """The column of a table whose categories the user declares public knowledge (the cities of a
-    state, the codes of a codebook): every value present, as :func:`~ektelo_pgm.table_io.canonical`
-    reads it, is a category (numbers first, then text, each sorted), with a missing code when a
-    value is missing.  Read from the table as it is, without noise: a declared assumption that
-    the set of values is known without the table, which the user vouches for; no privacy is
-    spent and none is claimed for the set (docs/privacy.md)."""
-    values = canonical(series, frozenset(missing))
-    present = {v for v in values if v is not None}
-    categories = sorted(present, key=lambda v: (isinstance(v, str), v))
+def public_column(name: str, t: Tally) -> CategoricalColumn:
+    """The column ``name`` whose categories the user declares public knowledge (the cities of a
+    state, the codes of a codebook), from its Tally ``t``: every value present is a category
+    (numbers first, then text, each sorted), with a missing code when a value is missing.
+    Read from the table as it is, without noise: a declared assumption that the set of values
+    is known without the table, which the user vouches for; no privacy is spent and none is
+    claimed for the set (docs/privacy.md)."""
+    categories = sorted(t.values, key=lambda v: (isinstance(v, str), v))
     if not categories:
-        raise InputError(f"column {series.name!r} is declared to have public categories but has no value")
-    return CategoricalColumn(str(series.name), tuple(categories), any(v is None for v in values), public=True)
+        raise InputError(f"column {name!r} is declared to have public categories but has no value")
+    return CategoricalColumn(name, tuple(categories), t.missing > 0, public=True)
 
 
-def encoded(frame, encoder: TableEncoder) -> Dataset:
+def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     """The integer codes of every row of ``frame`` under a private or declared schema, read as
     :func:`~ektelo_pgm.table_io.canonical` values: whatever a record holds, it is coded and
     never refused or dropped, so neither the run's outcome nor the number of records the
@@ -753,24 +831,71 @@ def encoded(frame, encoder: TableEncoder) -> Dataset:
     outside the schema's) gets the column's missing code, or its first code when the schema
     gives it none (a data-independent choice: such records are few, by the schema's rule or by
     the user's declaration); a column with an ``other`` code gives it to the values outside its
-    categories."""
+    categories.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
+    :class:`~ektelo_pgm.dask_dataset.DaskDataset` coded partition by partition where Dask runs;
+    a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
+    whose codes are written once under ``folder``."""
+    if is_dask_collection(frame):
+        from .dask_dataset import DaskDataset, _int_meta
+
+        meta = _int_meta(encoder.domain.attrs)
+        return DaskDataset(frame.map_partitions(_coded_part, encoder, meta=meta), encoder.domain)
+    if isinstance(frame, Partitions):
+        return _coded_files(frame, encoder, folder)
+    return Dataset(_coded_part(frame, encoder).to_numpy(), encoder.domain)
+
+
+def _coded_part(frame, encoder: TableEncoder):
+    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's."""
     markers = frozenset(encoder.missing)
-    codes = []
-    for name, column in encoder.columns.items():
-        values = column_values(frame[name], markers, getattr(column, "time_format", None))
-        if column.kind == "numeric":
-            number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
-            code = np.full(len(values), -1, dtype=np.int64)
-            edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
-            code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
-        else:
-            categories = [canonical_value(c) for c in column.categories]
-            code = pandas_module().Index(categories, dtype=object).get_indexer(values)
-            if column.other is not None:
-                code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
-        code[code < 0] = column.size - 1 if column.missing else 0
-        codes.append(code)
-    return Dataset(np.column_stack(codes).astype(np.int64), encoder.domain)
+    return pandas_module().DataFrame({name: column_codes(frame[name], column, markers)
+                                      for name, column in encoder.columns.items()}, index=frame.index)
+
+
+def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":
+    """The codes of a table read part by part, written once under ``folder`` as Parquet files of
+    the smallest unsigned integers that hold them (read back by each pass of a mechanism)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .parquet_dataset import ParquetDataset
+
+    if folder is None:
+        raise InputError("a table read part by part is coded into Parquet files: name a folder for them")
+    os.makedirs(folder, exist_ok=True)
+    types = {a: np.uint8 if size <= 2**8 else np.uint16 if size <= 2**16 else np.uint32
+             for a, size in zip(encoder.domain.attrs, encoder.domain.shape)}
+    files = []
+    with progress.bar(None, "coding", "part") as shown:
+        for k, part in enumerate(parts):
+            codes = _coded_part(part, encoder)
+            files.append(os.path.join(folder, f"codes-{k:05d}.parquet"))
+            pq.write_table(pa.table({a: codes[a].to_numpy().astype(t) for a, t in types.items()}), files[-1])
+            shown.update()
+    if not files:
+        raise InputError("the table has no rows")
+    return ParquetDataset(files, encoder.domain)
+
+
+def column_codes(series, column, markers: frozenset) -> np.ndarray:
+    """The int64 code of each row of a raw column in the schema's ``column`` (:func:`encoded`'s
+    rules), each distinct raw value coded once."""
+    rows, values = factorized(series, markers)
+    values = np.append(values, None)  # the value of row code -1: missing
+    if getattr(column, "time_format", None) is not None:
+        values = as_times(values, column.time_format)
+    if column.kind == "numeric":
+        number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
+        code = np.full(len(values), -1, dtype=np.int64)
+        edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
+        code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
+    else:
+        categories = [canonical_value(c) for c in column.categories]
+        code = pandas_module().Index(categories, dtype=object).get_indexer(values)
+        if column.other is not None:
+            code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
+    code[code < 0] = column.size - 1 if column.missing else 0
+    return code.astype(np.int64)[rows]
 
 
 #: The keys of a declared column in the short form (module docstring).
@@ -925,17 +1050,19 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
     fixed = {} if declared is None else dict(declared.columns)
-    fixed.update({c: public_column(frame[c], missing) for c in public})
-    absent = [c for c in fixed if c not in frame.columns]
+    absent = [c for c in [*fixed, *public] if c not in frame.columns]
     if absent:
         raise InputError(f"columns {absent} of the schema are not in the table {list(frame.columns)}")
-    both = [c for c in (kinds or {}) if c in fixed]
+    both = [c for c in (kinds or {}) if c in fixed or c in public]
     if both:
         raise InputError(f"columns {both} are declared in the schema; kinds= (--categorical, --numeric) fix "
                          "the kinds of the columns inferred")
     open_ = undeclared(frame.columns, declared, public)
+    read = [c for c in frame.columns if c in open_ or c in public]
+    counted = tallies(frame[read], frozenset(missing)) if read else {}
+    fixed.update({c: public_column(c, counted[c]) for c in public})
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
-                     left_out=left_out, thresholds=thresholds) if open_ else None
+                     left_out=left_out, thresholds=thresholds, counts=counted) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
         reasons = "; ".join((left_out or {}).values())

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import math
 import os
+import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
@@ -42,7 +43,7 @@ from .estimate import SAMPLING, Estimate
 from .files import atomic_write
 from .params import as_data
 from .privacy import Budget, Charge, approx_to_zcdp
-from .table_io import as_frame, pandas_module, read_table, typed
+from .table_io import PART_ROWS, Partitions, as_frame, open_table, pandas_module, typed, write_parts
 from .uncertainty import LEVEL, ErrorBars
 
 _FORMAT = "ektelo_pgm.Synthesizer"
@@ -219,27 +220,39 @@ class Synthesizer:
         self.schema_declared: bool | None = None
 
     # fitting -----------------------------------------------------------------
-    def fit(self, table, schema=None, header: bool | None = None) -> "Synthesizer":
-        """Learn from ``table`` (a DataFrame, or a CSV/Parquet path) spending the whole budget.
+    def fit(self, table, schema=None, header: bool | None = None, cache=None) -> "Synthesizer":
+        """Learn from ``table`` spending the whole budget: a pandas DataFrame, a Dask DataFrame
+        (read partition by partition where Dask runs), a
+        :class:`~ektelo_pgm.table_io.Partitions` (read part by part in this process), or the
+        path of a CSV or Parquet file, folder or glob (:func:`~ektelo_pgm.table_io.open_table`:
+        read whole, or part by part when large).
 
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
         dict, or the path of a JSON file (see :meth:`ektelo_pgm.schema.Declared.read`).  ``header``:
-        whether a CSV path's first line names its columns (:func:`~ektelo_pgm.table_io.read_table`)."""
+        whether a CSV path's first line names its columns (:func:`~ektelo_pgm.table_io.read_table`).
+        ``cache``: the folder where a table read part by part has its integer codes written once
+        for the mechanism's passes (default: a temporary folder, removed after the fit; the codes
+        are the private records: keep a named one as private as the table)."""
         with self._reporting():
-            return self._fit(read_table(table, header) if isinstance(table, (str, os.PathLike)) else table, schema)
+            if isinstance(table, (str, os.PathLike)):
+                table = open_table(table, header)
+            if cache is not None or not isinstance(table, Partitions):
+                return self._fit(table, schema, cache)
+            with tempfile.TemporaryDirectory(prefix="ektelo-codes-") as folder:
+                return self._fit(table, schema, folder)
 
     def _reporting(self):
         """Progress as ``progress`` says; None leaves the caller's setting (e.g. the CLI's --quiet)."""
         return contextlib.nullcontext() if self.progress is None else progresses.reporting(self.progress)
 
-    def _fit(self, table, schema) -> "Synthesizer":
+    def _fit(self, table, schema, cache) -> "Synthesizer":
         frame = as_frame(table)
         entry = mechanism_entry(self.mechanism)
         unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate, *self.public) if c not in frame.columns]
         if unknown:
             raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
         table_order = [c for c in frame.columns if c not in self.drop]
-        frame = frame.drop(columns=list(self.drop) + list(self.regenerate))
+        frame = frame[[c for c in frame.columns if c not in self.drop and c not in self.regenerate]]
         declared = None if schema is None else schemas.Declared.read(schema)
         fixed = {} if declared is None else declared.columns
         twice = [c for c in self.public if c in fixed or c in self.kinds or c in self.drop or c in self.regenerate]
@@ -254,7 +267,7 @@ class Synthesizer:
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
                                 left_out=left_out, thresholds=thresholds)
         columns = encoder.columns
-        data = schemas.encoded(frame, encoder)
+        data = schemas.encoded(frame, encoder, cache)
         mechanism = entry.build(data.domain, self.mechanism_options)
         self.params = as_data(mechanism.get_params())
         result = mechanism.run(data, budget, self.fit_rng)
@@ -284,19 +297,42 @@ class Synthesizer:
         (:func:`~ektelo_pgm.table_io.typed`); numbers are drawn uniformly inside their bins (a column of whole numbers
         among the whole numbers of each bin), categories are among those released."""
         self._fitted()
+        return self._part(self._rows(n), 1)
+
+    def _rows(self, n) -> int:
+        """``n`` checked, or the estimated number of records."""
         if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
             raise InputError(f"the number of rows must be a positive integer, got {n!r}")
-        if n is None:
-            n = max(1, int(round(self.estimate.total)))
+        return max(1, int(round(self.estimate.total))) if n is None else int(n)
+
+    def _part(self, n: int, first: int):
+        """``n`` synthetic records (:meth:`sample`), regenerated identifiers numbered from ``first``."""
         options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
         with self._reporting():
-            records = self.estimate.synthetic_data(int(n), self.rng, **options)
+            records = self.estimate.synthetic_data(n, self.rng, **options)
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
         for name in self.regenerate:
-            frame[name] = pandas_module().Series(np.arange(1, int(n) + 1), dtype="Int64")
+            frame[name] = pandas_module().Series(np.arange(first, first + n), dtype="Int64")
         return frame[self.order]
+
+    def write(self, path, n: int | None = None, header: bool = True, rows: int = PART_ROWS) -> int:
+        """Write ``n`` synthetic records (default: the estimated number of records) to ``path``
+        (CSV, Parquet or JSON by extension, atomically), drawn and written ``rows`` at a time
+        (each part as :meth:`sample` draws it), so that memory holds one part whatever ``n``;
+        ``header``: whether a CSV gets a header line.  Returns the number of records written."""
+        self._fitted()
+        n = self._rows(n)
+        starts = range(0, n, rows)
+        with self._reporting(), progresses.bar(n, "writing", "record") as shown:
+            def parts():
+                for start in starts:
+                    part = self._part(min(rows, n - start), start + 1)
+                    shown.update(len(part))
+                    yield part
+            write_parts(parts(), os.fspath(path), header)
+        return n
 
     def answer(self, k: int = 2, level: float = LEVEL):
         """The estimated counts of every ``k``-way marginal of the columns with their error bars,

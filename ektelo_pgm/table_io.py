@@ -10,7 +10,9 @@
 """
 from __future__ import annotations
 
+import copy
 import csv
+import glob
 import importlib.util
 import io
 import math
@@ -70,22 +72,7 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
     if path.endswith(PARQUET):
         reader = lambda: pd.read_parquet(path)  # noqa: E731
     else:
-        if header is None and names is not None:
-            header = False
-        if header is None:
-            raise InputError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
-                             "or --names; in Python header=True or False): it is never guessed from the data")
-        if header and names is not None:
-            raise InputError(f"{path}: names are for a CSV without a header line (header=False)")
-        try:
-            "".encode(encoding)
-        except LookupError:
-            raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
-        sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
-        options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None,
-                   "dtype": str if text else None, "encoding": encoding, "encoding_errors": "replace"}
-        if names is not None:
-            options["names"] = list(names)
+        options = csv_options(path, header, names, sep, encoding, text)
         reader = lambda: _read_csv(path, options)  # noqa: E731
     try:
         frame = reader()
@@ -98,13 +85,52 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
     return frame
 
 
+def csv_options(path: str, header: bool | None, names, sep: str | None, encoding: str, text: bool) -> dict:
+    """``pandas.read_csv``'s options for a CSV file as :func:`read_table` reads it (its arguments),
+    checked: the header said, the encoding known."""
+    if header is None and names is not None:
+        header = False
+    if header is None:
+        raise InputError(f"{path}: say whether the CSV's first line names its columns (--header or --no-header, "
+                         "or --names; in Python header=True or False): it is never guessed from the data")
+    if header and names is not None:
+        raise InputError(f"{path}: names are for a CSV without a header line (header=False)")
+    try:
+        "".encode(encoding)
+    except LookupError:
+        raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
+    sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
+    options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None,
+               "dtype": str if text else None, "encoding": encoding, "encoding_errors": "replace"}
+    if names is not None:
+        options["names"] = list(names)
+    return options
+
+
 def _read_csv(path: str, options: dict):
-    """``pandas.read_csv`` with the columns named first, at a width that no single record
-    decides: the header line's, the names', or else the most common number of fields among the
-    first 1,000 lines (column_1, column_2, ...).  Longer lines are cut to it (the slower python
-    parser, only where one is), shorter ones padded with missing values, silently."""
+    """``pandas.read_csv`` with the columns named first (:func:`_csv_names`).  Longer lines are
+    cut to the width (the slower python parser, only where one is), shorter ones padded with
+    missing values, silently."""
     pd = pandas_module()
-    names = options.pop("names", None)
+    options = {**options, "names": _csv_names(path, options), "index_col": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(path, **options)
+        except pd.errors.ParserError:
+            return pd.read_csv(path, engine="python", on_bad_lines=_cut(options["names"]), **options)
+
+
+def _cut(names):
+    """The python parser's handler of a line longer than ``names``: cut to their width."""
+    return lambda fields: fields[:len(names)]
+
+
+def _csv_names(path: str, options: dict) -> list[str]:
+    """The columns of a CSV file, at a width that no single record decides: the header line's, the
+    ``names`` option's, or else the most common number of fields among the first 1,000 lines
+    (column_1, column_2, ...).  Repeated names are refused, by name."""
+    names = options.get("names")
     with open(path, encoding=options["encoding"], errors="replace", newline="") as f:
         lines = csv.reader(f, delimiter=options["sep"], skipinitialspace=True)
         if options["header"] == 0:
@@ -116,27 +142,76 @@ def _read_csv(path: str, options: dict):
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise InputError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
-    options = {**options, "names": names, "index_col": False}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pd.errors.ParserWarning)
-        try:
-            return pd.read_csv(path, **options)
-        except pd.errors.ParserError:
-            return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:len(names)], **options)
+    return list(names)
 
 
 def write_table(frame, path: str, header: bool = True) -> None:
     """``frame`` to ``path`` (CSV, Parquet or JSON by extension), atomically; ``header``: whether a
     CSV gets a header line."""
+    write_parts([frame], path, header)
+
+
+def write_parts(parts, path: str, header: bool = True) -> None:
+    """The DataFrames ``parts`` (an iterable, each with the same columns and value types) one
+    after the other to ``path`` (CSV, Parquet or JSON by extension), atomically: CSV and Parquet
+    hold one part in memory at a time (Parquet: a row group per part); ``header``: whether a CSV
+    gets a header line."""
     if path.endswith(PARQUET):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         with atomic_write(path, "wb") as f:
-            frame.to_parquet(f, index=False)
+            writer = None
+            for part in parts:
+                if writer is None:
+                    schema = pa.Schema.from_pandas(part, preserve_index=False)
+                    for k, column in enumerate(schema):  # a column missing throughout the first part: text
+                        if pa.types.is_null(column.type):
+                            schema = schema.set(k, pa.field(column.name, pa.string()))
+                    writer = pq.ParquetWriter(f, schema)
+                writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+            if writer is not None:
+                writer.close()
     elif path.endswith(".json"):
         with atomic_write(path) as f:
-            frame.to_json(f, orient="records", indent=1)
+            pandas_module().concat(list(parts), ignore_index=True).to_json(f, orient="records", indent=1)
     else:
         with atomic_write(path, newline="") as f:
-            frame.to_csv(f, index=False, header=header)
+            for k, part in enumerate(parts):
+                part.to_csv(f, index=False, header=header and k == 0)
+
+
+#: A table whose files take more than this share of the machine's memory on disk is read part
+#: by part by ``open_table(engine="auto")``: read whole, a table of text takes several times its
+#: size on disk in memory (pandas' strings), and the schema's counts more again.
+MEMORY_SHARE = 1 / 20
+ENGINES = ("auto", "memory", "parts")
+
+
+def open_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
+               engine: str = "auto"):
+    """The table at ``path`` to fit on: a DataFrame read whole (``engine="memory"``,
+    :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``).  ``"auto"``
+    reads part by part a folder, a glob, or files taking more than ``MEMORY_SHARE`` of this
+    machine's memory on disk; else whole."""
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    path = os.fspath(path)
+    if engine == "auto":
+        files = table_files(path)
+        large = sum(os.path.getsize(p) for p in files) > MEMORY_SHARE * _memory_bytes()
+        engine = "parts" if large or files != [path] else "memory"
+    if engine == "memory":
+        return read_table(path, header, names, sep, encoding)
+    return Partitions(path, header, names, sep, encoding)
+
+
+def _memory_bytes() -> int:
+    """This machine's physical memory in bytes (16 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 16 * 2**30
 
 
 def has_header(path) -> bool:
@@ -181,9 +256,11 @@ def typed(values, column):
 def as_frame(table):
     """The DataFrame of ``table`` checked (columns named, none repeated, rows present): a
     DataFrame, the path of a CSV file with a header line (its columns typed as pandas reads
-    them, :func:`read_table` with ``text=False``) or a Parquet file, or a partitioned Dask
-    DataFrame, kept as it is (its rows are read partition by partition)."""
+    them, :func:`read_table` with ``text=False``) or a Parquet file, or a partitioned table (a
+    Dask DataFrame or :class:`Partitions`), kept as it is (its rows are read part by part)."""
     pd = pandas_module()
+    if isinstance(table, Partitions):
+        return table
     if isinstance(table, (str, os.PathLike)):
         table = read_table(table, header=True, text=False)
     partitioned = is_dask_collection(table) and hasattr(table, "columns")
@@ -225,12 +302,23 @@ def canonical(series, missing: frozenset) -> np.ndarray:
     whole number (``"61"``, ``61.0``, ``"1e3"``; every digit kept, beyond 2**53 too), a float
     for any other number (``"61.5"``; ``inf`` for ``"inf"`` and numbers past the float range
     such as ``"1e400"``), else the text as a str (booleans included: ``"True"``).  An object
-    array, one entry per row; each distinct raw value is parsed once."""
+    array, one entry per row (:func:`factorized`)."""
+    codes, values = factorized(series, missing)
+    return np.append(values, None)[codes]
+
+
+def factorized(series, missing: frozenset) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, values)`` of a raw column: ``values``, the :func:`canonical` value of each distinct
+    raw value in order of first appearance (an object array; two raw values may read as one,
+    ``" 5"`` and ``"5"``, and a missing marker as None), and ``codes``, each row's index into
+    ``values`` (int64, -1 where the row is NaN or None).  Each distinct raw value is parsed
+    once, so the cost per row is that of hashing it."""
     pd = pandas_module()
-    codes, uniques = pd.factorize(clean(series, missing))
-    parsed = np.empty(len(uniques) + 1, dtype=object)  # the last entry, None, for code -1 (missing)
-    parsed[:-1] = [canonical_value(v) for v in uniques]
-    return parsed[codes]
+    codes, uniques = pd.factorize(series)
+    cleaned = clean(pd.Series(uniques), missing)
+    values = np.empty(len(uniques), dtype=object)
+    values[:] = [None if pd.isna(v) else canonical_value(v) for v in cleaned]
+    return codes.astype(np.int64, copy=False), values
 
 
 def canonical_value(value):
@@ -268,3 +356,116 @@ def as_float(value) -> float:
         return float(value)
     except OverflowError:
         return math.inf if value > 0 else -math.inf
+
+
+def parquet_batches(files, columns, rows: int):
+    """The non-empty record batches of ``columns`` of Parquet ``files``, ``rows`` rows at most
+    each, file after file (one batch in memory at a time)."""
+    import pyarrow.parquet
+
+    for path in files:
+        with pyarrow.parquet.ParquetFile(path) as f:
+            for batch in f.iter_batches(batch_size=rows, columns=list(columns)):
+                if batch.num_rows:
+                    yield batch
+
+
+#: Rows per part when a table is read part by part (:class:`Partitions`).
+PART_ROWS = 1_000_000
+
+
+def table_files(path) -> list[str]:
+    """The files of a table: ``path`` itself, the CSV or Parquet files under a folder (in name
+    order, any depth: a folder a Spark or Dask job wrote), or the files a glob matches."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        found = sorted(os.path.join(root, name) for root, _, names in os.walk(path) for name in names
+                       if name.lower().endswith((*PARQUET, ".csv", *TABS)) and not name.startswith(("_", ".")))
+    elif any(c in path for c in "*?["):
+        found = sorted(p for p in glob.glob(path) if os.path.isfile(p))
+    elif not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    else:
+        found = [path]
+    if not found:
+        raise FileNotFoundError(f"{path}: no CSV or Parquet file there")
+    kinds = {p.endswith(PARQUET) for p in found}
+    if len(kinds) > 1:
+        raise InputError(f"{path}: holds both CSV and Parquet files; give one kind")
+    return found
+
+
+class Partitions:
+    """A table read part by part, never whole (the out-of-core path): its ``files`` (a file, a
+    folder or a glob, :func:`table_files`), Parquet read in batches of ``rows`` rows, CSV in
+    chunks of ``rows`` lines read as :func:`read_table` reads a CSV (its ``header``, ``names``,
+    ``sep`` and ``encoding``; every field as text).  Iterating yields pandas DataFrames with the
+    table's :attr:`columns`; each pass reads the files again.  :attr:`bytes`: their size on disk."""
+
+    def __init__(self, path, header: bool | None = None, names=None, sep: str | None = None,
+                 encoding: str = "utf-8", rows: int = PART_ROWS):
+        self.files, self.rows = table_files(path), int(rows)
+        self.bytes = sum(os.path.getsize(p) for p in self.files)
+        self.parquet = self.files[0].endswith(PARQUET)
+        if importlib.util.find_spec("pyarrow") is None:
+            raise ImportError(f"{path}: a table read part by part needs pyarrow (its codes are kept as Parquet): "
+                              "pip install 'ektelo_pgm[parquet]'")
+        if self.parquet:
+            import pyarrow.parquet
+
+            self.columns = [str(c) for c in pyarrow.parquet.read_schema(self.files[0]).names]
+            other = [p for p in self.files[1:] if pyarrow.parquet.read_schema(p).names != self.columns]
+            if other:
+                raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
+        else:
+            self._options = csv_options(self.files[0], header, names, sep, encoding, text=True)
+            self.columns = self._names = _csv_names(self.files[0], self._options)
+            other = [p for p in self.files[1:] if _csv_names(p, self._options) != self._names]
+            if other:
+                raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
+        repeated = sorted({c for c in self.columns if self.columns.count(c) > 1})
+        if repeated:
+            raise InputError(f"{path}: the column names {repeated} repeat; rename them")
+
+    def __getitem__(self, columns) -> "Partitions":
+        """The same table with only ``columns`` (a list of its columns), in that order."""
+        absent = [c for c in columns if c not in self.columns]
+        if absent:
+            raise KeyError(f"columns {absent} are not in the table {self.columns}")
+        view = copy.copy(self)
+        view.columns = list(columns)
+        return view
+
+    def __iter__(self):
+        if self.parquet:
+            for batch in parquet_batches(self.files, self.columns, self.rows):
+                yield batch.to_pandas().set_axis(self.columns, axis=1)
+            return
+        for path in self.files:
+            for part in self._csv_parts(path):
+                yield part[self.columns]
+
+    def _csv_parts(self, path: str):
+        """The parts of one CSV file: the fast parser, or from where it fails on a line longer than
+        the header, the python parser (which cuts such lines, as :func:`read_table`)."""
+        pd = pandas_module()
+        options = {**self._options, "names": self._names, "index_col": False, "chunksize": self.rows}
+        done = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            try:
+                with pd.read_csv(path, **options) as parts:
+                    for part in parts:
+                        done += 1
+                        yield part
+                return
+            except pd.errors.ParserError:
+                pass
+            with pd.read_csv(path, engine="python", on_bad_lines=_cut(self._names), **options) as parts:
+                for k, part in enumerate(parts):
+                    if k >= done:
+                        yield part
+
+    def __repr__(self) -> str:
+        kind = "Parquet" if self.parquet else "CSV"
+        return f"Partitions({len(self.files)} {kind} files, {self.bytes / 2**20:,.1f} MB, columns {self.columns})"

@@ -269,10 +269,10 @@ def test_unknown_output_format_is_refused_before_work(tmp_path, table, capsys):
 
 
 def test_interrupt_exits_130_and_leaves_no_output(tmp_path, table, capsys, monkeypatch):
-    def interrupted(self, n=None):
+    def interrupted(self, n, first):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Synthesizer, "sample", interrupted)
+    monkeypatch.setattr(Synthesizer, "_part", interrupted)  # while the records are drawn
     code, _, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2,
                        "--mechanism", "mst")
     assert code == 130 and "interrupted" in err

@@ -1,0 +1,206 @@
+"""The out-of-core path: a raw table read part by part (CSV or Parquet files, a Dask DataFrame)
+gives exactly the in-memory schema, codes, fit and synthetic records; its codes are counted
+from Parquet on disk (ParquetDataset) and the output is written part by part."""
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+pytest.importorskip("pyarrow", reason="the out-of-core path keeps codes as Parquet: the 'parquet' extra",
+                    exc_type=ImportError)
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from ektelo_pgm import Budget, Dataset, Domain  # noqa: E402
+from ektelo_pgm import schema as schemas  # noqa: E402
+from ektelo_pgm.errors import InputError  # noqa: E402
+from ektelo_pgm.parquet_dataset import ParquetDataset  # noqa: E402
+from ektelo_pgm.synthesizer import Synthesizer  # noqa: E402
+from ektelo_pgm.table_io import Partitions, open_table, read_table, write_parts  # noqa: E402
+
+MARKERS = frozenset({"?", ""})
+raw_values = st.one_of(st.integers(-5, 5), st.sampled_from([2.5, -0.25, 1e400, float("nan")]),
+                       st.sampled_from(["a", " a", "b ", "?", "", "7", " 7.0", "2020-01-02", "x y"]), st.none())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(raw_values, min_size=1, max_size=40), st.lists(st.integers(1, 39), max_size=4))
+def test_tallies_of_parts_merged_in_order_equal_the_whole_columns(values, cuts):
+    series = pd.Series(values, dtype=object)
+    bounds = [0, *sorted(set(c for c in cuts if c < len(values))), len(values)]
+    whole = schemas.tally(series, MARKERS)
+    parts = schemas.merged(schemas.tally(series.iloc[a:b], MARKERS) for a, b in zip(bounds, bounds[1:]))
+    present = [v for v in schemas.canonical(series, MARKERS) if v is not None]
+    assert list(whole.values) == list(dict.fromkeys(present))  # first appearance, as the rows read
+    assert [int(c) for c in whole.counts] == [present.count(v) for v in whole.values]
+    assert whole.missing == len(values) - len(present)
+    assert list(parts.values) == list(whole.values) and np.array_equal(parts.counts, whole.counts)
+    assert parts.missing == whole.missing
+
+
+def messy(n=3000, seed=0) -> pd.DataFrame:
+    """A raw table with every kind of column: categories (rare ones too), whole and fractional
+    numbers, times, an identifier, text, missing values."""
+    rng = np.random.default_rng(seed)
+    city = rng.choice(["Austin", "Dallas", " Houston", "Waco", "Tyler"], n, p=[0.4, 0.3, 0.2, 0.09, 0.01])
+    age = rng.integers(18, 90, n).astype(object)
+    age[rng.random(n) < 0.05] = "?"
+    price = np.round(rng.lognormal(10, 1, n), 2)
+    day = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    return pd.DataFrame({"city": city, "age": age, "price": price, "day": day.strftime("%Y-%m-%d"),
+                         "id": rng.permutation(n) + 10_000, "note": [f"text {i}" for i in range(n)]})
+
+
+def as_text_files(frame: pd.DataFrame, folder, parts: int) -> list:
+    folder.mkdir()
+    paths = []
+    for k, chunk in enumerate(np.array_split(np.arange(len(frame)), parts)):
+        paths.append(folder / f"part-{k}.csv")
+        frame.iloc[chunk].to_csv(paths[-1], index=False)
+    return paths
+
+
+def test_the_schema_of_a_table_read_in_parts_is_the_whole_tables(tmp_path):
+    frame = messy()
+    as_text_files(frame, tmp_path / "csv", 3)
+    whole = read_table(tmp_path / "csv" / "part-0.csv", header=True)
+    whole = pd.concat([whole] + [read_table(tmp_path / "csv" / f"part-{k}.csv", header=True) for k in (1, 2)],
+                      ignore_index=True)
+    parts = Partitions(tmp_path / "csv", header=True, rows=500)
+    learnt = []
+    for table in (whole, parts):
+        left_out, budget = {}, Budget.zcdp(0.5)
+        encoder = schemas.learn(table, budget, None, 1e-9, rng=3, left_out=left_out)
+        learnt.append((encoder.to_dict(), left_out, [str(c) for c in budget.ledger]))
+    assert learnt[0] == learnt[1]
+    assert "note" in learnt[0][1]  # free text, left out alike
+    assert encoder.columns["day"].time_format == "%Y-%m-%d"
+
+
+@pytest.mark.parametrize("mechanism", ["mst", "aim"])
+def test_a_fit_on_parts_writes_the_same_records_as_in_memory(tmp_path, mechanism):
+    frame = messy(2000).drop(columns=["note"])
+    as_text_files(frame, tmp_path / "csv", 4)
+    whole = pd.concat([read_table(p, header=True) for p in sorted((tmp_path / "csv").glob("*.csv"))],
+                      ignore_index=True)
+    options = {"rounds": 20} if mechanism == "aim" else {}
+    written = []
+    for k, table in enumerate([whole, Partitions(tmp_path / "csv", header=True, rows=300)]):
+        synth = Synthesizer(mechanism, epsilon=2.0, seed=5, regenerate=["id"], progress=False, **options)
+        synth.fit(table, cache=tmp_path / f"codes{k}")
+        assert synth.write(tmp_path / f"out{k}.csv", rows=700) == len(pd.read_csv(tmp_path / f"out{k}.csv"))
+        written.append((tmp_path / f"out{k}.csv").read_text())
+    assert written[0] == written[1]
+    out = pd.read_csv(tmp_path / "out1.csv")
+    assert list(out.columns) == list(frame.columns)
+    assert out["id"].tolist() == list(range(1, len(out) + 1))  # fresh identifiers across the parts
+    assert sorted(p.name for p in (tmp_path / "codes1").iterdir())[0] == "codes-00000.parquet"
+
+
+def test_a_temporary_code_folder_is_removed_and_parquet_input_works(tmp_path, monkeypatch):
+    frame = messy(1500).drop(columns=["note", "id"]).astype({"age": str})
+    (tmp_path / "pq").mkdir()
+    for k, chunk in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[chunk].to_parquet(tmp_path / "pq" / f"p{k}.parquet", index=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    synth = Synthesizer("mst", epsilon=1.0, seed=1, progress=False).fit(str(tmp_path / "pq"))
+    assert list((tmp_path / "tmp").iterdir()) == []
+    synth.write(tmp_path / "out.parquet", n=2500, rows=1000)
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert len(out) == 2500 and pq.ParquetFile(tmp_path / "out.parquet").num_row_groups == 3
+    assert list(out.columns) == list(frame.columns)
+
+
+def test_a_dask_dataframe_fits_as_the_whole_table():
+    dd = pytest.importorskip("dask.dataframe", reason="needs the 'dask' extra", exc_type=ImportError)
+    frame = messy(1500).drop(columns=["note", "id"])
+    outputs = []
+    for table in (frame, dd.from_pandas(frame, npartitions=3)):
+        synth = Synthesizer("mst", epsilon=1.0, seed=2, progress=False).fit(table)
+        outputs.append(synth.sample(500))
+    pd.testing.assert_frame_equal(outputs[0], outputs[1])
+
+
+def codes_on_disk(tmp_path, records: np.ndarray, domain: Domain, files: int) -> list:
+    paths = []
+    for k, chunk in enumerate(np.array_split(records, files)):
+        paths.append(tmp_path / f"c{k}.parquet")
+        pq.write_table(pa.table({a: chunk[:, j].astype(np.uint16) for j, a in enumerate(domain.attrs)}), paths[-1])
+    return paths
+
+
+def test_parquet_dataset_counts_project_and_recode_as_in_memory(tmp_path):
+    rng = np.random.default_rng(0)
+    domain = Domain(["a", "b", "c"], [3, 5, 4])
+    records = np.column_stack([rng.integers(0, s, 1000) for s in domain.shape])
+    data, disk = Dataset(records, domain), ParquetDataset(codes_on_disk(tmp_path, records, domain, 3), domain, rows=128)
+    cliques = [("a",), ("c", "b"), ("a", "b", "c"), ()]
+    for want, got in zip(data.marginals(cliques), disk.marginals(cliques)):
+        assert np.array_equal(want, got)
+    assert len(disk) == 1000
+    codes = {"a": [0, 0, 1], "b": [0, 1, 1, 2, 2], "c": [0, 1, 2, 3]}
+    small = Domain(["a", "b", "c"], [2, 3, 4])
+    twice = disk.recode(codes, small).recode({"a": [1, 0], "b": [2, 1, 0], "c": [0, 1, 2, 3]}, small)
+    expect = data.recode(codes, small).recode({"a": [1, 0], "b": [2, 1, 0], "c": [0, 1, 2, 3]}, small)
+    assert np.array_equal(twice.marginal(("a", "b")), expect.marginal(("a", "b")))
+    assert np.array_equal(disk.project(["c", "a"]).marginal(("a", "c")), data.marginal(("a", "c")))
+    assert np.array_equal(disk.sum_rows(lambda r: r.sum(axis=0)), records.sum(axis=0))
+    assert np.array_equal(disk.to_memory().records, records)
+    with pytest.raises(TypeError, match="not held in memory"):
+        disk.records
+
+
+def test_parquet_dataset_refuses_codes_outside_the_domain_naming_the_column(tmp_path):
+    domain = Domain(["a", "b"], [3, 2])
+    records = np.array([[0, 1], [2, 1], [1, 5]])
+    disk = ParquetDataset(codes_on_disk(tmp_path, records, domain, 1), domain)
+    with pytest.raises(InputError, match="column 'b' holds codes outside its domain 0..1"):
+        disk.marginal(("b",))
+    with pytest.raises(InputError, match="columns \\['z'\\] of the domain are missing"):
+        ParquetDataset(disk.files, Domain(["a", "z"], [3, 2]))
+
+
+def test_written_parts_equal_one_write_and_open_table_chooses_the_engine(tmp_path):
+    frame = messy(100).astype({"age": str})
+    for suffix in (".csv", ".parquet"):
+        write_parts([frame], str(tmp_path / f"one{suffix}"))
+        write_parts([frame.iloc[:30], frame.iloc[30:]], str(tmp_path / f"two{suffix}"))
+    assert (tmp_path / "one.csv").read_text() == (tmp_path / "two.csv").read_text()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "one.parquet"), pd.read_parquet(tmp_path / "two.parquet"))
+    assert isinstance(open_table(tmp_path / "one.csv", header=True), pd.DataFrame)
+    assert isinstance(open_table(tmp_path / "one.csv", header=True, engine="parts"), Partitions)
+    assert isinstance(open_table(str(tmp_path / "t*.csv"), header=True), Partitions)  # a glob
+    with pytest.raises(InputError, match="engine must be one of auto, memory, parts"):
+        open_table(tmp_path / "one.csv", header=True, engine="disk")
+    with pytest.raises(InputError, match="say whether the CSV's first line names its columns"):
+        Partitions(tmp_path / "one.csv")
+    with pytest.raises(InputError, match="both CSV and Parquet"):
+        Partitions(tmp_path, header=True)
+
+
+def test_a_csv_line_longer_than_the_header_is_cut_in_parts_as_when_read_whole(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n" + "1,x\n" * 5 + "2,y,extra\n" + "3,z\n" * 5)
+    whole = read_table(path, header=True)
+    parts = pd.concat(list(Partitions(path, header=True, rows=3)), ignore_index=True)
+    pd.testing.assert_frame_equal(whole, parts)
+
+
+def test_the_command_line_synthesizes_a_folder_part_by_part(tmp_path):
+    frame = messy(1200).drop(columns=["note"])
+    as_text_files(frame, tmp_path / "in", 2)
+    done = subprocess.run([sys.executable, "-m", "ektelo_pgm.cli", "synth", str(tmp_path / "in"), "--header",
+                           "-o", str(tmp_path / "out.parquet"), "--epsilon", "1", "--mechanism", "mst",
+                           "--drop", "id", "--seed", "0", "--cache", str(tmp_path / "codes")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    assert list(out.columns) == ["city", "age", "price", "day"] and len(out) > 1000
+    assert len(list((tmp_path / "codes").glob("codes-*.parquet"))) == 2
