@@ -118,13 +118,16 @@ def test_a_temporary_code_folder_is_removed_and_parquet_input_works(tmp_path, mo
     assert list(out.columns) == list(frame.columns)
 
 
-def test_a_dask_dataframe_fits_as_the_whole_table():
+def test_a_dask_dataframe_fits_as_the_whole_table_on_several_worker_processes():
     dd = pytest.importorskip("dask.dataframe", reason="needs the 'dask' extra", exc_type=ImportError)
+    import dask
+
     frame = messy(1500).drop(columns=["note", "id"])
     outputs = []
-    for table in (frame, dd.from_pandas(frame, npartitions=3)):
-        synth = Synthesizer("mst", epsilon=1.0, seed=2, progress=False).fit(table)
-        outputs.append(synth.sample(500))
+    with dask.config.set(scheduler="processes", num_workers=2):
+        for table in (frame, dd.from_pandas(frame, npartitions=3)):
+            synth = Synthesizer("mst", epsilon=1.0, seed=2, progress=False).fit(table)
+            outputs.append(synth.sample(500))
     pd.testing.assert_frame_equal(outputs[0], outputs[1])
 
 
