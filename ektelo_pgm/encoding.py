@@ -224,7 +224,8 @@ class CategoricalColumn:
         pd = pandas_module()
         lookup = np.array(list(self.categories) + ([] if self.other is None else [self.other]) + [np.nan],
                           dtype=object)
-        return pd.Series(lookup[codes], name=self.name, dtype=object).infer_objects()
+        used, at = np.unique(codes, return_inverse=True)  # typed by the values present, once each
+        return pd.Series(lookup[used], dtype=object).infer_objects().take(at).reset_index(drop=True).rename(self.name)
 
     def labels(self) -> list[str]:
         """A readable label per code."""

@@ -91,7 +91,8 @@ def round_conditional(groups: np.ndarray, cond: np.ndarray, rng: np.random.Gener
     table = (base + (rank < deficit[:, None])).astype(np.int64)
     cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
     order = rng.permutation(n)
-    order = order[np.argsort(groups[order], kind="stable")]
+    keys = groups[order].astype(np.uint16) if cond.shape[0] <= 2**16 else groups[order]  # radix-sorted
+    order = order[np.argsort(keys, kind="stable")]
     values = np.empty(n, dtype=np.int64)
     values[order] = cells
     return values

@@ -247,11 +247,17 @@ def typed(values, column):
     if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
         return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
     categories = [canonical_value(c) for c in column.categories] + ([] if column.other is None else [column.other])
+    codes, uniques = pd.factorize(values)  # each distinct value converted once; -1: missing
+    as_series = lambda array, dtype=None: pd.Series(array, index=values.index, name=values.name,  # noqa: E731
+                                                    dtype=dtype)
     if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories):
-        return values.map(canonical_value, na_action="ignore").astype("Int64")
+        whole = np.array([canonical_value(v) for v in uniques] + [0], dtype=np.int64)
+        return as_series(pd.arrays.IntegerArray(whole[codes], codes < 0))
     if all(isinstance(c, (int, float)) and math.isfinite(as_float(c)) for c in categories):
-        return pd.to_numeric(values.map(canonical_value, na_action="ignore")).astype(float)
-    return values.map(str, na_action="ignore").astype(object)
+        return as_series(np.array([float(canonical_value(v)) for v in uniques] + [math.nan])[codes])
+    text = np.empty(len(uniques) + 1, dtype=object)
+    text[:-1], text[-1] = [str(v) for v in uniques], math.nan
+    return as_series(text[codes], object)
 
 def as_frame(table):
     """The DataFrame of ``table`` checked (columns named, none repeated, rows present): a
