@@ -19,7 +19,7 @@ from . import progress
 from .dataset import CountedDataset, Dataset, read_domain
 from .domain import Domain
 from .errors import DEFAULT_MAX_MB, InputError
-from .table_io import PART_ROWS, check_parquet, parquet_batches, table_files
+from .table_io import PART_ROWS, arrow, parquet_batches, table_files
 
 
 def _within(codes: np.ndarray, size: int, attr: str) -> np.ndarray:
@@ -38,10 +38,7 @@ class ParquetDataset(CountedDataset):
     def __init__(self, files, domain: Domain, lookups: dict | None = None, rows: int = PART_ROWS):
         super().__init__(domain)
         self.files, self.rows, self.lookups = [os.fspath(f) for f in files], int(rows), dict(lookups or {})
-        check_parquet(self.files[0])
-        import pyarrow.parquet
-
-        names = pyarrow.parquet.read_schema(self.files[0]).names
+        names = arrow()[1].read_schema(self.files[0]).names
         missing = [a for a in domain.attrs if a not in names]
         if missing:
             raise InputError(f"ParquetDataset: columns {missing} of the domain are missing from the files' columns "

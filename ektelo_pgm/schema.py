@@ -855,10 +855,10 @@ def _coded_part(frame, encoder: TableEncoder):
 def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":
     """The codes of a table read part by part, written once under ``folder`` as Parquet files of
     the smallest unsigned integers that hold them (read back by each pass of a mechanism)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from .parquet_dataset import ParquetDataset
+    from .table_io import arrow
+
+    pa, pq = arrow()
 
     if folder is None:
         raise InputError("a table read part by part is coded into Parquet files: name a folder for them")

@@ -37,6 +37,17 @@ def pandas_module():
 PARQUET = (".parquet", ".pq")
 
 
+def arrow():
+    """``(pyarrow, pyarrow.parquet)``, imported on first use (the ``parquet`` extra)."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ImportError("Parquet files (and tables read part by part, whose codes are kept as Parquet) need "
+                          "pyarrow: pip install 'ektelo_pgm[parquet]'") from None
+    return pyarrow, pyarrow.parquet
+
+
 def check_parquet(path: str) -> None:
     """Refuse a Parquet ``path`` with a clear message when no Parquet engine is installed."""
     if path.endswith(PARQUET) and importlib.util.find_spec("pyarrow") is None:
@@ -157,9 +168,7 @@ def write_parts(parts, path: str, header: bool = True) -> None:
     hold one part in memory at a time (Parquet: a row group per part); ``header``: whether a CSV
     gets a header line."""
     if path.endswith(PARQUET):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
+        pa, pq = arrow()
         with atomic_write(path, "wb") as f:
             writer = None
             for part in parts:
@@ -367,10 +376,9 @@ def as_float(value) -> float:
 def parquet_batches(files, columns, rows: int):
     """The non-empty record batches of ``columns`` of Parquet ``files``, ``rows`` rows at most
     each, file after file (one batch in memory at a time)."""
-    import pyarrow.parquet
-
+    _, pq = arrow()
     for path in files:
-        with pyarrow.parquet.ParquetFile(path) as f:
+        with pq.ParquetFile(path) as f:
             for batch in f.iter_batches(batch_size=rows, columns=list(columns)):
                 if batch.num_rows:
                     yield batch
@@ -413,14 +421,10 @@ class Partitions:
         self.files, self.rows = table_files(path), int(rows)
         self.bytes = sum(os.path.getsize(p) for p in self.files)
         self.parquet = self.files[0].endswith(PARQUET)
-        if importlib.util.find_spec("pyarrow") is None:
-            raise ImportError(f"{path}: a table read part by part needs pyarrow (its codes are kept as Parquet): "
-                              "pip install 'ektelo_pgm[parquet]'")
+        _, pq = arrow()
         if self.parquet:
-            import pyarrow.parquet
-
-            self.columns = [str(c) for c in pyarrow.parquet.read_schema(self.files[0]).names]
-            other = [p for p in self.files[1:] if pyarrow.parquet.read_schema(p).names != self.columns]
+            self.columns = [str(c) for c in pq.read_schema(self.files[0]).names]
+            other = [p for p in self.files[1:] if pq.read_schema(p).names != self.columns]
             if other:
                 raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
         else:
