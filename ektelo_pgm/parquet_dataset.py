@@ -19,7 +19,7 @@ from . import progress
 from .dataset import CountedDataset, Dataset, read_domain
 from .domain import Domain
 from .errors import DEFAULT_MAX_MB, InputError
-from .table_io import PART_ROWS, arrow, parquet_batches, table_files
+from .table_io import PARQUET, PART_ROWS, arrow, parquet_batches, table_files
 
 
 def _within(codes: np.ndarray, size: int, attr: str) -> np.ndarray:
@@ -38,6 +38,8 @@ class ParquetDataset(CountedDataset):
     def __init__(self, files, domain: Domain, lookups: dict | None = None, rows: int = PART_ROWS):
         super().__init__(domain)
         self.files, self.rows, self.lookups = [os.fspath(f) for f in files], int(rows), dict(lookups or {})
+        if not self.files or not all(f.endswith(PARQUET) for f in self.files):
+            raise InputError(f"ParquetDataset: expected Parquet files (.parquet, .pq), got {self.files[:3]}")
         names = arrow()[1].read_schema(self.files[0]).names
         missing = [a for a in domain.attrs if a not in names]
         if missing:
