@@ -135,6 +135,8 @@ CASES = {
     "public categories, another of them": Case(substitute("city", "Lille"), common=("--public-categories", "city")),
     "semicolons in Latin-1, a new accented category": Case(substitute("city", "Zürich"), sep=";", encoding="latin-1",
                                                             common=("--sep", ";", "--encoding", "latin-1")),
+    "engine parts: read part by part, a new text value": Case(substitute("city", "Zanzibar"),
+                                                              common=("--engine", "parts")),
 }
 
 
@@ -285,9 +287,23 @@ def audit(tmp_path, case: Case, command: str, runner=run) -> list[str]:
     return leaks(*runs)
 
 
+def runnable(case: Case) -> bool:
+    """Whether this environment can run ``case``: reading part by part keeps codes as Parquet
+    (the 'parquet' extra; CI's parquet step runs those cases)."""
+    if "parts" not in case.common:
+        return True
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:  # absent, or installed but failing to load
+        return False
+    return True
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("case", CASES)
 def test_nothing_published_depends_on_one_record(tmp_path, case, command):
+    if not runnable(CASES[case]):
+        pytest.skip("a table read part by part keeps its codes as Parquet: the 'parquet' extra")
     found = audit(tmp_path, CASES[case], command)
     assert not found, "\n".join(found)
 
@@ -295,7 +311,7 @@ def test_nothing_published_depends_on_one_record(tmp_path, case, command):
 def test_runs_succeed_on_the_base_table(tmp_path):
     """The audit compares real releases: every command writes its files on the base table (but
     where the header is not said, which is refused before the file is read)."""
-    for name, case in CASES.items():
+    for name, case in filter(lambda item: runnable(item[1]), CASES.items()):
         write(tmp_path / "base.csv", case.tables()[0], case, changed=False)
         out = tmp_path / "out"
         out.mkdir(exist_ok=True)
