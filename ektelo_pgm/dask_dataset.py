@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import CountedDataset, Dataset, _validate_records, read_domain
+from .dataset import CountedDataset, Dataset, _validate_records, check_recoded, read_domain
 from .domain import Domain
 from .errors import DEFAULT_MAX_MB, InputError
 
@@ -190,20 +190,16 @@ class DaskDataset(CountedDataset):
 
     def recode(self, codes: dict, domain: Domain) -> "DaskDataset":
         """As :meth:`Dataset.recode`, partition by partition when counted."""
-        if domain.attrs != self.domain.attrs:
-            raise InputError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+        check_recoded(self.domain, domain)
         lookups = {a: np.asarray(codes[a], dtype=np.int64) for a in self.domain.attrs}
         frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=_int_meta(self.domain.attrs))
         return DaskDataset(frame, domain)
 
-    def _count(self, keys) -> tuple[int, list[np.ndarray]]:
-        needed = tuple(a for a in self.domain.attrs if any(a in k for k in keys)) or self.domain.attrs[:1]
-        sub = self.domain.project(needed)
-        plan = [(sub.axes(k), sub.project(k).shape) for k in keys]
-        count = _dask().delayed(_count, pure=True)
-        parts = self.frame[list(needed)].to_delayed()
+    def _count(self, attrs, plan) -> tuple[int, list[np.ndarray]]:
+        count, sub = _dask().delayed(_count, pure=True), self.domain.project(attrs)
+        parts = self.frame[list(attrs)].to_delayed()
         rows, *tables = _summed([count(part, i, sub, plan) for i, part in enumerate(parts)])
-        return rows, [np.asarray(t, dtype=np.int64).reshape(shape) for t, (_, shape) in zip(tables, plan)]
+        return rows, tables
 
     def sum_rows(self, func) -> np.ndarray:
         """``func`` (see :meth:`Dataset.sum_rows`) applied to every partition's codes, summed."""

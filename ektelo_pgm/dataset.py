@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+from abc import ABCMeta, abstractmethod
 from typing import Iterable
 
 import numpy as np
@@ -200,8 +201,7 @@ class Dataset:
     def recode(self, codes: dict, domain: Domain) -> "Dataset":
         """The records with every value ``v`` of attribute ``a`` replaced by ``codes[a][v]``, over
         ``domain`` (the same attributes, new sizes); e.g. rare values merged into one code."""
-        if domain.attrs != self.domain.attrs:
-            raise InputError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+        check_recoded(self.domain, domain)
         return Dataset(np.column_stack([np.asarray(codes[a])[self.records[:, j]] for j, a in enumerate(self.domain.attrs)]),
                        domain)
 
@@ -216,9 +216,15 @@ class Dataset:
         return f"Dataset({len(self)} records, {self.domain})"
 
 
-class CountedDataset(Dataset):
+def check_recoded(old: Domain, new: Domain) -> None:
+    """Refuse a recoding (:meth:`Dataset.recode`) whose new domain has other attributes."""
+    if new.attrs != old.attrs:
+        raise InputError(f"recode: the new domain's attributes {list(new.attrs)} differ from {list(old.attrs)}")
+
+
+class CountedDataset(Dataset, metaclass=ABCMeta):
     """A Dataset whose records are read only in passes that count them (partitioned, or on disk):
-    subclasses give :meth:`_count`, one pass counting a batch of marginals.  Marginals are kept
+    subclasses give :meth:`_count`, one pass counting a plan of marginals.  Marginals are kept
     once counted (int64), and a marginal over a subset of a kept one's attributes is summed
     from it, so a mechanism pays one pass per batch of new marginals it asks for
     (:meth:`marginals`)."""
@@ -237,10 +243,11 @@ class CountedDataset(Dataset):
         raise TypeError(f"{type(self).__name__}: the records are not held in memory; count them with "
                         "marginal(attrs) / marginals(cliques) / sum_rows(func), or to_memory() a small table")
 
-    def _count(self, keys) -> tuple[int, list[np.ndarray]]:
-        """One pass over the records: their number and the int64 counts over each of ``keys``
-        (attribute tuples in domain order), shaped by the attributes' sizes."""
-        raise NotImplementedError
+    @abstractmethod
+    def _count(self, attrs: tuple[str, ...], plan) -> tuple[int, list[np.ndarray]]:
+        """One pass over the records' columns ``attrs``: their number and, for each ``(axes,
+        shape)`` of ``plan`` (``axes`` index ``attrs``), the int64 counts over those columns,
+        flat in C order (:func:`~ektelo_pgm.kernels.counting.count_marginals`)."""
 
     def _key(self, attrs) -> tuple[str, ...]:
         return tuple(a for a in self.domain.attrs if a in attrs)
@@ -255,11 +262,17 @@ class CountedDataset(Dataset):
         return None
 
     def _pass(self, keys) -> None:
-        rows, tables = self._count(keys)
+        """One pass counting the marginals over ``keys`` (attribute tuples in domain order) and the
+        records, kept."""
+        needed = tuple(a for a in self.domain.attrs if any(a in k for k in keys)) or self.domain.attrs[:1]
+        sub = self.domain.project(needed)
+        plan = [(sub.axes(k), sub.project(k).shape) for k in keys]
+        rows, tables = self._count(needed, plan)
         if rows == 0:
             raise InputError(f"{type(self).__name__}: the table is empty (no records)")
         self._rows = int(rows)
-        self._kept.update(zip(keys, tables))
+        for key, table, (_, shape) in zip(keys, tables, plan):
+            self._kept[key] = np.asarray(table, dtype=np.int64).reshape(shape)
 
     def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
         """Counts (float64, shaped by the attributes' sizes in the order asked) over each of

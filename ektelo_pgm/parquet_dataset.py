@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from . import progress
-from .dataset import CountedDataset, Dataset, read_domain
+from .dataset import CountedDataset, Dataset, check_recoded, read_domain
 from .domain import Domain
 from .errors import DEFAULT_MAX_MB, InputError
 from .table_io import PARQUET, PART_ROWS, arrow, parquet_batches, table_files
@@ -66,20 +66,17 @@ class ParquetDataset(CountedDataset):
                 columns[j] = _within(codes, sizes[j], a)
             yield columns
 
-    def _count(self, keys) -> tuple[int, list[np.ndarray]]:
+    def _count(self, attrs, plan) -> tuple[int, list[np.ndarray]]:
         from .kernels.counting import count_marginals
 
-        needed = tuple(a for a in self.domain.attrs if any(a in k for k in keys)) or self.domain.attrs[:1]
-        sub = self.domain.project(needed)
-        plan = [(sub.axes(k), sub.project(k).shape) for k in keys]
         tables = [np.zeros(int(np.prod(shape)), dtype=np.int64) for _, shape in plan]
         rows = 0
         with progress.bar(None, "counting", "record") as shown:
-            for columns in self.batches(needed):
+            for columns in self.batches(attrs):
                 count_marginals(columns, plan, tables)
                 rows += columns.shape[1]
                 shown.update(columns.shape[1])
-        return rows, [t.reshape(shape) for t, (_, shape) in zip(tables, plan)]
+        return rows, tables
 
     def sum_rows(self, func) -> np.ndarray:
         """``func`` (see :meth:`Dataset.sum_rows`) applied to every batch's (n, d) codes, summed."""
@@ -102,8 +99,7 @@ class ParquetDataset(CountedDataset):
 
     def recode(self, codes: dict, domain: Domain) -> "ParquetDataset":
         """As :meth:`Dataset.recode`, applied to each batch as it is read."""
-        if domain.attrs != self.domain.attrs:
-            raise InputError(f"recode: the new domain's attributes {list(domain.attrs)} differ from {list(self.domain.attrs)}")
+        check_recoded(self.domain, domain)
         lookups = {}
         for a in self.domain.attrs:
             table = np.asarray(codes[a], dtype=np.int64)

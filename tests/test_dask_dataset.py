@@ -67,8 +67,8 @@ def test_one_pass_per_batch_and_subsets_summed_from_kept_marginals(monkeypatch):
     data = synthetic_bayes_net(500, rng=1)
     parts = as_dask(data, 4)
     passes = []
-    original = DaskDataset._count
-    monkeypatch.setattr(DaskDataset, "_count", lambda self, keys: passes.append(keys) or original(self, keys))
+    original = DaskDataset._pass  # one pass over the partitions per call, counting the marginals ``keys``
+    monkeypatch.setattr(DaskDataset, "_pass", lambda self, keys: passes.append(keys) or original(self, keys))
     parts.marginals([("age", "sex"), ("sex",), ("income", "hours", "education"), ("hours", "income")])
     assert passes == [[("age", "sex"), ("education", "hours", "income")]]
     parts.marginal(("income", "education"))
