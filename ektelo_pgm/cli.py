@@ -304,7 +304,8 @@ def schema(args) -> None:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
     left_out, thresholds = {}, {}
-    encoder = learn(frame[[c for c in frame.columns if c not in args.drop]], budget, None, args.delta / 2, np.random.default_rng(args.seed),
+    kept = frame[[c for c in frame.columns if c not in args.drop]]
+    encoder = learn(kept, budget, None, args.delta / 2, np.random.default_rng(args.seed),
                     args.bins, public=args.public_categories, kinds=kinds(args), other=args.other_label,
                     left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
@@ -371,7 +372,6 @@ def table_arguments(p, mechanism: bool = True) -> None:
     """The arguments shared by synth, answer and schema."""
     from .schema import OTHER
     from .synthesizer import SCHEMA_SHARE, mechanisms
-
     from .table_io import ENGINES, MEMORY_SHARE
 
     p.add_argument("input", help="CSV or Parquet file (.parquet, .pq), or a folder or glob of them")
@@ -402,8 +402,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help=f"memory: read the table whole; parts: read it part by part, memory bounded whatever its "
-                        f"size; auto (default): parts for a folder, a glob, or files larger than {MEMORY_SHARE * 100:g}%% "
-                        "of this machine's memory")
+                        f"size; auto (default): parts for a folder, a glob, or files larger than "
+                        f"{MEMORY_SHARE * 100:g}%% of this machine's memory")
     if mechanism:
         p.add_argument("--cache", help="folder for the integer codes of a table read part by part (default: a "
                        "temporary folder, removed at the end; the codes are as private as the table)")

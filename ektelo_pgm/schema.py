@@ -98,7 +98,8 @@ from .dataset import Dataset
 from .encoding import TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, as_times, json_value, time_formats
 from .errors import InputError
 from .privacy import Budget, gaussian, laplace
-from .table_io import Partitions, as_float, as_frame, canonical, canonical_value, factorized, is_dask_collection, pandas_module
+from .table_io import (Partitions, arrow, as_float, as_frame, canonical, canonical_value, factorized,
+                       is_dask_collection, pandas_module)
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
 KIND_SHARE = Fraction(1, 5)
@@ -856,12 +857,10 @@ def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDa
     """The codes of a table read part by part, written once under ``folder`` as Parquet files of
     the smallest unsigned integers that hold them (read back by each pass of a mechanism)."""
     from .parquet_dataset import ParquetDataset
-    from .table_io import arrow
-
-    pa, pq = arrow()
 
     if folder is None:
         raise InputError("a table read part by part is coded into Parquet files: name a folder for them")
+    pa, pq = arrow()
     os.makedirs(folder, exist_ok=True)
     types = {a: np.uint8 if size <= 2**8 else np.uint16 if size <= 2**16 else np.uint32
              for a, size in zip(encoder.domain.attrs, encoder.domain.shape)}

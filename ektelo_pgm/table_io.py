@@ -423,16 +423,14 @@ class Partitions:
         self.parquet = self.files[0].endswith(PARQUET)
         _, pq = arrow()
         if self.parquet:
-            self.columns = [str(c) for c in pq.read_schema(self.files[0]).names]
-            other = [p for p in self.files[1:] if pq.read_schema(p).names != self.columns]
-            if other:
-                raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
+            names_of = lambda p: [str(c) for c in pq.read_schema(p).names]  # noqa: E731
         else:
             self._options = csv_options(self.files[0], header, names, sep, encoding, text=True)
-            self.columns = self._names = _csv_names(self.files[0], self._options)
-            other = [p for p in self.files[1:] if _csv_names(p, self._options) != self._names]
-            if other:
-                raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
+            names_of = lambda p: _csv_names(p, self._options)  # noqa: E731
+        self.columns = self._names = names_of(self.files[0])
+        other = [p for p in self.files[1:] if names_of(p) != self._names]
+        if other:
+            raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
         repeated = sorted({c for c in self.columns if self.columns.count(c) > 1})
         if repeated:
             raise InputError(f"{path}: the column names {repeated} repeat; rename them")

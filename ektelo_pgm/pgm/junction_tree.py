@@ -17,8 +17,7 @@ import numpy as np
 
 from ..domain import Domain
 from ..errors import DEFAULT_MAX_MB, InputError, ModelTooLargeError
-from ..kernels.tree import TreeLayout
-
+from ..kernels.tree import SERIAL, TreeLayout, parallel_cells
 
 
 def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.ndarray:
@@ -201,7 +200,6 @@ def triangulated_mb_with(domain: Domain, cliques: Iterable[Sequence[str]], extra
     hypothetical models), eliminating only the connected components the extra clique joins
     (:func:`ektelo_pgm.kernels.triangulation.extended_cells`).  ``memo`` (a dict the caller keeps
     between calls) holds the sizes found for the last graph asked about."""
-    from ..kernels.tree import SERIAL, parallel_cells
     from ..kernels.triangulation import elimination_cells, extended_cells
 
     base = _adjacency(domain, cliques)
