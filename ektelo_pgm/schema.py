@@ -59,10 +59,10 @@ Everything else is post-processing of those noisy counts:
   of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
   decimals its numbers have;
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
-  their noisy count) codes them together as one category, labelled ``other`` (never a blank); a
-  column has a missing code only when its missing values (for a numeric column: and text) are
-  noticeably many; a value needing a code its column lacks gets the column's first code
-  (:func:`encoded`: no record is ever dropped);
+  their noisy count), or that has a missing code, codes them together as one category,
+  labelled ``other`` (never a blank); a column has a missing code only when its missing values
+  (for a numeric column: and text) are noticeably many; a value needing a code its column lacks
+  gets the column's first code (:func:`encoded`: no record is ever dropped);
 * a column of which nothing can be released (no value frequent enough: an identifier, free
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
   reason (``left_out``).
@@ -110,7 +110,8 @@ NOISE_Z = 3.0
 #: A column gets a missing code when the records it cannot code otherwise number this many stds.
 MISSING_Z = 1.0
 #: A categorical column gets an other code when its values not released number this many stds
-#: (noise alone passes 2.3% of the time; those values are never coded as missing).
+#: (noise alone passes 2.3% of the time), or when it has a missing code: values not released are
+#: never coded as missing.
 OTHER_Z = 2.0
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
@@ -557,13 +558,14 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
     user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
     A categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
-    their noisy count) gets a code of its own for them, labelled ``other``; genuine missing
-    values keep the missing code.  Raises :class:`Unreleasable` when nothing can be released.
+    their noisy count), or that has a missing code, gets a code of its own for them, labelled
+    ``other``; genuine missing values keep the missing code.  Raises :class:`Unreleasable` when
+    nothing can be released.
 
     It gets a missing code only when its missing values (and, in a numeric column, text) are
     noticeably many: at least ``MISSING_Z`` stds of their noisy count, never for the values not
-    released; without an other code those get the missing code where the column has one, else
-    its first code (see :func:`encoded`: such values are few by the rule above)."""
+    released; without an other code (then the column has no missing code) those get its first
+    code (see :func:`encoded`: such values are few by the rule above)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -591,8 +593,8 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a category not released
     spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
-    other = other if unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None
     missing = bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
+    other = other if missing or unreleased >= OTHER_Z * spread(len(KINDS) - 1) else None
     return CategoricalColumn(r.name, tuple(cats), missing, other=other)
 
 

@@ -240,6 +240,19 @@ def test_values_not_released_get_an_other_code_and_missing_stays_missing():
     assert few.other is None and not few.missing  # nothing else to code: no other code, no missing code
 
 
+def test_values_not_released_are_never_coded_missing():
+    rng = np.random.default_rng(1)
+    n = 20000
+    rare = [f"r{i}" for i in range(10)]  # 150 records, fewer than two noise stds of their total
+    values = np.concatenate([rng.choice(["a", "b", "c"], n - 1150), rng.choice(rare, 150), [None] * 1000])
+    frame = pd.DataFrame({"v": values})
+    for seed in range(5):
+        column = infer(frame, Budget.zcdp(0.002), None, 1e-9, rng=seed).columns["v"]
+        assert column.categories == ("a", "b", "c") and column.missing and column.other is not None, seed
+        codes = encoded(frame, _with(column)).records[:, 0]
+        assert np.all(codes[np.isin(values, rare)] == 3) and np.all(codes[values == None] == 4)  # noqa: E711
+
+
 def _with(column):
     encoder = TableEncoder(clip=True)
     encoder.columns = {column.name: column}
