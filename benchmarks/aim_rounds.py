@@ -1,0 +1,144 @@
+"""Where one AIM run spends its time, round by round (issue 29): our ``AIM(max_mb=80)`` on a
+dataset of ``mechanisms_vs_reference`` (adult, ..., bn20, bn40) at (epsilon, delta = 1e-9), AIM's
+default workload (every 3-way marginal), then ``synthetic_data(method="round")``, as that
+benchmark runs it.
+
+Each run is a fresh process (``--worker``) that wraps three phases with a timer and records,
+after every round, its wall seconds, the junction tree's cells, the measurement's share (rho)
+and the seconds of each phase:
+
+- ``fits``: the size filter (the junction tree with each candidate added, ``aim.fits``);
+- ``quality``: the scores of the allowed candidates (the model's marginal on each, against the
+  data's: ``aim.quality``);
+- ``fit``: the round's refit (``Adaptive.fit``, 50 mirror-descent iterations by default).
+
+The rest of a round is the selection's and measurement's own work.  The run's totals add the
+wall and CPU seconds of the whole run (the final fit and the sampling included).  Timings depend
+on the machine's load: run one at a time on an otherwise idle machine.
+
+    .venv/bin/python benchmarks/aim_rounds.py --data bn40 --epsilon 1 --seeds 0
+    .venv/bin/python benchmarks/aim_rounds.py --table      # only rewrite the docs section
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from docs_section import write_section
+from provenance import code_state
+from run_store import load_runs, save_runs
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "aim_rounds.json"
+DELTA, MAX_MB = 1e-9, 80.0
+PHASES = ("fits", "quality", "fit")
+
+
+def key(row) -> tuple:
+    return row["data"], row["epsilon"], row["seed"]
+
+
+def worker(name: str, epsilon: float, seed: int, out: Path) -> None:
+    """One AIM run with its phases timed; its rounds and totals written to ``out`` (JSON)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from mechanisms_vs_reference import load_table
+    from mechanisms_vs_smartnoise import dataset
+
+    import ektelo_pgm.mechanisms.aim as aim
+    from ektelo_pgm import Budget
+    from ektelo_pgm.mechanisms.adaptive import Adaptive
+
+    spent = dict.fromkeys(PHASES, 0.0)
+
+    def timed(phase, function):
+        def run(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[phase] += time.perf_counter() - start
+        return run
+
+    aim.fits, aim.quality = timed("fits", aim.fits), timed("quality", aim.quality)
+    aim.AIM.fit = timed("fit", Adaptive.fit)
+    data = dataset(*load_table(REPO.parent / "shared" / "data", name))
+    rounds, last = [], {"at": time.perf_counter(), **spent}
+
+    def callback(state):
+        now = time.perf_counter()
+        rounds.append({"round": state.round, "wall": now - last["at"], "cells": int(state.estimate.tree.cells),
+                       "share": float(state.share.measure), **{p: spent[p] - last[p] for p in PHASES}})
+        last.update(at=now, **spent)
+
+    start_wall, start_cpu = time.perf_counter(), time.process_time()
+    result = aim.AIM(max_mb=MAX_MB, callback=callback).run(data, Budget.approx(epsilon, DELTA), rng=seed)
+    result.estimate.synthetic_data(len(data), rng=seed, method="round")
+    out.write_text(json.dumps({"wall": time.perf_counter() - start_wall, "cpu": time.process_time() - start_cpu,
+                               **spent, "rounds": rounds}))
+
+
+def measure(args) -> None:
+    runs = load_runs(args.results)
+    for seed in args.seeds:
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "run.json"
+            load = os.getloadavg()[0]
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--data", args.data,
+                            "--epsilon", repr(args.epsilon), "--seeds", str(seed), "--out", str(out)], check=True)
+            row = {"data": args.data, "epsilon": args.epsilon, "seed": seed, "code": code_state(),
+                   "cores": os.cpu_count(), "load_before": load,
+                   "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **json.loads(out.read_text())}
+        runs = [r for r in runs if key(r) != key(row)] + [row]
+        print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)
+        save_runs(args.results, runs, key, {"delta": DELTA, "max_mb": MAX_MB})
+    table(args.results)
+
+
+def table(results: Path) -> None:
+    lines = ["| data | epsilon | seed | code | rounds | largest tree (cells) | wall s | CPU s | size filter s | "
+             "scoring s | refits s | rest s | slowest round s |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(load_runs(results), key=key):
+        rounds = r["rounds"]
+        rest = r["wall"] - sum(r[p] for p in PHASES)
+        lines.append(f"| {r['data']} | {r['epsilon']:g} | {r['seed']} | {r['code']} | {len(rounds)} | "
+                     f"{max(x['cells'] for x in rounds):,} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['fits']:.1f} | "
+                     f"{r['quality']:.1f} | {r['fit']:.1f} | {rest:.1f} | {max(x['wall'] for x in rounds):.1f} |")
+    text = ("Runs of `aim_rounds.py`, one at a time on the otherwise idle 2-core machine (numba's kernels and "
+            "the size filter use both cores when they are idle).  Size filter, scoring and refits: seconds "
+            "summed over the rounds; rest: the 1-way measurements, selections, measurements, the final fit "
+            "and the sampling.\n\n" + "\n".join(lines))
+    write_section("aim-rounds", "## Where AIM's time goes, round by round (`benchmarks/aim_rounds.py`)", text)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="bn40")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--table", action="store_true", help="only rewrite the docs section")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.worker:
+        worker(args.data, args.epsilon, args.seeds[0], args.out)
+    elif args.table:
+        table(args.results)
+    else:
+        measure(args)
+
+
+if __name__ == "__main__":
+    main()
