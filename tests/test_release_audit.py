@@ -30,6 +30,7 @@ import pytest
 from scipy import stats
 
 from ektelo_pgm.cli import main
+from ektelo_pgm.table_io import arrow
 
 #: Seeds per table; with ALPHA and EPSILON below, a feature that one record decides is flagged
 #: (lower bound 0.63 against exp(0.4) * 0.37 = 0.55), and with about a thousand values compared
@@ -293,7 +294,7 @@ def runnable(case: Case) -> bool:
     if "parts" not in case.common:
         return True
     try:
-        import pyarrow.parquet  # noqa: F401
+        arrow()
     except ImportError:  # absent, or installed but failing to load
         return False
     return True
