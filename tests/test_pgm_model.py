@@ -1,4 +1,6 @@
 """GraphicalModel (oracle, out-of-model marginals, factored queries, sampling) against brute force."""
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
 from ektelo_pgm.pgm import factored
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.pgm.factor import Factor
+from ektelo_pgm.pgm.inference import BranchMarginals, Memo
 from ektelo_pgm.pgm.model import GraphicalModel
 
 
@@ -202,3 +205,37 @@ def test_projections_across_branches_match_brute_force(seed, d, m, k):
     asked += [tuple(reversed(a)) for a in asked]  # the same sets again: shared messages, other order
     for attrs, table in zip(asked, model.projections(asked)):
         np.testing.assert_allclose(table, _marginal(domain, p, attrs), atol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_projections_of_every_triple_around_a_hub_match_brute_force(seed):
+    """AIM's pattern: every 3-way set, asked in order (some twice), on a tree whose branches
+    hang from a hub clique, so that sets differing only in a last attribute from the same
+    branch are made together, their messages side by side."""
+    rng = np.random.default_rng(seed)
+    attrs = ["h0", "h1", "h2", "a1", "a2", "b1", "b2", "c1", "c2"]
+    domain = Domain(attrs, rng.integers(2, 4, size=len(attrs)).tolist())
+    cliques = [("h0", "h1", "h2"), ("h0", "a1"), ("a1", "a2"), ("h1", "b1"), ("b1", "b2"), ("h2", "c1"), ("h2", "c2")]
+    pots = CliqueVector({cl: Factor(domain.project(cl), rng.normal(scale=2.0, size=domain.project(cl).shape))
+                         for cl in cliques})
+    model = GraphicalModel(domain, cliques, pots, total=100.0)
+    p, _ = _joint(domain, pots, 100.0)
+    asked = list(itertools.combinations(attrs, 3))
+    asked += asked[::7]
+    branches = BranchMarginals(model.tree, model._marginals, Memo(model.tree.cells))
+    branches.expect(dict.fromkeys(asked))
+    assert any(len(group) > 1 for group in branches._waiting.values())  # the shared product is exercised
+    for attrs_asked, table in zip(asked, model.projections(asked)):
+        np.testing.assert_allclose(table, _marginal(domain, p, attrs_asked), atol=1e-9)
+
+
+def test_memo_drops_the_least_recently_used_tables():
+    memo = Memo(10)
+    memo.keep("a", np.zeros(4))
+    memo.keep("b", np.zeros(4))
+    memo["a"]  # used: "b" is now the oldest
+    memo.keep("c", np.zeros(4))
+    assert list(memo) == ["a", "c"] and memo.cells == 8
+    memo.keep("d", np.zeros(11))  # larger than the whole limit: not kept, nothing dropped
+    assert list(memo) == ["a", "c"] and memo.cells == 8

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Sequence
 
 import numpy as np
@@ -240,19 +240,27 @@ def steiner_cliques(tree: JunctionTree, attrs: Sequence[str]) -> list[int]:
     return sorted(alive)
 
 
-class Memo(dict):
+class Memo(OrderedDict):
     """Tables derived from one model's marginals, kept for the next queries on it while they hold
-    at most ``limit`` cells in all."""
+    at most ``limit`` cells in all; the least recently used go first to make room."""
 
     def __init__(self, limit: int):
         super().__init__()
         self.limit, self.cells = int(limit), 0
 
+    def __getitem__(self, key):
+        self.move_to_end(key)
+        return super().__getitem__(key)
+
     def keep(self, key, table: np.ndarray) -> None:
-        """Store ``table`` under ``key`` if it fits."""
-        if key not in self and self.cells + table.size <= self.limit:
-            self[key] = table
-            self.cells += table.size
+        """Store ``table`` under ``key`` unless it alone exceeds the limit, dropping the least
+        recently used tables until it fits."""
+        if key in self or table.size > self.limit:
+            return
+        while self.cells + table.size > self.limit:
+            self.cells -= self.popitem(last=False)[1].size
+        self[key] = table
+        self.cells += table.size
 
 
 def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[int], need: Sequence[str],
@@ -302,6 +310,10 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     return factors
 
 
+#: The variable of :meth:`BranchMarginals._within_part`'s messages side by side (not an attribute name).
+STACKED = ("messages side by side",)
+
+
 class BranchMarginals:
     """Marginals (probabilities) of attribute sets spread over a few cliques of a calibrated
     junction tree (sec. 3.3), sharing the work between sets.
@@ -313,8 +325,10 @@ class BranchMarginals:
     separator between ``D`` and its neighbour toward ``a``.  Each conditional is a message
     carrying the one attribute ``a`` in from the cliques holding it, made once per (attribute,
     clique) and shared by every set that needs it, as are the clique tables summed down to what
-    a product uses (in ``memo``).  ``marginals``: the tree cliques' calibrated marginals (flat,
-    laid out like ``tree.layout()``, any positive scale).
+    a product uses (in ``memo``).  Sets announced with :meth:`expect` that differ only in their
+    last attribute, from the same branch, are answered by one product with their messages side
+    by side.  ``marginals``: the tree cliques' calibrated marginals (flat, laid out like
+    ``tree.layout()``, any positive scale).
     """
 
     def __init__(self, tree: JunctionTree, marginals: np.ndarray, memo: Memo):
@@ -336,6 +350,8 @@ class BranchMarginals:
                 self.part[c] = self.part[tree.parent[c]]
         self._toward: dict[str, list[int]] = {}
         self._messages: dict[tuple[str, int], tuple[tuple[str, ...], np.ndarray]] = {}
+        self._waiting: dict[tuple, list[tuple[str, ...]]] = {}  # sets announced, by what they share
+        self._ready: dict[tuple[str, ...], np.ndarray] = {}  # tables made with another set's, not yet asked
 
     def toward(self, a: str) -> list[int]:
         """For every clique, its neighbour on the way to the nearest clique holding ``a`` (-1 for
@@ -409,6 +425,27 @@ class BranchMarginals:
             self._messages[key] = sep + (a,), np.divide(joint, below, out=np.zeros_like(joint), where=below > 0)
         return self._messages[key]
 
+    def expect(self, sets) -> None:
+        """Announce attribute sets that :meth:`marginal` will be asked for (each once), so that
+        those sharing all but their last attribute's message are made together."""
+        for attrs in map(tuple, sets):
+            if len({self.part[self.holders[a][0]] for a in attrs}) == 1 and (split := self._split(attrs)):
+                self._waiting.setdefault(split, []).append(attrs)
+
+    def _split(self, attrs: tuple[str, ...]) -> tuple | None:
+        """``(D, attributes in D, attributes outside D but the last, the last one's separator at
+        D)`` for ``attrs`` of one part with two or more attributes outside their centre ``D``;
+        None for other sets."""
+        d = self.centre(attrs)
+        if d is None:
+            return None
+        outside = tuple(a for a in attrs if a not in self.sets[d])
+        if len(outside) < 2:
+            return None
+        inside = tuple(a for a in attrs if a in self.sets[d])
+        sep = tuple(x for x in self.tree.cliques[self.toward(outside[-1])[d]] if x in self.sets[d])
+        return d, inside, outside[:-1], sep
+
     def marginal(self, attrs: Sequence[str]) -> np.ndarray | None:
         """``p(x_attrs)`` shaped by the attributes' sizes in the order asked; None when no clique
         separates them (see :meth:`centre`).  Attributes in different parts of the tree (joined
@@ -434,7 +471,10 @@ class BranchMarginals:
         """:meth:`marginal` of attributes in one part of the tree.  The product of ``D``'s table
         with every message but the last attribute's, summed down to what that message needs, is
         kept (in ``memo``) for the next sets that differ only in an attribute of the same branch,
-        as consecutive candidates of a workload do."""
+        as consecutive candidates of a workload do; those announced (:meth:`expect`) are made
+        at once, their last messages side by side in one product."""
+        if attrs in self._ready:
+            return self._ready.pop(attrs)
         d = self.centre(attrs)
         if d is None:
             return None
@@ -453,7 +493,15 @@ class BranchMarginals:
             self.memo.keep(key, partial)
         else:
             partial = self.memo[key]
-        return sum_product([(head, partial), messages[-1]], attrs)
+        together = list(dict.fromkeys([attrs] + self._waiting.pop((d, inside, tuple(outside[:-1]), last), [])))
+        lasts = [[a for a in s if a not in self.sets[d]][-1] for s in together]
+        side_by_side = np.concatenate([self.message(a, d)[1] for a in lasts], axis=-1)
+        kept = inside + tuple(outside[:-1])
+        joint = sum_product([(head, partial), (last + (STACKED,), side_by_side)], kept + (STACKED,))
+        for s, a, table in zip(together, lasts, np.split(joint, np.cumsum([self.tree.domain[a] for a in lasts])[:-1],
+                                                           axis=-1)):
+            self._ready[s] = table.transpose([(kept + (a,)).index(x) for x in s])
+        return self._ready.pop(attrs)
 
 
 def sum_product(factors: list, out: Sequence) -> np.ndarray:

@@ -111,8 +111,9 @@ class GraphicalModel(Estimate):
         made once and shared, as are the reduced clique tables; the rest by variable elimination."""
         memo = Memo(max(self.tree.cells, MEMO_CELLS))
         branches = BranchMarginals(self.tree, self._marginals, memo)
+        cliques = [tuple(self.domain.check(attrs)) for attrs in cliques]
+        branches.expect(dict.fromkeys(c for c in cliques if c))
         for attrs in cliques:
-            attrs = tuple(self.domain.check(attrs))
             table = branches.marginal(attrs) if attrs else None
             yield self.project(attrs, memo) if table is None else self._total * table
 
