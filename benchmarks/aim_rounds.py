@@ -5,7 +5,7 @@ benchmark runs it.
 
 Each run is a fresh process (``--worker``) that wraps three phases with a timer and records,
 after every round, its wall seconds, the junction tree's cells, the measurement's share (rho)
-and the seconds of each phase:
+the cliques it chose and the seconds of each phase:
 
 - ``fits``: the size filter (the junction tree with each candidate added, ``aim.fits``);
 - ``quality``: the scores of the allowed candidates (the model's marginal on each, against the
@@ -42,7 +42,7 @@ PHASES = ("fits", "quality", "fit")
 
 
 def key(row) -> tuple:
-    return row["data"], row["epsilon"], row["seed"]
+    return row["data"], row["epsilon"], row["seed"], row["code"]
 
 
 def worker(name: str, epsilon: float, seed: int, out: Path) -> None:
@@ -74,7 +74,8 @@ def worker(name: str, epsilon: float, seed: int, out: Path) -> None:
     def callback(state):
         now = time.perf_counter()
         rounds.append({"round": state.round, "wall": now - last["at"], "cells": int(state.estimate.tree.cells),
-                       "share": float(state.share.measure), **{p: spent[p] - last[p] for p in PHASES}})
+                       "share": float(state.share.measure), "chosen": [list(q.attrs) for q in state.chosen],
+                       **{p: spent[p] - last[p] for p in PHASES}})
         last.update(at=now, **spent)
 
     start_wall, start_cpu = time.perf_counter(), time.process_time()
