@@ -105,10 +105,11 @@ class GraphicalModel(Estimate):
         return self._eliminate({}, attrs, memo)
 
     def projections(self, cliques) -> Iterator[np.ndarray]:
-        """Estimated counts over each of ``cliques`` in turn (as :meth:`project`; one table held at
-        a time), sharing the work between them: sets spread over a few cliques come from
-        messages that each carry one attribute (:class:`~ektelo_pgm.pgm.inference.BranchMarginals`),
-        made once and shared, as are the reduced clique tables; the rest by variable elimination."""
+        """Estimated counts over each of ``cliques`` in turn (as :meth:`project`), sharing the work
+        between them: sets spread over a few cliques come from messages that each carry one
+        attribute (:class:`~ektelo_pgm.pgm.inference.BranchMarginals`), made once and shared, as
+        are the reduced clique tables, and sets differing only in a last attribute are made
+        together (held until their turn); the rest by variable elimination."""
         memo = Memo(max(self.tree.cells, MEMO_CELLS))
         branches = BranchMarginals(self.tree, self._marginals, memo)
         cliques = [tuple(self.domain.check(attrs)) for attrs in cliques]
