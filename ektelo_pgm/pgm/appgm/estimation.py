@@ -318,7 +318,8 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
     started from the earlier estimate's pseudo-marginals), ``"mirror"`` (the paper's proximal
     loop, :func:`prox_pgm`) or ``"auto"`` (:func:`resolve_method`).  Where L-BFGS ends early
     without a certified gap, the proximal loop goes on from its parameters for the iterations
-    left, and the lower loss is kept.  ``iters`` is a maximum (of both together); ``gap_tol``
+    left, and the lower loss is kept (L-BFGS's only where its pseudo-marginals ended locally
+    consistent, within ``tol * total``).  ``iters`` is a maximum (of both together); ``gap_tol``
     the certified relative gap of :mod:`ektelo_pgm.convergence` that stops L-BFGS and the
     augmented Lagrangian (the proximal loop's gap is assessed at its end).  ``warm_start`` is an
     earlier estimate whose parameters are reused where regions coincide (:func:`transfer`);
@@ -385,7 +386,9 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
             # optimum or where CONVEX-GBP converges too slowly for its differenced gradient): the proximal
             # loop, with its own counting numbers and from the same start, runs the iterations left, and
             # the lower of the two losses is kept (continued from L-BFGS's pseudo-marginals instead, the
-            # proximal loop stayed above them on adult: docs/benchmarks.md, "Convergence").
+            # proximal loop stayed above them on adult: docs/benchmarks.md, "Convergence").  L-BFGS's
+            # estimate competes only if its final message updates made it locally consistent: where
+            # CONVEX-GBP does not converge at its parameters, its loss is not one over the polytope.
             done = finish(beliefs, theta, gbp, history, rejected, rule)
             objective = measured_cliques(domain, measurements, o.region_graph, o.loss, o.counting_numbers, o.max_mb)
             start = None if warm_start is None else transfer(warm_start, objective.graph, o.damping)
@@ -397,7 +400,7 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
             device=resolve_backend(o.backend, objective.graph.cells))
         mu = objective.marginals(beliefs)
         value, grad = objective.objective(mu)
-        if method == "lbfgs" and value >= rule.loss:
+        if method == "lbfgs" and value >= rule.loss and done.violation() <= o.tol * total:
             return done
         history = history + more
         bound, resolution = LocalPolytopeGap(objective, total, o.damping), 0.01 * o.gap_tol * max(value, 1.0) + TINY
