@@ -20,7 +20,7 @@ from ektelo_pgm.kernels import (assemble, assemble_reference, calibrate, calibra
 from ektelo_pgm.kernels import tree as kernels_tree
 from ektelo_pgm.kernels.tree import (BLOCK, PARALLEL_CELLS, SERIAL, ParameterLayout, TreeLayout, parallel_cells,
                                      workspace)
-from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.inference import MarginalOracle, staging
 from ektelo_pgm.pgm.junction_tree import index_map, index_runs
 
 
@@ -37,7 +37,8 @@ def _csr(groups):
 
 def _random_tree(rng, k):
     """The TreeLayout and ParameterLayout of a random tree with random (single-cell run) maps onto
-    its separators and 0-2 random parameter tables hosted by each clique."""
+    its separators, and 0-2 random parameter tables hosted by each clique, plus at times a staged
+    table hosting 1-2 more (and at times a staged table of its own, nested up to three deep)."""
     sizes = rng.integers(1, 30, size=k)
     parent = np.array([-1] + [int(rng.integers(0, i)) for i in range(1, k)], dtype=np.int64)
     clique_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -51,20 +52,41 @@ def _random_tree(rng, k):
     for rows in (up, down):
         runs += [np.ones(k, dtype=np.int64), rng.random(k) < 0.5,
                  np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64), np.concatenate(rows)]
-    groups, tables = [], []
+    params, stages = [], []  # maps from the host's cells; staged tables with their members, inner first
+
+    def table(host_cells):
+        return _onto(rng, host_cells, int(rng.integers(1, host_cells + 1)))
+
+    def param(host_cells):
+        params.append(table(host_cells))
+        return len(params) - 1, False
+
+    def stage(host_cells, depth):
+        onto = table(host_cells)
+        members = [param(onto.max() + 1) for _ in range(int(rng.integers(1, 3)))]
+        if depth < 2 and rng.random() < 0.3:
+            members.append(stage(onto.max() + 1, depth + 1))
+        stages.append((onto, members))
+        return len(stages) - 1, True
+
+    groups = []
     for c in range(k):
-        groups.append([])
-        for _ in range(int(rng.integers(0, 3))):
-            groups[-1].append(len(tables))
-            tables.append(_onto(rng, sizes[c], int(rng.integers(1, sizes[c] + 1))))
-    hosted_off, hosted = _csr(groups)
-    host_of = {j: c for c, g in enumerate(groups) for j in g}
+        groups.append([param(sizes[c]) for _ in range(int(rng.integers(0, 3)))])
+        if rng.random() < 0.4:
+            groups[-1].append(stage(sizes[c], 0))
+
+    def number(ref):
+        return ref[0] + len(params) if ref[1] else ref[0]
+
+    tables = params + [onto for onto, _ in stages]
+    hosted_off, hosted = _csr([[number(r) for r in g] for g in groups])
+    staged_off, staged = _csr([[number(r) for r in members] for _, members in stages])
     p_off = np.concatenate([[0], np.cumsum([t.max(initial=-1) + 1 for t in tables])]).astype(np.int64)
-    params = ParameterLayout(
+    layout = ParameterLayout(
         hosted_off, hosted, p_off, np.ones(len(tables), dtype=np.int64), rng.random(len(tables)) < 0.5,
-        np.concatenate([[0], np.cumsum([sizes[host_of[j]] for j in range(len(tables))])]).astype(np.int64),
-        np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32))
-    return TreeLayout(clique_off, order, parent, child_off, children, sep_off, *runs), params
+        np.concatenate([[0], np.cumsum([t.size for t in tables])]).astype(np.int64),
+        np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32), staged_off, staged)
+    return TreeLayout(clique_off, order, parent, child_off, children, sep_off, *runs), layout
 
 
 def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
@@ -73,7 +95,7 @@ def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
     clique_off, k = tree.clique_off, len(tree.clique_off) - 1
     results = []
     for kernel in (calibrate, calibrate_reference):
-        work, mu = workspace(tree), np.full(params.p_off[-1], np.nan)
+        work, mu = workspace(tree, params), np.full(theta.size, np.nan)
         for scratch in work[:-1]:  # all but the int64 bits: NaN, so that reading before writing shows
             scratch.fill(np.nan)
         log_z = kernel(theta, total, tree, params, mu, work, parallel_cells)
@@ -83,7 +105,7 @@ def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
     np.testing.assert_allclose(fast_b, slow_b, rtol=1e-9, atol=1e-9 * scale)
     np.testing.assert_allclose(fast_mu, slow_mu, rtol=1e-9, atol=1e-9)
     assert abs(fast_z - slow_z) <= 1e-9 * max(1.0, abs(slow_z))
-    assert log_partition(theta, tree, params, workspace(tree), parallel_cells) == fast_z
+    assert log_partition(theta, tree, params, workspace(tree, params), parallel_cells) == fast_z
     for c in range(k):  # every clique's marginal sums to the total
         assert abs(np.exp(fast_b[clique_off[c]:clique_off[c + 1]]).sum() * total - total) < 1e-8 * total
 
@@ -93,7 +115,8 @@ def _check_calibrate(tree, params, theta, total, parallel_cells=PARALLEL_CELLS):
 def test_calibrate_matches_reference(seed, k, scale):
     rng = np.random.default_rng(seed)
     tree, params = _random_tree(rng, k)
-    _check_calibrate(tree, params, rng.normal(size=params.p_off[-1]) * scale, 123.0)
+    _check_calibrate(tree, params, rng.normal(size=params.p_off[len(params.p_off) - len(params.staged_off)]) * scale,
+                     123.0)
 
 
 @settings(max_examples=30, deadline=None)
@@ -113,6 +136,36 @@ def test_calibrate_on_cliques_big_enough_for_all_cores():
     assert np.diff(oracle.layout.clique_off).max() >= PARALLEL_CELLS
     for scale, threshold in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
         _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 1000.0, threshold)
+
+
+def test_calibrate_through_staged_tables():
+    """Every pair of a 4-attribute domain: one tree clique hosting six tables, four staged."""
+    rng = np.random.default_rng(11)
+    domain = Domain(list("abcd"), [30, 4, 3, 20])
+    pairs = [(x, y) for i, x in enumerate("abcd") for y in "abcd"[i + 1:]]
+    oracle = MarginalOracle(domain, pairs)
+    assert len(oracle.layout.clique_off) == 2 and len(oracle.params.staged_off) - 1 >= 2
+    for scale in (1.0, 300.0):
+        _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 50.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(1, 7), m=st.integers(0, 9))
+def test_staging_plans_cover_each_table_once_and_save_cells(seed, d, m):
+    rng = np.random.default_rng(seed)
+    domain = Domain([f"x{i}" for i in range(d)], rng.integers(1, 40, size=d).tolist())
+    tables = [tuple(sorted(rng.choice(d, size=rng.integers(0, d + 1), replace=False))) for _ in range(m)]
+    tables = [tuple(domain.attrs[i] for i in t) for t in tables]
+    plan, direct = staging(domain, domain.attrs, tables)
+    attrs = [set(t) for t in tables] + [set(a) for a, _ in plan]
+    seen = list(direct) + [j for _, inner in plan for j in inner]
+    assert sorted(seen) == list(range(m + len(plan)))
+    for s, (union, inner) in enumerate(plan):
+        assert set(union) < set(domain.attrs) and all(attrs[j] <= set(union) for j in inner)
+        assert all(j < m + s for j in inner) and len(inner) >= 2  # inner tables first; a group, not one table
+    size = domain.size()
+    passes = len(direct) * size + sum(len(inner) * domain.size(union) for union, inner in plan)
+    assert passes <= m * size
 
 
 def _big_oracle_marginals(seed):

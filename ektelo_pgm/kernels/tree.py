@@ -59,10 +59,16 @@ class TreeLayout(NamedTuple):
 
 
 class ParameterLayout(NamedTuple):
-    """The parameter cliques hosted in a :class:`TreeLayout`: clique ``k`` hosts the parameter
-    cliques ``hosted[hosted_off[k]:hosted_off[k + 1]]``; parameter clique ``j`` occupies
-    ``p_off[j]:p_off[j + 1]`` of the flat parameter buffers, and the run-structured map
-    ``(run[j], kept[j], rows[row_off[j]:])`` sends its host's cells to its own."""
+    """The parameter cliques hosted in a :class:`TreeLayout`, through staged tables.
+
+    Tables ``0 .. m - 1`` are the parameter cliques, ``m ..`` the staged tables: sums of several
+    tables over fewer attributes than their host, so that a large clique is passed over once for
+    them all (:func:`~ektelo_pgm.pgm.inference.staging`).  Table ``j`` occupies
+    ``p_off[j]:p_off[j + 1]`` of the flat table buffers (the parameters' first, ``m =
+    len(p_off) - len(staged_off)``), and the run-structured map ``(run[j], kept[j],
+    rows[row_off[j]:])`` sends its host's cells to its own.  Tree clique ``k`` hosts the tables
+    ``hosted[hosted_off[k]:hosted_off[k + 1]]``, staged table ``m + s`` the tables
+    ``staged[staged_off[s]:staged_off[s + 1]]`` (each of a lower number: inner tables first)."""
     hosted_off: np.ndarray
     hosted: np.ndarray
     p_off: np.ndarray
@@ -70,13 +76,16 @@ class ParameterLayout(NamedTuple):
     kept: np.ndarray
     row_off: np.ndarray
     rows: np.ndarray
+    staged_off: np.ndarray
+    staged: np.ndarray
 
 
 class Workspace(NamedTuple):
     """Outputs and scratch of :func:`calibrate` (float64 unless said otherwise): ``belief`` (tree
     cells) receives the log-beliefs and ``log_norm`` (one per clique) their log-normalisers;
     scratch: ``up`` and ``down`` (separator cells), ``acc`` and ``peak`` (widest separator),
-    ``tmp`` (widest clique), ``bits`` (int64, :data:`BLOCK` cells)."""
+    ``tmp`` (widest clique), ``tables`` (the :class:`ParameterLayout`'s tables), ``bits`` (int64,
+    :data:`BLOCK` cells)."""
     belief: np.ndarray
     log_norm: np.ndarray
     up: np.ndarray
@@ -84,6 +93,7 @@ class Workspace(NamedTuple):
     acc: np.ndarray
     peak: np.ndarray
     tmp: np.ndarray
+    tables: np.ndarray
     bits: np.ndarray
 
 
@@ -255,14 +265,14 @@ def parallel_cells() -> int:
     return PARALLEL_CELLS
 
 
-def workspace(tree: TreeLayout) -> Workspace:
-    """A fresh (uninitialised) :class:`Workspace` for calibrating ``tree``."""
+def workspace(tree: TreeLayout, params: ParameterLayout) -> Workspace:
+    """A fresh (uninitialised) :class:`Workspace` for calibrating ``tree`` with ``params``."""
     seps = int(tree.sep_off[-1])
     widest_sep = max(1, int(np.diff(tree.sep_off).max(initial=0)))
     widest = int(np.diff(tree.clique_off).max())
     return Workspace(belief=np.empty(tree.clique_off[-1]), log_norm=np.empty(len(tree.clique_off) - 1),
                      up=np.empty(seps), down=np.empty(seps), acc=np.empty(widest_sep), peak=np.empty(widest_sep),
-                     tmp=np.empty(widest), bits=np.empty(BLOCK, dtype=np.int64))
+                     tmp=np.empty(widest), tables=np.empty(params.p_off[-1]), bits=np.empty(BLOCK, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -424,12 +434,14 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
 
     ``tree`` is a :class:`TreeLayout`, ``params`` the :class:`ParameterLayout` of the parameter
     cliques, whose log-potentials are ``theta``.
-    Assembly: each clique's log-potential is the sum of those it hosts.  Collect: each clique
+    Assembly: each staged table is the sum of those it hosts, then each clique's log-potential
+    the sum of those it hosts.  Collect: each clique
     sends the log-sum-exp of its belief onto the separator with its parent.  Distribute (root
     first): a clique's belief is final once its parent's message is absorbed; it is exponentiated
-    once, which gives the marginals of the parameter cliques it hosts and, summed onto each
-    child's separator, the message to that child (the separator marginal minus the child's own
-    upward message).  Separator cells that underflow are recomputed exactly.
+    once, which gives the marginals of the tables it hosts and, summed onto each child's
+    separator, the message to that child (the separator marginal minus the child's own upward
+    message); the staged tables' marginals give those of the tables they host.  Separator cells
+    that underflow are recomputed exactly.
     Writes the final log-beliefs, unnormalised, into ``work.belief`` (tree size) and their log
     normalisers into ``work.log_norm`` (one per clique; ``belief - log_norm`` is the
     log-probability), the parameter cliques' marginals in counts (scaled to ``total``) into
@@ -445,9 +457,20 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
     down_run, down_kept, down_off, down_rows = tree.down_run, tree.down_kept, tree.down_off, tree.down_rows
     hosted_off, hosted, p_off = params.hosted_off, params.hosted, params.p_off
     run, kept, row_off, rows = params.run, params.kept, params.row_off, params.rows
+    staged_off, staged = params.staged_off, params.staged
     belief, log_norm, up, down = work.belief, work.log_norm, work.up, work.down
-    acc, peak, tmp, bits = work.acc, work.peak, work.tmp, work.bits
+    acc, peak, tmp, tables, bits = work.acc, work.peak, work.tmp, work.tables, work.bits
     k = order.shape[0]
+    cut = theta.shape[0]  # the parameters' cells; the staged tables follow them in ``tables``
+    first = p_off.shape[0] - staged_off.shape[0]  # the first staged table
+    tables[:cut] = theta
+    for st in range(staged_off.shape[0] - 1):  # staging, inner tables first
+        g0 = p_off[first + st]
+        g = p_off[first + st + 1] - g0
+        tables[g0:g0 + g] = 0.0
+        for h in range(staged_off[st], staged_off[st + 1]):
+            j = staged[h]
+            _gather_add_runs(tables, g0, g, run[j], kept[j], rows, row_off[j], tables, p_off[j], parallel_cells)
     bound = np.zeros(k)  # upper bound of each clique's belief: the sum of the largest terms added to it
     for c in range(k):  # assembly
         start = clique_off[c]
@@ -455,8 +478,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
         belief[start:start + n] = 0.0
         for h in range(hosted_off[c], hosted_off[c + 1]):
             j = hosted[h]
-            _gather_add_runs(belief, start, n, run[j], kept[j], rows, row_off[j], theta, p_off[j], parallel_cells)
-            bound[c] += _max(theta[p_off[j]:p_off[j + 1]])
+            _gather_add_runs(belief, start, n, run[j], kept[j], rows, row_off[j], tables, p_off[j], parallel_cells)
+            bound[c] += _max(tables[p_off[j]:p_off[j + 1]])
     for t in range(k):  # collect: children send to parents
         c = order[t]
         p = parent[c]
@@ -501,9 +524,9 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
         scale = total / z
         for h in range(hosted_off[p], hosted_off[p + 1]):
             j = hosted[h]
-            out = mu[p_off[j]:p_off[j + 1]]
+            out = tables[p_off[j]:p_off[j + 1]]
             out[:] = 0.0
-            _scatter_add_runs(tmp, 0, n, run[j], kept[j], rows, row_off[j], mu, p_off[j])
+            _scatter_add_runs(tmp, 0, n, run[j], kept[j], rows, row_off[j], tables, p_off[j])
             for i in range(out.shape[0]):
                 out[i] *= scale
         for i in range(child_off[p], child_off[p + 1]):
@@ -523,6 +546,15 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
                 for s in range(m):
                     down[s0 + s] = acc[s] - lz - up[s0 + s]
             bound[c] += _max(down[s0:s0 + m])
+    if marginals:
+        for st in range(staged_off.shape[0] - 2, -1, -1):  # unstaging, outer tables first
+            g0 = p_off[first + st]
+            g = p_off[first + st + 1] - g0
+            for h in range(staged_off[st], staged_off[st + 1]):
+                j = staged[h]
+                tables[p_off[j]:p_off[j + 1]] = 0.0
+                _scatter_add_runs(tables, g0, g, run[j], kept[j], rows, row_off[j], tables, p_off[j])
+        mu[:] = tables[:cut]
     return log_z
 
 
@@ -546,16 +578,29 @@ def _logsumexp_by(values, index, size):
 
 
 def calibrate_reference(theta, total, tree, params, mu, work, parallel_cells):
-    """numpy twin of :func:`calibrate` (plain maps, every message recomputed from scratch, no
+    """numpy twin of :func:`calibrate` (plain maps, each parameter clique's composed through its
+    staged tables straight from its tree clique, every message recomputed from scratch, no
     division, normalised beliefs: ``work.log_norm`` is all zeros)."""
     clique_off, order, parent, sep_off, p_off = tree.clique_off, tree.order, tree.parent, tree.sep_off, params.p_off
     k = len(order)
     cells = [slice(clique_off[c], clique_off[c + 1]) for c in range(k)]
     sizes = np.diff(clique_off)
-    host = np.empty(len(p_off) - 1, dtype=np.int64)
+    first = len(p_off) - len(params.staged_off)  # the first staged table
+    owner = np.empty(len(p_off) - 1, dtype=np.int64)  # host: a tree clique, or -1 - a staged table
     for c in range(k):
-        host[params.hosted[params.hosted_off[c]:params.hosted_off[c + 1]]] = c
-    p_maps, p_map_off = runs_to_maps(params.run, params.kept, params.row_off, params.rows, sizes[host])
+        owner[params.hosted[params.hosted_off[c]:params.hosted_off[c + 1]]] = c
+    for s in range(len(params.staged_off) - 1):
+        owner[params.staged[params.staged_off[s]:params.staged_off[s + 1]]] = -1 - (first + s)
+    host_sizes = np.where(owner >= 0, sizes[np.maximum(owner, 0)], np.diff(p_off)[np.maximum(-1 - owner, 0)])
+    t_maps, t_map_off = runs_to_maps(params.run, params.kept, params.row_off, params.rows, host_sizes)
+    host, p_maps = np.empty(first, dtype=np.int64), []
+    for j in range(first):
+        composed, h = t_maps[t_map_off[j]:t_map_off[j + 1]], owner[j]
+        while h < 0:
+            composed = composed[t_maps[t_map_off[-1 - h]:t_map_off[-h]]]
+            h = owner[-1 - h]
+        host[j] = h
+        p_maps.append(composed)
     linked = parent >= 0  # the root has no separator: empty maps
     up_maps, up_map_off = runs_to_maps(tree.up_run, tree.up_kept, tree.up_off, tree.up_rows, np.where(linked, sizes, 0))
     down_maps, down_map_off = runs_to_maps(tree.down_run, tree.down_kept, tree.down_off, tree.down_rows,
@@ -567,7 +612,7 @@ def calibrate_reference(theta, total, tree, params, mu, work, parallel_cells):
 
     log_phi = np.zeros(clique_off[-1])
     for j, c in enumerate(host):
-        log_phi[cells[c]] += theta[p_off[j] + p_maps[p_map_off[j]:p_map_off[j + 1]]]
+        log_phi[cells[c]] += theta[p_off[j] + p_maps[j]]
     ups, downs = {}, {}
     for c in order:
         if parent[c] < 0:
@@ -604,8 +649,7 @@ def calibrate_reference(theta, total, tree, params, mu, work, parallel_cells):
     work.log_norm[:] = 0.0
     marginals = total * np.exp(belief)
     for j, c in enumerate(host):
-        mu[p_off[j]:p_off[j + 1]] = np.bincount(p_maps[p_map_off[j]:p_map_off[j + 1]], marginals[cells[c]],
-                                                minlength=p_off[j + 1] - p_off[j])
+        mu[p_off[j]:p_off[j + 1]] = np.bincount(p_maps[j], marginals[cells[c]], minlength=p_off[j + 1] - p_off[j])
     return log_z
 
 
@@ -738,11 +782,11 @@ def mirror_descent_loop(theta, total, iters, tol, first, smooth, report, loss, t
     ``parallel_cells`` are those of :func:`calibrate_core`.
     Returns ``(theta, loss, iterations)`` of the best iterate (the last one for a smooth loss).
     """
-    n, m = theta.shape[0], params.p_off[-1]
+    n = theta.shape[0]
     thetas = np.empty((2, n))
     thetas[0] = theta
-    mus = np.empty((2, m))
-    grads = np.empty((2, m))
+    mus = np.empty((2, n))
+    grads = np.empty((2, n))
     cur = 0
     key = loss.key
     calibrate_core(thetas[0], total, tree, params, mus[0], work, parallel_cells)

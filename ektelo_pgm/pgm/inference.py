@@ -50,20 +50,12 @@ class MarginalOracle(FlatCliques):
             cliques = list(self.tree.cliques)  # same layout as the tree: assembly is a copy
         super().__init__(domain, cliques)
         self.layout = self.tree.layout()
-        host = np.array([self.tree.host(cl) for cl in self.cliques], dtype=np.int64)
-        runs = [index_runs(domain, self.tree.cliques[h], cl) for cl, h in zip(self.cliques, host)]
-        hosted = np.argsort(host, kind="stable")
-        hosted_off = np.concatenate([[0], np.cumsum(np.bincount(host, minlength=len(self.tree.cliques)))])
-        self.params = ParameterLayout(
-            hosted_off=hosted_off.astype(np.int64), hosted=hosted.astype(np.int64), p_off=self.p_off,
-            run=np.array([r[0] for r in runs], dtype=np.int64), kept=np.array([r[1] for r in runs], dtype=np.bool_),
-            row_off=np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
-            rows=np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
+        self.params = parameter_layout(self.tree, self.cliques)
 
     def workspace(self) -> Workspace:
         """Outputs and scratch of :meth:`calibrate`, reusable across calls (see
         :class:`~ektelo_pgm.kernels.tree.Workspace`)."""
-        return workspace(self.layout)
+        return workspace(self.layout, self.params)
 
     def calibrate(self, theta: np.ndarray, total: float, mu: np.ndarray | None = None,
                   work: Workspace | None = None) -> tuple[np.ndarray, float]:
@@ -141,6 +133,83 @@ class MarginalOracle(FlatCliques):
         log_beliefs = work.belief
         log_beliefs -= np.repeat(work.log_norm, np.diff(self.layout.clique_off))
         return mu, log_beliefs, log_z
+
+
+def staging(domain: Domain, host: Sequence[str], tables: Sequence[Sequence[str]]) -> tuple[list, list]:
+    """Staged tables that save passes over the table of clique ``host`` for the ``tables`` it hosts.
+
+    Summing ``tables`` into ``host`` (or ``host``'s table onto them) passes over ``host``'s cells
+    once per table.  Tables without some attribute of ``host`` can be summed into a staged table
+    over their attributes first, then that into ``host`` in one pass: greedily, while a group
+    saves cells passed over, the group that saves most (and within it, the same again).
+    Returns ``(plan, direct)``: ``plan`` lists ``(attributes, members)`` per staged table, inner
+    ones first, ``direct`` the members summed straight into ``host``; members number ``tables``
+    first, then the staged tables in ``plan``'s order.
+    """
+    attrs = [frozenset(t) for t in tables]
+    plan = []
+
+    def split(node: tuple, members: list) -> list:
+        size = cells(domain, node)
+        while True:
+            best = (0, None, None)
+            for a in node:
+                group = [i for i in members if a not in attrs[i]]
+                if len(group) < 2:
+                    continue
+                union = canonical(domain, frozenset().union(*(attrs[i] for i in group)))
+                saving = (len(group) - 1) * size - len(group) * cells(domain, union)
+                if saving > best[0]:
+                    best = (saving, union, group)
+            _, union, group = best
+            if union is None:
+                return members
+            plan.append((union, split(union, group)))
+            attrs.append(frozenset(union))
+            members = [i for i in members if i not in group] + [len(attrs) - 1]
+
+    direct = split(tuple(host), list(range(len(tables))))
+    return plan, direct
+
+
+def parameter_layout(tree: JunctionTree, cliques: Sequence[tuple]) -> ParameterLayout:
+    """The :class:`~ektelo_pgm.kernels.tree.ParameterLayout` of parameter ``cliques`` (in
+    domain order) on ``tree``: each hosted by the smallest tree clique containing it, through
+    the staged tables of :func:`staging`."""
+    domain = tree.domain
+    members = [[] for _ in tree.cliques]
+    for j, cl in enumerate(cliques):
+        members[tree.host(cl)].append(j)
+    tables, hosted, staged = list(cliques), [], []  # the parameter cliques, then the staged tables
+    for clique, inside in zip(tree.cliques, members):
+        plan, direct = staging(domain, clique, [cliques[j] for j in inside])
+        number = inside + list(range(len(tables), len(tables) + len(plan)))
+        for attrs, inner in plan:
+            staged.append([number[i] for i in inner])
+            tables.append(attrs)
+        hosted.append([number[i] for i in direct])
+    hosts = [None] * len(tables)  # the attributes of each table's host
+    for clique, inside in zip(tree.cliques, hosted):
+        for j in inside:
+            hosts[j] = clique
+    for attrs, inside in zip(tables[len(cliques):], staged):
+        for j in inside:
+            hosts[j] = attrs
+    runs = [index_runs(domain, big, small) for small, big in zip(tables, hosts)]
+    return ParameterLayout(
+        hosted_off=_offsets(len(m) for m in hosted), hosted=_flat(hosted),
+        p_off=_offsets(cells(domain, t) for t in tables), run=np.array([r[0] for r in runs], dtype=np.int64),
+        kept=np.array([r[1] for r in runs], dtype=np.bool_), row_off=_offsets(r[2].size for r in runs),
+        rows=np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32),
+        staged_off=_offsets(len(m) for m in staged), staged=_flat(staged))
+
+
+def _offsets(sizes) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(list(sizes), dtype=np.int64)]).astype(np.int64)
+
+
+def _flat(groups: list) -> np.ndarray:
+    return np.array([j for g in groups for j in g], dtype=np.int64)
 
 
 #: Largest magnitudes of an intermediate table of :func:`eliminate` left as they are.
