@@ -389,15 +389,16 @@ def test_saturated_graph_of_a_tree_structured_set_is_exact_pgm(seed):
 
 @pytest.mark.parametrize("seed", [0, 1, 3, 5])
 def test_no_worse_than_exact_pgm_on_loopy_sets(seed):
-    """Defaults on the saturated region graph of a cycle (small, so L-BFGS): the relaxation's loss
-    is at most exact Private-PGM's (3000 iterations) plus 1e-4, below it on seed 1 (the proximal
-    loop ends 1.4% above it there, at 21 times its loss on seed 0)."""
+    """The saturated region graph of a cycle (small, so L-BFGS), both sides run until they stop
+    by themselves: the relaxation's loss is at most exact Private-PGM's plus 1e-4 (seed 1 takes
+    1,336 iterations, past the default 1,000 at which it is 0.2% above; the proximal loop ends
+    1.4% above it there, at 21 times its loss on seed 0)."""
     domain, ms, total = tree_structured(seed, loopy=True)
-    exact = l2_loss(domain, ms, PGM(iters=3000).reconstruct(domain, ms, total=total).project)
-    est = APPGM().reconstruct(domain, ms, total=total)
-    assert est.graph.junction_tree() is None and est.iterations <= 1000
-    assert est.violation() < 1e-6 * total
-    assert l2_loss(domain, ms, est.project) <= (1 + 1e-4) * exact
+    model = PGM(iters=10_000).reconstruct(domain, ms, total=total)
+    est = APPGM(iters=3000).reconstruct(domain, ms, total=total)
+    assert model.iterations < 10_000 and est.iterations < 3000
+    assert est.graph.junction_tree() is None and est.violation() < 1e-6 * total
+    assert l2_loss(domain, ms, est.project) <= (1 + 1e-4) * l2_loss(domain, ms, model.project)
 
 
 def test_reports_iterations_convergence_and_gap():
