@@ -136,6 +136,13 @@ def test_calibrate_on_cliques_big_enough_for_all_cores():
     assert np.diff(oracle.layout.clique_off).max() >= PARALLEL_CELLS
     for scale, threshold in ((1.0, PARALLEL_CELLS), (50.0, PARALLEL_CELLS), (50.0, SERIAL)):
         _check_calibrate(oracle.layout, oracle.params, rng.normal(size=oracle.size) * scale, 1000.0, threshold)
+    theta = rng.normal(size=oracle.size) * 3.0
+    marginals = []
+    for threshold in (PARALLEL_CELLS, SERIAL):  # chunked sums onto small tables: the same bits either way
+        mu = np.empty(oracle.size)
+        calibrate(theta, 1000.0, oracle.layout, oracle.params, mu, oracle.workspace(), threshold)
+        marginals.append(mu)
+    assert np.array_equal(*marginals)
 
 
 def test_calibrate_through_staged_tables():

@@ -178,7 +178,9 @@ LOG2E = 1.4426950408889634
 LN2_HI = 0.6931471803691238
 LN2_LO = 1.9082149292705877e-10
 BLOCK = 1024  # cells per block of the exp loop: its int64 scratch (8 KB) stays in the L1 cache
-PARALLEL_CELLS = 1 << 15  # tables from this many cells spread exp and gather over all cores
+PARALLEL_CELLS = 1 << 15  # tables from this many cells spread exp, gather and scatter over all cores
+SCATTER_CHUNKS = 4  # a large table is summed onto a small one in this many chunks of rows
+SCATTER_SPAN = 16  # ... when it has this many times the small one's cells
 SERIAL = 1 << 62  # a threshold no table reaches
 _forked = False
 
@@ -354,10 +356,46 @@ def _exp_table(block, bound, out, bits, parallel_cells):
     return top, exp_shifted(block, top, out, bits, parallel_cells)
 
 
+@njit(parallel=True)
+def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0, width, parallel_cells):
+    """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map onto ``width``
+    cells (see runs_to_maps).
+
+    From :data:`PARALLEL_CELLS` cells, when they are at least :data:`SCATTER_SPAN` times
+    ``width``, the rows are summed in :data:`SCATTER_CHUNKS` chunks, each into a buffer of its
+    own, the buffers then added in order: the same bits whether the chunks run on all cores
+    (from ``parallel_cells`` cells) or one after another."""
+    count = n // length
+    if n < PARALLEL_CELLS or n < SCATTER_SPAN * width:
+        _scatter_rows(src, start, 0, count, length, kept, rows, roff, out, o0)
+        return
+    part = np.empty((SCATTER_CHUNKS, width))  # not np.zeros: that would start threads even on the serial path
+    step = (count + SCATTER_CHUNKS - 1) // SCATTER_CHUNKS
+    if n < parallel_cells:
+        for t in range(SCATTER_CHUNKS):
+            _chunk_rows(src, start, t * step, min(count, (t + 1) * step), length, kept, rows, roff, part[t])
+    else:
+        for t in prange(SCATTER_CHUNKS):
+            _chunk_rows(src, start, t * step, min(count, (t + 1) * step), length, kept, rows, roff, part[t])
+    target = out[o0:o0 + width]
+    for t in range(SCATTER_CHUNKS):
+        chunk = part[t]
+        for i in range(width):
+            target[i] += chunk[i]
+
+
 @njit(cache=True, fastmath=True)
-def _scatter_add_runs(src, start, n, length, kept, rows, roff, out, o0):
-    """out[o0 + s] += src[start + i] over the cells i < n of a run-structured map (see runs_to_maps)."""
-    for r in range(n // length):
+def _chunk_rows(src, start, first, last, length, kept, rows, roff, out):
+    """out = the sum of src[start + i] onto each cell over the rows ``first <= r < last``."""
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    _scatter_rows(src, start, first, last, length, kept, rows, roff, out, 0)
+
+
+@njit(cache=True, fastmath=True)
+def _scatter_rows(src, start, first, last, length, kept, rows, roff, out, o0):
+    """out[o0 + s] += src[start + i] over the rows ``first <= r < last`` of a run-structured map."""
+    for r in range(first, last):
         p = o0 + rows[roff + r]
         values = src[start + r * length:start + (r + 1) * length]
         if kept:
@@ -491,7 +529,7 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
         m = sep_off[c + 1] - s0
         top = _exp_table(belief[start:start + n], bound[c], tmp[:n], bits, parallel_cells)[0]
         acc[:m] = 0.0
-        _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0)
+        _scatter_add_runs(tmp, 0, n, up_run[c], up_kept[c], up_rows, up_off[c], acc, 0, m, parallel_cells)
         exact = True
         for s in range(m):
             if acc[s] < 1e-200:
@@ -526,7 +564,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
             j = hosted[h]
             out = tables[p_off[j]:p_off[j + 1]]
             out[:] = 0.0
-            _scatter_add_runs(tmp, 0, n, run[j], kept[j], rows, row_off[j], tables, p_off[j])
+            _scatter_add_runs(tmp, 0, n, run[j], kept[j], rows, row_off[j], tables, p_off[j], out.shape[0],
+                              parallel_cells)
             for i in range(out.shape[0]):
                 out[i] *= scale
         for i in range(child_off[p], child_off[p + 1]):
@@ -534,7 +573,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
             s0 = sep_off[c]
             m = sep_off[c + 1] - s0
             acc[:m] = 0.0
-            _scatter_add_runs(tmp, 0, n, down_run[c], down_kept[c], down_rows, down_off[c], acc, 0)
+            _scatter_add_runs(tmp, 0, n, down_run[c], down_kept[c], down_rows, down_off[c], acc, 0, m,
+                              parallel_cells)
             exact = True
             for s in range(m):
                 if acc[s] < 1e-250:
@@ -553,7 +593,8 @@ def calibrate_core(theta, total, tree, params, mu, work, parallel_cells, margina
             for h in range(staged_off[st], staged_off[st + 1]):
                 j = staged[h]
                 tables[p_off[j]:p_off[j + 1]] = 0.0
-                _scatter_add_runs(tables, g0, g, run[j], kept[j], rows, row_off[j], tables, p_off[j])
+                _scatter_add_runs(tables, g0, g, run[j], kept[j], rows, row_off[j], tables, p_off[j],
+                                  p_off[j + 1] - p_off[j], parallel_cells)
         mu[:] = tables[:cut]
     return log_z
 
