@@ -29,13 +29,20 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
     extra = [a for a in small if a not in big]
     if extra:
         raise InputError(f"index_map: attributes {extra} are not in the clique {list(big)}")
-    index = np.zeros([domain[a] for a in big], dtype=np.int64)
+    return _raveled(domain, big, small)
+
+
+def _raveled(domain: Domain, grid: Sequence[str], small: Sequence[str]) -> np.ndarray:
+    """For each cell of the table over ``grid`` (C order), the raveled index over ``small`` of
+    the cell with the same values on their shared attributes and 0 on the others.  int32."""
+    index = np.zeros([domain[a] for a in grid], dtype=np.int32)
     stride = 1
     for a in reversed(small):
-        shape = [domain[b] if b == a else 1 for b in big]
-        index += (np.arange(domain[a], dtype=np.int64) * stride).reshape(shape)
+        if a in grid:
+            shape = [domain[b] if b == a else 1 for b in grid]
+            index += (np.arange(domain[a], dtype=np.int32) * stride).reshape(shape)
         stride *= domain[a]
-    return index.ravel().astype(np.int32)
+    return index.ravel()
 
 
 def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tuple[int, bool, np.ndarray]:
@@ -48,7 +55,9 @@ def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tupl
     attributes kept are not also the trailing attributes of ``small`` in the same order.
     """
     big, small = domain.check(big), domain.check(small)
-    full = index_map(domain, big, small)
+    extra = [a for a in small if a not in big]
+    if extra:
+        raise InputError(f"index_runs: attributes {extra} are not in the clique {list(big)}")
     inside = [a in small for a in big]
     tail = 0
     while tail < len(big) and inside[-1 - tail] == inside[-1]:
@@ -57,7 +66,7 @@ def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tupl
     if kept and tuple(small[len(small) - tail:]) != tuple(big[len(big) - tail:]):
         tail = 0
     length = cells(domain, big[len(big) - tail:]) if tail else 1
-    return length, kept, full[::length].copy()
+    return length, kept, _raveled(domain, big[:len(big) - tail], small)
 
 
 @lru_cache(maxsize=64)
