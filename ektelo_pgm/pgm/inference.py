@@ -418,6 +418,7 @@ class BranchMarginals:
             if tree.parent[c] >= 0 and tree.separator(c):
                 self.part[c] = self.part[tree.parent[c]]
         self._toward: dict[str, list[int]] = {}
+        self._reduced: dict[int, dict[tuple[str, ...], int]] = {}  # per clique, the sets summed down to: cells
         self._messages: dict[tuple[str, int], tuple[tuple[str, ...], np.ndarray]] = {}
         self._waiting: dict[tuple, list[tuple[str, ...]]] = {}  # sets announced, by what they share
         self._ready: dict[tuple[str, ...], np.ndarray] = {}  # tables made with another set's, not yet asked
@@ -462,18 +463,25 @@ class BranchMarginals:
         return None
 
     def reduced(self, c: int, keep) -> tuple[tuple[str, ...], np.ndarray]:
-        """Clique ``c``'s distribution summed down to ``keep`` (attributes in the clique's order)."""
+        """Clique ``c``'s distribution summed down to ``keep`` (attributes in the clique's order),
+        from the smallest table of ``c`` already summed down that holds them (in ``memo``), else
+        from the clique's."""
         attrs = self.tree.cliques[c]
         kept = tuple(a for a in attrs if a in keep)
         key = ("reduced", c, kept)
         if key in self.memo:
             return kept, self.memo[key]
         offsets = self.tree.layout_offsets()
-        table = self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
-        table = table.sum(axis=tuple(i for i, a in enumerate(attrs) if a not in kept))
+        over, table = attrs, self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
+        made = self._reduced.setdefault(c, {})
+        for other, size in made.items():
+            if size < table.size and ("reduced", c, other) in self.memo and set(kept) <= set(other):
+                over, table = other, self.memo[("reduced", c, other)]
+        table = table.sum(axis=tuple(i for i, a in enumerate(over) if a not in kept))
         total = float(table.sum())
         table = table / total if total > 0 else table
         self.memo.keep(key, table)
+        made[kept] = table.size
         return kept, table
 
     def message(self, a: str, d: int) -> tuple[tuple[str, ...], np.ndarray]:
@@ -491,7 +499,7 @@ class BranchMarginals:
                 kept, table = self.reduced(v, sep + inner[:-1])
                 joint = sum_product([(kept, table), (inner, carried)], sep + (a,))
             below = joint.sum(axis=-1, keepdims=True)
-            self._messages[key] = sep + (a,), np.divide(joint, below, out=np.zeros_like(joint), where=below > 0)
+            self._messages[key] = sep + (a,), joint / np.where(below > 0, below, 1.0)  # 0 / 1 where p(x_S) is 0
         return self._messages[key]
 
     def expect(self, sets) -> None:
