@@ -379,6 +379,9 @@ def clique_tables(tree: JunctionTree, marginals: np.ndarray, chosen: Sequence[in
     return factors
 
 
+#: Cliques from this many cells are summed down from tables already summed down from them
+#: (:meth:`BranchMarginals.reduced`); smaller ones directly, which costs less than the search.
+SHARED_SUMS_CELLS = 1 << 16
 #: The variable of :meth:`BranchMarginals._within_part`'s messages side by side (not an attribute name).
 STACKED = ("messages side by side",)
 
@@ -418,7 +421,7 @@ class BranchMarginals:
             if tree.parent[c] >= 0 and tree.separator(c):
                 self.part[c] = self.part[tree.parent[c]]
         self._toward: dict[str, list[int]] = {}
-        self._reduced: dict[int, dict[tuple[str, ...], int]] = {}  # per clique, the sets summed down to: cells
+        self._reduced: dict[int, dict] = {}  # per large clique, the sets summed down to: (cells, attribute set)
         self._messages: dict[tuple[str, int], tuple[tuple[str, ...], np.ndarray]] = {}
         self._waiting: dict[tuple, list[tuple[str, ...]]] = {}  # sets announced, by what they share
         self._ready: dict[tuple[str, ...], np.ndarray] = {}  # tables made with another set's, not yet asked
@@ -463,9 +466,9 @@ class BranchMarginals:
         return None
 
     def reduced(self, c: int, keep) -> tuple[tuple[str, ...], np.ndarray]:
-        """Clique ``c``'s distribution summed down to ``keep`` (attributes in the clique's order),
-        from the smallest table of ``c`` already summed down that holds them (in ``memo``), else
-        from the clique's."""
+        """Clique ``c``'s distribution summed down to ``keep`` (attributes in the clique's order);
+        for a clique of :data:`SHARED_SUMS_CELLS` cells or more, from the smallest table of ``c``
+        already summed down that holds them (in ``memo``)."""
         attrs = self.tree.cliques[c]
         kept = tuple(a for a in attrs if a in keep)
         key = ("reduced", c, kept)
@@ -473,15 +476,18 @@ class BranchMarginals:
             return kept, self.memo[key]
         offsets = self.tree.layout_offsets()
         over, table = attrs, self.marginals[offsets[c]:offsets[c + 1]].reshape(self.tree.domain.project(attrs).shape)
-        made = self._reduced.setdefault(c, {})
-        for other, size in made.items():
-            if size < table.size and ("reduced", c, other) in self.memo and set(kept) <= set(other):
-                over, table = other, self.memo[("reduced", c, other)]
+        made = self._reduced.setdefault(c, {}) if table.size >= SHARED_SUMS_CELLS else None
+        if made is not None:
+            wanted = frozenset(kept)
+            for other, (size, holds) in made.items():
+                if size < table.size and wanted <= holds and ("reduced", c, other) in self.memo:
+                    over, table = other, self.memo[("reduced", c, other)]
         table = table.sum(axis=tuple(i for i, a in enumerate(over) if a not in kept))
         total = float(table.sum())
         table = table / total if total > 0 else table
         self.memo.keep(key, table)
-        made[kept] = table.size
+        if made is not None:
+            made[kept] = table.size, frozenset(kept)
         return kept, table
 
     def message(self, a: str, d: int) -> tuple[tuple[str, ...], np.ndarray]:
