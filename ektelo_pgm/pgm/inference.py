@@ -26,7 +26,7 @@ from ..kernels import calibrate, dot, log_partition
 from ..kernels.tree import (HOOKS, LossTerms, ParameterLayout, Workspace, mirror_descent_loop, parallel_cells,
                             workspace)
 from .clique_vector import FlatCliques
-from .junction_tree import JunctionTree, canonical, cells, index_runs
+from .junction_tree import JunctionTree, canonical, cells, index_runs, stacked_runs
 
 
 class MarginalOracle(FlatCliques):
@@ -181,26 +181,23 @@ def parameter_layout(tree: JunctionTree, cliques: Sequence[tuple]) -> ParameterL
     for j, cl in enumerate(cliques):
         members[tree.host(cl)].append(j)
     tables, hosted, staged = list(cliques), [], []  # the parameter cliques, then the staged tables
+    hosts = [None] * len(tables)  # the attributes of each table's host
     for clique, inside in zip(tree.cliques, members):
         plan, direct = staging(domain, clique, [cliques[j] for j in inside])
         number = inside + list(range(len(tables), len(tables) + len(plan)))
         for attrs, inner in plan:
             staged.append([number[i] for i in inner])
             tables.append(attrs)
+            hosts.append(None)
+            for j in staged[-1]:
+                hosts[j] = attrs
         hosted.append([number[i] for i in direct])
-    hosts = [None] * len(tables)  # the attributes of each table's host
-    for clique, inside in zip(tree.cliques, hosted):
-        for j in inside:
+        for j in hosted[-1]:
             hosts[j] = clique
-    for attrs, inside in zip(tables[len(cliques):], staged):
-        for j in inside:
-            hosts[j] = attrs
-    runs = [index_runs(domain, big, small) for small, big in zip(tables, hosts)]
+    run, kept, row_off, rows = stacked_runs([index_runs(domain, big, small) for small, big in zip(tables, hosts)])
     return ParameterLayout(
         hosted_off=_offsets(len(m) for m in hosted), hosted=_flat(hosted),
-        p_off=_offsets(cells(domain, t) for t in tables), run=np.array([r[0] for r in runs], dtype=np.int64),
-        kept=np.array([r[1] for r in runs], dtype=np.bool_), row_off=_offsets(r[2].size for r in runs),
-        rows=np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32),
+        p_off=_offsets(cells(domain, t) for t in tables), run=run, kept=kept, row_off=row_off, rows=rows,
         staged_off=_offsets(len(m) for m in staged), staged=_flat(staged))
 
 

@@ -25,11 +25,17 @@ def index_map(domain: Domain, big: Sequence[str], small: Sequence[str]) -> np.nd
 
     ``small`` must be a subset of ``big``; it is raveled in C order in the order given.  int32.
     """
+    big, small = _inside(domain, big, small, "index_map")
+    return _raveled(domain, big, small)
+
+
+def _inside(domain: Domain, big, small, caller: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(big, small)`` checked, refusing attributes of ``small`` outside ``big``."""
     big, small = domain.check(big), domain.check(small)
     extra = [a for a in small if a not in big]
     if extra:
-        raise InputError(f"index_map: attributes {extra} are not in the clique {list(big)}")
-    return _raveled(domain, big, small)
+        raise InputError(f"{caller}: attributes {extra} are not in the clique {list(big)}")
+    return big, small
 
 
 def _raveled(domain: Domain, grid: Sequence[str], small: Sequence[str]) -> np.ndarray:
@@ -54,10 +60,7 @@ def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tupl
     by one per cell if ``kept``, else stays.  Falls back to rows of one cell when the trailing
     attributes kept are not also the trailing attributes of ``small`` in the same order.
     """
-    big, small = domain.check(big), domain.check(small)
-    extra = [a for a in small if a not in big]
-    if extra:
-        raise InputError(f"index_runs: attributes {extra} are not in the clique {list(big)}")
+    big, small = _inside(domain, big, small, "index_runs")
     inside = [a in small for a in big]
     tail = 0
     while tail < len(big) and inside[-1 - tail] == inside[-1]:
@@ -67,6 +70,14 @@ def index_runs(domain: Domain, big: Sequence[str], small: Sequence[str]) -> tupl
         tail = 0
     length = cells(domain, big[len(big) - tail:]) if tail else 1
     return length, kept, _raveled(domain, big[:len(big) - tail], small)
+
+
+def stacked_runs(runs: Sequence[tuple[int, bool, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """``(length, kept, offsets, rows)``: :func:`index_runs` results laid end to end for the
+    kernels (int64, bool, int64 offsets into ``rows``, int32)."""
+    return (np.array([r[0] for r in runs], dtype=np.int64), np.array([r[1] for r in runs], dtype=np.bool_),
+            np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64),
+            np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32))
 
 
 @lru_cache(maxsize=64)
@@ -353,10 +364,7 @@ class JunctionTree:
         out = dict(clique_off=clique_off, order=self.order, parent=parent, child_off=child_off.astype(np.int64),
                    children=children, sep_off=sep_off)
         for side, runs in maps.items():
-            out[f"{side}_run"] = np.array([r[0] for r in runs], dtype=np.int64)
-            out[f"{side}_kept"] = np.array([r[1] for r in runs], dtype=np.bool_)
-            out[f"{side}_off"] = np.concatenate([[0], np.cumsum([r[2].size for r in runs])]).astype(np.int64)
-            out[f"{side}_rows"] = np.concatenate([r[2] for r in runs]) if runs else np.zeros(0, dtype=np.int32)
+            out[f"{side}_run"], out[f"{side}_kept"], out[f"{side}_off"], out[f"{side}_rows"] = stacked_runs(runs)
         return TreeLayout(**out)
 
     def __repr__(self) -> str:
