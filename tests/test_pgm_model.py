@@ -11,7 +11,7 @@ from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
 from ektelo_pgm.pgm import factored
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.pgm.factor import Factor
-from ektelo_pgm.pgm.inference import BranchMarginals, Memo
+from ektelo_pgm.pgm.inference import BranchMarginals, Memo, sum_product
 from ektelo_pgm.pgm.model import GraphicalModel
 
 
@@ -239,3 +239,20 @@ def test_memo_drops_the_least_recently_used_tables():
     assert list(memo) == ["a", "c"] and memo.cells == 8
     memo.keep("d", np.zeros(11))  # larger than the whole limit: not kept, nothing dropped
     assert list(memo) == ["a", "c"] and memo.cells == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), k=st.integers(1, 4))
+def test_sum_product_matches_einsum(seed, k):
+    """Chains of products, broadcast ones laid out for the next product included, against einsum."""
+    rng = np.random.default_rng(seed)
+    names = "abcdef"
+    sizes = dict(zip(names, rng.integers(1, 4, size=len(names)).tolist()))
+    factors = []
+    for _ in range(k):
+        vs = tuple(rng.permutation(list(names))[:rng.integers(1, 5)])
+        factors.append((vs, rng.random([sizes[v] for v in vs])))
+    held = sorted({v for vs, _ in factors for v in vs})
+    out = tuple(rng.permutation(held)[:rng.integers(0, len(held) + 1)])
+    expected = np.einsum(",".join("".join(vs) for vs, _ in factors) + "->" + "".join(out), *[t for _, t in factors])
+    assert np.allclose(sum_product(factors, out), expected)

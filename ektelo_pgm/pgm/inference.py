@@ -565,7 +565,8 @@ class BranchMarginals:
             keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
             return sum_product([self.reduced(d, keep)] + messages, attrs)
         last = messages[-1][0][:-1]
-        head = tuple(dict.fromkeys(inside + tuple(outside[:-1]) + last))
+        kept = inside + tuple(outside[:-1])
+        head = tuple(v for part in _grouped(dict.fromkeys(kept + last), last, kept) for v in part)  # as read below
         key = ("partial", d, head)
         if key not in self.memo:
             keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
@@ -576,7 +577,6 @@ class BranchMarginals:
         together = list(dict.fromkeys([attrs] + self._waiting.pop((d, inside, tuple(outside[:-1]), last), [])))
         lasts = [[a for a in s if a not in self.sets[d]][-1] for s in together]
         side_by_side = np.concatenate([self.message(a, d)[1] for a in lasts], axis=-1)
-        kept = inside + tuple(outside[:-1])
         joint = sum_product([(head, partial), (last + (STACKED,), side_by_side)], kept + (STACKED,))
         for s, a, table in zip(together, lasts, np.split(joint, np.cumsum([self.tree.domain[a] for a in lasts])[:-1],
                                                            axis=-1)):
@@ -586,10 +586,16 @@ class BranchMarginals:
 
 def sum_product(factors: list, out: Sequence) -> np.ndarray:
     """Sum the product of ``factors`` (``(variables, array)`` pairs) down to ``out``, two at a
-    time, left to right, each pair summed over what no later factor nor ``out`` holds."""
+    time, left to right, each pair summed over what no later factor nor ``out`` holds; a product
+    with nothing to sum is laid out as the next product reads it (the last one: as ``out``)."""
     (vs, table), rest = factors[0], factors[1:]
+    keeps = [set(out).union(*(f for f, _ in rest[k + 1:])) for k in range(len(rest))]
     for k, (ws, other) in enumerate(rest):
-        vs, table = _product(vs, table, ws, other, set(out).union(*(f for f, _ in rest[k + 1:])))
+        order = tuple(out)
+        if k + 1 < len(rest):
+            joined = [v for v in dict.fromkeys(tuple(vs) + tuple(ws)) if v in keeps[k]]
+            order = tuple(v for part in _grouped(joined, rest[k + 1][0], keeps[k + 1]) for v in part)
+        vs, table = _product(vs, table, ws, other, keeps[k], order)
     vs, table = _summed(vs, table, set(out))
     return table.transpose([vs.index(v) for v in out])
 
@@ -600,16 +606,25 @@ def _summed(vs: tuple, table: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
     return (tuple(v for v in vs if v in keep), table.sum(axis=drop)) if drop else (tuple(vs), table)
 
 
-def _product(vs: tuple, a: np.ndarray, ws: tuple, b: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
+def _grouped(vs, ws, keep) -> tuple[list, list, list]:
+    """The variables of ``vs`` in a product with a factor over ``ws``, each group in ``vs``'s
+    order: shared and kept (the batch), not shared, shared and summed (the inner dimension)."""
+    return ([v for v in vs if v in ws and v in keep], [v for v in vs if v not in ws],
+            [v for v in vs if v in ws and v not in keep])
+
+
+def _product(vs: tuple, a: np.ndarray, ws: tuple, b: np.ndarray, keep, order) -> tuple[tuple, np.ndarray]:
     """``a`` (over ``vs``) times ``b`` (over ``ws``) summed over the variables outside ``keep``, as
     one batched matrix product: shared kept variables index the batch, shared summed ones the
-    inner dimension (a plain broadcast product when there are none)."""
+    inner dimension.  With none to sum, a broadcast product laid out as ``order`` (its
+    variables, in any order)."""
     vs, a = _summed(vs, a, set(keep) | set(ws))
     ws, b = _summed(ws, b, set(keep) | set(vs))
     sizes = {**dict(zip(vs, a.shape)), **dict(zip(ws, b.shape))}
-    batch = [v for v in vs if v in ws and v in keep]
-    inner = [v for v in vs if v in ws and v not in keep]
-    left, right = [v for v in vs if v not in ws], [v for v in ws if v not in vs]
+    batch, left, inner = _grouped(vs, ws, keep)
+    right = [v for v in ws if v not in vs]
+    if not inner:
+        return tuple(order), np.multiply(_aligned(a, vs, order), _aligned(b, ws, order), order="C")
 
     def arranged(table, labels, order):
         shape = [math.prod(sizes[v] for v in part) for part in order]
@@ -617,7 +632,15 @@ def _product(vs: tuple, a: np.ndarray, ws: tuple, b: np.ndarray, keep) -> tuple[
 
     a, b = arranged(a, vs, (batch, left, inner)), arranged(b, ws, (batch, inner, right))
     joined = batch + left + right
-    return tuple(joined), (np.matmul(a, b) if inner else a * b).reshape([sizes[v] for v in joined])
+    return tuple(joined), np.matmul(a, b).reshape([sizes[v] for v in joined])
+
+
+def _aligned(table: np.ndarray, labels, joined) -> np.ndarray:
+    """``table`` (over ``labels``) with its axes in ``joined``'s order, made contiguous (a product
+    written in an order far from its operands' is slower than copying the operand), shaped to
+    broadcast against a table over ``joined``."""
+    view = np.ascontiguousarray(table.transpose([labels.index(v) for v in joined if v in labels]))
+    return view.reshape([table.shape[labels.index(v)] if v in labels else 1 for v in joined])
 
 
 def _conditional(tree: JunctionTree, log_beliefs: np.ndarray, c: int):
