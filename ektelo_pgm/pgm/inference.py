@@ -493,8 +493,7 @@ class BranchMarginals:
         (not holding ``a``) and its neighbour toward ``a`` (0 where ``p(x_S)`` is 0)."""
         key = (a, d)
         if key not in self._messages:
-            v = self.toward(a)[d]
-            sep = tuple(x for x in self.tree.cliques[v] if x in self.sets[d])
+            v, sep = self.toward(a)[d], self.separator_toward(a, d)
             if a in self.sets[v]:
                 kept, table = self.reduced(v, sep + (a,))
                 joint = sum_product([(kept, table)], sep + (a,))
@@ -505,6 +504,11 @@ class BranchMarginals:
             below = joint.sum(axis=-1, keepdims=True)
             self._messages[key] = sep + (a,), joint / np.where(below > 0, below, 1.0)  # 0 / 1 where p(x_S) is 0
         return self._messages[key]
+
+    def separator_toward(self, a: str, d: int) -> tuple[str, ...]:
+        """The attributes clique ``d`` (not holding ``a``) shares with its neighbour toward ``a``,
+        in the neighbour's order."""
+        return tuple(x for x in self.tree.cliques[self.toward(a)[d]] if x in self.sets[d])
 
     def expect(self, sets) -> None:
         """Announce attribute sets that :meth:`marginal` will be asked for (each once), so that
@@ -537,8 +541,7 @@ class BranchMarginals:
         if len(outside) < 2:
             return {}
         inside = tuple(a for a in attrs if a in self.sets[d])
-        return {a: (d, inside, tuple(x for x in outside if x != a),
-                    tuple(x for x in self.tree.cliques[self.toward(a)[d]] if x in self.sets[d])) for a in outside}
+        return {a: (d, inside, tuple(x for x in outside if x != a), self.separator_toward(a, d)) for a in outside}
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray | None:
         """``p(x_attrs)`` shaped by the attributes' sizes in the order asked; None when no clique
@@ -583,7 +586,7 @@ class BranchMarginals:
             return sum_product([self.reduced(d, keep)] + messages, attrs)
         last = messages[-1][0][:-1]
         kept = inside + tuple(outside[:-1])
-        head = tuple(v for part in _grouped(dict.fromkeys(kept + last), last, kept) for v in part)  # as read below
+        head = _read_order(dict.fromkeys(kept + last), last, kept)  # as the product below reads it
         key = ("partial", d, head)
         if key not in self.memo:
             keep = set(attrs).union(*(vs[:-1] for vs, _ in messages))
@@ -611,7 +614,7 @@ def sum_product(factors: list, out: Sequence) -> np.ndarray:
         order = tuple(out)
         if k + 1 < len(rest):
             joined = [v for v in dict.fromkeys(tuple(vs) + tuple(ws)) if v in keeps[k]]
-            order = tuple(v for part in _grouped(joined, rest[k + 1][0], keeps[k + 1]) for v in part)
+            order = _read_order(joined, rest[k + 1][0], keeps[k + 1])
         vs, table = _product(vs, table, ws, other, keeps[k], order)
     vs, table = _summed(vs, table, set(out))
     return table.transpose([vs.index(v) for v in out])
@@ -628,6 +631,12 @@ def _grouped(vs, ws, keep) -> tuple[list, list, list]:
     order: shared and kept (the batch), not shared, shared and summed (the inner dimension)."""
     return ([v for v in vs if v in ws and v in keep], [v for v in vs if v not in ws],
             [v for v in vs if v in ws and v not in keep])
+
+
+def _read_order(vs, ws, keep) -> tuple:
+    """The variables of ``vs`` in the order that a product with a factor over ``ws``, keeping
+    ``keep``, reads them without a copy (:func:`_grouped`'s groups end to end)."""
+    return tuple(v for part in _grouped(vs, ws, keep) for v in part)
 
 
 def _product(vs: tuple, a: np.ndarray, ws: tuple, b: np.ndarray, keep, order) -> tuple[tuple, np.ndarray]:
