@@ -11,7 +11,7 @@ from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
 from ektelo_pgm.pgm import factored
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.pgm.factor import Factor
-from ektelo_pgm.pgm.inference import BranchMarginals, Memo, sum_product
+from ektelo_pgm.pgm.inference import BranchMarginals, Memo, balanced, sum_product
 from ektelo_pgm.pgm.model import GraphicalModel
 
 
@@ -228,6 +228,39 @@ def test_projections_of_every_triple_around_a_hub_match_brute_force(seed):
     assert any(len(group) > 1 for group in branches._waiting.values())  # the shared product is exercised
     for attrs_asked, table in zip(asked, model.projections(asked)):
         np.testing.assert_allclose(table, _marginal(domain, p, attrs_asked), atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(4, 9), m=st.integers(2, 9), parts=st.integers(2, 4))
+def test_projections_in_parts_side_by_side_match_brute_force_and_one_thread(seed, d, m, parts):
+    """The parts of a large tree's projections (every tree counted large here), made by threads
+    side by side or one after the other, give the same tables to the last bit, and right ones."""
+    import ektelo_pgm.pgm.model as model_module
+
+    rng = np.random.default_rng(seed)
+    domain, _, pots, model = _random_model(rng, d, m, max_size=3)
+    p, _ = _joint(domain, pots, 100.0)
+    asked = [tuple(rng.choice(domain.attrs, size=rng.integers(1, 4), replace=False)) for _ in range(30)] + [()]
+    asked += [tuple(reversed(a)) for a in asked[::3]]
+    made = {}
+    for threads in (1, parts):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(model_module, "THREADED_CELLS", 0)
+            patch.setattr(model_module.os, "cpu_count", lambda: parts)
+            patch.setattr(model_module, "spare_threads", lambda most, threads=threads: min(most, threads))
+            made[threads] = list(model.projections(asked))
+    for attrs, one, side_by_side in zip(asked, made[1], made[parts]):
+        np.testing.assert_array_equal(one, side_by_side)
+        np.testing.assert_allclose(one, _marginal(domain, p, attrs) if attrs else 100.0, atol=1e-9)
+
+
+@given(weights=st.lists(st.integers(0, 50), max_size=20), k=st.integers(1, 5))
+def test_balanced_lists_hold_every_position_once_and_differ_by_at_most_the_heaviest(weights, k):
+    lists = balanced(weights, k)
+    assert sorted(i for part in lists for i in part) == list(range(len(weights)))
+    assert len(lists) <= k and all(part == sorted(part) for part in lists)
+    loads = [sum(weights[i] for i in part) for part in lists] + [0] * (k - len(lists))
+    assert max(loads) - min(loads) <= max(weights, default=0)
 
 
 def test_memo_drops_the_least_recently_used_tables():

@@ -267,6 +267,12 @@ def parallel_cells() -> int:
     return PARALLEL_CELLS
 
 
+def spare_threads(most: int) -> int:
+    """Python threads, up to ``most``, for work that is parallel in numpy: one per idle core now
+    (:func:`idle_cores`), at least one; one in a forked process (as :func:`parallel_cells`)."""
+    return 1 if _forked else max(1, min(most, int(idle_cores())))
+
+
 def workspace(tree: TreeLayout, params: ParameterLayout) -> Workspace:
     """A fresh (uninitialised) :class:`Workspace` for calibrating ``tree`` with ``params``."""
     seps = int(tree.sep_off[-1])

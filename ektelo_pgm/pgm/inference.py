@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from collections import Counter, OrderedDict, deque
@@ -510,6 +511,45 @@ class BranchMarginals:
         in the neighbour's order."""
         return tuple(x for x in self.tree.cliques[self.toward(a)[d]] if x in self.sets[d])
 
+    def pieces(self, attrs) -> list[tuple[str, ...]]:
+        """``attrs`` split by part of the tree (each piece in the order asked), answered apart."""
+        groups: dict[int, list[str]] = {}
+        for a in attrs:
+            groups.setdefault(self.part[self.holders[a][0]], []).append(a)
+        return [tuple(group) for group in groups.values()]
+
+    def partition(self, sets, k: int) -> list[list[int]]:
+        """The positions of non-empty ``sets`` in at most ``k`` lists of about equal work
+        (:func:`balanced`): the sets grouped by the centre clique of their first piece, which
+        shares products between them, each group weighed by its sets times its centre's cells."""
+        groups: dict = {}
+        for i, attrs in enumerate(sets):
+            if attrs:
+                groups.setdefault(self.centre(self.pieces(attrs)[0]), []).append(i)
+        groups = list(groups.items())
+        lists = balanced([len(group) * (1 if d is None else self.cells[d]) for d, group in groups], k)
+        return [sorted(i for g in part for i in groups[g][1]) for part in lists]
+
+    def wanted(self, sets) -> dict[str, list[int]]:
+        """Per attribute, the cliques whose message carrying it :meth:`marginal` reads for ``sets``
+        (made beforehand, one attribute's by one fork, for :meth:`fork`\ s to share)."""
+        wanted: dict[str, dict] = {}
+        for attrs in sets:
+            for piece in self.pieces(attrs):
+                d = self.centre(piece)
+                for a in () if d is None else piece:
+                    if a not in self.sets[d]:
+                        wanted.setdefault(a, {})[d] = None
+        return {a: list(cliques) for a, cliques in wanted.items()}
+
+    def fork(self, memo: Memo) -> "BranchMarginals":
+        """A copy that shares this one's tree, paths and messages, with its own ``memo`` and
+        announced sets: forks work side by side in threads, each making different messages
+        (:meth:`wanted`), then each answering different sets."""
+        other = copy.copy(self)
+        other.memo, other._reduced, other._waiting, other._stacked, other._ready = memo, {}, {}, {}, {}
+        return other
+
     def expect(self, sets) -> None:
         """Announce attribute sets that :meth:`marginal` will be asked for (each once), so that
         those sharing all but one attribute's message are made together.  Of a set's attributes
@@ -548,13 +588,11 @@ class BranchMarginals:
         separates them (see :meth:`centre`).  Attributes in different parts of the tree (joined
         by empty separators) are independent: their table is the outer product of the parts'."""
         attrs = tuple(attrs)
-        groups: dict[int, list[str]] = {}
-        for a in attrs:
-            groups.setdefault(self.part[self.holders[a][0]], []).append(a)
-        if len(groups) == 1:
+        pieces = self.pieces(attrs)
+        if len(pieces) == 1:
             return self._within_part(attrs)
         order, table = [], np.ones(())
-        for group in map(tuple, groups.values()):
+        for group in pieces:
             key = ("part", group)
             part = self.memo[key] if key in self.memo else self._within_part(group)
             if part is None:
@@ -602,6 +640,17 @@ class BranchMarginals:
                                                            axis=-1)):
             self._ready[s] = table.transpose([(kept + (a,)).index(x) for x in s])
         return self._ready.pop(attrs)
+
+
+def balanced(weights: Sequence[float], k: int) -> list[list[int]]:
+    """The positions of ``weights`` in at most ``k`` non-empty lists (ascending) of about equal
+    total weight: the heaviest first, each to the lightest list (ties: the first)."""
+    lists, load = [[] for _ in range(k)], [0.0] * k
+    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
+        lightest = load.index(min(load))
+        lists[lightest].append(i)
+        load[lightest] += weights[i]
+    return [sorted(part) for part in lists if part]
 
 
 def sum_product(factors: list, out: Sequence) -> np.ndarray:

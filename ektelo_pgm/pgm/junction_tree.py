@@ -321,12 +321,12 @@ class JunctionTree:
 
     def host(self, attrs: Iterable[str]) -> int | None:
         """Index of the smallest clique containing ``attrs`` (None when no clique does)."""
-        if not hasattr(self, "_holders"):
-            self._sets = [set(c) for c in self.cliques]
-            self._holders = {}
+        if not hasattr(self, "_holders"):  # published whole: threads may ask at once
+            holders = {}
             for i, c in enumerate(self.cliques):
                 for a in c:
-                    self._holders.setdefault(a, []).append(i)
+                    holders.setdefault(a, []).append(i)
+            self._sets, self._holders = [set(c) for c in self.cliques], holders
         attrs = set(attrs)
         candidates = self._holders.get(next(iter(attrs)), []) if attrs else range(len(self.cliques))
         fits = [i for i in candidates if attrs <= self._sets[i]]

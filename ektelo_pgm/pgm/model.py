@@ -1,20 +1,24 @@
 """The graphical model returned by Private-PGM (McKenna et al. 2019, Definition 3 and sec. 3.3)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import DEFAULT_MAX_MB, InputError
 from ..estimate import Estimate, synthetic_attrs
 from ..files import atomic_write
+from ..kernels.tree import spare_threads
 from .clique_vector import CliqueVector
 from .factor import Factor
-from .inference import (BranchMarginals, Memo, MarginalOracle, clique_tables, eliminate, round_records,
+from .inference import (BranchMarginals, Memo, MarginalOracle, balanced, clique_tables, eliminate, round_records,
                         sample_records, steiner_cliques)
 from .junction_tree import canonical
 
@@ -22,6 +26,10 @@ from .junction_tree import canonical
 #: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold, however
 #: small the tree.
 MEMO_CELLS = 1 << 22
+#: Trees from this many cells share :meth:`GraphicalModel.projections` out between threads.
+THREADED_CELLS = 1 << 20
+#: At most this many parts (and threads) for :meth:`GraphicalModel.projections`.
+PROJECTION_PARTS = 4
 
 
 class GraphicalModel(Estimate):
@@ -109,14 +117,48 @@ class GraphicalModel(Estimate):
         between them: sets spread over a few cliques come from messages that each carry one
         attribute (:class:`~ektelo_pgm.pgm.inference.BranchMarginals`), made once and shared, as
         are the reduced clique tables, and sets differing only in a last attribute are made
-        together (held until their turn); the rest by variable elimination."""
-        memo = Memo(max(self.tree.cells, MEMO_CELLS))
-        branches = BranchMarginals(self.tree, self._marginals, memo)
+        together (held until their turn); the rest by variable elimination.
+
+        On a tree of :data:`THREADED_CELLS` cells or more the sets are shared out between
+        :data:`PROJECTION_PARTS` parts (at most one per CPU), sets with the same centre clique in
+        the same part, each part with its own shared tables, made side by side by one thread per
+        idle core with one BLAS thread each (in turn on a busy machine: the parts, hence the
+        results, do not depend on the load).  On 7,540 sets of a tree of 4.8M cells (AIM on
+        bn40), two parts on two cores took 10.7 s against 17.2 s for one."""
         cliques = [tuple(self.domain.check(attrs)) for attrs in cliques]
+        memo_cells = max(self.tree.cells, MEMO_CELLS)
+        branches = BranchMarginals(self.tree, self._marginals, Memo(memo_cells))
+        parts = min(os.cpu_count() or 1, PROJECTION_PARTS) if self.tree.cells >= THREADED_CELLS else 1
+        if parts == 1:
+            yield from self._projected(cliques, branches)
+            return
+        wanted = list(branches.wanted(c for c in cliques if c).items())
+        chains = balanced([len(cliques) for _, cliques in wanted], parts)
+        parts = branches.partition(cliques, parts)
+        threads = spare_threads(len(parts))
+
+        def messages(chain: list[int]) -> None:
+            fork = branches.fork(Memo(memo_cells))
+            for a, centres in (wanted[i] for i in chain):
+                for d in centres:
+                    fork.message(a, d)
+
+        def made(part: list[int]) -> list[np.ndarray]:
+            return list(self._projected([cliques[i] for i in part], branches.fork(Memo(memo_cells))))
+
+        with threadpool_limits(1, user_api="blas") if threads > 1 else contextlib.nullcontext(), \
+                ThreadPoolExecutor(threads) as pool:
+            list(pool.map(messages, chains))
+            tables = list(pool.map(made, parts))
+        found = dict(zip((i for part in parts for i in part), (t for ts in tables for t in ts)))
+        yield from (found[i] if i in found else self.project((), branches.memo) for i in range(len(cliques)))
+
+    def _projected(self, cliques, branches: BranchMarginals) -> Iterator[np.ndarray]:
+        """:meth:`projections` of ``cliques`` (checked) by ``branches`` (and its memo)."""
         branches.expect(dict.fromkeys(c for c in cliques if c))
         for attrs in cliques:
             table = branches.marginal(attrs) if attrs else None
-            yield self.project(attrs, memo) if table is None else self._total * table
+            yield self.project(attrs, branches.memo) if table is None else self._total * table
 
     def _eliminate(self, queries: Mapping[str, np.ndarray], keep, memo: Memo | None = None) -> np.ndarray:
         """Counts of the factored query (one table per attribute in ``queries``) times the model,
