@@ -520,9 +520,10 @@ class BranchMarginals:
 
     def partition(self, sets, k: int) -> list[list[int]]:
         """The positions of non-empty ``sets`` in at most ``k`` lists of about equal work
-        (:func:`balanced`), sets made together (:meth:`expect`) in the same list.  Work, in cells
-        of their centre clique: five for each product of stacked messages, one for each other set
-        (on bn40's late rounds such a product took 26-33 ns per cell, another set 6-7 ns)."""
+        (:func:`balanced`), sets made together in the same list (announced here, :meth:`expect`;
+        each list is for a :meth:`fork`, which announces its own).  Work, in cells of their
+        centre clique: five for each product of stacked messages, one for each other set (on
+        bn40's late rounds such a product took 26-33 ns per cell, another set 6-7 ns)."""
         self.expect(dict.fromkeys(attrs for attrs in sets if attrs))
         together = {attrs: key for key, group in self._waiting.items() for attrs in group}
         units: dict = {}
@@ -537,7 +538,7 @@ class BranchMarginals:
 
     def wanted(self, sets) -> dict[str, list[int]]:
         """Per attribute, the cliques whose message carrying it :meth:`marginal` reads for ``sets``
-        (made beforehand, one attribute's by one fork, for :meth:`fork`\ s to share)."""
+        (made beforehand, each attribute's by one :meth:`fork`, for all forks to read)."""
         wanted: dict[str, dict] = {}
         for attrs in sets:
             for piece in self.pieces(attrs):

@@ -135,7 +135,7 @@ class GraphicalModel(Estimate):
             yield from self._projected(cliques, branches)
             return
         wanted = list(branches.wanted(c for c in cliques if c).items())
-        chains = balanced([len(cliques) for _, cliques in wanted], parts)
+        chains = balanced([len(centres) for _, centres in wanted], parts)
         parts = branches.partition(cliques, parts)
         threads = spare_threads(len(parts))
 
