@@ -419,6 +419,7 @@ class BranchMarginals:
             if tree.parent[c] >= 0 and tree.separator(c):
                 self.part[c] = self.part[tree.parent[c]]
         self._toward: dict[str, list[int]] = {}
+        self._centres: dict[tuple[str, ...], int | None] = {}
         self._reduced: dict[int, dict] = {}  # per large clique, the sets summed down to: (cells, attribute set)
         self._messages: dict[tuple[str, int], tuple[tuple[str, ...], np.ndarray]] = {}
         self._waiting: dict[tuple, list[tuple[str, ...]]] = {}  # sets announced, by what they share
@@ -449,7 +450,14 @@ class BranchMarginals:
 
     def centre(self, attrs) -> int | None:
         """A clique ``D`` for ``attrs`` (see the class), holding as many of them as can be; None
-        when no clique on the paths from the first attribute's cliques to the others separates them."""
+        when no clique on the paths from the first attribute's cliques to the others separates
+        them.  Found once per set (in the order asked), for this object and its forks."""
+        attrs = tuple(attrs)
+        if attrs not in self._centres:
+            self._centres[attrs] = self._search_centre(attrs)
+        return self._centres[attrs]
+
+    def _search_centre(self, attrs: tuple[str, ...]) -> int | None:
         holding = sorted({c for a in attrs for c in self.holders[a]},
                          key=lambda c: (-len(self.sets[c].intersection(attrs)), self.cells[c], c))
         for c in holding:
@@ -519,18 +527,20 @@ class BranchMarginals:
         return [tuple(group) for group in groups.values()]
 
     def partition(self, sets, k: int) -> list[list[int]]:
-        """The positions of non-empty ``sets`` in at most ``k`` lists of about equal work
-        (:func:`balanced`), sets made together in the same list (announced here, :meth:`expect`;
-        each list is for a :meth:`fork`, which announces its own).  Work, in cells of their
-        centre clique: five for each product of stacked messages, one for each other set (on
-        bn40's late rounds such a product took 26-33 ns per cell, another set 6-7 ns)."""
+        """The positions of ``sets`` in at most ``k`` lists of about equal work (:func:`balanced`),
+        sets made together in the same list (announced here, :meth:`expect`; each list is for a
+        :meth:`fork`, which announces its own).  Work, in cells of their centre clique: five for
+        each product of stacked messages, one for each other set (on bn40's late rounds such a
+        product took 26-33 ns per cell, another set 6-7 ns); the empty set, none."""
         self.expect(dict.fromkeys(attrs for attrs in sets if attrs))
         together = {attrs: key for key, group in self._waiting.items() for attrs in group}
         units: dict = {}
         for i, attrs in enumerate(sets):
-            if attrs:
-                key = together[attrs] if attrs in together else self.centre(self.pieces(attrs)[0])
-                units.setdefault(key, []).append(i)
+            if attrs in together:
+                key = together[attrs]
+            else:
+                key = self.centre(self.pieces(attrs)[0]) if attrs else None
+            units.setdefault(key, []).append(i)
         units = list(units.items())
         work = [5 * self.cells[key[0]] if isinstance(key, tuple) else len(group) * (1 if key is None else self.cells[key])
                 for key, group in units]
@@ -564,7 +574,7 @@ class BranchMarginals:
         AIM round on bn40, the products made hold 50M cells, against 248M with the last always."""
         splits = {}
         for attrs in map(tuple, sets):
-            if len({self.part[self.holders[a][0]] for a in attrs}) == 1:
+            if len(self.pieces(attrs)) == 1:
                 splits[attrs] = self._splits(attrs)
         shared = Counter(key for options in splits.values() for key in options.values())
         for attrs, options in splits.items():

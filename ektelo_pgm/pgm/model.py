@@ -153,7 +153,7 @@ class GraphicalModel(Estimate):
             list(pool.map(messages, chains))
             tables = list(pool.map(made, parts))
         found = dict(zip((i for part in parts for i in part), (t for ts in tables for t in ts)))
-        yield from (found[i] if i in found else self.project((), branches.memo) for i in range(len(cliques)))
+        yield from (found[i] for i in range(len(cliques)))
 
     def _projected(self, cliques, branches: BranchMarginals) -> Iterator[np.ndarray]:
         """:meth:`projections` of ``cliques`` (checked) by ``branches`` (and its memo)."""
