@@ -401,7 +401,7 @@ def _bar(notion: str, scale: float, z: float, miss: float) -> float:
     return z * scale if notion == "zcdp" else release_threshold(notion, scale, miss) - 1
 
 
-def refine(r: Release, t: Tally, budget: Budget, amount, rng, integer: bool) -> Release:
+def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> Release:
     """``r`` with the numbers' digits past the two significant ones of its cells, where the mass
     is (a hierarchical histogram refined only below nodes that surely hold numbers, as in
     PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level),
@@ -410,19 +410,21 @@ def refine(r: Release, t: Tally, budget: Budget, amount, rng, integer: bool) -> 
     The cells whose noisy count shows they hold numbers are split into ten equal parts, the
     parts that do into ten again, down to ``FINE_DEPTH`` digits (whole numbers: to parts one wide),
     at most ``FINE_NODES`` nodes per depth: the fullest, and always the outermost at each end.
-    Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending an
-    equal part of ``amount``; so is, for a column of whole numbers, the number of distinct
-    numbers (sensitivity 1 too), which tells an identifier (:func:`column_from`), and for a
-    fractional column the count of numbers per number of decimals (0 to ``MAX_DECIMALS``, or
-    more), which gives ``r.decimals``: the most decimals held by a noticeable count
-    (``NOISE_Z`` stds and ``TEXT_SHARE`` of the numbers).  Which nodes are split depends on
-    earlier noisy counts only; a depth that would split no node spends nothing."""
+    Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending
+    ``share`` of ``budget`` (its unit; :func:`fine_charges` counts these charges); so is, for a
+    column of whole numbers, the number of distinct numbers (sensitivity 1 too), which tells an
+    identifier (:func:`column_from`), and for a fractional column the count of numbers per
+    number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
+    decimals held by a noticeable count (the decades' bar, which noise alone lets pass in about
+    one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; at three stds one fractional
+    column in a hundred was written with made-up decimals).
+    Which nodes are split depends on earlier noisy counts only; a depth that would split no
+    node spends nothing."""
     whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
     fractional = np.array([isinstance(v, float) for v in t.values], dtype=bool)
     numbers = np.array([as_float(v) for v in t.values[whole | fractional]], dtype=float)
     weights = t.counts[whole | fractional]
     cells = cell_of(numbers)
-    share = _floor(Fraction(repr(float(amount))) / (FINE_DEPTH + 1))
     fine, decimals, distinct, fine_std = {}, None, None, math.inf
     if integer and r.time_format is None:
         count = np.array([float(whole.sum())])
@@ -433,9 +435,9 @@ def refine(r: Release, t: Tally, budget: Budget, amount, rng, integer: bool) -> 
         counts = np.bincount(np.array(digits, dtype=np.int64), weights=t.counts[fractional],
                              minlength=MAX_DECIMALS + 2).astype(float)
         counts[0] += t.counts[whole].sum()
-        noisy, _, std = _noisy(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
+        noisy, scale, _ = _noisy(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
         total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
-        noticed = np.flatnonzero(noisy >= max(NOISE_Z * std, TEXT_SHARE * total))
+        noticed = np.flatnonzero(noisy >= max(_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), TEXT_SHARE * total))
         most = int(noticed[-1]) if noticed.size else 0
         decimals = most if most <= MAX_DECIMALS else None
     bar = math.inf
@@ -459,6 +461,20 @@ def refine(r: Release, t: Tally, budget: Budget, amount, rng, integer: bool) -> 
         fine.update(zip(children, noisy))
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
     return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct)
+
+
+def fine_charges(r: Release, integer: bool) -> int:
+    """The charges :func:`refine` makes at most on the release ``r``: one for the number of
+    distinct whole numbers or for the decimals (none for a column of times), and one per depth
+    of digits its sure cells can be split to (whole numbers: down to parts one wide, so none
+    for cells one wide).  Post-processing of ``r``'s noisy counts."""
+    cells = _sure_cells(r)
+    if not integer:
+        depths = FINE_DEPTH if cells.size else 0
+    else:
+        widths = [_width((int(c), 0, 0)) for c in cells]
+        depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
+    return int(r.time_format is None or not integer) + depths
 
 
 def _floor(exact: Fraction) -> float:
@@ -764,12 +780,13 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
-    binned as numbers share the rest equally to :func:`refine` their bins (where no column is,
-    it is not spent).  ``kinds`` fixes the kind of the columns it names (``"categorical"`` or
-    ``"numeric"``) and ``other`` labels a categorical column's values not released (see
-    :func:`column_from`).  A column of which nothing can be released raises
-    :class:`Unreleasable`; given a dict ``left_out``, it is left out of the encoder instead and
-    ``left_out[name]`` says why.  Given a dict ``thresholds``, ``thresholds[name]`` is the noisy
+    binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
+    can make (:func:`fine_charges`: a column of small whole numbers makes one, a fractional one
+    ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
+    columns it names (``"categorical"`` or ``"numeric"``) and ``other`` labels a categorical
+    column's values not released (see :func:`column_from`).  A column of which nothing can be
+    released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
+    encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``, ``thresholds[name]`` is the noisy
     count a value of the column needed to be released (set by the budget and the column's noisy
     kind).  ``counts``: the columns' :func:`tallies`, where the caller has them (else read from
     ``table``, a pandas or partitioned table).  The encoder clips numbers outside a column's
@@ -794,17 +811,20 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
-    binned = [name for name, column in columns.items() if column.kind == "numeric"]
-    with progress.bar(len(binned), "schema digits", "column") as shown:
-        for name in binned:
-            fmt = releases[name].time_format
-            refined = refine(releases[name], counted[name] if fmt is None else timed(counted[name], fmt), budget,
-                             _floor(total * FINE_SHARE / len(binned)), rng, columns[name].integer)
-            try:
-                columns[name] = column_from(refined, bins, kinds.get(name), other)
-            except Unreleasable as reason:
-                why[name] = reason
-                del columns[name]
+    charges = {name: fine_charges(releases[name], column.integer) for name, column in columns.items()
+               if column.kind == "numeric"}
+    each = _floor(total * FINE_SHARE / max(sum(charges.values()), 1))
+    with progress.bar(len(charges), "schema digits", "column") as shown:
+        for name, count in charges.items():
+            if count:
+                fmt = releases[name].time_format
+                refined = refine(releases[name], counted[name] if fmt is None else timed(counted[name], fmt),
+                                 budget, each, rng, columns[name].integer)
+                try:
+                    columns[name] = column_from(refined, bins, kinds.get(name), other)
+                except Unreleasable as reason:
+                    why[name] = reason
+                    del columns[name]
             shown.update()
     if why and left_out is None:
         raise next(iter(why.values()))

@@ -88,8 +88,10 @@ def test_inferred_schema_on_a_clear_table():
         assert tenth_below(frame[name].min()) <= lo and top <= tenth_above(frame[name].max()), name
     assert 20 <= c["gain"].bins <= 34  # 8,000 whole numbers: binned
     # two charges per column (kinds, then values and numbers), equal shares of 3/4 of the budget;
-    # then the binned columns share the rest: a charge per depth of digits split (gain's whole
-    # numbers: two, to one wide), and price's decimals; age and code have one code per whole number
+    # then the binned columns share the rest, an equal part per charge they can make: a charge per
+    # depth of digits split (gain's whole numbers: two, to one wide; price's: three) and gain's,
+    # age's and code's distinct whole numbers (one code per whole number: no digits) and price's
+    # decimals; nine charges that spend it all
     labels, amounts = [ch.label for ch in budget.ledger], [ch.amount for ch in budget.ledger]
     assert labels[:12] == [f"schema of column {n!r}{part}" for n in frame.columns for part in (": kinds", "")]
     assert labels[12:] == ["schema of column 'age': distinct", "schema of column 'gain': distinct",
@@ -99,7 +101,7 @@ def test_inferred_schema_on_a_clear_table():
         ["schema of column 'code': distinct"]
     assert len(set(amounts[:12:2])) == len(set(amounts[1:12:2])) == 1 and sum(amounts[:12]) <= 0.75
     assert amounts[0] * 4 <= amounts[1] <= amounts[0] * 4 * (1 + 1e-15)  # a fifth on the kinds
-    assert len(set(amounts[12:])) == 1 and sum(amounts[12:]) <= Fraction(1, 4) * Fraction(9, 16)
+    assert len(set(amounts[12:])) == 1 and Fraction(1, 36) * (1 - 1e-15) <= amounts[12] <= Fraction(1, 36)
 
 
 def test_encoded_codes_every_row_and_never_refuses_a_value():
