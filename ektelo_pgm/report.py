@@ -568,9 +568,12 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
 
 
 def _missing_as_nan(frame):
-    """``frame`` with the missing markers (:data:`MISSING_MARKERS`, around spaces) as NaN."""
-    marked = frame.apply(lambda column: column.astype(str).str.strip().isin(MISSING_MARKERS)
-                         if column.dtype == object or str(column.dtype) in ("str", "string") else False)
+    """``frame`` with the missing markers (:data:`MISSING_MARKERS`, around spaces) as NaN in its
+    text columns; its other columns as they are."""
+    marked = np.zeros(frame.shape, dtype=bool)
+    for j, (_, column) in enumerate(frame.items()):
+        if column.dtype == object or str(column.dtype) in ("str", "string"):
+            marked[:, j] = column.astype(str).str.strip().isin(MISSING_MARKERS).to_numpy()
     return frame.mask(marked)
 
 
