@@ -22,6 +22,8 @@ def _amount(x) -> str:
     return f"{x:,.1f}" if isinstance(x, float) and x < 1e15 else f"{x:,}" if x < 1e15 else f"{float(x):.3g}"
 
 
+#: Cells counted at most in one pass of :meth:`Dataset.marginals` (128 MB of int64 scratch).
+COUNT_BATCH = 1 << 24
 #: What to do instead when a full data vector is refused for its size.
 FULL_VECTOR_ADVICE = ("instead, reconstruct over marginals (PGM, APPGM, LocalLeastSquares or "
                       "MultiplicativeWeights(factored=True)) or keep fewer attributes (Dataset.project)")
@@ -189,8 +191,25 @@ class Dataset:
     def marginals(self, cliques, max_mb: float = DEFAULT_MAX_MB) -> list[np.ndarray]:
         """``[marginal(c) for c in cliques]`` (counts).  Mechanisms that need many marginals ask for
         them here at once, so that a partitioned dataset (:class:`~ektelo_pgm.dask_dataset.DaskDataset`)
-        counts them all in one pass over its records."""
-        return [self.marginal(c, max_mb) for c in cliques]
+        counts them all in one pass over its records; here the counting kernel makes one pass per
+        batch of at most ``COUNT_BATCH`` cells, on every idle core (AIM's 10,741 candidates of a
+        40-attribute table of 50,000 rows: 8.5 s one at a time)."""
+        from .kernels.counting import count_marginals
+
+        cliques = [self.domain.check(c) for c in cliques]
+        cells = [check_dense_size(self.domain, c, max_mb, "marginal") for c in cliques]
+        columns = np.ascontiguousarray(self.records.T)
+        out, start = [], 0
+        while start < len(cliques):
+            stop, batch = start + 1, cells[start]
+            while stop < len(cliques) and batch + cells[stop] <= COUNT_BATCH:
+                batch, stop = batch + cells[stop], stop + 1
+            plan = [(list(self.domain.axes(c)), self.domain.project(c).shape) for c in cliques[start:stop]]
+            tables = [np.zeros(n, dtype=np.int64) for n in cells[start:stop]]
+            count_marginals(columns, plan, tables)
+            out += [table.astype(np.float64).reshape(shape) for table, (_, shape) in zip(tables, plan)]
+            start = stop
+        return out
 
     def sum_rows(self, func) -> np.ndarray:
         """``func(records)`` for a per-record quantity summed over the rows: ``func`` maps an (n, d)

@@ -1,4 +1,5 @@
 import json
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,30 @@ def test_marginal_matches_brute_force(shape, n, data):
     ds = Dataset(records, domain)
     np.testing.assert_array_equal(ds.marginal(attrs), brute_marginal(records, domain, attrs))
     assert ds.marginal(attrs).dtype == np.float64
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    n=st.integers(1, 50),
+    batch=st.integers(1, 64),
+    data=st.data(),
+)
+def test_marginals_at_once_match_one_at_a_time(shape, n, batch, data):
+    """Many marginals counted together, in batches of at most ``batch`` cells (one marginal alone
+    when it is larger), equal each marginal counted alone: values, shape and dtype."""
+    domain = Domain([f"a{i}" for i in range(len(shape))], shape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 1000)))
+    ds = Dataset(np.stack([rng.integers(0, s, n) for s in shape], axis=1), domain)
+    subsets = st.permutations(domain.attrs).flatmap(lambda order: st.integers(0, len(order)).map(lambda k: order[:k]))
+    cliques = data.draw(st.lists(subsets, min_size=0, max_size=8))
+    with mock.patch("ektelo_pgm.dataset.COUNT_BATCH", batch):
+        together = ds.marginals(cliques)
+    assert len(together) == len(cliques)
+    for clique, counts in zip(cliques, together):
+        alone = ds.marginal(clique)
+        assert counts.dtype == alone.dtype == np.float64 and counts.shape == alone.shape
+        np.testing.assert_array_equal(counts, alone)
 
 
 def test_datavector_and_project():
