@@ -192,8 +192,8 @@ class Dataset:
         """``[marginal(c) for c in cliques]`` (counts).  Mechanisms that need many marginals ask for
         them here at once, so that a partitioned dataset (:class:`~ektelo_pgm.dask_dataset.DaskDataset`)
         counts them all in one pass over its records; here the counting kernel makes one pass per
-        batch of at most ``COUNT_BATCH`` cells, on every idle core (AIM's 10,741 candidates of a
-        40-attribute table of 50,000 rows: 8.5 s one at a time)."""
+        batch of at most ``COUNT_BATCH`` cells, on every idle core (AIM's 10,701 candidates on a
+        40-attribute table of 50,000 rows: 2.7 s, against 8.3 s one at a time)."""
         from .kernels.counting import count_marginals
 
         cliques = [self.domain.check(c) for c in cliques]

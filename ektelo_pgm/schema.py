@@ -416,10 +416,9 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     identifier (:func:`column_from`), and for a fractional column the count of numbers per
     number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
     decimals held by a noticeable count (the decades' bar, which noise alone lets pass in about
-    one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; at three stds one fractional
-    column in a hundred was written with made-up decimals).
-    Which nodes are split depends on earlier noisy counts only; a depth that would split no
-    node spends nothing."""
+    one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
+    fractional column in a hundred with made-up decimals).  Which nodes are split depends on
+    earlier noisy counts only; a depth that would split no node spends nothing."""
     whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
     fractional = np.array([isinstance(v, float) for v in t.values], dtype=bool)
     numbers = np.array([as_float(v) for v in t.values[whole | fractional]], dtype=float)
@@ -786,9 +785,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     columns it names (``"categorical"`` or ``"numeric"``) and ``other`` labels a categorical
     column's values not released (see :func:`column_from`).  A column of which nothing can be
     released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
-    encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``, ``thresholds[name]`` is the noisy
-    count a value of the column needed to be released (set by the budget and the column's noisy
-    kind).  ``counts``: the columns' :func:`tallies`, where the caller has them (else read from
+    encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
+    ``thresholds[name]`` is the noisy count a value of the column needed to be released (set by
+    the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where the caller has them (else read from
     ``table``, a pandas or partitioned table).  The encoder clips numbers outside a column's
     range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
