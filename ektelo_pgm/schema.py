@@ -594,8 +594,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
     missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.kind_std * math.sqrt(2))
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a value not released
-    spread = lambda kinds: math.sqrt(kinds * r.kind_std ** 2 + len(r.values) * r.std ** 2)  # noqa: E731
-    noticed = unreleased >= OTHER_Z * spread(len(KINDS) - 1)
+    noticed = unreleased >= OTHER_Z * math.sqrt((len(KINDS) - 1) * r.kind_std ** 2 + len(r.values) * r.std ** 2)
     binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
                              or noticed or missing)  # as categorical it would need an other code
     span = whole_span(r) if of_numbers and integer and not timed else None
@@ -787,9 +786,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
     encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
     ``thresholds[name]`` is the noisy count a value of the column needed to be released (set by
-    the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where the caller has them (else read from
-    ``table``, a pandas or partitioned table).  The encoder clips numbers outside a column's
-    range into its end bins; :func:`encoded` codes the rows."""
+    the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
+    the caller has them (else read from ``table``, a pandas or partitioned table).  The encoder
+    clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
