@@ -76,22 +76,36 @@ SAMPLING = ("sample", "round")
 def round_conditional(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A value per record, given the group each record is in (``groups``, integers) and the
     conditional probabilities ``cond[group, value]`` (rows summing to 1): the ``k`` records of
-    a group get the values in counts equal to the largest-remainder rounding of ``k`` times its
-    row (so within one record per cell, summing to ``k``), assigned to them in a random order
-    (``rng``).  Post-processing that cuts the sampling error Private-PGM warns of (McKenna et al.
-    2019, sec. 3.3 and the PrivBayes paragraph of sec. 4)."""
+    a group get each value ``v`` in ``floor(k cond[v])`` or one more, summing to ``k`` (so within
+    one record per cell), assigned to them in a random order (``rng``).  Post-processing that
+    cuts the sampling error Private-PGM warns of (McKenna et al. 2019, sec. 3.3 and the PrivBayes
+    paragraph of sec. 4).
+
+    The records left after the floors go to values drawn by systematic sampling over the
+    fractional parts (one uniform start per group, then steps of one record), so a value gets the
+    extra record with probability its fractional part and every count is unbiased.  Giving them
+    to the largest fractional parts instead drops the rare values of every group holding few
+    records: on a 20-attribute model with 8.75M junction-tree cells, 2-way TVD 0.0186 against
+    0.0036 this way (docs/benchmarks.md, "Default sampling of graphical models")."""
     n = groups.size
-    counts = np.bincount(groups, minlength=cond.shape[0])
+    size, width = cond.shape
+    counts = np.bincount(groups, minlength=size)
     target = counts[:, None] * cond
     base = np.floor(target)
-    deficit = np.clip(counts - base.sum(axis=1), 0, cond.shape[1]).astype(np.int64)
-    order = np.argsort(-(target - base), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(cond.shape[1])[None, :], axis=1)
-    table = (base + (rank < deficit[:, None])).astype(np.int64)
-    cells = np.repeat(np.tile(np.arange(cond.shape[1]), cond.shape[0]), table.ravel())
+    cumulative = np.cumsum((target - base).ravel())
+    ends = cumulative[width - 1::width]
+    starts = np.concatenate(([0.0], ends[:-1]))
+    extra = np.clip(np.rint(counts - base.sum(axis=1)), 0, width).astype(np.int64)
+    group = np.repeat(np.arange(size), extra)
+    step = np.arange(group.size) - np.repeat(np.cumsum(extra) - extra, extra)
+    spacing = (ends - starts)[group] / extra[group]  # one record of fractional parts, as summed in floats
+    points = starts[group] + (rng.random(size)[group] + step) * spacing
+    points = np.minimum(points, np.nextafter(ends[group], -np.inf))  # inside the group, whatever the rounding
+    table = base.ravel().astype(np.int64)
+    np.add.at(table, np.searchsorted(cumulative, points, side="right"), 1)
+    cells = np.repeat(np.tile(np.arange(width), size), table)
     order = rng.permutation(n)
-    keys = groups[order].astype(np.uint16) if cond.shape[0] <= 2**16 else groups[order]  # radix-sorted
+    keys = groups[order].astype(np.uint16) if size <= 2**16 else groups[order]  # radix-sorted
     order = order[np.argsort(keys, kind="stable")]
     values = np.empty(n, dtype=np.int64)
     values[order] = cells

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm import Domain, Estimate, VectorEstimate
-from ektelo_pgm.estimate import BayesNet
+from ektelo_pgm.estimate import BayesNet, round_conditional
 from ektelo_pgm.matrix import Prefix
 
 
@@ -70,8 +70,32 @@ def test_a_bayes_net_is_an_estimate_of_its_total():
         BayesNet(domain, parents, cpts, total=None)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 7), st.integers(0, 2**32 - 1))
+def test_rounded_values_meet_each_group_within_one_record(groups, width, seed):
+    """round_conditional: every group's count of every value is the floor or the ceiling of its
+    expectation, and the group keeps its records."""
+    rng = np.random.default_rng(seed)
+    cond = rng.dirichlet(np.full(width, 0.3), size=groups)
+    members = rng.integers(0, groups, size=int(rng.integers(1, 300)))
+    values = round_conditional(members, cond, np.random.default_rng(seed))
+    counts = np.zeros((groups, width))
+    np.add.at(counts, (members, values), 1)
+    target = np.bincount(members, minlength=groups)[:, None] * cond
+    assert np.all((counts >= np.floor(target) - 1e-9) & (counts <= np.ceil(target) + 1e-9))
+
+
+def test_rounding_keeps_the_rare_values_of_small_groups():
+    """Groups of one record each: a value still comes out as often as its probability says (the
+    records left after the floors are not all given to the likeliest values)."""
+    cond = np.tile([0.5, 0.3, 0.15, 0.05], (40_000, 1))
+    values = round_conditional(np.arange(40_000), cond, np.random.default_rng(0))
+    share = np.bincount(values, minlength=4) / 40_000
+    assert np.all(np.abs(share - cond[0]) <= 5 * np.sqrt(cond[0] * (1 - cond[0]) / 40_000))
+
+
 def test_a_bayes_net_rounds_every_table_to_within_one_record_per_cell():
-    """method="round": the root's counts are the largest-remainder rounding of n p(a); the records
+    """method="round": the root's counts are within one of n p(a); the records
     of every parent configuration get the child's values in counts within one of their expectation
     given that configuration's (already fixed) count; seeded; an unknown method is refused."""
     rng = np.random.default_rng(5)

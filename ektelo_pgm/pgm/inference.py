@@ -783,13 +783,13 @@ def sample_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.
 def round_records(tree: JunctionTree, log_beliefs: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` records whose clique counts are roundings of the model's expected counts.
 
-    Along the junction tree (root first): the root clique's counts are the largest-remainder
-    rounding of ``n * p(root)``; then, for every clique and every value ``s`` of its separator
-    with its parent, the ``count(s)`` records holding ``s`` (an integer, already fixed) get the
-    clique's new attributes in counts equal to the largest-remainder rounding of
-    ``count(s) * p(rest | s)``.  So the total is exactly ``n``, each conditional table is rounded
-    to within one record per cell, and only the assignment of values to records within one
-    separator value is random (``rng``), never the counts (:func:`~ektelo_pgm.estimate.round_conditional`).
+    Along the junction tree (root first): the root clique's counts round ``n * p(root)``; then,
+    for every clique and every value ``s`` of its separator with its parent, the ``count(s)``
+    records holding ``s`` (an integer, already fixed) get the clique's new attributes in counts
+    rounding ``count(s) * p(rest | s)``.  Each rounding is down or up, up with probability the
+    fractional part, and keeps the sum (:func:`~ektelo_pgm.estimate.round_conditional`), so the
+    total is exactly ``n``, each conditional table is met to within one record per cell, and
+    every count is unbiased (``rng``).
     """
     domain = tree.domain
     records: dict[str, np.ndarray] = {}
