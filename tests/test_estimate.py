@@ -95,9 +95,9 @@ def test_rounding_keeps_the_rare_values_of_small_groups():
 
 
 def test_a_bayes_net_rounds_every_table_to_within_one_record_per_cell():
-    """method="round": the root's counts are within one of n p(a); the records
-    of every parent configuration get the child's values in counts within one of their expectation
-    given that configuration's (already fixed) count; seeded; an unknown method is refused."""
+    """method="round": the root's counts are within one of n p(a); the records of every parent
+    configuration get the child's values in counts within one of their expectation given that
+    configuration's (already fixed) count; seeded; an unknown method is refused."""
     rng = np.random.default_rng(5)
     domain = Domain(["a", "b", "c"], [3, 4, 5])
     parents = {"b": ("a",), "c": ("a", "b")}
