@@ -29,23 +29,25 @@ Everything else is post-processing of those noisy counts:
   when at most ``TEXT_SHARE`` of its numbers are fractional (likewise); a column *of times*
   has nearly only text in one format (:func:`_time_format`): its numbers are whole seconds,
   binned, and written back in that format;
-* the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z``
-  noise stds (under Laplace noise: the count that an empty decade passes as rarely,
-  ``DECADE_MISS``) are kept; the range starts in the lowest, at its first tenth that surely
-  holds numbers, alone (``RANGE_Z`` stds; ``RANGE_MISS`` under Laplace noise) or with the
-  tenths below it (a thin tail), then at the first such cell of that tenth, then at the first
-  of the refined parts below it that surely hold numbers where they hold about all of it
+* the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
+  stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
+  are kept, and next to them, one at a time, the decade with the larger noisy count while they
+  surely hold less than all but ``TAIL_SHARE`` of the numbers, so that numbers spread thin over
+  several decades keep them (:func:`_kept`); the range starts in the lowest, at its first tenth
+  that surely holds numbers, alone (``RANGE_Z`` stds; ``RANGE_MISS`` under Laplace noise) or
+  with the tenths below it (a thin tail), then at the first such cell of that tenth, then at the
+  first of the refined parts below it that surely hold numbers where they hold about all of it
   (:func:`_end`, :func:`_parts`), and ends likewise in the highest: no part surely holding
-  numbers is clipped, and the range passes the numbers by less than the finest part the
-  noise tells apart, which only widens an end bin;
+  numbers is clipped, and the range passes the numbers by less than the finest part the noise
+  tells apart, which only widens an end bin;
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
-  integers: one code per integer of the span, whatever its count, numbers outside it clipped
-  to its ends; unless its released values are exactly those integers, at most ``bins`` of
-  them and covering it (below): then it is categorical, with the same codes.  The span
-  depends on the data only through the noisy counts and the released values, so it costs
-  nothing more and needs no stability threshold: a rare code inside it (a pay band or a name
-  code held by a few records) keeps its identity, and the clipping of a record outside it
+  integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it: one code per
+  integer of the span, whatever its count, numbers outside it clipped to its ends; unless its released values are exactly those integers,
+  at most ``bins`` of them and covering it (below): then it is categorical, with the same codes.
+  The span depends on the data only through the noisy counts and the released values, so it
+  costs nothing more and needs no stability threshold: a rare code inside it (a pay band or a
+  name code held by a few records) keeps its identity, and the clipping of a record outside it
   depends on that record alone;
 * any other column of numbers is *numeric* when its released values are either more than
   ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), or when
@@ -140,6 +142,10 @@ OTHER = "(other)"
 #: such columns make a 2-way marginal of about a million cells (8 MB of float64), which every
 #: mechanism here measures; AIM leaves out larger 3-way candidates by its model-size cap.
 WHOLE_CODES = 32
+#: ... and holding at least this many numbers per integer of the span on average: fewer, and a
+#: code per integer holds mostly noise (counts of cases over 1-999, three per integer), which
+#: bins pool; the years of a small table (2,930 houses over 139 years) keep theirs.
+WHOLE_DENSITY = 10
 KINDS = ("missing", "text", "whole", "fractional")
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
 FINE_SHARE = Fraction(1, 4)
@@ -192,6 +198,17 @@ def _groups(per: int) -> np.ndarray:
 
 #: The levels of the histogram of numbers, coarse to fine: each cell's decade, tenth and cell.
 LEVELS = (_groups(90), _groups(10), _groups(1))
+
+
+def _holds_whole() -> np.ndarray:
+    """Whether each decade can hold a whole number (zero's does; those strictly between -1 and 1 do not)."""
+    lower, upper = np.full(LEVELS[0].max() + 1, np.inf), np.full(LEVELS[0].max() + 1, -np.inf)
+    np.minimum.at(lower, LEVELS[0], LOWER)
+    np.maximum.at(upper, LEVELS[0], UPPER)
+    return np.ceil(lower) < upper
+
+
+HOLDS_WHOLE = _holds_whole()
 
 
 def cell_of(numbers: np.ndarray) -> np.ndarray:
@@ -440,7 +457,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
         most = int(noticed[-1]) if noticed.size else 0
         decimals = most if most <= MAX_DECIMALS else None
     bar = math.inf
-    nodes = [(int(c), 0, 0) for c in _sure_cells(r)]
+    nodes = [(int(c), 0, 0) for c in _sure_cells(r, integer)]
     for depth in range(1, FINE_DEPTH + 1):
         nodes = [n for n in nodes if not integer or _width(n) >= 10.0]
         if not nodes:
@@ -467,7 +484,7 @@ def fine_charges(r: Release, integer: bool) -> int:
     distinct whole numbers or for the decimals (none for a column of times), and one per depth
     of digits its sure cells can be split to (whole numbers: down to parts one wide, so none
     for cells one wide).  Post-processing of ``r``'s noisy counts."""
-    cells = _sure_cells(r)
+    cells = _sure_cells(r, integer)
     if not integer:
         depths = FINE_DEPTH if cells.size else 0
     else:
@@ -491,11 +508,12 @@ def _decimals(x: float) -> int:
     return max(len(fraction) - int(exponent or 0), 0)
 
 
-def _sure_cells(r: Release) -> np.ndarray:
-    """The cells of finite width whose noisy count shows they hold numbers, in kept decades."""
+def _sure_cells(r: Release, integer: bool) -> np.ndarray:
+    """The cells of finite width whose noisy count shows they hold numbers, in the decades of the
+    range (:func:`_kept`; ``integer``: a column of whole numbers)."""
     finite = np.isfinite(LOWER) & np.isfinite(UPPER) & (UPPER - LOWER > 1e-300)
     finite[[0, N_CELLS - 1]] = False
-    kept = np.isin(LEVELS[0], _kept(r.levels, r.decade_bar))
+    kept = np.isin(LEVELS[0], _kept(r.levels, r, integer, r.kinds["whole"] + r.kinds["fractional"]))
     return np.flatnonzero(finite & kept & (r.levels[2] >= r.tenth_bar))
 
 
@@ -598,8 +616,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
                              or noticed or missing)  # as categorical it would need an other code
     span = whole_span(r) if of_numbers and integer and not timed else None
-    if span is not None and span[1] - span[0] < WHOLE_CODES * bins \
-            and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
+    dense = span is not None and span[1] - span[0] < WHOLE_CODES * bins \
+        and whole + fractional >= WHOLE_DENSITY * (span[1] - span[0] + 1)
+    if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
     if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \
             >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.kind_std) ** 2):
@@ -709,16 +728,39 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
     return share
 
 
-def _kept(levels, bar: float) -> np.ndarray:
-    """The decades whose noisy count reaches ``bar`` (a release's ``decade_bar``)."""
-    return np.flatnonzero(levels[0] >= bar)
+def _kept(levels, r: Release, integer: bool, numbers: float) -> np.ndarray:
+    """The decades of a column's range, ascending, from the noisy decade counts ``levels[0]`` of its
+    ``numbers`` (a noisy count, :attr:`Release.kinds`): those reaching the release's
+    ``decade_bar``, then, while the decades from the lowest to the highest surely hold less than
+    all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the difference), the next
+    decade below or above them with the larger noisy count (of a column of whole numbers: the
+    next that can hold one, so zero's after the ones), as long as it is positive.  A lone decade
+    needs the high bar, for an empty one to stretch a range by orders of magnitude; numbers
+    spread thin over several decades (counts of cases from 0 to 10^5) are kept rather than all
+    but the fullest decade's clipped into it."""
+    counts = levels[0]
+    kept = list(np.flatnonzero(counts >= r.decade_bar))
+    if not kept:
+        return np.array(kept, dtype=np.int64)
+    possible = np.flatnonzero(HOLDS_WHOLE) if integer else np.arange(counts.size)
+    while True:
+        inside = possible[(possible >= kept[0]) & (possible <= kept[-1])]
+        spread = NOISE_Z * math.sqrt(inside.size * r.std ** 2 + 2 * r.kind_std ** 2)
+        if numbers - counts[inside].sum() <= TAIL_SHARE * numbers + spread:
+            break
+        nearest = np.concatenate([possible[possible < kept[0]][-1:], possible[possible > kept[-1]][:1]])
+        if not nearest.size or counts[nearest].max() <= 0:
+            break
+        chosen = int(nearest[np.argmax(counts[nearest])])
+        kept = [chosen] + kept if chosen < kept[0] else kept + [chosen]
+    return np.array(kept, dtype=np.int64)
 
 
 def whole_span(r: Release):
     """The integers ``(lo, hi)`` of the column's range (module docstring, :func:`_end`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
-    kept = _kept(r.levels, r.decade_bar)
+    kept = _kept(r.levels, r, True, r.kinds["whole"] + r.kinds["fractional"])
     if not kept.size:
         return None
     first = _end(r.levels, r.fine, r, kept[0], reverse=False)
@@ -734,10 +776,10 @@ def whole_span(r: Release):
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (module docstring).
 
-    Decades whose noisy count reaches the release's ``decade_bar`` are kept; the range starts in the
-    lowest (:func:`_end`) and ends likewise in the highest; the inner edges are the ``j / bins``
-    quantiles of the counts of the finest nodes (:func:`_atoms`); every point mass adds a bin of
-    its own.  Sampled values keep the column's ``decimals``."""
+    The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`_end`) and ends
+    likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
+    finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
+    the column's ``decimals``."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     points = sorted(v for v, c in r.values.items() if c >= numbers / bins and math.isfinite(as_float(v)))
     levels = [counts.copy() for counts in r.levels]
@@ -753,7 +795,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
                 fine[node] -= r.values[v]
     edges = [as_float(v) for v in points]
     edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
-    kept = _kept(levels, r.decade_bar)
+    kept = _kept(levels, r, integer, numbers - sum(r.values[v] for v in points))
     if kept.size:
         lo = _edges(_end(levels, fine, r, kept[0], reverse=False))[0]
         hi = _edges(_end(levels, fine, r, kept[-1], reverse=True))[1]
