@@ -43,12 +43,12 @@ Everything else is post-processing of those noisy counts:
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
   integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it: one code per
-  integer of the span, whatever its count, numbers outside it clipped to its ends; unless its released values are exactly those integers,
-  at most ``bins`` of them and covering it (below): then it is categorical, with the same codes.
-  The span depends on the data only through the noisy counts and the released values, so it
-  costs nothing more and needs no stability threshold: a rare code inside it (a pay band or a
-  name code held by a few records) keeps its identity, and the clipping of a record outside it
-  depends on that record alone;
+  integer of the span, whatever its count, numbers outside it clipped to its ends; unless its
+  released values are exactly those integers, at most ``bins`` of them and covering it (below):
+  then it is categorical, with the same codes.  The span depends on the data only through the
+  noisy counts and the released values, so it costs nothing more and needs no stability
+  threshold: a rare code inside it (a pay band or a name code held by a few records) keeps its
+  identity, and the clipping of a record outside it depends on that record alone;
 * any other column of numbers is *numeric* when its released values are either more than
   ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), or when
   as a categorical column it would need an other code (below): numbers stay numbers, never an
@@ -201,7 +201,8 @@ LEVELS = (_groups(90), _groups(10), _groups(1))
 
 
 def _holds_whole() -> np.ndarray:
-    """Whether each decade can hold a whole number (zero's does; those strictly between -1 and 1 do not)."""
+    """Whether each decade can hold a whole number (zero's does; those strictly between -1 and 1
+    do not)."""
     lower, upper = np.full(LEVELS[0].max() + 1, np.inf), np.full(LEVELS[0].max() + 1, -np.inf)
     np.minimum.at(lower, LEVELS[0], LOWER)
     np.maximum.at(upper, LEVELS[0], UPPER)
