@@ -514,7 +514,7 @@ def _sure_cells(r: Release, integer: bool) -> np.ndarray:
     range (:func:`_kept`; ``integer``: a column of whole numbers)."""
     finite = np.isfinite(LOWER) & np.isfinite(UPPER) & (UPPER - LOWER > 1e-300)
     finite[[0, N_CELLS - 1]] = False
-    kept = np.isin(LEVELS[0], _kept(r.levels, r, integer, r.kinds["whole"] + r.kinds["fractional"]))
+    kept = np.isin(LEVELS[0], _kept(r.levels, r, integer))
     return np.flatnonzero(finite & kept & (r.levels[2] >= r.tenth_bar))
 
 
@@ -729,9 +729,10 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
     return share
 
 
-def _kept(levels, r: Release, integer: bool, numbers: float) -> np.ndarray:
+def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np.ndarray:
     """The decades of a column's range, ascending, from the noisy decade counts ``levels[0]`` of its
-    ``numbers`` (a noisy count, :attr:`Release.kinds`): those reaching the release's
+    ``numbers`` (a noisy count; None: the release's whole and fractional :attr:`Release.kinds`,
+    without point masses taken out): those reaching the release's
     ``decade_bar``, then, while the decades from the lowest to the highest surely hold less than
     all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the difference), the next
     decade below or above them with the larger noisy count (of a column of whole numbers: the
@@ -740,6 +741,7 @@ def _kept(levels, r: Release, integer: bool, numbers: float) -> np.ndarray:
     spread thin over several decades (counts of cases from 0 to 10^5) are kept rather than all
     but the fullest decade's clipped into it."""
     counts = levels[0]
+    numbers = r.kinds["whole"] + r.kinds["fractional"] if numbers is None else numbers
     kept = list(np.flatnonzero(counts >= r.decade_bar))
     if not kept:
         return np.array(kept, dtype=np.int64)
@@ -761,7 +763,7 @@ def whole_span(r: Release):
     """The integers ``(lo, hi)`` of the column's range (module docstring, :func:`_end`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
-    kept = _kept(r.levels, r, True, r.kinds["whole"] + r.kinds["fractional"])
+    kept = _kept(r.levels, r, True)
     if not kept.size:
         return None
     first = _end(r.levels, r.fine, r, kept[0], reverse=False)
