@@ -252,6 +252,23 @@ def test_a_long_tail_is_cut_only_where_the_noise_hides_it():
     assert np.mean(clipped) < 0.045, clipped
 
 
+def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
+    """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
+    one tenth of a decade often reaches the bar alone while the tenths beyond it do not, though
+    together they hold a sixth of the numbers.  Those the two estimates of their count (their
+    sum, and their decade's count less the other tenths) surely place above TAIL_SHARE are taken
+    into the range: 8% clipped on average over twenty seeds, where the rule that stopped at the
+    lone sure tenth clipped 14% (up to 52%); the range stays within the numbers' tenths."""
+    lines = np.round(np.random.default_rng(0).gamma(4.0, 2.8, 10000)).astype(int)
+    frame = pd.DataFrame({"lines": lines})
+    clipped = []
+    for seed in range(20):
+        edges = infer(frame, Budget.zcdp(5 / (2 * 200.0 ** 2)), None, 1e-9, rng=seed).columns["lines"].edges
+        clipped.append(np.mean((lines < edges[0]) | (lines >= edges[-1])))
+        assert tenth_below(lines.min()) <= edges[0] and edges[-1] <= tenth_above(lines.max()) + 1, (seed, edges)
+    assert np.mean(clipped) < 0.11, clipped
+
+
 def test_values_not_released_get_an_other_code_and_missing_stays_missing():
     rng = np.random.default_rng(0)
     n = 20000
