@@ -1,0 +1,194 @@
+"""How much of the budget issue 27's 1-way targets need on the corpus of ``real_tables.py``, for
+an oracle that measures the 1-way marginals themselves.
+
+The oracle is as generous as a mechanism of this project's family can be (not private itself:
+it reads the real table to know what it is told for free):
+
+- it knows each column's evaluation cells (the real deciles, the real categories, a cell for
+  blanks and anything else: ``EvaluationCoding`` of ``real_tables.py``) and the number of
+  records; no schema is learnt;
+- it measures each modelled column's histogram over those cells once, with Gaussian noise of
+  std ``sigma`` (a record adds one to one cell: rho = 1 / (2 sigma^2) under zCDP, add/remove
+  neighbours), and estimates the marginal as the closest point (L2) of the histograms of that
+  many records: non-negative, summing to the count;
+- its 1-way TVD at ``sigma`` is the mean over ``--draws`` noise draws (the same draws at every
+  ``sigma``, on a log grid; its running maximum, so that it never falls as ``sigma`` grows).
+
+A measurement of a larger marginal gives a 1-way marginal no less noise per cell than measuring
+it directly at the same rho (each cell sums as many noisy cells as the other attributes have
+values), so the rho found here is about what a mechanism measuring marginals with Gaussian noise
+needs on top of everything else it measures (an estimate with a prior on the shape could do
+somewhat better than the projection).  Per table (as fetched; the ``cut`` variant lacks only
+columns a model leaves out), the least rho for
+
+- every numeric and date column at a 1-way TVD of at most 0.10 (each column's largest ``sigma``
+  that reaches it),
+- the categorical columns' mean 1-way TVD at most 0.05 (split by a Lagrange multiplier: each
+  column's ``sigma`` minimises ``rho + mu TVD``, ``mu`` bisected until the mean reaches it), and
+- both with one ``sigma`` for every column, as MST measures its 1-way marginals,
+
+as a share of the rho that ``(epsilon, delta) = (1, 1e-9)`` gives (``approx_to_zcdp``, the whole
+delta).  A share above 1 means no such mechanism meets the target, whatever else it does; the
+steward's MST gives the 1-way marginals a third of the 70% of rho the schema leaves.
+
+    .venv/bin/python benchmarks/real_tables_floor.py        # JSON in benchmarks/results, docs section
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from docs_section import write_section
+from provenance import code_state
+from real_tables import (CATEGORICAL_TV, CORPUS, DELTA, EPSILON, NUMERIC_TV, EvaluationCoding, load_manifest,
+                         modelled_frame, read_table, variant_columns)
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "real_tables_floor.json"
+SECTION = "real_tables_floor"
+SECTION_HEADING = "## What the 1-way targets need on the real tables (`benchmarks/real_tables_floor.py`)"
+
+
+def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
+    """Each row of ``y`` projected (L2) onto ``{x >= 0, sum(x) = total}``: ``max(y - theta, 0)``
+    with the row's ``theta`` found from its values sorted in descending order."""
+    u = -np.sort(-y, axis=1)
+    excess = np.cumsum(u, axis=1) - total
+    rank = np.arange(1, y.shape[1] + 1)
+    last = (u - excess / rank > 0).sum(axis=1) - 1
+    theta = excess[np.arange(y.shape[0]), last] / (last + 1)
+    return np.maximum(y - theta[:, None], 0.0)
+
+
+def tvd_curve(counts: np.ndarray, sigmas: np.ndarray, draws: int, rng) -> np.ndarray:
+    """The oracle's expected 1-way TVD of a histogram ``counts`` at each noise std of ``sigmas``
+    (running maximum over ``sigmas`` ascending)."""
+    total = counts.sum()
+    z = rng.standard_normal((draws, counts.size))
+    tvd = np.array([0.5 * np.abs(simplex_projection(counts + s * z, total) - counts).sum(axis=1).mean() / total
+                    for s in sigmas])
+    return np.maximum.accumulate(tvd)
+
+
+def rho_of(sigma):
+    return 1.0 / (2.0 * np.asarray(sigma) ** 2)
+
+
+def rho_each_within(curves: np.ndarray, sigmas: np.ndarray, target: float) -> np.ndarray:
+    """Per column (a row of ``curves``), the rho of its largest ``sigma`` whose TVD is at most
+    ``target`` (inf where none is)."""
+    ok = curves <= target
+    last = np.where(ok.any(axis=1), ok.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+    return np.where(last >= 0, rho_of(sigmas[np.maximum(last, 0)]), np.inf)
+
+
+def rho_mean_within(curves: np.ndarray, sigmas: np.ndarray, target: float) -> tuple[float, np.ndarray]:
+    """The least total rho (and each column's) whose columns' mean TVD is at most ``target``:
+    each column takes the ``sigma`` minimising ``rho + mu TVD``, ``mu`` the least (bisected on a
+    log scale) at which the mean reaches the target."""
+    costs = rho_of(sigmas)[None, :]
+    pick = lambda mu: np.argmin(costs + mu * curves, axis=1)  # noqa: E731
+    mean = lambda at: curves[np.arange(len(curves)), at].mean()  # noqa: E731
+    lo, hi = 1e-12, 1e12
+    if mean(pick(hi)) > target:
+        return float("inf"), np.full(len(curves), np.inf)
+    for _ in range(200):
+        mid = np.sqrt(lo * hi)
+        lo, hi = (lo, mid) if mean(pick(mid)) <= target else (mid, hi)
+    each = rho_of(sigmas[pick(hi)])
+    return float(each.sum()), each
+
+
+def table_floor(entry: dict, corpus: Path, sigmas: np.ndarray, draws: int, seed: int, bins: int) -> dict:
+    """The rho that the table's numeric and categorical targets each need (module docstring)."""
+    from ektelo_pgm.privacy.budget import approx_to_zcdp
+
+    columns = variant_columns(entry, "as-is")
+    real = modelled_frame(read_table(corpus / entry["file"]), columns)
+    kinds = {c["name"]: c["kind"] for c in columns}
+    numeric = [c for c in real.columns if kinds[c] in ("numeric", "date")]
+    coding = EvaluationCoding(real, numeric, bins)
+    codes = coding.codes(real)
+    rng = np.random.default_rng(seed)
+    curves = {name: tvd_curve(np.bincount(codes[:, j], minlength=size).astype(float), sigmas, draws, rng)
+              for j, (name, size) in enumerate(zip(coding.columns, coding.sizes()))}
+    categorical = [c for c in coding.columns if c not in numeric]
+    rho = approx_to_zcdp(EPSILON, DELTA)
+    out = {"rows": len(real), "rho": rho, "numeric": len(numeric), "categorical": len(categorical)}
+    if numeric:
+        each = rho_each_within(np.array([curves[c] for c in numeric]), sigmas, NUMERIC_TV)
+        out.update(rho_numeric=float(each.sum()), neediest_numeric=numeric[int(np.argmax(each))],
+                   neediest_numeric_rho=float(each.max()))
+    if categorical:
+        total, each = rho_mean_within(np.array([curves[c] for c in categorical]), sigmas, CATEGORICAL_TV)
+        out.update(rho_categorical=total, neediest_categorical=categorical[int(np.argmax(each))],
+                   neediest_categorical_rho=float(each.max()))
+    out["rho_one_noise"] = rho_one_noise(curves, numeric, categorical, sigmas)
+    return out
+
+
+def rho_one_noise(curves: dict, numeric: list, categorical: list, sigmas: np.ndarray) -> float:
+    """The least rho meeting both targets with one noise std for every column (as MST's 1-way
+    marginals have): the number of columns times the rho of the largest ``sigma`` at which every
+    numeric column and the categorical mean are on target (inf where none is)."""
+    ok = np.ones(sigmas.size, dtype=bool)
+    if numeric:
+        ok &= (np.array([curves[c] for c in numeric]) <= NUMERIC_TV).all(axis=0)
+    if categorical:
+        ok &= np.array([curves[c] for c in categorical]).mean(axis=0) <= CATEGORICAL_TV
+    return float(len(curves) * rho_of(sigmas[np.flatnonzero(ok)[-1]])) if ok.any() else float("inf")
+
+
+def share(row: dict, key: str) -> str:
+    return percent(row[key] / row["rho"]) if key in row else "-"
+
+
+def percent(x: float) -> str:
+    """A share as a percentage to two significant digits."""
+    return f"{100 * x:,.0f}%" if x >= 1 else f"{100 * x:.2g}%"
+
+
+def document(floors: dict, meta: dict) -> str:
+    lines = ["| table | rows | numeric / categorical columns | share for numeric (each <= 0.10) | neediest numeric "
+             "(share) | share for categorical (mean <= 0.05) | neediest categorical (share) | both | both, one noise "
+             "for all columns |",
+             "|---|---:|---|---:|---|---:|---|---:|---:|"]
+    for table, row in floors.items():
+        both = row.get("rho_numeric", 0.0) + row.get("rho_categorical", 0.0)
+        num = f"{row['neediest_numeric']} ({share(row, 'neediest_numeric_rho')})" if "rho_numeric" in row else "-"
+        cat = f"{row['neediest_categorical']} ({share(row, 'neediest_categorical_rho')})" \
+            if "rho_categorical" in row else "-"
+        lines.append(f"| {table} | {row['rows']:,} | {row['numeric']} / {row['categorical']} | "
+                     f"{share(row, 'rho_numeric')} | {num} | {share(row, 'rho_categorical')} | {cat} | "
+                     f"{percent(both / row['rho'])} | {share(row, 'rho_one_noise')} |")
+    return (f"Shares of rho = {meta['rho']:.6g} (epsilon {EPSILON:g}, delta {DELTA:g}); {meta['draws']} noise draws "
+            f"per column at each of {meta['grid']} noise stds from {meta['sigma_min']:g} to {meta['sigma_max']:g}; "
+            f"commit {meta['commit']}.\n\n" + "\n".join(lines))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="folder written by real_tables_fetch.py")
+    parser.add_argument("--tables", nargs="+", help="table names (default: every table of the corpus)")
+    parser.add_argument("--draws", type=int, default=200, help="noise draws per column and noise std")
+    parser.add_argument("--grid", type=int, default=240, help="noise stds on the log grid")
+    parser.add_argument("--eval-bins", type=int, default=10, help="quantile bins of numeric columns (deciles)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.corpus)
+    sigmas = np.geomspace(0.1, 1e5, args.grid)
+    floors = {table: table_floor(manifest[table], args.corpus, sigmas, args.draws, args.seed, args.eval_bins)
+              for table in args.tables or manifest}
+    meta = {"commit": code_state(), "rho": next(iter(floors.values()))["rho"], "draws": args.draws,
+            "grid": args.grid, "sigma_min": float(sigmas[0]), "sigma_max": float(sigmas[-1])}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"meta": meta, "tables": floors}, indent=1) + "\n")
+    write_section(SECTION, SECTION_HEADING, document(floors, meta))
+    print(document(floors, meta))
+
+
+if __name__ == "__main__":
+    main()
