@@ -682,8 +682,8 @@ def _widened(counts: np.ndarray, first: int, r: Release, numbers: float, total: 
     count ``total``, from one end), the nearest first, while together they surely hold more than
     ``TAIL_SHARE`` of the column's ``numbers`` (by ``SPREAD_Z`` stds).  Their number is told twice,
     by their sum and by ``total`` less the other counts, and the two are weighed by their noise:
-    the credit lines of a loan table, of which one tenth surely holds numbers and the next ones
-    together a sixth, are not clipped into it."""
+    the open credit lines of a loan table (10-19: 47% of them, sure; 20 to 51: 10%, none of these
+    tenths sure alone at noise std 204) are not clipped into 19."""
     while first:
         before, after = first, counts.size - first + 1  # the noisy counts in each estimate
         precision = 1.0 / before + 1.0 / after  # of the weighed estimate, in units of 1 / std^2
