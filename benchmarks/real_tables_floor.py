@@ -172,7 +172,8 @@ def document(floors: dict, meta: dict) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="folder written by real_tables_fetch.py")
-    parser.add_argument("--tables", nargs="+", help="table names (default: every table of the corpus)")
+    parser.add_argument("--tables", nargs="+", help="table names, updated in the recorded results (default: every "
+                                                    "table of the corpus, recorded anew)")
     parser.add_argument("--draws", type=int, default=200, help="noise draws per column and noise std")
     parser.add_argument("--grid", type=int, default=240, help="noise stds on the log grid")
     parser.add_argument("--eval-bins", type=int, default=10, help="quantile bins of numeric columns (deciles)")
@@ -180,8 +181,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     manifest = load_manifest(args.corpus)
     sigmas = np.geomspace(0.1, 1e5, args.grid)
-    floors = {table: table_floor(manifest[table], args.corpus, sigmas, args.draws, args.seed, args.eval_bins)
-              for table in args.tables or manifest}
+    floors = json.loads(RESULTS.read_text())["tables"] if args.tables and RESULTS.exists() else {}
+    floors.update({table: table_floor(manifest[table], args.corpus, sigmas, args.draws, args.seed, args.eval_bins)
+                   for table in args.tables or manifest})
     meta = {"commit": code_state(), "rho": next(iter(floors.values()))["rho"], "draws": args.draws,
             "grid": args.grid, "sigma_min": float(sigmas[0]), "sigma_max": float(sigmas[-1])}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
