@@ -133,10 +133,10 @@ DECADE_MISS = 0.5 * math.erfc(DECADE_Z / math.sqrt(2.0))
 RANGE_Z = 3.0
 RANGE_MISS = 0.5 * math.erfc(RANGE_Z / math.sqrt(2.0))
 #: Noise stds by which the tenths of a decade beyond a range's end must pass ``TAIL_SHARE`` of the
-#: numbers for the end to take them in (:func:`_widened`; at one std, ames' latitude, longitude and
-#: year of sale, 0.08 and 0.12 degrees and 4 years wide, each came out hundreds of times as wide in
-#: one schema of three).
-SPREAD_Z = 2.0
+#: numbers for the end to take them in (:func:`_widened`): noise alone passes it at about one end
+#: in 160; at two stds ames' longitude (0.12 degrees) came out 204 times as wide in one schema of
+#: ten, at one its latitude, longitude and year of sale hundreds of times in one of three.
+SPREAD_Z = 2.5
 #: Decades ``10^k`` covered, ``k`` in this range; smaller magnitudes share one cell, larger ones another.
 DECADES = range(-4, 13)
 #: Default bins of a numeric column.
