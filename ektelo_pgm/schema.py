@@ -789,10 +789,10 @@ def whole_span(r: Release):
     """The integers ``(lo, hi)`` of the column's range (module docstring, :func:`_end`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
-    kept = _kept(r.levels, r, True)
+    numbers = r.kinds["whole"] + r.kinds["fractional"]
+    kept = _kept(r.levels, r, True, numbers)
     if not kept.size:
         return None
-    numbers = r.kinds["whole"] + r.kinds["fractional"]
     first = _end(r.levels, r.fine, r, kept[0], reverse=False, numbers=numbers)
     last = _end(r.levels, r.fine, r, kept[-1], reverse=True, numbers=numbers)
     if first[0] == 0 or last[0] == N_CELLS - 1:
