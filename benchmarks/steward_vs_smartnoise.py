@@ -116,12 +116,15 @@ def load_table(data_dir: Path, name: str):
 
 
 def labels(series):
-    """Category labels: whole numbers without a decimal point, every missing marker as one."""
+    """Category labels: whole numbers without a decimal point, truth values as written, every missing
+    marker as one."""
     import pandas as pd
 
     def label(value):
         if value is None or (isinstance(value, float) and np.isnan(value)):
             return MISSING
+        if isinstance(value, (bool, np.bool_)):  # read as True / False where a column holds nothing else
+            return str(value)
         if isinstance(value, (int, float, np.integer, np.floating)):
             return str(int(value)) if float(value).is_integer() else repr(float(value))
         text = str(value).strip()

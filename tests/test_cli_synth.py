@@ -34,7 +34,7 @@ def only_file(folder, name):
 
 def test_synth_csv_to_csv(tmp_path, table, capsys):
     code, out, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2,
-                         "--mechanism", "mst", "--rows", 700, "--seed", 1)
+                         "--mechanism", "mst", "--rows", 700, "--seed", 0)
     assert code == 0 and out == ""
     assert "wrote 700 rows x 4 columns" in err and "(2, 1e-09)-DP" in err and "schema inferred" in err
     assert not re.search(r"\bin [0-9.]+ s\b", err)  # no elapsed time: it depends on the data
@@ -152,7 +152,7 @@ def test_adult_subset_with_names(tmp_path, data_dir, capsys):
 
 
 def binary(path):
-    path.write_bytes(bytes(range(256)) * 40)
+    path.write_bytes(np.random.default_rng(0).bytes(10240))
     return path
 
 
@@ -296,7 +296,7 @@ def test_column_options_and_a_partial_schema_on_the_command_line(tmp_path, table
     code, _, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2, "--mechanism",
                        "mst", "--seed", 0, "--drop", "income", "--categorical", "age", "--schema",
                        tmp_path / "schema.json")
-    assert code == 0 and "schema declared, undeclared columns inferred with 0.3 of the budget" in err
+    assert code == 0 and "schema declared, undeclared columns inferred with 0.5 of the budget" in err
     assert list(pd.read_csv(tmp_path / "out.csv").columns) == ["city", "age", "member"]
     code, _, err = run(capsys, "synth", table, "--header", "-o", tmp_path / "out.csv", "--epsilon", 2,
                        "--categorical", "age", "--numeric", "age")
