@@ -29,7 +29,7 @@ columns a model leaves out), the least rho for
 
 as a share of the rho that ``(epsilon, delta) = (1, 1e-9)`` gives (``approx_to_zcdp``, the whole
 delta).  A share above 1 means no such mechanism meets the target, whatever else it does; the
-steward's MST gives the 1-way marginals a third of the 70% of rho the schema leaves.
+steward's MST gives the 1-way marginals a third of the half of rho the schema leaves.
 
     .venv/bin/python benchmarks/real_tables_floor.py        # JSON in benchmarks/results, docs section
 """
