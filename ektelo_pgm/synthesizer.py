@@ -50,11 +50,11 @@ _FORMAT = "ektelo_pgm.Synthesizer"
 #: Default share of the budget (and of delta) that infers the schema when none is declared.  The
 #: schema's resolution (ranges, bins, categories released) weighs more than the mechanism's last
 #: fifth of rho where a table has many columns or rare categories for its rows: at epsilon 1, over
-#: the eight tables of benchmarks/real_tables.py (2 seeds) the mean 2-way TVD is 0.217 / 0.206 /
-#: 0.200 with MST at shares 0.3 / 0.4 / 0.5 (AIM: 0.210 / 0.201 / 0.197), loans' numeric columns
-#: on target 55 / 58 / 61 of 86 (AIM: 56 / 64 / 68); raw Adult's (16 quantile bins), whose schema
-#: 0.3 already resolves, goes from 0.0436 to 0.0455 / 0.0477 with AIM (MST 0.0541 to 0.0546 /
-#: 0.0549).  From 0.1 to 0.3 both fell (Adult 0.061 to 0.043 with AIM).
+#: the eight tables of benchmarks/real_tables.py (2 seeds) the mean 2-way TVD is 0.217 at share
+#: 0.3 and 0.198 at 0.5 with MST (AIM: 0.210 and 0.197), loans' numeric columns on target 58 and
+#: 64 of 86 (AIM: 58 and 69); raw Adult's (16 quantile bins), whose schema 0.3 already resolves,
+#: 0.054 and 0.055 with MST (AIM: 0.044 and 0.043).  From 0.1 to 0.3 both fell (Adult 0.061 to
+#: 0.043 with AIM).
 SCHEMA_SHARE = 0.5
 
 
