@@ -52,10 +52,7 @@ def test_fit_and_sample_keep_columns_types_and_values():
     synth = Synthesizer("mst", epsilon=2.0, seed=0).fit(table)
     out = synth.sample(3000)
     assert list(out.columns) == list(table.columns) and len(out) == 3000
-    # a column with a missing code (by noise alone, in about one column in 30) has an other code too
-    assert set(out["city"].dropna()) <= {*table["city"], OTHER}
-    assert set(out["member"].dropna()) <= {"yes", "no", OTHER}
-    assert (out[["city", "member"]] == OTHER).mean().max() < 0.02
+    assert set(out["city"].dropna()) <= set(table["city"]) and set(out["member"].dropna()) <= {"yes", "no"}
     # value types from the schema alone: whole numbers as nullable integers, other numbers as floats
     assert out["age"].dtype == "Int64" and out["income"].dtype == float
     assert out["city"].dtype == object and out["member"].dtype == object
