@@ -726,19 +726,23 @@ def _children(node) -> list:
     return [(cell, depth + 1, 10 * index + j) for j in range(10)]
 
 
-def _atoms(levels, fine: dict, r: Release, kept: np.ndarray):
+def _atoms(levels, fine: dict, r: Release, kept: np.ndarray, bins: int):
     """``(lower, upper, count)`` arrays of the finest nodes holding numbers, in order: the counts
     per cell of :func:`_spread`, each cell's shared among its :func:`_parts` in proportion to
     their noisy counts, or, where a split node is kept whole (the noise does not place its
-    numbers), among all its parts in proportion to their noisy counts clipped at zero, as
-    :func:`_spread` shares tenths and cells; theirs likewise, down to nodes not split.  Without
-    these, a range one node kept whole (ames' latitudes, 42.0 to 42.063, in the cell [42.0, 42.1))
-    was one bin drawn uniformly, 37% of it past the numbers."""
+    numbers) and holds more than ``1 / bins`` of them, so that bin edges should cut it, among
+    all its parts in proportion to their noisy counts clipped at zero, as :func:`_spread` shares
+    tenths and cells; theirs likewise, down to nodes not split.  Without these, a range one node
+    kept whole (ames' latitudes, 42.0 to 42.063, in the cell [42.0, 42.1)) was one bin drawn
+    uniformly, 37% of it past the numbers; smaller nodes stay whole, as more bins than the
+    numbers need each get the noise of a measured count."""
     lower, upper, count = [], [], []
+    cells = _spread(levels, kept)
+    least = cells[cells > 0].sum() / bins
 
     def share(node, mass):
         parts = _parts(node, fine, r)
-        if not parts and _children(node)[0] in fine:
+        if not parts and _children(node)[0] in fine and mass > least:
             parts = [(part, fine[part]) for part in _children(node) if fine[part] > 0]
         if not parts:
             lo, hi = _edges(node)
@@ -748,7 +752,6 @@ def _atoms(levels, fine: dict, r: Release, kept: np.ndarray):
         for part, weight in parts:
             share(part, mass * weight / total)
 
-    cells = _spread(levels, kept)
     for cell in np.flatnonzero(cells > 0):
         share((int(cell), 0, 0), cells[cell])
     return np.array(lower), np.array(upper), np.array(count)
@@ -847,7 +850,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     if kept.size:
         lo = _edges(_end(levels, fine, r, kept[0], reverse=False, numbers=numbers))[0]
         hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, numbers=numbers))[1]
-        _, upper, count = _atoms(levels, fine, r, kept)
+        _, upper, count = _atoms(levels, fine, r, kept, bins)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else []
