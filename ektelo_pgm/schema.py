@@ -733,9 +733,10 @@ def _atoms(levels, fine: dict, r: Release, kept: np.ndarray, ends: tuple, least:
     at an end of the range (holding ``ends[0]`` or ``ends[1]``) with more than ``least`` of the
     numbers is shared among all its parts in proportion to their noisy counts clipped at zero,
     as :func:`_spread` shares tenths and cells, so that bin edges can cut off what of it lies
-    past the numbers: ames' latitudes (42.0 to 42.063, in the cell [42.0, 42.1) kept whole) were
-    one bin, 37% of it past the houses.  Elsewhere more bins would only add the noise of more
-    measured counts (splitting every such node cost AIM on Adult 0.0425 -> 0.0438 in 2-way TVD)."""
+    past the numbers: ames' latitudes (up to 42.063, in a range that was the cell [42.0, 42.1)
+    kept whole) were one bin, 37% of it past the houses.  Elsewhere more bins would only add the
+    noise of more measured counts (splitting such nodes inside the range too cost AIM on Adult
+    0.0425 -> 0.0438 in 2-way TVD)."""
     lower, upper, count = [], [], []
 
     def share(node, mass):
