@@ -224,6 +224,7 @@ def test_under_laplace_noise_a_column_of_numbers_is_not_read_as_text():
             kinds.append("left out")
     assert kinds == ["numeric"] * 600
 
+
 def test_the_decades_that_can_hold_a_whole_number():
     def decade(x):
         return LEVELS[0][cell_of(np.array([x], dtype=float))[0]]
@@ -400,6 +401,7 @@ def test_a_range_inside_one_cell_kept_whole_is_still_binned_finely():
         decoded = _decoded(frame, column, seed).to_numpy(dtype=float)
         inside.append(np.mean((decoded >= real.min()) & (decoded <= real.max())))
     assert min(inside) >= 0.9 and np.mean(inside) >= 0.95, inside
+
 
 def test_years_below_the_release_threshold_keep_one_code_each():
     """Sixteen survey years of 700 records each, under a release threshold of about 950: no year
