@@ -8,6 +8,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["ektelo_pgm", "ektelo_pgm.*"]),
+    package_data={"ektelo_pgm.sample_data": ["*.csv.xz", "*-domain.json", "README.md", "raw/*"]},
     python_requires=">=3.11",
     install_requires=["numpy>=1.24", "scipy>=1.12", "networkx>=3.0", "numba>=0.58", "pandas>=2.0", "tqdm>=4.60",
                       "threadpoolctl>=3"],

@@ -1,8 +1,9 @@
 """Command line: ``ektelo-pgm run`` measures a marginal workload privately and reconstructs it;
 ``synth`` turns a raw table into private synthetic records, ``answer`` into private marginal
 counts, and ``schema`` writes a table's privately inferred schema for a person to edit;
-``evaluate`` compares a synthetic table with the real one (error table, HTML/PNG report) and
-``compare`` plots reconstructions' workload error against epsilon."""
+``evaluate`` compares a synthetic table with the real one (error table, HTML/PNG report),
+``compare`` plots reconstructions' workload error against epsilon, and ``example`` writes a raw
+example table to try the others on."""
 from __future__ import annotations
 
 import argparse
@@ -23,6 +24,17 @@ BUILTIN_ATTRS = ("age", "education", "hours", "income")
 #: Said when a CSV is not what ``--data`` takes.
 RAW_CSV = ("--data takes an integer-coded CSV with its domain JSON; encode a raw one (strings, numbers) "
            "first with ektelo_pgm.TableEncoder")
+
+
+EXAMPLE_HELP = """Writes UCI Adult, shipped with the package, as it is distributed: comma-separated
+text with categories and raw numbers, no header line, missing values written '?'.  'adult' is the
+training file (32,561 records), 'adult-test' the test file (a first line '|1x3 Cross validator', then
+16,281 records whose incomes end in a full stop).
+
+examples:
+  ektelo-pgm example adult -o adult.csv
+  ektelo-pgm synth adult.csv --names """ + ",".join(sample_data.ADULT_COLUMNS) + """ -o synthetic.csv --epsilon 1
+"""
 
 
 def reconstruction_operators() -> dict:
@@ -353,14 +365,23 @@ def compare(args) -> None:
     print(f"wrote {args.output}")
 
 
+def example(args) -> None:
+    if args.output.lower().endswith((*PARQUET, ".json")):
+        raise InputError("--output: the example is written as distributed, comma-separated text: name a .csv file")
+    sample_data.write_example(args.name, args.output)
+    if not args.quiet:
+        print(f"wrote {args.output}: {sample_data.EXAMPLES[args.name][1]}, no header line; its columns "
+              f"(--names): {','.join(sample_data.ADULT_COLUMNS)}")
+
+
 def data_options(p) -> None:
     """The options naming the data of ``run`` and ``compare``."""
     p.add_argument("--data", default="builtin",
-                   help="'builtin' (the package's synthetic census), a shared dataset name "
+                   help="'builtin' (the package's synthetic census), the name of a shipped dataset "
                         "(adult, titanic, nltcs, salary) or an integer-coded CSV path")
     p.add_argument("--domain", help="domain JSON ({attribute: size}) for a CSV path")
-    p.add_argument("--data-dir", help="directory of the shared datasets (default: $EKTELO_PGM_DATA "
-                   "or ../shared/data)")
+    p.add_argument("--data-dir", help="folder of integer-coded datasets (NAME.csv or NAME.csv.xz beside "
+                   "NAME-domain.json; default: those shipped with the package)")
     p.add_argument("--attrs", type=lambda s: tuple(s.split(",")),
                    help=f"comma-separated attributes to keep (built-in default: {','.join(BUILTIN_ATTRS)})")
     p.add_argument("--records", type=int, default=10_000, help="records of the built-in data")
@@ -490,6 +511,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=count, default=1, help="measurements per epsilon (the plot shows their mean)")
     p.add_argument("-o", "--output", required=True, help="the figure: a .png, or an .html page with the table")
     p.set_defaults(handler=compare)
+
+    p = commands.add_parser("example", help="write a raw example table (UCI Adult) to try synth, answer, schema "
+                            "and evaluate on", description=EXAMPLE_HELP, formatter_class=raw)
+    p.add_argument("name", choices=sample_data.EXAMPLES, help="adult (the training file) or adult-test")
+    p.add_argument("-o", "--output", required=True, help="the CSV file to write")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(handler=example)
     return top
 
 

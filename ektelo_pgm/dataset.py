@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import csv
 import json
+import lzma
+import os
 from abc import ABCMeta, abstractmethod
 from typing import Iterable
 
@@ -119,14 +121,16 @@ class Dataset:
 
     @classmethod
     def load(cls, csv_path, domain_json_path) -> "Dataset":
-        """Read an integer-coded CSV with a header row and a ``{name: size}`` JSON domain file.
+        """Read an integer-coded CSV (xz-compressed when its name ends in ``.xz``) with a header row
+        and a ``{name: size}`` JSON domain file.
 
         Columns are taken in the domain file's order; extra CSV columns are ignored.  A
         byte-order mark is skipped; a repeated key in the domain file, and a row with more
         or fewer fields than the header, are refused naming the key or the line.
         """
         domain = read_domain(domain_json_path)
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+        opener = lzma.open if os.fspath(csv_path).endswith(".xz") else open
+        with opener(csv_path, "rt", newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if not header:

@@ -1,18 +1,23 @@
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from ektelo_pgm import Dataset, Domain
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from ektelo_pgm import Dataset, Domain, sample_data
 
 
 @pytest.fixture(scope="session")
-def data_dir() -> Path:
-    if not DATA.is_dir():
-        pytest.fail(f"shared data directory {DATA} is missing")
-    return DATA
+def raw_adult(tmp_path_factory):
+    """The path of UCI Adult's raw training file (shipped with the package), written once."""
+    path = tmp_path_factory.mktemp("raw") / "adult.data"
+    sample_data.write_example("adult", path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def raw_adult_test(tmp_path_factory):
+    """The path of UCI Adult's raw test file (shipped with the package), written once."""
+    path = tmp_path_factory.mktemp("raw") / "adult.test"
+    sample_data.write_example("adult-test", path)
+    return path
 
 
 def dense_marginal(domain, attrs):
@@ -49,7 +54,3 @@ def correlated(n, seed=0):
     d = np.minimum(3, a * 2 + rng.integers(2, size=n))
     return Dataset(np.stack([a, b, c, d], axis=1), CORRELATED_DOMAIN)
 
-
-def load(name):
-    """The shared dataset ``name`` (e.g. 'titanic')."""
-    return Dataset.load(DATA / f"{name}.csv", DATA / f"{name}-domain.json")

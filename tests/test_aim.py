@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ektelo_pgm import Dataset, Domain
+from ektelo_pgm import Dataset, Domain, sample_data
 from ektelo_pgm.mechanisms import AIM
 from ektelo_pgm.mechanisms.aim import HALF_NORMAL_MEAN, candidate_weights, downward_closure, fits, quality
 from ektelo_pgm.measurement import Measurement
@@ -158,8 +158,8 @@ def test_aim_refuses_bad_budgets_and_options():
         AIM(select_fraction=1.0)
 
 
-def test_aim_on_titanic_end_to_end(data_dir):
-    data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
+def test_aim_on_titanic_end_to_end():
+    data = sample_data.load("titanic")
     result = AIM(iters=100, max_mb=1.0).run(data, Budget.approx(1.0, 1e-9), rng=0)
     assert result.estimate.tree.mb <= 1.0
     synthetic = result.estimate.synthetic_data(rng=0)

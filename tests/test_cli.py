@@ -38,8 +38,8 @@ def test_same_seed_same_output(capsys):
     assert errors(capsys.readouterr().out) == first
 
 
-def test_csv_and_shared_dataset(tmp_path, capsys, data_dir):
-    main(["run", "--data", "titanic", "--data-dir", str(data_dir), "--attrs", "Sex,Pclass,Survived"])
+def test_csv_and_shipped_dataset(tmp_path, capsys):
+    main(["run", "--data", "titanic", "--attrs", "Sex,Pclass,Survived"])
     assert "1304 records" in capsys.readouterr().out
     (tmp_path / "d.json").write_text(json.dumps({"x": 3, "y": 2}))
     np.savetxt(tmp_path / "t.csv", np.random.default_rng(0).integers(0, 2, (50, 2)), fmt="%d",

@@ -122,13 +122,13 @@ def test_sampling_choice_reaches_the_synthesizer(tmp_path, table, capsys):
     assert outputs["round"] != outputs["sample"]
 
 
-def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
+def test_adult_data_without_header_end_to_end(tmp_path, raw_adult, capsys):
     """The default mechanism on the whole raw table: --no-header, and no header line written."""
-    code, _, err = run(capsys, "synth", data_dir / "raw" / "adult" / "adult.data", "--no-header",
+    code, _, err = run(capsys, "synth", raw_adult, "--no-header",
                        "-o", tmp_path / "adult.csv", "--epsilon", 1, "--seed", 0)
     assert code == 0, err
     synthetic = pd.read_csv(tmp_path / "adult.csv", header=None, names=ADULT_NAMES, skipinitialspace=True)
-    real = pd.read_csv(data_dir / "raw" / "adult" / "adult.data", header=None, names=ADULT_NAMES,
+    real = pd.read_csv(raw_adult, header=None, names=ADULT_NAMES,
                        skipinitialspace=True)
     with open(tmp_path / "adult.csv") as f:
         assert f.readline().split(",")[0].isdigit()  # the first line is a record: no header written
@@ -140,10 +140,10 @@ def test_adult_data_without_header_end_to_end(tmp_path, data_dir, capsys):
     assert synthetic["age"].dropna().between(real["age"].min(), real["age"].max()).all()
 
 
-def test_adult_subset_with_names(tmp_path, data_dir, capsys):
+def test_adult_subset_with_names(tmp_path, raw_adult, capsys):
     pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     path = tmp_path / "adult.csv"
-    raw = pd.read_csv(data_dir / "raw" / "adult" / "adult.data", header=None, skipinitialspace=True)
+    raw = pd.read_csv(raw_adult, header=None, skipinitialspace=True)
     raw.iloc[:8000, [0, 3, 9, 14]].to_csv(path, header=False, index=False)
     code, _, _ = run(capsys, "synth", path, "-o", tmp_path / "out.parquet", "--epsilon", 2, "--mechanism", "mst",
                      "--names", "age,education,sex,income", "--quiet", "--seed", 0)

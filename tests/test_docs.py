@@ -11,9 +11,8 @@ from ektelo_pgm.estimate import UnmeasuredAttributeWarning
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_guide_runs_and_states_the_std_its_custom_query_gets(monkeypatch, data_dir, capsys):
+def test_the_guide_runs_and_states_the_std_its_custom_query_gets(capsys):
     guide = (ROOT / "docs" / "guide.md").read_text()
-    monkeypatch.chdir(ROOT)  # the guide reads ../shared/data from the repository root
     namespace = {}
     for number, block in enumerate(re.findall(r"```python\n(.*?)```", guide, re.S)):
         exec(compile(block, f"guide.md python block {number}", "exec"), namespace)
@@ -48,9 +47,8 @@ def test_the_architecture_page_lists_the_layout_and_its_custom_reconstruction_pl
     assert len(namespace["adaptive"].measurements) == 5 and printed.count("\n") == 2  # noisy total + 4 rounds
 
 
-def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes(monkeypatch, data_dir, capsys):
+def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes(capsys):
     readme = (ROOT / "README.md").read_text()
-    monkeypatch.chdir(ROOT)
     namespace = {}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredAttributeWarning)
@@ -62,24 +60,25 @@ def test_the_readme_example_runs_and_draws_records_only_over_measured_attributes
         result.estimate.synthetic_data(20, rng=0)
 
 
-def test_the_steward_page_runs_its_python_and_its_commands_parse(monkeypatch, data_dir, tmp_path, capsys):
-    """The steward page's Python runs as written (MST in place of AIM, for speed) and prints the
-    error table; each of its shell commands is accepted by the command line's parser."""
+def test_the_steward_page_runs_its_python_and_its_commands_parse(monkeypatch, tmp_path, capsys):
+    """The steward page's Python runs as written (MST in place of AIM, for speed) after its first
+    command writes the example table, and prints the error table; each of its shell commands is
+    accepted by the command line's parser."""
     import shlex
 
-    from ektelo_pgm.cli import parser
+    from ektelo_pgm.cli import main, parser
 
     pytest.importorskip("matplotlib", reason="the page's report needs matplotlib (the 'report' extra)",
                         exc_type=ImportError)
     page = (ROOT / "docs" / "steward.md").read_text()
-    (tmp_path / "shared").symlink_to(data_dir.parent)
-    (tmp_path / "repo").mkdir()
-    monkeypatch.chdir(tmp_path / "repo")  # ../shared/data as in the repository; the report written here
+    monkeypatch.chdir(tmp_path)  # the example table and the report written here
+    first = re.search(r"```sh\n(ektelo-pgm example .*)\n", page).group(1)
+    assert main(shlex.split(first)[1:]) == 0
     block = re.search(r"```python\n(.*?)```", page, re.S).group(1)
     assert 'Synthesizer("aim"' in block
     exec(compile(block.replace('Synthesizer("aim"', 'Synthesizer("mst"'), "steward.md", "exec"), {})
     assert "worst 2-way:" in capsys.readouterr().out
-    assert (tmp_path / "repo" / "adult-report.html").stat().st_size > 100_000
+    assert (tmp_path / "adult-report.html").stat().st_size > 100_000
     for sh in re.findall(r"```sh\n(.*?)```", page, re.S):
         lines = sh.replace("\\\n", " ").splitlines()
         names = dict(line.split("=", 1) for line in lines if re.match(r"[A-Z]+=", line))

@@ -6,22 +6,20 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ektelo_pgm import sample_data
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.privacy import Budget
 from ektelo_pgm.encoding import CategoricalColumn, NumericColumn, TableEncoder
 from ektelo_pgm.table_io import read_table
 
-# The column names listed in adult.names (the file itself has no header line).
-ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
-                 "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
-                 "hours-per-week", "native-country", "income"]
+ADULT_COLUMNS = list(sample_data.ADULT_COLUMNS)
 NUMERIC = ["age", "fnlwgt", "capital-gain", "capital-loss", "hours-per-week"]
 
 
 @pytest.fixture(scope="module")
-def adult_raw(data_dir):
-    return read_table(data_dir / "raw" / "adult" / "adult.data", names=ADULT_COLUMNS, text=False)
+def adult_raw(raw_adult):
+    return read_table(raw_adult, names=ADULT_COLUMNS, text=False)
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +34,13 @@ def stripped(series):
     return values.mask(values == "?")
 
 
-def test_adult_shape_kinds_and_sizes(adult, adult_raw, data_dir):
+def test_adult_shape_kinds_and_sizes(adult, adult_raw):
     encoder, ds = adult
     assert len(ds) == 32561 == len(adult_raw)
     assert ds.domain.attrs == tuple(ADULT_COLUMNS)
     assert [a for a, c in encoder.columns.items() if c.kind == "numeric"] == NUMERIC
-    # Same sizes as the preprocessed adult of the shared data (32 bins; '?' its own category).
-    reference = json.loads((data_dir / "adult-domain.json").read_text())
+    # Same sizes as the preprocessed adult shipped with the package (32 bins; '?' its own category).
+    reference = json.loads((sample_data.HERE / "adult-domain.json").read_text())
     reference["income"] = reference.pop("income>50K")
     assert ds.domain.config == reference
     assert encoder.columns["workclass"].missing and encoder.columns["occupation"].missing
@@ -64,9 +62,9 @@ def test_adult_categorical_round_trip_exact(adult, adult_raw):
         assert (want[want.notna()] == got[want.notna()]).all(), name
 
 
-def test_adult_missing_values_get_the_last_code(adult, adult_raw, data_dir):
+def test_adult_missing_values_get_the_last_code(adult, adult_raw, raw_adult):
     encoder, ds = adult
-    text = (data_dir / "raw" / "adult" / "adult.data").read_text()
+    text = raw_adult.read_text()
     rows = [line.split(", ") for line in text.splitlines() if line]
     for name in ["workclass", "occupation", "native-country"]:
         j = ADULT_COLUMNS.index(name)
@@ -229,9 +227,9 @@ def test_whole_decoding_needs_numeric_columns():
         encoder.inverse_transform(Dataset([[0]], Domain(["a"], [2])), whole=["a"])
 
 
-def test_unseen_category_names_column_value_and_row(adult, data_dir):
+def test_unseen_category_names_column_value_and_row(adult, raw_adult_test):
     encoder, _ = adult
-    test = pd.read_csv(data_dir / "raw" / "adult" / "adult.test", names=ADULT_COLUMNS, header=None, skiprows=1,
+    test = pd.read_csv(raw_adult_test, names=ADULT_COLUMNS, header=None, skiprows=1,
                        skipinitialspace=True)  # its first line is a note
     with pytest.raises(ValueError, match=r"column 'fnlwgt': value 1490400 in row 7974 is outside "
                                          r"the fitted range \[12285, 1484706\)"):

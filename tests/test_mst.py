@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ektelo_pgm import Dataset, Domain, VectorEstimate
+from ektelo_pgm import Dataset, Domain, VectorEstimate, sample_data
 from ektelo_pgm.mechanisms import MST
 from ektelo_pgm.estimate import Decompressed
 from ektelo_pgm.mechanisms.mst import Compression, pair_scores, private_spanning_tree
@@ -194,8 +194,8 @@ def test_mst_on_a_single_attribute_measures_its_marginal_with_the_whole_budget()
     np.testing.assert_allclose(result.estimate.project(("a",)), [6000, 3000, 1000], atol=10)  # noise std 1
 
 
-def test_mst_on_titanic_end_to_end(data_dir):
-    data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
+def test_mst_on_titanic_end_to_end():
+    data = sample_data.load("titanic")
     result = MST(iters=500).run(data, Budget.approx(1.0, 1e-9), rng=0)
     assert result.estimate.domain == data.domain
     assert result.estimate.estimate.domain["Age"] < data.domain["Age"]  # rare ages merged

@@ -15,9 +15,10 @@ from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.operators.select import WorstApproximated
 from ektelo_pgm.privacy import Budget
+from ektelo_pgm.sample_data import load
 from ektelo_pgm.workload import Query
 
-from conftest import TOY_DOMAIN as DOMAIN, load, toy
+from conftest import TOY_DOMAIN as DOMAIN, toy
 
 WORKLOAD = [Query(("a", "b")), Query(("b", "c")), Query(("c",), mx.Prefix(4))]
 

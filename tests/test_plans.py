@@ -18,8 +18,9 @@ from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.workload import Query
 from ektelo_pgm.metrics import workload_error
 from ektelo_pgm.privacy import Budget, BudgetExceededError, laplace_std
+from ektelo_pgm.sample_data import load
 
-from conftest import TOY_DOMAIN as DOMAIN, load, toy
+from conftest import TOY_DOMAIN as DOMAIN, toy
 
 WORKLOAD = [Query(("a", "b")), Query(("b", "c")), Query(("c",), mx.Prefix(4))]
 

@@ -1,6 +1,6 @@
 import itertools
 import json
-from pathlib import Path
+import shutil
 
 import numpy as np
 import pytest
@@ -9,7 +9,10 @@ from scipy import stats
 
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.estimate import BayesNet
-from ektelo_pgm.sample_data import available, census_network, load, synthetic_bayes_net
+from ektelo_pgm.cli import main
+from ektelo_pgm.errors import InputError
+from ektelo_pgm.sample_data import (ADULT_COLUMNS, HERE, available, census_network, load, synthetic_bayes_net,
+                                    write_example)
 from ektelo_pgm.domain import Domain
 
 SIZES = {"age": 50, "sex": 2, "race": 5, "education": 16, "marital": 7, "relationship": 6,
@@ -197,30 +200,48 @@ def test_zero_probability_values_are_never_sampled():
 READMED = {"adult": 48842, "titanic": 1304, "nltcs": 21574, "salary": 135727}
 
 
-def test_load_shared_datasets(data_dir):
-    assert set(READMED) <= set(available(data_dir))
+def test_the_shipped_datasets_load_with_their_domains():
+    assert available() == sorted(READMED)
     for name, rows in READMED.items():
-        ds = load(name, data_dir)
+        ds = load(name)
         assert len(ds) == rows
-        assert ds.domain == Domain.fromdict(json.loads((data_dir / f"{name}-domain.json").read_text()))
+        assert ds.domain == Domain.fromdict(json.loads((HERE / f"{name}-domain.json").read_text()))
+        assert ds.records.min() >= 0 and (ds.records.max(axis=0) < ds.domain.shape).all()
 
 
-def test_load_finds_the_data_directory(data_dir, monkeypatch, tmp_path):
-    monkeypatch.setenv("EKTELO_PGM_DATA", str(data_dir))
-    monkeypatch.chdir(tmp_path)
-    assert len(load("titanic")) == 1304
-    monkeypatch.delenv("EKTELO_PGM_DATA")
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the repository, next to shared/
-    assert len(load("titanic")) == 1304
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(FileNotFoundError, match="EKTELO_PGM_DATA"):
-        load("titanic")
-
-
-def test_load_errors(data_dir, tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"no dataset 'census' in .*available: \[.*'adult'"):
-        load("census", data_dir)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        load("adult", tmp_path / "nowhere")
-    (tmp_path / "half-domain.json").write_text('{"a": 2}')
+def test_a_data_dir_holds_plain_or_compressed_datasets(tmp_path):
+    (tmp_path / "half-domain.json").write_text('{"a": 2}')  # no records: not a dataset
     assert available(tmp_path) == []
+    (tmp_path / "pair-domain.json").write_text('{"a": 2, "b": 3}')
+    (tmp_path / "pair.csv").write_text("b,a\n2,1\n0,0\n")
+    shutil.copy(HERE / "titanic.csv.xz", tmp_path)
+    shutil.copy(HERE / "titanic-domain.json", tmp_path)
+    assert available(tmp_path) == ["pair", "titanic"]
+    assert load("pair", tmp_path).records.tolist() == [[1, 2], [0, 0]]
+    assert load("titanic", tmp_path).records.tolist() == load("titanic").records.tolist()
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no dataset 'census' in .*available: \[.*'adult'"):
+        load("census")
+    with pytest.raises(FileNotFoundError, match="no dataset 'adult' in .*nowhere"):
+        load("adult", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        available(tmp_path / "nowhere")
+
+
+def test_the_examples_are_written_as_distributed(tmp_path, capsys):
+    """UCI Adult's raw files, byte for byte as UCI distributes them: 32,561 and 16,281 records of 15
+    comma-separated fields after the test file's first line, '?' for missing."""
+    for name, rows, first in (("adult", 32561, 0), ("adult-test", 16281, 1)):
+        assert main(["example", name, "-o", str(tmp_path / f"{name}.csv")]) == 0
+        lines = (tmp_path / f"{name}.csv").read_text().splitlines()[first:]
+        records = [line.split(", ") for line in lines if line]
+        assert len(records) == rows and {len(r) for r in records} == {len(ADULT_COLUMNS)}
+        assert any("?" in r for r in records)
+    assert "32,561 records" in capsys.readouterr().out
+    assert (tmp_path / "adult-test.csv").read_text().startswith("|1x3 Cross validator\n25, Private, 226802,")
+    assert main(["example", "adult", "-o", str(tmp_path / "adult.parquet")]) == 1
+    assert "--output" in capsys.readouterr().err and not (tmp_path / "adult.parquet").exists()
+    with pytest.raises(InputError, match="no example table 'census'"):
+        write_example("census", tmp_path / "census.csv")

@@ -7,14 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ektelo_pgm import sample_data
 from ektelo_pgm.privacy import approx_to_zcdp
 from ektelo_pgm.schema import OTHER, Declared, encoded
 from ektelo_pgm.synthesizer import Synthesizer, mechanisms
 from ektelo_pgm.table_io import read_table
 
-ADULT_NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-               "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
-               "income"]
+ADULT_NAMES = list(sample_data.ADULT_COLUMNS)
 
 
 PEOPLE_SCHEMA = {"columns": {"city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"]},
@@ -356,8 +355,8 @@ def test_negative_numbers_declared_at_edges_get_the_schemas_type_unbiased_and_in
     assert abs(out["x"].astype(float).mean() - shares @ means) < 4 * standard_error
 
 
-def test_adult_keeps_its_zero_inflated_columns(data_dir):
-    table = read_table(data_dir / "raw" / "adult" / "adult.data", names=ADULT_NAMES)
+def test_adult_keeps_its_zero_inflated_columns(raw_adult):
+    table = read_table(raw_adult, names=ADULT_NAMES)
     columns = ["age", "education", "sex", "capital-gain", "capital-loss", "hours-per-week", "income"]
     out = Synthesizer("mst", epsilon=1.0, seed=0).fit(table[columns]).sample()
     for name in ("capital-gain", "capital-loss"):

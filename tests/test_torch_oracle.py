@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ektelo_pgm import Dataset, Domain
+from ektelo_pgm import Dataset, Domain, sample_data
 from ektelo_pgm.errors import InputError
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
@@ -50,8 +50,8 @@ def noisy(data, cliques, std, rng):
 
 
 @pytest.fixture(scope="module")
-def adult(data_dir):
-    return Dataset.load(data_dir / "adult.csv", data_dir / "adult-domain.json")
+def adult():
+    return sample_data.load("adult")
 
 
 ADULT_TRIPLES = [("age", "education-num", "income>50K"), ("sex", "race", "hours-per-week"),
@@ -240,11 +240,11 @@ def test_convex_gbp_equals_numba(kind):
 
 
 @needs_torch
-def test_aim_end_to_end_gives_the_numba_records(data_dir):
+def test_aim_end_to_end_gives_the_numba_records():
     from ektelo_pgm import Budget
     from ektelo_pgm.mechanisms import AIM
 
-    data = Dataset.load(data_dir / "titanic.csv", data_dir / "titanic-domain.json")
+    data = sample_data.load("titanic")
     records = []
     for backend in ("cpu", "torch-cpu"):
         result = AIM(estimator=PGM(method="mirror", backend=backend), rounds=20).run(data, Budget.approx(3.0, 1e-9), rng=0)

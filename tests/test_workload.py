@@ -1,21 +1,17 @@
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ektelo_pgm import matrix as mx
+from ektelo_pgm import matrix as mx, sample_data
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.estimate import VectorEstimate
 from ektelo_pgm.workload import (Query, Workload, all_range, as_workload, counts,
                                  kway_marginals, marginals_up_to, prefix,
                                  range_marginals)
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 def random_dataset(shape, n, seed):
     domain = Domain([f"x{i}" for i in range(len(shape))], shape)
@@ -126,7 +122,7 @@ def test_range_marginals_structure_and_seed():
 
 
 def test_range_marginals_on_adult_against_record_counts():
-    data = Dataset.load(DATA / "adult.csv", DATA / "adult-domain.json")
+    data = sample_data.load("adult")
     d, r = data.domain, data.records
     numeric = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
     w = range_marginals(d, numeric, triples=15, rng=0)

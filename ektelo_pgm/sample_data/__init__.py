@@ -1,25 +1,39 @@
-"""Sample data: the integer-coded benchmark datasets of the shared data directory
-(adult, titanic, nltcs, salary) and a built-in synthetic census drawn from a fixed
-Bayesian network (a :class:`~ektelo_pgm.estimate.BayesNet`).
+"""Sample data shipped with the package, so that a clone runs alone.
 
-``synthetic_bayes_net(n, rng)`` needs no files: it samples ``n`` records from
-:func:`census_network`, a Bayesian network of 10 attributes (sizes 2 to 50)
-whose exact marginals are available through :meth:`BayesNet.project`, so
-that tests and demos can compare estimates with the truth.
+- :func:`load` gives the integer-coded benchmark datasets (adult, titanic, nltcs, salary: the
+  Private-PGM line of work's preprocessed copies, files ``NAME.csv.xz`` with ``NAME-domain.json``
+  beside this module; sources, licences and transformations in ``README.md`` here), or those of
+  another folder laid out the same way (``data_dir``).
+- :func:`write_example` writes a raw table for the steward's path (UCI Adult as distributed: text
+  categories, raw numbers, no header line, ``?`` for missing), as ``ektelo-pgm example`` does.
+- :func:`synthetic_bayes_net` needs no files: it samples ``n`` records from :func:`census_network`,
+  a Bayesian network of 10 attributes (sizes 2 to 50) whose exact marginals are available through
+  :meth:`BayesNet.project`, so that tests and demos can compare estimates with the truth.
 """
 from __future__ import annotations
 
 import functools
-import os
+import lzma
 from pathlib import Path
 
 import numpy as np
 
-from .dataset import Dataset
-from .domain import Domain
-from .estimate import BayesNet
+from ..dataset import Dataset
+from ..domain import Domain
+from ..errors import InputError
+from ..estimate import BayesNet
+from ..files import atomic_write
 
-DATA_ENV = "EKTELO_PGM_DATA"
+#: The folder of the shipped files.
+HERE = Path(__file__).resolve().parent
+#: The raw example tables: name -> (file under ``raw/``, what it is).
+EXAMPLES = {"adult": ("adult.data.xz", "UCI Adult's training file, 32,561 records"),
+            "adult-test": ("adult.test.xz", "UCI Adult's test file, 16,281 records after a first line "
+                                            "'|1x3 Cross validator'; incomes end in a full stop")}
+#: The columns of the raw Adult files, as adult.names lists them (the files have no header line).
+ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+                 "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+                 "income")
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -98,31 +112,38 @@ def synthetic_bayes_net(n: int = 10000, rng=0) -> Dataset:
     return census_network().synthetic_data(n, rng, method="sample")
 
 
-def _resolve(data_dir) -> Path:
-    """``data_dir``, else ``$EKTELO_PGM_DATA``, else ``../shared/data`` relative to the working directory."""
-    if data_dir is None:
-        data_dir = os.environ.get(DATA_ENV) or Path.cwd() / ".." / "shared" / "data"
-    path = Path(data_dir)
-    if not path.is_dir():
-        raise FileNotFoundError(f"data directory {path} does not exist; pass data_dir= or set ${DATA_ENV}")
-    return path
-
-
 def available(data_dir=None) -> list[str]:
-    """Names of the datasets (``NAME.csv`` with ``NAME-domain.json``) in the data directory
-    (``data_dir``, else ``$EKTELO_PGM_DATA``, else ``../shared/data`` from the working directory)."""
-    root = _resolve(data_dir)
+    """Names of the datasets (``NAME.csv`` or ``NAME.csv.xz`` with ``NAME-domain.json``) shipped with
+    the package, or in the folder ``data_dir``."""
+    root = HERE if data_dir is None else Path(data_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"data directory {root} does not exist")
     names = [p.name[: -len("-domain.json")] for p in root.glob("*-domain.json")]
-    return sorted(n for n in names if (root / f"{n}.csv").is_file())
+    return sorted(n for n in names if _records(root, n) is not None)
+
+
+def _records(root: Path, name: str) -> Path | None:
+    """The records file of dataset ``name`` in ``root`` (plain or xz-compressed), None if absent."""
+    return next((p for p in (root / f"{name}.csv", root / f"{name}.csv.xz") if p.is_file()), None)
 
 
 def load(name: str, data_dir=None) -> Dataset:
-    """The integer-coded dataset ``name`` (adult, titanic, nltcs, salary, ...) of the data
-    directory (``data_dir``, else ``$EKTELO_PGM_DATA``, else ``../shared/data`` from the
-    working directory), read with :meth:`Dataset.load`."""
-    root = _resolve(data_dir)
-    csv_path, domain_path = root / f"{name}.csv", root / f"{name}-domain.json"
-    if not (csv_path.is_file() and domain_path.is_file()):
-        raise FileNotFoundError(f"no dataset {name!r} in {root} (needs {csv_path.name} and {domain_path.name}); "
-                                f"available: {available(root)}")
-    return Dataset.load(csv_path, domain_path)
+    """The integer-coded dataset ``name`` (adult, titanic, nltcs, salary) shipped with the package,
+    or of the folder ``data_dir`` (``NAME.csv`` or ``NAME.csv.xz`` beside ``NAME-domain.json``),
+    read with :meth:`Dataset.load`."""
+    root = HERE if data_dir is None else Path(data_dir)
+    records = _records(root, name) if root.is_dir() else None
+    if records is None or not (root / f"{name}-domain.json").is_file():
+        raise FileNotFoundError(f"no dataset {name!r} in {root} (needs {name}.csv or {name}.csv.xz and "
+                                f"{name}-domain.json); available: {available(root) if root.is_dir() else []}")
+    return Dataset.load(records, root / f"{name}-domain.json")
+
+
+def write_example(name: str, path) -> None:
+    """Write the raw example table ``name`` (one of :data:`EXAMPLES`) to ``path``, byte for byte as
+    distributed, atomically: comma-separated text without a header line, columns
+    :data:`ADULT_COLUMNS`."""
+    if name not in EXAMPLES:
+        raise InputError(f"no example table {name!r}; choose from {', '.join(EXAMPLES)}")
+    with lzma.open(HERE / "raw" / EXAMPLES[name][0]) as source, atomic_write(path, "wb") as target:
+        target.write(source.read())
