@@ -16,33 +16,29 @@ which the method before is measured.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+import harness
+from adult_cases import adult_cases, loopy_cases
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.appgm import MeasuredCliques
+from harness import timed
 
-from adult_cases import adult_cases, loopy_cases
-from docs_section import write_section
-from provenance import code_state
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "appgm_large.json"
-HEADING = "## APPGM on large region graphs (`benchmarks/appgm_large.py`)"
+RESULTS = harness.RESULTS / "appgm_large.json"
 EXACT_CASES = {"adult": "(b) 1-way + 3-way, std 10", "hdmm": "(c) HDMM strategy", "aim": "(d) AIM-like annealed"}
-
-
-def timed(run):
-    start, cpu = time.perf_counter(), time.process_time()
-    out = run()
-    return out, time.perf_counter() - start, time.process_time() - cpu
+DOC = harness.Doc(
+    title="APPGM on large region graphs",
+    rerun="PYTHONPATH=. python benchmarks/appgm_large.py",
+    reading="""
+On the three cycles and on (c) the default (the augmented Lagrangian) is certified optimal after 689-955
+iterations, in about the time exact PGM takes, and on the cycles ends below exact PGM's loss, as the
+relaxation allows, where the method before ended 4.5% to 7 times above the bound.  On (b) and (d) it is not
+certified within 1000 iterations but ends closer to the optimum than exact PGM's L-BFGS.  On all 105 2-way
+marginals, where exact PGM refuses, it ends within 9.5e-4 of a proven lower bound.""",
+    results=("appgm_large.json",))
 
 
 def run_case(domain, measurements, total):
@@ -83,11 +79,15 @@ def table(results):
     return "\n".join(lines)
 
 
+def tables(results: dict) -> str:
+    return "Wall seconds.\n\n" + table(results["appgm_large.json"]["results"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=harness.DATA)
     args = parser.parse_args()
-    started, start_load = datetime.now(timezone.utc), os.getloadavg()[0]
+    start_load = os.getloadavg()[0]
     cases = {EXACT_CASES[name]: case for name, case in adult_cases(args.data).items()}
     cases.update(loopy_cases(args.data))
     APPGM(iters=5).reconstruct(*cases["cycle, std 10"])  # kernels loaded before timing
@@ -95,13 +95,9 @@ def main():
     for name, (domain, measurements, total) in cases.items():
         results[name] = run_case(domain, measurements, total)
         print(name, results[name], flush=True)
-    conditions = (f"Run {started:%Y-%m-%d %H:%M} UTC on commit {code_state()}, {platform.machine()}, "
-                  f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {start_load:.1f} at the "
-                  f"start and {os.getloadavg()[0]:.1f} at the end; wall seconds.")
-    RESULTS.write_text(json.dumps({"conditions": conditions, "results": results}, indent=1))
-    text = f"{conditions}\n\n{table(results)}"
-    print(text)
-    write_section("appgm_large", HEADING, text)
+    conditions = f"Load average {start_load:.1f} at the start and {os.getloadavg()[0]:.1f} at the end; wall seconds."
+    harness.save(RESULTS, {"conditions": conditions, "results": results})
+    print(f"{conditions}\n\n{table(results)}")
 
 
 if __name__ == "__main__":
