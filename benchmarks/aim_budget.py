@@ -4,29 +4,27 @@ benchmarks/results/aim_budget.json, beside the runs of our AIM already recorded 
 benchmarks/results/mechanisms_vs_smartnoise.json (the code before the change, 1,000
 mirror-descent iterations in every round).
 
-    /work/venv/bin/python benchmarks/aim_budget.py --seeds 3
-    /work/venv/bin/python benchmarks/aim_budget.py --table   # only rewrite the docs table
-
-The table in docs/benchmarks.md ("AIM at every budget") is rewritten from both files.
+    .venv/bin/python benchmarks/aim_budget.py --seeds 3
+    .venv/bin/python benchmarks/aim_budget.py --table   # only print the table of both files
 """
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
+import harness
 import mechanisms_vs_smartnoise as grid
-from docs_section import write_section
-from run_store import load_runs
+from harness import load_runs
 
-RESULTS = grid.REPO / "benchmarks" / "results" / "aim_budget.json"
-SECTION_HEADING = "## AIM at every budget (`benchmarks/aim_budget.py`)"
-
-
-def commit_of(path: Path) -> str:
-    """The commit a results file's runs were recorded on."""
-    return json.loads(path.read_text())["meta"]["commit"] if path.exists() else "-"
+RESULTS = harness.RESULTS / "aim_budget.json"
+DOC = harness.Doc(
+    title="AIM at every budget",
+    rerun=".venv/bin/python benchmarks/aim_budget.py --seeds 3",
+    reading="""
+"Before" is our AIM of the smartnoise grid (1,000 mirror-descent iterations in every round); "now" refits
+each round with fewer iterations from a warm start, scores the candidates from shared partial products and
+filters them by size component by component.  Every cell is as accurate as before within the seeds' spread,
+and CPU time is 10.1x less on adult at epsilon 3, 4.0x at epsilon 1 and 1.1-1.7x on titanic and nltcs.""",
+    results=("aim_budget.json", "mechanisms_vs_smartnoise.json"))
 
 
 def table(before: list[dict], after: list[dict]) -> str:
@@ -49,6 +47,10 @@ def table(before: list[dict], after: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def tables(results: dict) -> str:
+    return table(results["mechanisms_vs_smartnoise.json"]["runs"], results["aim_budget.json"]["runs"])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1")
@@ -60,9 +62,7 @@ def main(argv=None) -> None:
         grid.run_grid(grid.parse_args(["--sides", "ours", "--mechanisms", "aim", "--seeds", str(args.seeds),
                                        "--datasets", *args.datasets, "--epsilons", *map(str, args.epsilons),
                                        "--results", str(RESULTS)]))
-    meta = f"Runs of `{Path(sys.argv[0]).name}` on commit {commit_of(RESULTS)}; before: the runs of our AIM in " \
-           f"benchmarks/results/mechanisms_vs_smartnoise.json (commit {commit_of(grid.RESULTS)})."
-    write_section("aim_budget", SECTION_HEADING, meta + "\n\n" + table(load_runs(grid.RESULTS), load_runs(RESULTS)))
+    print(table(load_runs(grid.RESULTS), load_runs(RESULTS)))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ shared.  Each side's projections are saved and compared with the first side's (l
 difference, counts).
 
     .venv/bin/python benchmarks/aim_scoring.py --data bn40 --rounds 30 55 --code ../aim-base
-    .venv/bin/python benchmarks/aim_scoring.py --table     # only rewrite the docs section
+    .venv/bin/python benchmarks/aim_scoring.py --table     # only print the table
 """
 from __future__ import annotations
 
@@ -26,23 +26,27 @@ import argparse
 import json
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from docs_section import write_section
-from provenance import code_state
-from run_store import load_runs, save_runs
+import harness
+from harness import load_runs, save_runs
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results" / "aim_scoring.json"
-STATES = REPO.parent / "venvs" / "aim_states"
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "aim_scoring.json"
+STATES = harness.VENVS / "aim_states"
 EPSILON, DELTA, ROUND_ITERS = 1.0, 1e-9, 50
+DOC = harness.Doc(
+    title="AIM's candidate scoring, side by side for several checkouts",
+    rerun=".venv/bin/python benchmarks/aim_scoring.py --data bn40 --rounds 30 55 --code ../aim-base",
+    reading="""
+Each side is a checkout (its commit in the `code` column) timed on the same saved AIM states, so a change of
+the scoring is measured alone, with the largest difference of its counts against the first side (rounding
+only).  The scoring of bn40's late rounds is where AIM spends most of its time ("Where AIM's time goes").""",
+    results=("aim_scoring.json",))
 
 
 def key(row) -> tuple:
@@ -80,12 +84,8 @@ def worker(state_path: Path, out: Path) -> None:
     model = PGM(iters=ROUND_ITERS, method="mirror").reconstruct(state["domain"], state["measurements"],
                                                                  total=state["total"])
     candidates = list(AIM().candidates(state["domain"]))
-    start = time.perf_counter()
-    tables = [t.ravel() for t in model.projections(candidates)]
-    projections = time.perf_counter() - start
-    start = time.perf_counter()
-    fits(model, candidates, float("inf"))
-    sizes = time.perf_counter() - start
+    tables, projections, _ = harness.timed(lambda: [t.ravel() for t in model.projections(candidates)])
+    _, sizes, _ = harness.timed(lambda: fits(model, candidates, float("inf")))
     np.save(out.with_suffix(".npy"), np.concatenate(tables))
     out.write_text(json.dumps({"projections": projections, "fits": sizes, "tree_cells": int(model.tree.cells),
                                "cliques": len(model.tree.cliques), "candidates": len(candidates)}))
@@ -93,16 +93,14 @@ def worker(state_path: Path, out: Path) -> None:
 
 def run_side(code: Path, state: Path, folder: Path, label: str) -> dict:
     out = folder / f"{label}.json"
-    env = dict(os.environ, PYTHONPATH=f"{code}{os.pathsep}{REPO / 'benchmarks'}")
-    done = subprocess.run([sys.executable, "-P", str(Path(__file__).resolve()), "--worker", "--state", str(state),
-                           "--out", str(out)], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{label} failed: {done.stderr[-2000:]}")
+    harness.run([sys.executable, "-P", Path(__file__).resolve(), "--worker", "--state", state, "--out", out],
+                env={"PYTHONPATH": f"{code}{os.pathsep}{REPO / 'benchmarks'}"}, check=True)
     return json.loads(out.read_text())
 
 
 def measure(args) -> None:
-    sides = {code_state(): REPO, **{f"{Path(c).name}@{code_of(Path(c))}": Path(c).resolve() for c in args.code}}
+    sides = {harness.code_state(): REPO,
+             **{f"{Path(c).name}@{harness.commit_of(Path(c))}": Path(c).resolve() for c in args.code}}
     runs = load_runs(args.results)
     for rounds in args.rounds:
         state = args.states / f"{args.data}_eps{EPSILON:g}_round{rounds}.pkl"
@@ -122,30 +120,25 @@ def measure(args) -> None:
                 runs = [r for r in runs if key(r) != (args.data, rounds, label)]
                 runs.append({"data": args.data, "round": rounds, "side": label, **row,
                              "max_difference": float(np.abs(np.load(folder / f"side{i}.npy") - first).max()),
-                             "load": os.getloadavg()[0],
-                             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")})
+                             "load": os.getloadavg()[0], "when": harness.now()})
                 print(json.dumps(runs[-1]), flush=True)
     save_runs(args.results, runs, key, {"epsilon": EPSILON, "delta": DELTA, "round_iters": ROUND_ITERS})
-    table(args.results)
+    print(table(load_runs(args.results)))
 
 
-def code_of(checkout: Path) -> str:
-    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
+def tables(results: dict) -> str:
+    return table(results["aim_scoring.json"]["runs"])
 
 
-def table(results: Path) -> None:
-    rows = load_runs(results)
+def table(rows: list) -> str:
     lines = ["| data | round | tree cells | candidates | code | projections s | fits s | largest difference | load |",
              "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (r["data"], r["round"], r["side"])):
         lines.append(f"| {r['data']} | {r['round']} | {r['tree_cells']:,} | {r['candidates']:,} | {r['side']} | "
                      f"{r['projections']:.2f} | {r['fits']:.2f} | {r['max_difference']:.1e} | {r['load']:.1f} |")
-    text = ("One AIM round's scoring on saved states (benchmarks/aim_scoring.py): epsilon 1, seed 0, every "
-            "3-way marginal; best of the repeats, sides alternating, wall seconds of one process; load: the "
-            "2-core machine's 1-minute load average (other work ran beside).  Largest difference: counts, "
-            "against the first side.\n\n" + "\n".join(lines))
-    write_section("aim-scoring", "## AIM's candidate scoring", text)
+    return ("Epsilon 1, seed 0, every 3-way marginal; best of the repeats, sides alternating, wall seconds of one "
+            "process; load: the 2-core machine's 1-minute load average (other work ran beside).  Largest "
+            "difference: counts, against the first side.\n\n" + "\n".join(lines))
 
 
 def main() -> None:
@@ -156,7 +149,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--states", type=Path, default=STATES)
     parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs section")
+    parser.add_argument("--table", action="store_true", help="only print the table")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -164,7 +157,7 @@ def main() -> None:
     if args.worker:
         worker(args.state, args.out)
     elif args.table:
-        table(args.results)
+        print(table(load_runs(args.results)))
     else:
         measure(args)
 
