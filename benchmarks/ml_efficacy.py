@@ -18,37 +18,41 @@ in a fresh process; the checks run here.
 
     .venv/bin/python benchmarks/ml_efficacy.py                    # the grid (resumes)
     .venv/bin/python benchmarks/ml_efficacy.py --sides ours --epsilons 1 --seeds 1
-    .venv/bin/python benchmarks/ml_efficacy.py --table            # only rewrite the docs section
+    .venv/bin/python benchmarks/ml_efficacy.py --table            # only print the tables
 
 Runs accumulate in benchmarks/results/ml_efficacy.json (a run recorded is skipped unless
---force); the section of docs/benchmarks.md is rewritten from everything recorded.
+--force).
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import os
-import platform
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+import harness
 import steward_vs_smartnoise as steward
-from docs_section import write_section
-from run_store import load_runs, save_runs
+from harness import load_runs, save_runs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = harness.REPO
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-RESULTS = REPO / "benchmarks" / "results" / "ml_efficacy.json"
+RESULTS = harness.RESULTS / "ml_efficacy.json"
 SYNTHESIZERS = (("ours", "mst"), ("ours", "aim"), ("smartnoise", "mst"))
 EPSILONS = (1.0, 3.0)
 TARGET = "income"
 SPLIT_SEED = 0
-SECTION = "ml_efficacy"
-SECTION_HEADING = "## Machine-learning efficacy on adult (`benchmarks/ml_efficacy.py`)"
+DOC = harness.Doc(
+    title="Machine-learning efficacy on adult",
+    rerun="taskset -c 1 .venv/bin/python benchmarks/ml_efficacy.py     # the ml extra; smartnoise-synth in ../venvs/smartnoise",
+    reading="""
+Models trained on synthetic data score below those trained on the real training part (TRTR), more so at
+epsilon 1 than 3; the disclosure checks compare the synthetic rows' distance to the training rows with the
+real holdout's, a sanity check, never a substitute for the DP guarantee.""",
+    results=("ml_efficacy.json",))
 
 
 def adult(data: Path):
@@ -77,33 +81,30 @@ def key(row) -> tuple:
 
 
 def meta() -> dict:
-    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-            "delta": steward.DELTA, "split": f"holdout 20%, seed {SPLIT_SEED}", "target": TARGET}
+    return {"delta": steward.DELTA, "split": f"holdout 20%, seed {SPLIT_SEED}", "target": TARGET}
 
 
 def one_run(args, side, mechanism, epsilon, seed, train, holdout, kinds) -> dict:
     """Synthesize in a fresh process, then score the synthetic table."""
     import pandas as pd
-    from provenance import code_state
 
     from ektelo_pgm.holdout import disclosure, ml_efficacy
 
-    row = {"side": side, "mechanism": mechanism, "epsilon": epsilon, "seed": seed, "commit": code_state(),
-           "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": os.getloadavg()[0]}
+    row = {"side": side, "mechanism": mechanism, "epsilon": epsilon, "seed": seed, "commit": harness.code_state(),
+           "when": harness.now(), "load_before": os.getloadavg()[0]}
     python = sys.executable if side == "ours" else args.smartnoise_python
     with tempfile.TemporaryDirectory() as out:
         path = Path(out) / "train.csv"
         train.to_csv(path, index=False)
-        command = [str(python), __file__, "--worker", side, "--mechanism", mechanism, "--epsilon", str(epsilon),
-                   "--seed", str(seed), "--train", str(path), "--out", out,
-                   "--continuous", ",".join(c for c, k in kinds.items() if k == "numeric")]
-        returncode, process = steward.supervised(command, dict(os.environ, PYTHONPATH=str(REPO)),
-                                                 Path(out) / "log.txt", args.timeout)
-        row.update(process)
-        if returncode is None:
+        done = harness.child(__file__, "--worker", side, "--mechanism", mechanism, "--epsilon", epsilon,
+                             "--seed", seed, "--train", path, "--out", out,
+                             "--continuous", ",".join(c for c, k in kinds.items() if k == "numeric"),
+                             python=python, log=Path(out) / "log.txt", timeout=args.timeout)
+        row.update(done.usage())
+        if done.cut:
             return {**row, "status": "timeout"}
-        if returncode != 0:
-            return {**row, "status": "error", "error": (Path(out) / "log.txt").read_text()[-2000:]}
+        if not done.ok:
+            return {**row, "status": "error", "error": done.tail()}
         synthetic = pd.read_csv(Path(out) / "synthetic.csv", keep_default_na=False, na_values=[""])
     efficacy = ml_efficacy(train, holdout, synthetic, TARGET, kinds, seed=0)
     checks = disclosure(train, holdout, synthetic, kinds, seed=0)
@@ -172,30 +173,33 @@ def section(runs: list[dict]) -> str:
                           digits[s]) for s in shown]
         lines.append(f"| {group[0]} {group[1].upper()} | {group[2]:g} | {' | '.join(cells)} |")
     assert set(shown) <= set(stats)
-    commits = sorted({r["commit"] for r in ok})
     loads = [r["load_before"] for r in ok]
     when = sorted(r["when"] for r in ok)
     lines += ["", "DCR: mean over columns of |a - b| / training range (at most 1) for numbers and 0/1 mismatch for "
               "categories, on 5,000 sampled rows; a share closer near the holdout's means the synthetic rows are no "
               "closer to the training rows than unseen real rows are.  These checks are sanity checks, never a "
               "substitute for the DP guarantee.",
-              "", f"Runs from {when[0]} to {when[-1]} on commit {', '.join(commits)}; delta {steward.DELTA:g}; "
+              "", f"Runs from {when[0][:10]} to {when[-1][:10]}; delta {steward.DELTA:g}; "
               f"1-minute load average {min(loads):.1f} to {max(loads):.1f} before a run on the 2-core machine.  "
               "Rerun: `taskset -c 1 .venv/bin/python benchmarks/ml_efficacy.py` (needs the `ml` extra and "
               "smartnoise-synth in ../venvs/smartnoise)."]
     return "\n".join(lines)
 
 
+def tables(results: dict) -> str:
+    return section(results["ml_efficacy.json"]["runs"])
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
+    parser.add_argument("--data", type=Path, default=harness.DATA, help="shared data directory")
     parser.add_argument("--sides", nargs="+", default=["ours", "smartnoise"], choices=["ours", "smartnoise"])
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 (repetitions for smartnoise)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one synthesis may take")
     parser.add_argument("--smartnoise-python", type=Path, default=steward.SMARTNOISE_PYTHON)
     parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs section from the results")
+    parser.add_argument("--table", action="store_true", help="only print the tables of the results")
     # worker mode (internal)
     parser.add_argument("--worker", choices=["ours", "smartnoise"], help=argparse.SUPPRESS)
     parser.add_argument("--mechanism", help=argparse.SUPPRESS)
@@ -214,7 +218,7 @@ def main(argv=None) -> None:
         return
     if not args.table:
         run_grid(args)
-    write_section(SECTION, SECTION_HEADING, section(load_runs(RESULTS)))
+    print(section(load_runs(RESULTS)))
 
 
 if __name__ == "__main__":

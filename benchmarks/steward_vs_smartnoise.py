@@ -1,4 +1,6 @@
-"""A data steward's path, side by side: ``ektelo_pgm.Synthesizer`` against smartnoise-synth 1.0.8.
+"""A data steward's path, side by side: ``ektelo_pgm.Synthesizer`` against smartnoise-synth 1.0.8, each
+given the same raw DataFrame (adult, nltcs, salary) through its one-call public API: the mean 2-way and
+3-way total variation distance of the decoded outputs, wall and CPU seconds and peak memory.
 
 Each tool gets the same raw pandas DataFrame and returns a decoded DataFrame of the same shape,
 through its one-call public API, as its documentation intends:
@@ -36,13 +38,12 @@ compiled kernels from numba's disk cache); peak resident memory of the whole pro
 (``ru_maxrss``, imports and table included) and that peak before fitting (the baseline).
 Smartnoise draws its noise from OpenDP's samplers, which take no seed: its seeds are repetitions.
 
-    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py                 # the full grid
-    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py --sides smartnoise --timeout 1500
-    /work/venv/bin/python benchmarks/steward_vs_smartnoise.py --table         # only rewrite the docs table
+    .venv/bin/python benchmarks/steward_vs_smartnoise.py                 # the full grid
+    .venv/bin/python benchmarks/steward_vs_smartnoise.py --sides smartnoise --timeout 1500
+    .venv/bin/python benchmarks/steward_vs_smartnoise.py --table         # only print the table
 
 Results accumulate in benchmarks/results/steward_vs_smartnoise.json (a run already recorded is
-skipped unless --force; ``--results`` and ``--merge`` run parts of the grid side by side); the
-section in docs/benchmarks.md is rewritten from everything recorded.  A run past ``--timeout``
+skipped unless --force; ``--results`` and ``--merge`` run parts of the grid side by side).  A run past ``--timeout``
 seconds is recorded as cut off and shown as a lower bound on its time.
 """
 from __future__ import annotations
@@ -51,34 +52,35 @@ import argparse
 import itertools
 import json
 import os
-import platform
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from docs_section import write_section
-from run_store import load_runs, merge_runs, save_runs
+import harness
+from harness import load_runs, merge_runs, peak_mb, save_runs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = harness.REPO
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-RESULTS = REPO / "benchmarks" / "results" / "steward_vs_smartnoise.json"
+RESULTS = harness.RESULTS / "steward_vs_smartnoise.json"
 OURS_PYTHON = Path(sys.executable)
-SMARTNOISE_PYTHON = Path(os.environ.get("SMARTNOISE_VENV", REPO.parent / "venvs" / "smartnoise")) / "bin" / "python"
+SMARTNOISE_PYTHON = harness.peer_python("smartnoise")
 TABLES = ("adult", "nltcs", "salary")
 MECHANISMS = ("mst", "aim")
 EPSILON = 1.0
 DELTA = 1e-9
 MISSING = "<missing>"
 OTHER = "<other>"
-SECTION = "steward_vs_smartnoise"
-SECTION_HEADING = "## A steward's synthetic data vs smartnoise-synth (`benchmarks/steward_vs_smartnoise.py`)"
+DOC = harness.Doc(
+    title="A steward's synthetic data against smartnoise-synth",
+    rerun=".venv/bin/python benchmarks/steward_vs_smartnoise.py     # SMARTNOISE_VENV: smartnoise-synth 1.0.8",
+    reading="""
+The last column marks the targets per table and mechanism: total variation no worse than smartnoise's, at
+least 3x faster in CPU seconds, less memory.  A run cut off at the timeout counts at the time it was cut off,
+so its speed-up is a lower bound.""",
+    results=("steward_vs_smartnoise.json",))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -210,27 +212,12 @@ def run_smartnoise(mechanism: str, frame, continuous, seed: int, options: dict):
     return out, {"preprocessor_epsilon": preprocessor_eps, "mechanism_epsilon": float(synthesizer.epsilon)}
 
 
-def peak_mb() -> float:
-    """Peak resident memory of this process so far, MB: ``VmHWM`` of /proc/self/status, which
-    starts afresh at exec (Linux's ``ru_maxrss`` keeps the forking parent's size across exec),
-    else ``ru_maxrss``."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def worker(args) -> None:
     frame, continuous = load_table(args.data, args.table_name)
     run = run_ours if args.worker == "ours" else run_smartnoise
     baseline = peak_mb()
-    start_wall, start_cpu = time.perf_counter(), time.process_time()
-    synthetic, budget = run(args.mechanism, frame, continuous, args.seed,
-                            {"preprocessor_share": args.preprocessor_share})
-    wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
+    (synthetic, budget), wall, cpu = harness.timed(lambda: run(args.mechanism, frame, continuous, args.seed,
+                                                               {"preprocessor_share": args.preprocessor_share}))
     synthetic.to_csv(Path(args.out) / "synthetic.csv", index=False)
     record = {"wall": wall, "cpu": cpu, "peak_mb": peak_mb(), "baseline_mb": baseline, "budget": budget}
     (Path(args.out) / "run.json").write_text(json.dumps(record))
@@ -247,61 +234,32 @@ def key(row) -> tuple:
 
 
 def meta() -> dict:
-    """What the results file records about the machine and the settings."""
-    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-            "epsilon": EPSILON, "delta": DELTA}
+    """What the results file records about the settings (the provenance goes beside it)."""
+    return {"epsilon": EPSILON, "delta": DELTA}
 
 
 def save_results(runs: list[dict], path: Path = RESULTS) -> None:
     save_runs(path, runs, key, meta())
 
 
-def supervised(command, env, log: Path, timeout: float):
-    """Run ``command`` with its output in ``log``, killing it after ``timeout`` seconds.
-
-    Returns ``(exit code or None when cut off, usage)``: the child's wall seconds, CPU seconds
-    and peak resident MB over its whole life (imports included), from ``wait4``, which also
-    covers a child that was cut off (its peak is at least this parent's size at the fork)."""
-    began = time.perf_counter()
-    with open(log, "w") as sink:
-        child = subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT)
-        cut = False
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - began > timeout:
-                child.kill()
-                _, status, usage = os.wait4(child.pid, 0)
-                cut = True
-                break
-            time.sleep(0.2)
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    process = {"process_wall": time.perf_counter() - began, "process_cpu": usage.ru_utime + usage.ru_stime,
-               "process_peak_mb": usage.ru_maxrss / 1024}
-    return (None if cut else child.returncode), process
-
-
 def one_run(args, side, mechanism, table, seed, real, coding):
-    from provenance import code_state
     import pandas as pd
 
     python = OURS_PYTHON if side == "ours" else args.smartnoise_python
-    row = {"side": side, "mechanism": mechanism, "table": table, "seed": seed, "commit": code_state(),
-           "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": os.getloadavg()[0]}
+    row = {"side": side, "mechanism": mechanism, "table": table, "seed": seed, "commit": harness.code_state(),
+           "when": harness.now(), "load_before": os.getloadavg()[0]}
     if side == "smartnoise":
         row["preprocessor_share"] = args.preprocessor_share
     with tempfile.TemporaryDirectory() as out:
-        command = [str(python), __file__, "--worker", side, "--mechanism", mechanism, "--table-name", table,
-                   "--seed", str(seed), "--data", str(args.data), "--out", out,
-                   "--preprocessor-share", str(args.preprocessor_share)]
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        returncode, process = supervised(command, env, Path(out) / "log.txt", args.timeout)
-        row.update(process, load_after=os.getloadavg()[0])
-        if returncode is None:
-            return {**row, "status": "timeout", "wall": row["process_wall"]}
-        if returncode != 0 or not (Path(out) / "run.json").exists():
-            return {**row, "status": "error", "error": (Path(out) / "log.txt").read_text()[-2000:]}
+        done = harness.child(__file__, "--worker", side, "--mechanism", mechanism, "--table-name", table,
+                             "--seed", seed, "--data", args.data, "--out", out,
+                             "--preprocessor-share", args.preprocessor_share, python=python,
+                             log=Path(out) / "log.txt", timeout=args.timeout)
+        row.update(done.usage(), load_after=os.getloadavg()[0])
+        if done.cut:
+            return {**row, "status": "timeout", "wall": done.wall}
+        if not done.ok or not (Path(out) / "run.json").exists():
+            return {**row, "status": "error", "error": done.tail()}
         measured = json.loads((Path(out) / "run.json").read_text())
         synthetic = pd.read_csv(Path(out) / "synthetic.csv")
         if args.outputs is not None:
@@ -433,18 +391,21 @@ def conditions(runs: list[dict]) -> str:
     if not measured:
         return "No runs recorded yet."
     loads = [r[k] for r in measured for k in ("load_before", "load_after") if k in r]
-    commits = sorted({r["commit"] for r in measured if r["side"] == "ours"})
     shares = sorted({r["preprocessor_share"] for r in measured if r["side"] == "smartnoise"})
     when = sorted(r["when"] for r in measured)
-    return (f"Runs from {when[0]} to {when[-1]}; ours on commit {', '.join(commits) or '-'}; smartnoise-synth "
+    return (f"Runs from {when[0][:10]} to {when[-1][:10]}; smartnoise-synth "
             f"1.0.8 with {', '.join(f'{s:.0%}' for s in shares) or '-'} of epsilon for its preprocessing; "
             f"(epsilon, delta) = ({EPSILON:g}, {DELTA:g}) for both in total; 1-minute load average "
             f"{min(loads):.1f} to {max(loads):.1f} on the 2-core machine.")
 
 
+def tables(results: dict) -> str:
+    return table(results["steward_vs_smartnoise.json"]["runs"])
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="shared data directory")
+    parser.add_argument("--data", type=Path, default=harness.DATA, help="shared data directory")
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=MECHANISMS)
     parser.add_argument("--sides", nargs="+", default=["ours", "smartnoise"], choices=["ours", "smartnoise"])
@@ -455,7 +416,7 @@ def parse_args(argv=None):
     parser.add_argument("--eval-bins", type=int, default=16, help="quantile bins of numeric columns in the evaluation")
     parser.add_argument("--smartnoise-python", type=Path, default=SMARTNOISE_PYTHON)
     parser.add_argument("--force", action="store_true", help="re-run runs already recorded")
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs table from the results")
+    parser.add_argument("--table", action="store_true", help="only print the table of the results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where this run records its runs")
     parser.add_argument("--merge", nargs="+", default=[], help="results files to fold into the default one")
     parser.add_argument("--outputs", type=Path, default=None,
@@ -486,7 +447,7 @@ def main(argv=None) -> None:
     elif not args.table:
         run_grid(args)
     if args.results == RESULTS:
-        write_section(SECTION, SECTION_HEADING, table(load_runs(RESULTS)))
+        print(table(load_runs(RESULTS)))
 
 
 if __name__ == "__main__":
