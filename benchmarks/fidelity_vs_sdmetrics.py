@@ -30,19 +30,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
-from datetime import datetime, timezone
+import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-CORPUS = REPO.parent / "venvs" / "real_tables"
-RESULTS = REPO / "benchmarks" / "results" / "fidelity_vs_sdmetrics.json"
-SDMETRICS_PYTHON = Path(os.environ.get("SDMETRICS_VENV", REPO.parent / "venvs" / "sdmetrics")) / "bin" / "python"
-SECTION = "fidelity_vs_sdmetrics"
-SECTION_HEADING = "## Fidelity scores against SDMetrics (`benchmarks/fidelity_vs_sdmetrics.py`)"
+import harness
+
+REPO = harness.REPO
+DATA = harness.DATA
+CORPUS = harness.VENVS / "real_tables"
+RESULTS = harness.RESULTS / "fidelity_vs_sdmetrics.json"
+SDMETRICS_PYTHON = harness.peer_python("sdmetrics")
+DOC = harness.Doc(
+    title="Fidelity scores against SDMetrics",
+    rerun=".venv/bin/python benchmarks/fidelity_vs_sdmetrics.py       # SDMetrics in ../venvs/sdmetrics",
+    reading="""
+`ektelo_pgm.fidelity.quality` gives SDMetrics's QualityReport scores on the same files, column by column and
+pair by pair, to within 1e-9; the differences above 1e-15 are TVComplement's, where SDMetrics adds 1e-6 of a
+row to the real count of a category only the synthetic table has.""",
+    results=("fidelity_vs_sdmetrics.json",))
 ACCEPT = 0.01  # the largest difference accepted
 ADULT_NAMES = ("age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,"
                "capital-gain,capital-loss,hours-per-week,native-country,income")
@@ -203,7 +209,7 @@ def make_synthetic(case: dict) -> None:
     command = [str(Path(sys.executable).parent / "ektelo-pgm"), "synth", *case["synth"], "-o", str(path),
                "--epsilon", str(EPSILON), "--seed", str(SEED), "--quiet"]
     print("making", path.name, flush=True)
-    subprocess.run(command, check=True)
+    harness.run(command, check=True)
 
 
 def run(work: Path) -> dict:
@@ -213,11 +219,13 @@ def run(work: Path) -> dict:
         kinds, mine = ours(case)
         request = {"real": case["real"], "synthetic": case["synthetic"], "kinds": kinds,
                    "thresholds": SETTINGS}
-        done = subprocess.run([str(SDMETRICS_PYTHON), __file__, "--worker"], input=json.dumps(request),
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise SystemExit(f"SDMetrics's side failed on {case['name']}:\n{done.stderr[-3000:]}")
-        theirs = json.loads(done.stdout)
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as asked:
+            json.dump(request, asked)
+            asked.flush()
+            done = harness.child(__file__, "--worker", asked.name, python=SDMETRICS_PYTHON)
+        if not done.ok:
+            raise SystemExit(f"SDMetrics's side failed on {case['name']}:\n{done.tail(3000)}")
+        theirs = done.result()
         compared = compare(mine, theirs["settings"])
         worst = max(s["max_difference"] for s in compared.values())
         print(f"{case['name']}: largest |difference| {worst:.2e}", flush=True)
@@ -226,16 +234,13 @@ def run(work: Path) -> dict:
                                      f"--seed {SEED}",
                         "kinds": kinds, "sdmetrics_version": theirs["version"], "settings": compared,
                         "max_difference": worst})
-    from provenance import code_state
-
-    return {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "code": code_state(),
-            "python": platform.python_version(), "accept": ACCEPT, "tables": results,
+    return {"accept": ACCEPT, "tables": results,
             "max_difference": max(r["max_difference"] for r in results)}
 
 
 def docs_table(record: dict) -> str:
     lines = [f"SDMetrics {record['tables'][0]['sdmetrics_version']}'s QualityReport and `ektelo_pgm.fidelity.quality` "
-             f"on the same files (code {record['code']}, {record['when'][:10]}).  Largest |difference| over every "
+             f"on the same files.  Largest |difference| over every "
              f"column, pair and aggregate of every table: {record['max_difference']:.1e} (accepted: "
              f"{record['accept']:g}).  Pair trends with SDMetrics's default thresholds (pairs with a real |r| above "
              "0.5 or Cramér's V above 0.3) and over every pair (thresholds 0); the same pairs counted on both sides.",
@@ -256,32 +261,31 @@ def docs_table(record: dict) -> str:
                 lines.append(f"| {table['table']} | {shown} | {ours_score:.6f} | {theirs:.6f} | {worst:.1e} |")
     lines += ["", "The max over a property includes its every column or pair.  The differences above 1e-15 are "
               "TVComplement's: SDMetrics adds 1e-6 of a row to the real count of each category that only the "
-              "synthetic table has (here the synthesizer's `(other)`); ours counts it as 0.  Rerun: "
-              "`.venv/bin/python benchmarks/fidelity_vs_sdmetrics.py` (SDMetrics in `../venvs/sdmetrics`; "
-              "synthetic tables made by `ektelo-pgm synth` into `--work` unless there)."]
+              "synthetic table has (here the synthesizer's `(other)`); ours counts it as 0.  The synthetic tables are made by "
+              "`ektelo-pgm synth` into `--work` unless there."]
     return "\n".join(lines)
+
+
+def tables(results: dict) -> str:
+    return docs_table(results["fidelity_vs_sdmetrics.json"])
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("/tmp/fidelity_vs_sdmetrics"),
                         help="folder of the synthetic tables (made there when absent)")
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs section from the results")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--table", action="store_true", help="only print the table of the results")
+    parser.add_argument("--worker", metavar="REQUEST", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:  # SDMetrics's interpreter: a request on stdin, the scores on stdout
-        json.dump(sdmetrics_scores(json.load(sys.stdin)), sys.stdout)
+    if args.worker:  # SDMetrics's interpreter: a request in the file named, the scores on stdout
+        print(json.dumps(sdmetrics_scores(json.loads(Path(args.worker).read_text()))))
         return
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from docs_section import write_section
-
     if args.table:
         record = json.loads(RESULTS.read_text(encoding="utf-8"))
     else:
         record = run(args.work)
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    write_section(SECTION, SECTION_HEADING, docs_table(record))
+        harness.save(RESULTS, record, "sdmetrics")
+    print(docs_table(record))
     print(f"largest |difference| {record['max_difference']:.2e} (accepted: {ACCEPT:g})")
 
 

@@ -41,15 +41,20 @@ from pathlib import Path
 
 import numpy as np
 
-from docs_section import write_section
-from provenance import code_state
+import harness
 from real_tables import (CATEGORICAL_TV, CORPUS, DELTA, EPSILON, NUMERIC_TV, EvaluationCoding, load_manifest,
                          modelled_frame, read_table, variant_columns)
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results" / "real_tables_floor.json"
-SECTION = "real_tables_floor"
-SECTION_HEADING = "## What the 1-way targets need on the real tables (`benchmarks/real_tables_floor.py`)"
+RESULTS = harness.RESULTS / "real_tables_floor.json"
+DOC = harness.Doc(
+    title="What the 1-way targets need on the real tables",
+    rerun=".venv/bin/python benchmarks/real_tables_floor.py [--tables ames loans] [--draws 200] [--grid 240]",
+    reading="""
+The share of the budget an oracle told every column's cells needs to meet the 1-way targets by measuring the
+1-way marginals alone: a floor for any mechanism of this family, which must also learn the schema and spend
+on pairs.  Tables with many numeric columns or many rare categories need most of the budget for the 1-way
+targets alone.""",
+    results=("real_tables_floor.json",))
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
@@ -165,8 +170,13 @@ def document(floors: dict, meta: dict) -> str:
                      f"{share(row, 'rho_numeric')} | {num} | {share(row, 'rho_categorical')} | {cat} | "
                      f"{percent(both / row['rho'])} | {share(row, 'rho_one_noise')} |")
     return (f"Shares of rho = {meta['rho']:.6g} (epsilon {EPSILON:g}, delta {DELTA:g}); {meta['draws']} noise draws "
-            f"per column at each of {meta['grid']} noise stds from {meta['sigma_min']:g} to {meta['sigma_max']:g}; "
-            f"commit {meta['commit']}.\n\n" + "\n".join(lines))
+            f"per column at each of {meta['grid']} noise stds from {meta['sigma_min']:g} to {meta['sigma_max']:g}."
+            "\n\n" + "\n".join(lines))
+
+
+def tables(results: dict) -> str:
+    data = results["real_tables_floor.json"]
+    return document(data["tables"], data["meta"])
 
 
 def main(argv=None) -> None:
@@ -184,11 +194,9 @@ def main(argv=None) -> None:
     floors = json.loads(RESULTS.read_text())["tables"] if args.tables and RESULTS.exists() else {}
     floors.update({table: table_floor(manifest[table], args.corpus, sigmas, args.draws, args.seed, args.eval_bins)
                    for table in args.tables or manifest})
-    meta = {"commit": code_state(), "rho": next(iter(floors.values()))["rho"], "draws": args.draws,
+    meta = {"rho": next(iter(floors.values()))["rho"], "draws": args.draws,
             "grid": args.grid, "sigma_min": float(sigmas[0]), "sigma_max": float(sigmas[-1])}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"meta": meta, "tables": floors}, indent=1) + "\n")
-    write_section(SECTION, SECTION_HEADING, document(floors, meta))
+    harness.save(RESULTS, {"meta": meta, "tables": floors})
     print(document(floors, meta))
 
 
