@@ -10,7 +10,7 @@
    --engine parts``, in a child process; then AIM (``rounds=20``) through the Python API in
    another child process, its output written part by part as well.
 3. For each run: wall and CPU seconds and the peak resident memory of the child's whole process
-   tree (``RUSAGE_CHILDREN``, the largest of any process in it), rows written, and the mean
+   tree (``harness.run``: ``wait4``, the largest of any process in it), rows written, and the mean
    1-way and 2-way total variation distance of the synthetic table to the real counts (both
    read back as codes of the census network's labels).
 
@@ -22,24 +22,26 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import subprocess
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import harness
 
-from provenance import code_state  # noqa: E402
+sys.path.insert(0, str(harness.REPO))
 
 from ektelo_pgm.sample_data import census_network  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "results" / "big_synth.json"
+RESULTS = harness.RESULTS / "big_synth.json"
+DOC = harness.Doc(
+    title="A steward's table past memory, end to end",
+    rerun="nice -n 10 python benchmarks/big_synth.py [--rows 50000000] [--out /work/runs/raw50m]",
+    reading="""
+Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes
+each on two cores and under 1 GB of memory, with 2-way total variation distances of about 0.01.""",
+    results=("big_synth.json",))
 PART_ROWS = 1_000_000
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
@@ -86,19 +88,26 @@ def generate(out: Path, rows: int) -> None:
 
 
 def child(command: list[str], log: Path) -> dict:
-    """Run ``command`` (its standard error to ``log``); its wall and CPU seconds and the peak
-    resident memory of its process tree (``wait4``: the child and the descendants it waited for)."""
-    start = time.perf_counter()
-    with open(log, "w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    tail = log.read_text()[-1500:]
-    if status:
+    """Run ``command`` (its output to ``log``); its wall and CPU seconds and the peak resident
+    memory of its process tree."""
+    done = harness.run(command, log=log)
+    tail = done.output[-1500:]
+    if not done.ok:
         print(tail, file=sys.stderr)
-    return {"returncode": os.waitstatus_to_exitcode(status), "wall_s": round(wall, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_mb": round(usage.ru_maxrss / 1024, 1),
-            "stderr_tail": tail}
+    return {"returncode": done.returncode, "wall_s": round(done.wall, 1), "cpu_s": round(done.cpu, 1),
+            "peak_mb": round(done.peak_mb, 1), "stderr_tail": tail}
+
+
+def tables(results: dict) -> str:
+    data = results["big_synth.json"]
+    lines = [f"{data['rows']:,} rows, {data['columns']} columns, {data['parts']} Parquet parts "
+             f"({data['bytes_on_disk'] / 2**20:,.0f} MB on disk).", "",
+             "| run | wall s | CPU s | peak MB | rows written | mean 1-way TVD | mean 2-way TVD |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in data["runs"].items():
+        lines.append(f"| {name} | {r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {r['peak_mb']:,.0f} | {r.get('rows', 0):,} | "
+                     f"{r.get('tvd_1way', float('nan')):.5f} | {r.get('tvd_2way', float('nan')):.5f} |")
+    return "\n".join(lines)
 
 
 def fidelity(path: Path, counts_path: Path) -> dict:
@@ -149,13 +158,11 @@ def main() -> None:
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
-        start = time.perf_counter()
-        generate(args.out, args.rows)
-        print(f"generated in {time.perf_counter() - start:.0f} s", flush=True)
-    record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "code": code_state(),
-              "rows": args.rows, "columns": 11, "parts": len(list(args.out.glob("*.parquet"))),
+        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows))
+        print(f"generated in {seconds:.0f} s", flush=True)
+    record = {"rows": args.rows, "columns": 11, "parts": len(list(args.out.glob("*.parquet"))),
               "bytes_on_disk": sum(p.stat().st_size for p in args.out.glob("*.parquet")),
-              "cpus": os.cpu_count(), "load_before": os.getloadavg(), "runs": {}}
+              "load_before": os.getloadavg(), "runs": {}}
     python = sys.executable
     for run in args.runs:
         output = args.out.parent / f"{args.out.name}-{run}.parquet"
@@ -170,7 +177,7 @@ def main() -> None:
             result.update(fidelity(output, counts))
         record["runs"][run] = result
         print(run, {k: v for k, v in result.items() if k != "stderr_tail"}, flush=True)
-    RESULTS.write_text(json.dumps(record, indent=1) + "\n")
+    harness.save(RESULTS, record, "pyarrow")
 
 
 if __name__ == "__main__":

@@ -41,27 +41,32 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+
+REPO = harness.REPO
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-
-from provenance import code_state  # noqa: E402
-
-RESULTS = REPO / "benchmarks" / "results" / "counting_engines.json"
+RESULTS = harness.RESULTS / "counting_engines.json"
+DOC = harness.Doc(
+    title="Counting at disk speed",
+    rerun="nice -n 10 /work/venvs/engines/bin/python benchmarks/counting_engines.py    # duckdb, polars: their own venv",
+    reading="""
+Every engine's counts are exact.  Reading Parquet batches into the project's counting kernel counts the 66
+marginals of 50 million rows in about 8 s on two cores, far ahead of Dask with `np.bincount` per partition
+and at least level with DuckDB and Polars; `DaskDataset` with the kernel per partition closes most of the
+gap.  CPUs other work wanted during each run are recorded beside it (`machine_shared`).""",
+    results=("counting_engines.json",))
 ENGINES = ["in_memory", "dask_bincount", "arrow_kernel", "dask_kernel", "duckdb_grouping_sets",
            "duckdb_per_marginal", "polars_collect_all", "polars_per_marginal"]
+PACKAGES = ("pyarrow", "dask", "pandas", "duckdb", "polars")  # whose versions the results record
 WEEKDAY_SEED = 7  # the weekday column of part i is drawn with default_rng([WEEKDAY_SEED, i])
 
 
@@ -268,8 +273,6 @@ def in_memory(folder: Path, domain) -> dict:
 
 def child(engine: str, folder: Path, batch_rows: int) -> dict:
     """Count with ``engine`` in this process; print and return its measurements."""
-    import resource
-
     from ektelo_pgm.dataset import read_domain
 
     domain = read_domain(folder / "domain.json")
@@ -282,86 +285,46 @@ def child(engine: str, folder: Path, batch_rows: int) -> dict:
             "duckdb_per_marginal": lambda: count_duckdb(folder, domain, grouping_sets=False),
             "polars_collect_all": lambda: count_polars(folder, domain, together=True),
             "polars_per_marginal": lambda: count_polars(folder, domain, together=False)}
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    wall = time.perf_counter()
-    counted, settings = runs[engine]()
-    wall = time.perf_counter() - wall
-    after = resource.getrusage(resource.RUSAGE_SELF)
+    (counted, settings), wall, cpu = harness.timed(runs[engine])
     with np.load(folder / "reference.npz") as reference:
         exact = all(np.array_equal(np.ravel(c), reference[f"arr_{i}"].ravel()) for i, c in enumerate(counted))
-    return {"seconds_wall_counting": round(wall, 1),
-            "seconds_cpu_counting": round(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime, 1),
+    return {"seconds_wall_counting": round(wall, 1), "seconds_cpu_counting": round(cpu, 1),
             "marginals": len(counted), "exact": bool(exact), **settings}
-
-
-def _runnable_elsewhere(pid: int) -> int:
-    """Runnable threads on the machine (``/proc/loadavg``) less those of process ``pid`` and this
-    process's reading thread."""
-    with open("/proc/loadavg") as f:
-        runnable = int(f.read().split()[3].split("/")[0])
-    ours = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ours += stat[stat.rindex(")") + 2] == "R"
-    return max(runnable - ours - 1, 0)
 
 
 def run_engine(engine: str, args) -> dict:
     """``engine`` in a fresh process, with its process's wall, CPU and peak memory."""
-    command = [sys.executable, __file__, "--child", engine, "--out", str(args.out),
-               "--batch-rows", str(args.batch_rows)]
-    with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as errors:
-        wall = time.perf_counter()
-        process = subprocess.Popen(command, stdout=output, stderr=errors)
-        others, done = [], threading.Event()
-
-        def watch():
-            while not done.wait(1.0):
-                try:
-                    others.append(_runnable_elsewhere(process.pid))
-                except (OSError, ValueError):
-                    pass
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        timer = threading.Timer(args.timeout, process.kill)
-        timer.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        timer.cancel()
-        done.set()
-        watcher.join()
-        wall = time.perf_counter() - wall
-        output.seek(0)
-        errors.seek(0)
-        lines = output.read().decode().strip().splitlines()
-        tail = errors.read().decode().strip().splitlines()[-3:]
-    result = json.loads(lines[-1]) if process.returncode == 0 and lines else {
-        "failed": f"exit {process.returncode}" + (f" after the {args.timeout} s limit" if wall >= args.timeout else ""),
-        "stderr_tail": tail}
-    result.update(seconds_wall_process=round(wall, 1), seconds_cpu=round(usage.ru_utime + usage.ru_stime, 1),
-                  peak_mb=round(usage.ru_maxrss / 1024, 1),
+    done = harness.child(__file__, "--child", engine, "--out", args.out, "--batch-rows", args.batch_rows,
+                         timeout=args.timeout, watch=True)
+    others = done.cpus_wanted_elsewhere
+    result = done.result() if done.ok else None
+    if result is None:
+        result = {"failed": f"exit {done.returncode}" if not done.cut else f"exit after the {args.timeout} s limit",
+                  "stderr_tail": done.errors.strip().splitlines()[-3:]}
+    result.update(seconds_wall_process=round(done.wall, 1), seconds_cpu=round(done.cpu, 1),
+                  peak_mb=round(done.peak_mb, 1),
                   cpus_wanted_elsewhere_mean=round(float(np.mean(others)), 2) if others else None)
     return result
+
+
+def tables(results: dict) -> str:
+    data = results["counting_engines.json"]
+    lines = [f"All 66 1- and 2-way marginals of {data['rows']:,} rows ({data['parquet_mb_on_disk']:,} MB of Parquet); "
+             "each engine in a fresh process; `in_memory` counts one 1M-row part.", "",
+             "| engine | counting wall s | process wall s | CPU s | peak MB | exact | CPUs wanted elsewhere |",
+             "|---|---:|---:|---:|---:|---|---:|"]
+    for name, r in data["engines"].items():
+        counting = r.get("seconds_wall_counting", r.get("seconds_kernel_parallel"))
+        exact = r.get("exact", r.get("kernel_parallel_equals_dataset"))
+        lines.append(f"| {name} | {'-' if counting is None else counting} | {r['seconds_wall_process']} | "
+                     f"{r['seconds_cpu']} | {r['peak_mb']:,.0f} | {'-' if exact is None else 'yes' if exact else 'NO'} | "
+                     f"{r['cpus_wanted_elsewhere_mean']} |")
+    return "\n".join(lines)
 
 
 def rows_label(rows: int) -> str:
     """``rows`` as 250k, 1M, 4M."""
     return f"{rows // 10**6}M" if rows % 10**6 == 0 else f"{rows // 1000}k"
-
-
-def versions() -> dict:
-    out = {"python": platform.python_version()}
-    for package in ["numpy", "numba", "pyarrow", "dask", "pandas", "duckdb", "polars"]:
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            out[package] = None
-    return out
 
 
 def main(argv=None) -> dict:
@@ -387,16 +350,13 @@ def main(argv=None) -> dict:
     result = json.loads(args.results.read_text()) if args.results.is_file() else {}
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "ektelo_pgm"], capture_output=True,
                            text=True).stdout.split("\n")
-    result.update(code=code_state(), uncommitted=[line[3:] for line in dirty if line], rows=args.rows, cpus=os.cpu_count(), niceness=os.nice(0),
-                  machine=platform.platform(), versions=versions())
+    result.update(uncommitted=[line[3:] for line in dirty if line], rows=args.rows, niceness=os.nice(0))
     marker = args.out / "complete"
     if not marker.is_file() or json.loads(marker.read_text())["rows"] != args.rows:
         # in a child, so that this process stays small: a child's peak memory counts its parent's at the fork
-        generated = subprocess.run([sys.executable, __file__, "--child", "generate", "--out", str(args.out),
-                                    "--rows", str(args.rows), "--part-rows", str(args.part_rows)],
-                                   capture_output=True, text=True, check=True)
-        result["generate"] = json.loads(generated.stdout.strip().splitlines()[-1])
-        args.results.write_text(json.dumps(result, indent=1) + "\n")
+        result["generate"] = harness.child(__file__, "--child", "generate", "--out", args.out, "--rows", args.rows,
+                                           "--part-rows", args.part_rows, check=True).result()
+        harness.save(args.results, result, *PACKAGES)
     result["parquet_mb_on_disk"] = round(sum(p.stat().st_size for p in args.out.glob("*.parquet")) / 2**20, 1)
     engines = result.setdefault("engines", {})
     for engine in args.engines:
@@ -406,11 +366,11 @@ def main(argv=None) -> dict:
             load = os.getloadavg()
             engines[name] = run_engine(engine, args)
             engines[name].update(load_average_1_5_15_before=[round(x, 2) for x in load],
-                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                                 date=harness.now())
             wanted = engines[name]["cpus_wanted_elsewhere_mean"]
             engines[name]["machine_shared"] = bool((wanted or 0) > 0.5)
             print(name, json.dumps(engines[name]), flush=True)
-            args.results.write_text(json.dumps(result, indent=1) + "\n")
+            harness.save(args.results, result, *PACKAGES)
     return result
 
 

@@ -25,11 +25,9 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import resource
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -38,14 +36,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # workers'
 
-from provenance import code_state  # noqa: E402
-
+import harness  # noqa: E402
 from ektelo_pgm import Budget, Dataset  # noqa: E402
 from ektelo_pgm.dask_dataset import DaskDataset  # noqa: E402
 from ektelo_pgm.mechanisms import AIM, MST  # noqa: E402
 from ektelo_pgm.sample_data import census_network  # noqa: E402
 
-RESULTS = REPO / "benchmarks" / "results" / "dask_scale.json"
+RESULTS = harness.RESULTS / "dask_scale.json"
+DOC = harness.Doc(
+    title="The Dask path at 50M rows",
+    rerun="nice -n 10 python benchmarks/dask_scale.py [--rows 50000000] [--out /work/runs/dask50m]   # the dask extra",
+    reading="""
+Fifty million rows (3.8 GB as an in-memory dataset) are counted, and MST and AIM run, with two workers of
+1 GiB each: the counts equal the in-memory ones exactly and neither worker passed 700 MB.  The run shared a
+machine with a load average of 10-20, so its wall seconds are several times its CPU seconds.""",
+    results=("dask_scale.json",))
 
 
 def cliques(domain):
@@ -92,9 +97,10 @@ def worker_usage(client) -> dict:
 
 def timed(client, step):
     """``step()``'s result, wall seconds and CPU seconds of the client and the workers."""
-    before, cpu, wall = worker_usage(client), time.process_time(), time.perf_counter()
-    result = step()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    before = worker_usage(client)
+    with harness.clock() as clock:
+        result = step()
+    wall, cpu = clock.wall, clock.cpu
     after = worker_usage(client)
     workers = sum(after[w][0] - before[w][0] for w in after if w in before)
     return result, {"seconds_wall": round(wall, 1), "seconds_cpu_client": round(cpu, 1),
@@ -110,6 +116,24 @@ def mean_tvd(estimate, truth: dict) -> float:
             q = np.clip(estimate.project(c), 0, None)
             out.append(0.5 * np.abs(p - q / q.sum()).sum())
     return float(np.mean(out))
+
+
+def tables(results: dict) -> str:
+    data = results["dask_scale.json"]
+    lines = [f"{data['rows']:,} rows in {data['partitions']} Parquet parts ({data['parquet_mb_on_disk']:,} MB on disk, "
+             f"{data['in_memory_dataset_mb']:,} MB as an in-memory dataset); {data['workers']} workers of "
+             f"{data['memory_limit_per_worker']}, one thread each; peak MB of the workers "
+             f"{' and '.join(f'{mb:,.0f}' for mb in data['peak_mb_workers'])}, of the client "
+             f"{data['peak_mb_client']:,.0f}.", "",
+             "| step | wall s | CPU s client | CPU s workers | mean 2-way TVD |", "|---|---:|---:|---:|---:|"]
+    for step in ("count", "MST", "AIM"):
+        if step in data:
+            r = data[step]
+            tvd = f"{r['mean_2way_tvd']:.4f}" if "mean_2way_tvd" in r else (
+                "exact" if r.get("equal_to_in_memory_counts") else "-")
+            lines.append(f"| {step} | {r['seconds_wall']:,.1f} | {r['seconds_cpu_client']:,.1f} | "
+                         f"{r['seconds_cpu_workers']:,.1f} | {tvd} |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> dict:
@@ -133,7 +157,7 @@ def main(argv=None) -> dict:
                             processes=True, dashboard_address=None)
 
     load = [os.getloadavg()]
-    result = {"code": code_state(), "rows": args.rows, "workers": args.workers, "threads_per_worker": 1,
+    result = {"code": harness.code_state(), "rows": args.rows, "workers": args.workers, "threads_per_worker": 1,
               "memory_limit_per_worker": args.memory_limit}
     marker = args.out / "complete"
     if not marker.is_file() or json.loads(marker.read_text())["rows"] != args.rows:
@@ -161,11 +185,9 @@ def main(argv=None) -> dict:
     def save():  # after every step, so that a run cut short keeps what it measured
         peaks = {w: round(mb, 1) for w, (_, mb) in worker_usage(client).items()}
         result["peak_mb_workers"] = sorted(peaks.values())
-        result["peak_mb_client"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["peak_mb_client"] = round(harness.peak_mb(), 1)
         result["load_average_1_5_15"] = [[round(x, 2) for x in entry] for entry in load]
-        result.update(cpus=os.cpu_count(), machine=platform.platform(), python=platform.python_version(),
-                      date=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        RESULTS.write_text(json.dumps(result, indent=1) + "\n")
+        harness.save(RESULTS, result, "dask", "distributed", "pyarrow")
 
     save()
     for name in args.mechanisms:

@@ -27,7 +27,7 @@ proximal loop on the host (one copy of the pseudo-marginals per step).
     .venv/bin/python benchmarks/gpu_vs_mbi.py                     # every case, every side (GPU machine)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --cases adult-k9-large chain-1000   # some cases (results merge)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --quick --sides ours-cpu ours-torch-cpu mbi   # smoke, CPU only
-    .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # docs/benchmarks.md from the JSON
+    .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # only print the table of the JSON
 
 Needs, on the GPU machine: torch with CUDA in the interpreter running this script (ours), and JAX
 with CUDA plus mbi 2.0 in ``--mbi-python`` (default: ../venvs/peers/bin/python where it exists,
@@ -43,22 +43,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-RESULTS = REPO / "benchmarks" / "results" / "gpu_vs_mbi.json"
-PEERS_PYTHON = REPO.parent / "venvs" / "peers" / "bin" / "python"
+import harness
+
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "gpu_vs_mbi.json"
+PEERS_PYTHON = harness.peer_python("mbi")
 MBI_PYTHON = PEERS_PYTHON if PEERS_PYTHON.exists() else Path(sys.executable)
-SECTION_HEADING = "## GPU oracle vs mbi 2.0 on a GPU (`benchmarks/gpu_vs_mbi.py`)"
+DOC = harness.Doc(
+    title="The GPU oracle against mbi 2.0 on a GPU",
+    rerun=".venv/bin/python benchmarks/gpu_vs_mbi.py     # on a GPU machine; --quick --sides ours-cpu mbi: a CPU smoke test",
+    reading="""
+Not yet run on a GPU machine: no results are recorded.""")
 # the largest model first: a device session is short (see --case-timeout and the docstring)
 CASES = ("adult-k9-large", "adult-k3", "adult-k9", "chain-100", "chain-1000", "appgm-30x100", "appgm-100x1000",
          "aim-adult-eps3")
@@ -226,9 +227,9 @@ class Mbi:
 
 
 def timed(call):
-    start = time.perf_counter()
-    value = call()
-    return value, time.perf_counter() - start
+    """``(call(), wall seconds)``."""
+    value, wall, _ = harness.timed(call)
+    return value, wall
 
 
 def measure_side(side, measurements, iters, timing_iters) -> dict:
@@ -254,19 +255,17 @@ def run_aim(side: str, columns, records, epsilon: float, seed: int, args) -> dic
         script = prepare_reference("aim", REFERENCE_DIR)
         import jax
 
-        start = time.perf_counter()
-        run_reference(script, "aim", columns, records, epsilon, seed)
-        return {"wall_s": time.perf_counter() - start, "device": ", ".join(str(d) for d in jax.devices())}
+        _, wall = timed(lambda: run_reference(script, "aim", columns, records, epsilon, seed))
+        return {"wall_s": wall, "device": ", ".join(str(d) for d in jax.devices())}
     from ektelo_pgm import Budget, Dataset, Domain
     from ektelo_pgm.mechanisms import AIM
     from ektelo_pgm.operators.reconstruct import PGM
 
     data = Dataset(records, Domain(columns, (records.max(axis=0) + 1).tolist()))
-    start = time.perf_counter()
     mech = AIM(max_mb=80.0, estimator=PGM(method="mirror", backend=BACKEND[side]))
-    result = mech.run(data, Budget.approx(epsilon, DELTA), rng=seed)
-    result.estimate.synthetic_data(len(data), rng=seed)
-    return {"wall_s": time.perf_counter() - start, "device": BACKEND[side]}
+    _, wall = timed(lambda: mech.run(data, Budget.approx(epsilon, DELTA), rng=seed).estimate.synthetic_data(
+        len(data), rng=seed))
+    return {"wall_s": wall, "device": BACKEND[side]}
 
 
 def worker(case: str, side: str, args) -> dict:
@@ -299,31 +298,26 @@ def worker(case: str, side: str, args) -> dict:
 def run_all(args) -> dict:
     """Every (case, side) asked, each in a fresh process; merged into ``args.out``'s earlier runs
     (an entry of the same case and side is replaced)."""
-    from provenance import code_state
-
-    stamp = {"code": code_state(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-             "iters": args.iters, "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows,
+    stamp = {"code": harness.code_state(), "date": harness.now(), "iters": args.iters, "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows,
              "max_cells": args.max_cells, "appgm_step": args.appgm_step, "seed": args.seed, "quick": args.quick}
     previous = json.loads(args.out.read_text()) if args.out.exists() and not args.quick else {"runs": []}
     runs = {(r["case"], r["side"]): r for r in previous.get("runs", [])}
     for case in args.cases:
         for side in args.sides:
             python = args.mbi_python if side == "mbi" else Path(sys.executable)
-            command = [str(python), __file__, "--worker", case, side, "--seed", str(args.seed), "--iters",
-                       str(args.iters), "--timing-iters", *map(str, args.timing_iters), "--sigma", str(args.sigma),
-                       "--rows", str(args.rows), "--max-cells", str(args.max_cells), "--appgm-step",
-                       str(args.appgm_step), "--data", str(args.data), "--aim-data", args.aim_data]
-            command += ["--quick"] if args.quick else []
+            options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
+                       *args.timing_iters, "--sigma", args.sigma, "--rows", args.rows, "--max-cells", args.max_cells,
+                       "--appgm-step", args.appgm_step, "--data", args.data, "--aim-data", args.aim_data]
+            options += ["--quick"] if args.quick else []
             print(f"{case} / {side} ...", file=sys.stderr, flush=True)
             try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=args.case_timeout)
-                if done.returncode != 0:
-                    run = {"case": case, "side": side, "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+                done = harness.child(__file__, *options, python=python, timeout=args.case_timeout)
+                if done.cut:
+                    run = {"case": case, "side": side, "error": f"no result in {args.case_timeout:g} s"}
+                elif not done.ok:
+                    run = {"case": case, "side": side, "error": (done.errors.strip().splitlines() or ["?"])[-1]}
                 else:
-                    run = json.loads(done.stdout.strip().splitlines()[-1])
-            except subprocess.TimeoutExpired:
-                run = {"case": case, "side": side, "error": f"no result in {args.case_timeout:g} s"}
+                    run = done.result()
             except OSError as exc:
                 run = {"case": case, "side": side, "error": f"{python}: {exc}"}
             run.update(stamp)
@@ -349,12 +343,12 @@ def markdown(results: dict) -> str:
     by = {(r["case"], r["side"]): r for r in runs}
     sides = [s for s in ("ours-gpu", "ours-cpu", "ours-torch-cpu", "mbi") if any(r["side"] == s for r in runs)]
     devices = {s: next((r.get("device") for r in runs if r["side"] == s and "device" in r), "?") for s in sides}
-    stamps = sorted({(r.get("date", "?"), r.get("code", "?"), r.get("machine", "?")) for r in runs})
+    stamps = sorted({r.get("date", "?")[:10] for r in runs})
     first = next((r for r in runs if "iters" in r), {})
     lines = [f"{first.get('iters', '?')} iterations per estimate (ms / iter from warm runs of "
              f"{first.get('timing_iters', '?')}), noise std {first.get('sigma', '?')}, float64, each (case, side) "
              "in a fresh process.  Devices: " + "; ".join(f"{s}: {d}" for s, d in devices.items()) + ".  Runs: "
-             + "; ".join(f"{d} on {c} ({m})" for d, c, m in stamps) + ".",
+             + ", ".join(stamps) + ".",
              "", "| case | tree cells | " + " | ".join(f"ms / iter {s}" for s in sides) + " | "
              + " | ".join(f"first call s {s}" for s in sides) + " | " + " | ".join(f"loss {s}" for s in sides) + " |",
              "|---|---:|" + "---:|" * (3 * len(sides))]
@@ -374,6 +368,10 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def tables(results: dict) -> str:
+    return markdown(results["gpu_vs_mbi.json"])
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
@@ -385,15 +383,14 @@ def parse_args(argv=None):
     parser.add_argument("--max-cells", type=float, default=1e7, help="junction-tree cap of the adult cases")
     parser.add_argument("--appgm-step", type=float, default=0.05, help="mbi's fixed APPGM step size")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=harness.DATA)
     parser.add_argument("--mbi-python", type=Path, default=MBI_PYTHON)
     parser.add_argument("--case-timeout", type=float, default=150.0, help="seconds per (case, side) run")
     parser.add_argument("--aim-data", default="adult", help="the AIM case's data set (titanic for a smoke test)")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
-    parser.add_argument("--table", action="store_true", help="only rewrite the docs section from --out")
+    parser.add_argument("--table", action="store_true", help="only print the table of --out")
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 5 and (3, 6) iterations, results to a temporary file, no docs")
+                        help="smoke test: 5 and (3, 6) iterations, results to a temporary file")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -412,15 +409,9 @@ def main(argv=None) -> None:
         results = json.loads(args.out.read_text())
     else:
         results = run_all(args)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
+        harness.save(args.out, results, "torch", "mbi", "jax")
         print(f"wrote {args.out}", file=sys.stderr)
-    text = markdown(results)
-    print(text)
-    if (args.table or not args.quick) and args.docs is not None:
-        from docs_section import write_section
-
-        write_section("gpu_vs_mbi", SECTION_HEADING, text, args.docs)
+    print(markdown(results))
 
 
 if __name__ == "__main__":
