@@ -49,9 +49,10 @@ DOC = harness.Doc(
     title="Machine-learning efficacy on adult",
     rerun="taskset -c 1 .venv/bin/python benchmarks/ml_efficacy.py     # the ml extra; smartnoise-synth in ../venvs/smartnoise",
     reading="""
-Models trained on synthetic data score below those trained on the real training part (TRTR), more so at
-epsilon 1 than 3; the disclosure checks compare the synthetic rows' distance to the training rows with the
-real holdout's, a sanity check, never a substitute for the DP guarantee.""",
+Our AIM comes closest to training on the real rows (ROC AUC 0.90-0.91 at epsilon 3 against 0.91-0.93), ahead
+of our MST and of smartnoise's MST, whose ROC AUC stays at 0.66-0.76.  No synthetic table copies a training
+row, and every synthesizer's rows lie farther from the training rows than the real holdout's do: a sanity
+check, never a substitute for the DP guarantee.""",
     results=("ml_efficacy.json",))
 
 
