@@ -13,9 +13,7 @@ import argparse
 
 import harness
 import mechanisms_vs_smartnoise as grid
-from harness import load_runs
 
-RESULTS = harness.RESULTS / "aim_budget.json"
 DOC = harness.Doc(
     title="AIM at every budget",
     rerun=".venv/bin/python benchmarks/aim_budget.py --seeds 3",
@@ -27,8 +25,13 @@ and CPU time is 10.1x less on adult at epsilon 3, 4.0x at epsilon 1 and 1.1-1.7x
     results=("aim_budget.json", "mechanisms_vs_smartnoise.json"))
 
 
-def table(before: list[dict], after: list[dict]) -> str:
-    """Per dataset and epsilon: mean ± std (runs) of 2-way and 3-way TVD, wall and CPU seconds, before and after."""
+RESULTS = harness.RESULTS / "aim_budget.json"
+
+
+def tables(results: dict) -> str:
+    """Per dataset and epsilon: mean ± std (runs) of 2-way and 3-way TVD, wall and CPU seconds, before (our AIM's
+    runs of the smartnoise grid) and after (this benchmark's)."""
+    before, after = results["mechanisms_vs_smartnoise.json"]["runs"], results["aim_budget.json"]["runs"]
     lines = ["| data | epsilon | TV 2-way before | TV 2-way now | TV 3-way before | TV 3-way now | wall s before | "
              "wall s now | CPU s before / now | speed-up (CPU) |",
              "|---|---:|---|---|---|---|---|---|---|---:|"]
@@ -47,10 +50,6 @@ def table(before: list[dict], after: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def tables(results: dict) -> str:
-    return table(results["mechanisms_vs_smartnoise.json"]["runs"], results["aim_budget.json"]["runs"])
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1")
@@ -62,7 +61,7 @@ def main(argv=None) -> None:
         grid.run_grid(grid.parse_args(["--sides", "ours", "--mechanisms", "aim", "--seeds", str(args.seeds),
                                        "--datasets", *args.datasets, "--epsilons", *map(str, args.epsilons),
                                        "--results", str(RESULTS)]))
-    print(table(load_runs(grid.RESULTS), load_runs(RESULTS)))
+    print(tables(harness.read(grid.RESULTS, RESULTS)))
 
 
 if __name__ == "__main__":

@@ -32,10 +32,6 @@ from pathlib import Path
 import harness
 from harness import load_runs, save_runs
 
-REPO = harness.REPO
-RESULTS = harness.RESULTS / "aim_rounds.json"
-DELTA, MAX_MB = 1e-9, 80.0
-PHASES = ("fits", "quality", "fit")
 DOC = harness.Doc(
     title="Where AIM's time goes, round by round",
     rerun=".venv/bin/python benchmarks/aim_rounds.py --data bn40 --epsilon 1 --seeds 0     # alone on an idle machine",
@@ -45,6 +41,12 @@ most of a run; on the latest code every seed at epsilon 10 ends within about 105
 scoring the candidates dominated; sharing partial products, splitting the scoring over the cores and counting
 the data's marginals at once took a run from 995 s to about 450-480 s, still above the 5-minute target.""",
     results=("aim_rounds.json",))
+
+
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "aim_rounds.json"
+DELTA, MAX_MB = 1e-9, 80.0
+PHASES = ("fits", "quality", "fit")
 
 
 def key(row) -> tuple:
@@ -103,14 +105,11 @@ def measure(args) -> None:
         runs = [r for r in runs if key(r) != key(row)] + [row]
         print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)
         save_runs(args.results, runs, key, {"delta": DELTA, "max_mb": MAX_MB})
-    print(table(load_runs(args.results)))
+    print(tables(harness.read(args.results, name=RESULTS.name)))
 
 
 def tables(results: dict) -> str:
-    return table(results["aim_rounds.json"]["runs"])
-
-
-def table(runs: list) -> str:
+    runs = results["aim_rounds.json"]["runs"]
     lines = ["| data | epsilon | seed | code | rounds | largest tree (cells) | wall s | CPU s | size filter s | "
              "scoring s | refits s | rest s | slowest round s |",
              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -142,7 +141,7 @@ def main(argv=None) -> None:
     if args.worker:
         worker(args.data, args.epsilon, args.seeds[0], args.out)
     elif args.table:
-        print(table(load_runs(args.results)))
+        print(tables(harness.read(args.results, name=RESULTS.name)))
     else:
         measure(args)
 

@@ -35,10 +35,6 @@ import numpy as np
 import harness
 from harness import load_runs, save_runs
 
-REPO = harness.REPO
-RESULTS = harness.RESULTS / "aim_scoring.json"
-STATES = harness.VENVS / "aim_states"
-EPSILON, DELTA, ROUND_ITERS = 1.0, 1e-9, 50
 DOC = harness.Doc(
     title="AIM's candidate scoring, side by side for several checkouts",
     rerun=".venv/bin/python benchmarks/aim_scoring.py --data bn40 --rounds 30 55 --code ../aim-base",
@@ -47,6 +43,12 @@ Each side is a checkout (its commit in the `code` column) timed on the same save
 the scoring is measured alone, with the largest difference of its counts against the first side (rounding
 only).  The scoring of bn40's late rounds is where AIM spends most of its time ("Where AIM's time goes").""",
     results=("aim_scoring.json",))
+
+
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "aim_scoring.json"
+STATES = harness.VENVS / "aim_states"
+EPSILON, DELTA, ROUND_ITERS = 1.0, 1e-9, 50
 
 
 def key(row) -> tuple:
@@ -123,14 +125,11 @@ def measure(args) -> None:
                              "load": os.getloadavg()[0], "when": harness.now()})
                 print(json.dumps(runs[-1]), flush=True)
     save_runs(args.results, runs, key, {"epsilon": EPSILON, "delta": DELTA, "round_iters": ROUND_ITERS})
-    print(table(load_runs(args.results)))
+    print(tables(harness.read(args.results, name=RESULTS.name)))
 
 
 def tables(results: dict) -> str:
-    return table(results["aim_scoring.json"]["runs"])
-
-
-def table(rows: list) -> str:
+    rows = results["aim_scoring.json"]["runs"]
     lines = ["| data | round | tree cells | candidates | code | projections s | fits s | largest difference | load |",
              "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (r["data"], r["round"], r["side"])):
@@ -157,7 +156,7 @@ def main() -> None:
     if args.worker:
         worker(args.state, args.out)
     elif args.table:
-        print(table(load_runs(args.results)))
+        print(tables(harness.read(args.results, name=RESULTS.name)))
     else:
         measure(args)
 

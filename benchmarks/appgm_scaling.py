@@ -42,7 +42,6 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.junction_tree import JunctionTree
 
-RESULTS = harness.RESULTS / "appgm_scaling.json"
 DOC = harness.Doc(
     title="APPGM against exact Private-PGM at scale",
     rerun="PYTHONPATH=. python benchmarks/appgm_scaling.py      # --sections scalability accuracy synthetic",
@@ -53,6 +52,9 @@ the region cells.  On measured marginals exact PGM is best, then the saturated r
 graph.  Records sampled from saturated estimates match the pseudo-marginals to sampling noise up to k = 32;
 factor-graph pseudo-marginals cannot be matched once triples overlap in pairs.""",
     results=("appgm_scaling.json",))
+
+
+RESULTS = harness.RESULTS / "appgm_scaling.json"
 
 
 def synthetic_data(d: int, size: int, records: int, rng) -> Dataset:
@@ -274,10 +276,7 @@ def fmt(x, spec=".3g"):
 
 
 def tables(results: dict) -> str:
-    return markdown(results["appgm_scaling.json"])
-
-
-def markdown(result) -> str:
+    result = results["appgm_scaling.json"]
     lines = ["| scheme | k | saturated s/iter | factor s/iter | exact s/iter | saturated regions (cells) |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in result["scalability"]:
@@ -326,7 +325,7 @@ def main():
         result["synthetic"] = synthetic_fit(args.synthetic_ks, args.trials, args.iters, args.seed)
     result[f"seconds_{'_'.join(args.sections)}"] = time.perf_counter() - started
     harness.save(args.out, result)
-    print(markdown(result))
+    print(tables({RESULTS.name: result}))
 
 
 if __name__ == "__main__":

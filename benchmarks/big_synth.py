@@ -34,7 +34,6 @@ sys.path.insert(0, str(harness.REPO))
 
 from ektelo_pgm.sample_data import census_network  # noqa: E402
 
-RESULTS = harness.RESULTS / "big_synth.json"
 DOC = harness.Doc(
     title="A steward's table past memory, end to end",
     rerun="nice -n 10 python benchmarks/big_synth.py [--rows 50000000] [--out /work/runs/raw50m]",
@@ -42,6 +41,9 @@ DOC = harness.Doc(
 Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes
 each on two cores and under 1 GB of memory, with 2-way total variation distances of about 0.01.""",
     results=("big_synth.json",))
+
+
+RESULTS = harness.RESULTS / "big_synth.json"
 PART_ROWS = 1_000_000
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 

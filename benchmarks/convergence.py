@@ -48,10 +48,6 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 
-RESULTS = harness.RESULTS / "convergence.json"
-TARGETS = (1e-3, 1e-6)
-DEFAULT = "PGM default (lbfgs)"
-TREE = "APPGM tree (lbfgs)"
 DOC = harness.Doc(
     title="Convergence of the reconstructions",
     rerun="PYTHONPATH=. ../venvs/peers/bin/python benchmarks/convergence.py     # --only LABEL reruns rows",
@@ -62,6 +58,12 @@ iterations.  APPGM on these junction-tree cases follows the default iteration fo
 Gauss-Newton steps certifies the small family in a few steps.  Wall seconds ran on a shared machine (load
 about 5): the CPU column is steadier.""",
     results=("convergence.json",))
+
+
+RESULTS = harness.RESULTS / "convergence.json"
+TARGETS = (1e-3, 1e-6)
+DEFAULT = "PGM default (lbfgs)"
+TREE = "APPGM tree (lbfgs)"
 
 
 def heterogeneous(seed: int, total: float = 1000.0):

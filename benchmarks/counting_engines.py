@@ -52,9 +52,6 @@ import numpy as np
 
 import harness
 
-REPO = harness.REPO
-sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-RESULTS = harness.RESULTS / "counting_engines.json"
 DOC = harness.Doc(
     title="Counting at disk speed",
     rerun="nice -n 10 /work/venvs/engines/bin/python benchmarks/counting_engines.py    # duckdb, polars: their own venv",
@@ -63,6 +60,11 @@ Every engine's counts are exact.  Parquet batches read into the project's counti
 marginals of 50 million rows in about 8 s on two cores, 4-8x faster than DuckDB and Polars and 5x faster
 than Dask with `np.bincount` per partition; `DaskDataset` with the kernel per partition takes 29 s.""",
     results=("counting_engines.json",))
+
+
+REPO = harness.REPO
+sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
+RESULTS = harness.RESULTS / "counting_engines.json"
 ENGINES = ["in_memory", "dask_bincount", "arrow_kernel", "dask_kernel", "duckdb_grouping_sets",
            "duckdb_per_marginal", "polars_collect_all", "polars_per_marginal"]
 PACKAGES = ("pyarrow", "dask", "pandas", "duckdb", "polars")  # whose versions the results record

@@ -42,7 +42,6 @@ from ektelo_pgm.dask_dataset import DaskDataset  # noqa: E402
 from ektelo_pgm.mechanisms import AIM, MST  # noqa: E402
 from ektelo_pgm.sample_data import census_network  # noqa: E402
 
-RESULTS = harness.RESULTS / "dask_scale.json"
 DOC = harness.Doc(
     title="The Dask path at 50M rows",
     rerun="nice -n 10 python benchmarks/dask_scale.py [--rows 50000000] [--out /work/runs/dask50m]   # the dask extra",
@@ -51,6 +50,9 @@ Fifty million rows (3.8 GB as an in-memory dataset) are counted, and MST and AIM
 1 GiB each: the counts equal the in-memory ones exactly and neither worker passed 700 MB.  The run shared a
 machine with a load average of 10-20, so its wall seconds are several times its CPU seconds.""",
     results=("dask_scale.json",))
+
+
+RESULTS = harness.RESULTS / "dask_scale.json"
 
 
 def cliques(domain):
@@ -120,11 +122,11 @@ def mean_tvd(estimate, truth: dict) -> float:
 
 def tables(results: dict) -> str:
     data = results["dask_scale.json"]
-    lines = [f"{data['rows']:,} rows in {data['partitions']} Parquet parts ({data['parquet_mb_on_disk']:,} MB on disk, "
-             f"{data['in_memory_dataset_mb']:,} MB as an in-memory dataset); {data['workers']} workers of "
-             f"{data['memory_limit_per_worker']}, one thread each; peak MB of the workers "
-             f"{' and '.join(f'{mb:,.0f}' for mb in data['peak_mb_workers'])}, of the client "
-             f"{data['peak_mb_client']:,.0f}.", "",
+    peaks = " and ".join(f"{mb:,.0f}" for mb in data["peak_mb_workers"])
+    lines = [(f"{data['rows']:,} rows in {data['partitions']} Parquet parts ({data['parquet_mb_on_disk']:,} MB on "
+              f"disk, {data['in_memory_dataset_mb']:,} MB as an in-memory dataset); {data['workers']} workers of "
+              f"{data['memory_limit_per_worker']}, one thread each; peak MB of the workers {peaks}, of the client "
+              f"{data['peak_mb_client']:,.0f}."), "",
              "| step | wall s | CPU s client | CPU s workers | mean 2-way TVD |", "|---|---:|---:|---:|---:|"]
     for step in ("count", "MST", "AIM"):
         if step in data:

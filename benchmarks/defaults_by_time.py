@@ -60,8 +60,6 @@ import numpy as np
 
 import harness
 
-RESULTS = harness.RESULTS / "defaults_by_time.json"
-ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 DOC = harness.Doc(
     title="Default methods by time to quality",
     rerun="taskset -c 0 .venv/bin/python benchmarks/defaults_by_time.py [--cases ...] [--calls mirror:100 ...]",
@@ -72,6 +70,10 @@ where 20 augmented-Lagrangian iterations return an estimate worse than the noisy
 `auto`: L-BFGS below 100,000 junction-tree cells, mirror descent above (300 iterations on the 1000-attribute
 chain return 0.0175 after 20 s, L-BFGS 0.0218 after 133 s).""",
     results=("defaults_by_time.json",))
+
+
+RESULTS = harness.RESULTS / "defaults_by_time.json"
+ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 STD = 5.0
 APPGM_CASES = {"tiny": (8, 4, 8, 10_000), "small": (10, 10, 20, 20_000), "medium": (30, 10, 100, 20_000),
                "large": (50, 10, 300, 20_000), "fig2c": (100, 10, 1000, 20_000)}  # attributes, size, triples, records
@@ -308,8 +310,9 @@ def calls_table(results) -> str:
     return "\n".join(lines)
 
 
-def text(results: dict) -> str:
+def tables(results: dict) -> str:
     """The conditions, the time-to-quality table and the whole calls' table, cases in order."""
+    results = results["defaults_by_time.json"]["results"]
     ordered = {c: results[c] for c in list(APPGM_CASES) + list(PGM_CASES) if c in results}
     first = next(iter(ordered.values()))
     conditions = "; ".join(f"{c}: load average {r['load_average'][0][0]:.1f} at its start, "
@@ -319,10 +322,6 @@ def text(results: dict) -> str:
             f"noisy error is the measurements' own (mean total variation distance over the measured marginals). "
             f"Runs: {conditions}.\n\n{table(ordered)}\n\nWhole calls (the estimate a call returns, its final "
             f"message passing included), one core:\n\n{calls_table(ordered)}")
-
-
-def tables(results: dict) -> str:
-    return text(results["defaults_by_time.json"]["results"])
 
 
 def describe(family, case):
@@ -356,7 +355,6 @@ def main():
         return
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     results = saved.get("results", {})
-    loads = []
     for case in [] if args.table else args.cases:
         family = "appgm" if case in APPGM_CASES else "pgm"
         methods = (APPGM_METHODS if family == "appgm" else PGM_METHODS) if args.methods is None else [
@@ -383,7 +381,7 @@ def main():
         else:
             results.setdefault(case, {})["calls"] = calls
         harness.save(args.out, {"results": results})
-    print(text(results))
+    print(tables({RESULTS.name: {"results": results}}))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import re
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from harness import REPO, RESULTS  # noqa: E402
+from harness import REPO, RESULTS, read  # noqa: E402
 
 PAGE = REPO / "docs" / "benchmarks.md"
 #: the benchmarks in the order of the page
@@ -42,10 +41,6 @@ def what(module) -> str:
     return " ".join(module.__doc__.strip().split("\n\n")[0].split())
 
 
-def load(name: str) -> dict:
-    return json.loads((RESULTS / name).read_text())
-
-
 def section(name: str) -> str:
     module = importlib.import_module(name)
     doc = module.DOC
@@ -54,7 +49,7 @@ def section(name: str) -> str:
         raise ValueError(f"{name}.DOC.reading has more than five lines")
     parts = [f"## {doc.title} (`benchmarks/{name}.py`)", what(module), f"```\n{doc.rerun.strip()}\n```"]
     if doc.results:
-        parts.append(module.tables({file: load(file) for file in doc.results}).strip())
+        parts.append(module.tables(read(*(RESULTS / file for file in doc.results))).strip())
     else:
         parts.append("No results recorded yet.")
     parts.append(reading)
@@ -103,7 +98,7 @@ def listing(docs: dict) -> str:
         raise ValueError(f"results files no benchmark reads or supersedes: {', '.join(stray)}")
     lines = ["## Results files", "", "| file | benchmark | recorded | code | status |", "|---|---|---|---|---|"]
     for file in files:
-        dates, commits = recorded(load(file))
+        dates, commits = recorded(read(RESULTS / file)[file])
         name, status = owner[file]
         lines.append(f"| `{file}` | `{name}.py` | {dates} | {commits} | {status} |")
     return "\n".join(lines)

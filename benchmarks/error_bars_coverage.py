@@ -24,7 +24,6 @@ import numpy as np
 
 import harness
 
-RESULTS = harness.RESULTS / "error_bars_coverage.json"
 DOC = harness.Doc(
     title="Error bars: coverage of the intervals",
     rerun=".venv/bin/python benchmarks/error_bars_coverage.py",
@@ -33,6 +32,9 @@ The measured intervals cover the true counts at the level asked: the simulated c
 law's exact coverage, for Gaussian and Laplace noise and for sums of cells.  AIM's model bounds on the 2-way
 marginals it did not measure held in every run (bound held 1.000), most errors well below their bound.""",
     results=("error_bars_coverage.json",))
+
+
+RESULTS = harness.RESULTS / "error_bars_coverage.json"
 DATA = harness.DATA
 
 
@@ -105,7 +107,8 @@ def model_bounds(data, epsilons, seeds: int, level: float) -> list[dict]:
     return out
 
 
-def table(report: dict) -> str:
+def tables(results: dict) -> str:
+    report = results["error_bars_coverage.json"]
     lines = [f"Data: {report['data']}; level {report['level']}.  Measured intervals: one "
              "noisy 3-way marginal per run (the table's largest), its cells and those of its 2- and 1-way "
              "sub-marginals checked against the true counts; the exact coverage is the noise law's.  Model bounds: "
@@ -125,10 +128,6 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def tables(results: dict) -> str:
-    return table(results["error_bars_coverage.json"])
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="titanic", help="a table of ../shared/data (default titanic)")
@@ -146,7 +145,7 @@ def main(argv=None) -> None:
                   "measured": measured(data, args.runs, args.level),
                   "model": model_bounds(data, args.epsilons, args.seeds, args.level)}
         harness.save(RESULTS, report)
-    print(table(report))
+    print(tables({RESULTS.name: report}))
 
 
 if __name__ == "__main__":

@@ -36,11 +36,6 @@ from pathlib import Path
 
 import harness
 
-REPO = harness.REPO
-DATA = harness.DATA
-CORPUS = harness.VENVS / "real_tables"
-RESULTS = harness.RESULTS / "fidelity_vs_sdmetrics.json"
-SDMETRICS_PYTHON = harness.peer_python("sdmetrics")
 DOC = harness.Doc(
     title="Fidelity scores against SDMetrics",
     rerun=".venv/bin/python benchmarks/fidelity_vs_sdmetrics.py       # SDMetrics in ../venvs/sdmetrics",
@@ -49,6 +44,13 @@ DOC = harness.Doc(
 pair by pair, to within 1e-9; the differences above 1e-15 are TVComplement's, where SDMetrics adds 1e-6 of a
 row to the real count of a category only the synthetic table has.""",
     results=("fidelity_vs_sdmetrics.json",))
+
+
+REPO = harness.REPO
+DATA = harness.DATA
+CORPUS = harness.VENVS / "real_tables"
+RESULTS = harness.RESULTS / "fidelity_vs_sdmetrics.json"
+SDMETRICS_PYTHON = harness.peer_python("sdmetrics")
 ACCEPT = 0.01  # the largest difference accepted
 ADULT_NAMES = ("age,workclass,fnlwgt,education,education-num,marital-status,occupation,relationship,race,sex,"
                "capital-gain,capital-loss,hours-per-week,native-country,income")
@@ -238,7 +240,8 @@ def run(work: Path) -> dict:
             "max_difference": max(r["max_difference"] for r in results)}
 
 
-def docs_table(record: dict) -> str:
+def tables(results: dict) -> str:
+    record = results["fidelity_vs_sdmetrics.json"]
     lines = [f"SDMetrics {record['tables'][0]['sdmetrics_version']}'s QualityReport and `ektelo_pgm.fidelity.quality` "
              f"on the same files.  Largest |difference| over every "
              f"column, pair and aggregate of every table: {record['max_difference']:.1e} (accepted: "
@@ -266,10 +269,6 @@ def docs_table(record: dict) -> str:
     return "\n".join(lines)
 
 
-def tables(results: dict) -> str:
-    return docs_table(results["fidelity_vs_sdmetrics.json"])
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("/tmp/fidelity_vs_sdmetrics"),
@@ -285,7 +284,7 @@ def main(argv=None) -> None:
     else:
         record = run(args.work)
         harness.save(RESULTS, record, "sdmetrics")
-    print(docs_table(record))
+    print(tables({RESULTS.name: record}))
     print(f"largest |difference| {record['max_difference']:.2e} (accepted: {ACCEPT:g})")
 
 

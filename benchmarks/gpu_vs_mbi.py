@@ -51,15 +51,17 @@ import numpy as np
 
 import harness
 
-REPO = harness.REPO
-RESULTS = harness.RESULTS / "gpu_vs_mbi.json"
-PEERS_PYTHON = harness.peer_python("mbi")
-MBI_PYTHON = PEERS_PYTHON if PEERS_PYTHON.exists() else Path(sys.executable)
 DOC = harness.Doc(
     title="The GPU oracle against mbi 2.0 on a GPU",
     rerun=".venv/bin/python benchmarks/gpu_vs_mbi.py     # on a GPU machine; --quick --sides ours-cpu mbi: a CPU smoke test",
     reading="""
 Not yet run on a GPU machine: no results are recorded.""")
+
+
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "gpu_vs_mbi.json"
+PEERS_PYTHON = harness.peer_python("mbi")
+MBI_PYTHON = PEERS_PYTHON if PEERS_PYTHON.exists() else Path(sys.executable)
 # the largest model first: a device session is short (see --case-timeout and the docstring)
 CASES = ("adult-k9-large", "adult-k3", "adult-k9", "chain-100", "chain-1000", "appgm-30x100", "appgm-100x1000",
          "aim-adult-eps3")
@@ -337,9 +339,9 @@ def cell(run: dict | None, key: str, fmt: str) -> str:
     return format(run[key], fmt) if key in run else "-"
 
 
-def markdown(results: dict) -> str:
+def tables(results: dict) -> str:
     """The table of every case measured (per side: ms per iteration, first call, loss)."""
-    runs = results["runs"]
+    runs = results["gpu_vs_mbi.json"]["runs"]
     by = {(r["case"], r["side"]): r for r in runs}
     sides = [s for s in ("ours-gpu", "ours-cpu", "ours-torch-cpu", "mbi") if any(r["side"] == s for r in runs)]
     devices = {s: next((r.get("device") for r in runs if r["side"] == s and "device" in r), "?") for s in sides}
@@ -366,10 +368,6 @@ def markdown(results: dict) -> str:
                      + " | ".join(cell(r, "first_call_s", ".2f") for r in found) + " | "
                      + " | ".join(cell(r, "loss", ".6g") for r in found) + " |")
     return "\n".join(lines)
-
-
-def tables(results: dict) -> str:
-    return markdown(results["gpu_vs_mbi.json"])
 
 
 def parse_args(argv=None):
@@ -411,7 +409,7 @@ def main(argv=None) -> None:
         results = run_all(args)
         harness.save(args.out, results, "torch", "mbi", "jax")
         print(f"wrote {args.out}", file=sys.stderr)
-    print(markdown(results))
+    print(tables({RESULTS.name: results}))
 
 
 if __name__ == "__main__":

@@ -92,6 +92,12 @@ def save(path: Path, payload: dict, *packages: str) -> None:
     path.write_text(json.dumps({**payload, "provenance": provenance(*packages)}, indent=1) + "\n")
 
 
+def read(*paths: Path, name: str | None = None) -> dict:
+    """``{file name: its JSON}`` of results files, as a benchmark's ``tables`` takes them; ``name``
+    files a single path under another name (a run recorded elsewhere than the default file)."""
+    return {name or Path(p).name: json.loads(Path(p).read_text()) for p in paths}
+
+
 def load_runs(path: Path) -> list[dict]:
     """The runs recorded in ``path`` (``{"meta": ..., "runs": [...]}``; none when it does not exist)."""
     return json.loads(path.read_text())["runs"] if path.exists() else []

@@ -57,9 +57,21 @@ from pathlib import Path
 import numpy as np
 
 import harness
-from harness import load_runs, merge_runs, save_runs
-from mechanisms_vs_smartnoise import (dataset, grid_parser, key, recoded, run_ours, show, summary,
+from harness import merge_runs
+from mechanisms_vs_smartnoise import (dataset, grid_parser, key, recoded, run_grid, run_ours, show, summary,
                                       total_variations)
+
+DOC = harness.Doc(
+    title="MST and AIM against their author's reference scripts",
+    rerun=".venv/bin/python benchmarks/mechanisms_vs_reference.py       # set-up of the peers: the script's docstring",
+    reading="""
+Every run pinned to one core.  Our MST and AIM are as accurate as the reference scripts within the seeds'
+spread, and where the models are large (adult at epsilon 3 and 10, bn20) our synthetic data is closer, since
+our rounded sampling keeps the rare values.  The reference is slow enough that its grid was cut to one seed:
+several of its AIM runs were cut off at 900 s or ran out of memory while JAX compiled mbi's programs, so the
+speed-up is a lower bound there.""",
+    results=("mechanisms_vs_reference.json",))
+
 
 REPO = harness.REPO
 RESULTS = harness.RESULTS / "mechanisms_vs_reference.json"
@@ -73,16 +85,6 @@ DATASETS = CSV_DATASETS + tuple(BAYES_NETS)
 EPSILONS = (0.3, 1.0, 3.0, 10.0)
 DELTA = 1e-9  # the same as mechanisms_vs_smartnoise's, which run_ours uses
 MAX_MODEL_MB = 80.0
-DOC = harness.Doc(
-    title="MST and AIM against their author's reference scripts",
-    rerun=".venv/bin/python benchmarks/mechanisms_vs_reference.py       # set-up of the peers: the script's docstring",
-    reading="""
-Every run pinned to one core.  Our MST and AIM are as accurate as the reference scripts within the seeds'
-spread, and where the models are large (adult at epsilon 3 and 10, bn20) our synthetic data is closer, since
-our rounded sampling keeps the rare values.  The reference is slow enough that its grid was cut to one seed:
-several of its AIM runs were cut off at 900 s or ran out of memory while JAX compiled mbi's programs, so the
-speed-up is a lower bound there.""",
-    results=("mechanisms_vs_reference.json",))
 
 # The Bayesian networks: a fixed seed, 50,000 rows, 2 or 3 parents per node (fewer for the first
 # nodes), 2 to 6 values per attribute, conditional tables drawn from Dirichlet(0.5).
@@ -278,28 +280,6 @@ def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_p
     return {**row, "status": "ok", **measured, "tv2": tv2, "tv3": tv3, "versions": used}
 
 
-def run_grid(args) -> None:
-    runs = load_runs(args.results)
-    done = {key(r) for r in runs if r["status"] == "ok"}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.datasets:
-            columns, table = load_table(args.data, name)
-            table_path, columns_path = Path(tmp) / f"{name}.npy", Path(tmp) / f"{name}.json"
-            np.save(table_path, table)
-            columns_path.write_text(json.dumps(columns))
-            for mechanism, epsilon, seed, side in itertools.product(args.mechanisms, args.epsilons,
-                                                                    range(args.seeds), args.sides):
-                if (side, mechanism, name, float(epsilon), seed) in done and not args.force:
-                    continue
-                row = one_run(side, mechanism, name, float(epsilon), seed, columns, table_path, columns_path, args)
-                runs = [r for r in runs if key(r) != key(row)] + [row]
-                save_runs(args.results, runs, key, meta(args.reference))
-                shown = f"{row['wall']:.1f}s" if "wall" in row else row["status"]
-                print(f"{side:9s} {mechanism} {name:7s} eps={epsilon:<4g} seed={seed} {row['status']:7s} {shown}"
-                      + (f" cpu={row['cpu']:.1f}s peak={row['peak_mb']:.0f}MB tv2={row['tv2']:.4f}"
-                         f" tv3={row['tv3']:.4f}" if row["status"] == "ok" else ""), flush=True)
-
-
 # ----------------------------------------------------------------------------------------------
 # Table
 # ----------------------------------------------------------------------------------------------
@@ -322,7 +302,8 @@ def wall_cell(rows) -> str:
     return text
 
 
-def table(runs: list[dict]) -> str:
+def tables(results: dict) -> str:
+    runs = results["mechanisms_vs_reference.json"]["runs"]
     lines = ["| mechanism | data | epsilon | TV 2-way ours | TV 2-way reference | TV 3-way ours | TV 3-way reference "
              "| wall s ours | wall s reference | speed-up | CPU s ours | CPU s reference | peak MB ours "
              "| peak MB reference |",
@@ -352,10 +333,6 @@ def table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def tables(results: dict) -> str:
-    return table(results["mechanisms_vs_reference.json"]["runs"])
-
-
 def parse_args(argv=None):
     parser = grid_parser(__doc__.split("\n\n")[0], DATASETS, EPSILONS, 3, SIDES, RESULTS)
     parser.add_argument("--reference", type=Path, default=REFERENCE_DIR,
@@ -372,10 +349,11 @@ def main(argv=None) -> None:
     if args.merge:
         merge_runs(RESULTS, args.merge, key, meta(args.reference))
     elif not args.table:
-        run_grid(args)
+        run_grid(args, load=load_table, run=lambda *cell: one_run(*cell, args),
+                 settings=lambda: meta(args.reference))
         if args.results.resolve() != RESULTS.resolve():
             return  # recorded elsewhere: the table follows the default file, folded in with --merge
-    print(table(load_runs(RESULTS)))
+    print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":

@@ -40,15 +40,6 @@ import numpy as np
 import harness
 from harness import load_runs, merge_runs, save_runs
 
-REPO = harness.REPO
-sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-RESULTS = harness.RESULTS / "mechanisms_vs_smartnoise.json"
-SMARTNOISE_PYTHON = harness.peer_python("smartnoise")
-OURS_PYTHON = Path(sys.executable)
-DATASETS = ("adult", "titanic", "nltcs")
-EPSILONS = (0.3, 1.0, 3.0)
-DELTA = 1e-9
-MAX_MODEL_MB = 80.0
 DOC = harness.Doc(
     title="MST and AIM against smartnoise-synth",
     rerun=".venv/bin/python benchmarks/mechanisms_vs_smartnoise.py      # SMARTNOISE_VENV: smartnoise-synth 1.0.8",
@@ -59,6 +50,17 @@ group, a correlation its fitted model lacks that happens to suit nltcs's positiv
 (`--tree-bounds` shows our MST at the noise-free model of its rule there).  Smartnoise's AIM did not finish a
 run (cut off after 1,505 s on titanic, where ours takes 2 s).  Our AIM's times here predate "AIM at every budget".""",
     results=("mechanisms_vs_smartnoise.json",))
+
+
+REPO = harness.REPO
+sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
+RESULTS = harness.RESULTS / "mechanisms_vs_smartnoise.json"
+SMARTNOISE_PYTHON = harness.peer_python("smartnoise")
+OURS_PYTHON = Path(sys.executable)
+DATASETS = ("adult", "titanic", "nltcs")
+EPSILONS = (0.3, 1.0, 3.0)
+DELTA = 1e-9
+MAX_MODEL_MB = 80.0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -134,14 +136,9 @@ def key(row) -> tuple:
     return (row["side"], row["mechanism"], row["dataset"], float(row["epsilon"]), int(row["seed"]))
 
 
-
 def meta() -> dict:
     """What the results file records about the settings (the provenance goes beside it)."""
     return {"delta": DELTA, "max_model_mb": MAX_MODEL_MB}
-
-
-def save_results(runs: list[dict], path: Path = RESULTS) -> None:
-    save_runs(path, runs, key, meta())
 
 
 def one_run(side, mechanism, name, epsilon, seed, columns, table_path, columns_path, timeout, smartnoise_python):
@@ -199,12 +196,19 @@ def tree_bounds(args) -> None:
             print(f"| {name} | {rule} | {tv2:.4f} | {tv3:.4f} |", flush=True)
 
 
-def run_grid(args) -> None:
+def run_grid(args, load=recoded, run=None, settings=meta) -> None:
+    """Every (side, mechanism, dataset, epsilon, seed) of ``args`` not recorded yet in ``args.results``
+    (all of them with ``args.force``), each by ``run(side, mechanism, name, epsilon, seed, columns,
+    table_path, columns_path)`` (default: :func:`one_run` against smartnoise) on the table
+    ``load(data_dir, name)`` gives; ``settings()``: the results file's meta."""
+    if run is None:
+        def run(*cell):
+            return one_run(*cell, args.timeout, args.smartnoise_python)
     runs = load_runs(args.results)
     done = {key(r) for r in runs if r["status"] == "ok"}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets:
-            columns, table = recoded(args.data, name)
+            columns, table = load(args.data, name)
             table_path, columns_path = Path(tmp) / f"{name}.npy", Path(tmp) / f"{name}.json"
             np.save(table_path, table)
             columns_path.write_text(json.dumps(columns))
@@ -212,13 +216,13 @@ def run_grid(args) -> None:
                                                                     range(args.seeds), args.sides):
                 if (side, mechanism, name, float(epsilon), seed) in done and not args.force:
                     continue
-                row = one_run(side, mechanism, name, float(epsilon), seed, columns, table_path, columns_path,
-                              args.timeout, args.smartnoise_python)
+                row = run(side, mechanism, name, float(epsilon), seed, columns, table_path, columns_path)
                 runs = [r for r in runs if key(r) != key(row)] + [row]
-                save_results(runs, args.results)
+                save_runs(args.results, runs, key, settings())
                 shown = f"{row['wall']:.1f}s" if "wall" in row else row["status"]
+                usage = f" cpu={row['cpu']:.1f}s" + (f" peak={row['peak_mb']:.0f}MB" if "peak_mb" in row else "")
                 print(f"{side:10s} {mechanism} {name:8s} eps={epsilon:<4g} seed={seed} {row['status']:7s} {shown}"
-                      + (f" tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}" if row["status"] == "ok" else ""),
+                      + (f"{usage} tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}" if row["status"] == "ok" else ""),
                       flush=True)
 
 
@@ -239,8 +243,10 @@ def show(stat, digits=4):
     return f"{mean:.{digits}f} ± {std:.{digits}f} ({n})"
 
 
-def table(runs: list[dict]) -> str:
-    lines = ["| mechanism | data | epsilon | TV 2-way ours | TV 2-way smartnoise | TV 3-way ours | "
+def tables(results: dict) -> str:
+    runs = results["mechanisms_vs_smartnoise.json"]["runs"]
+    lines = ["Mean ± std over the runs (their number); smartnoise's seeds are repetitions (OpenDP's noise takes no "
+             "seed).", "", "| mechanism | data | epsilon | TV 2-way ours | TV 2-way smartnoise | TV 3-way ours | "
              "TV 3-way smartnoise | wall s ours | wall s smartnoise | speed-up | CPU s ours / smartnoise |",
              "|---|---|---:|---|---|---|---|---|---|---:|---|"]
     cells = sorted({(r["mechanism"], r["dataset"], r["epsilon"]) for r in runs if r["status"] in ("ok", "timeout")},
@@ -265,11 +271,6 @@ def table(runs: list[dict]) -> str:
                      f"{show(summary(side['smartnoise'], 'tv3'))} | {show(wall['ours'], 1)} | {theirs} | {speed} | "
                      f"{cpus} |")
     return "\n".join(lines)
-
-
-def tables(results: dict) -> str:
-    return ("Mean ± std over the runs (their number); smartnoise's seeds are repetitions (OpenDP's noise takes "
-            "no seed).\n\n" + table(results["mechanisms_vs_smartnoise.json"]["runs"]))
 
 
 def grid_parser(description: str, datasets, epsilons, seeds: int, sides, results: Path) -> argparse.ArgumentParser:
@@ -319,7 +320,7 @@ def main(argv=None) -> None:
         merge_runs(RESULTS, args.merge, key, meta())
     elif not args.table:
         run_grid(args)
-    print(table(load_runs(RESULTS)))
+    print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":

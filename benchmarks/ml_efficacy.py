@@ -38,13 +38,6 @@ import harness
 import steward_vs_smartnoise as steward
 from harness import load_runs, save_runs
 
-REPO = harness.REPO
-sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
-RESULTS = harness.RESULTS / "ml_efficacy.json"
-SYNTHESIZERS = (("ours", "mst"), ("ours", "aim"), ("smartnoise", "mst"))
-EPSILONS = (1.0, 3.0)
-TARGET = "income"
-SPLIT_SEED = 0
 DOC = harness.Doc(
     title="Machine-learning efficacy on adult",
     rerun="taskset -c 1 .venv/bin/python benchmarks/ml_efficacy.py     # the ml extra; smartnoise-synth in ../venvs/smartnoise",
@@ -54,6 +47,15 @@ of our MST and of smartnoise's MST, whose ROC AUC stays at 0.66-0.76.  No synthe
 row, and every synthesizer's rows lie farther from the training rows than the real holdout's do: a sanity
 check, never a substitute for the DP guarantee.""",
     results=("ml_efficacy.json",))
+
+
+REPO = harness.REPO
+sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
+RESULTS = harness.RESULTS / "ml_efficacy.json"
+SYNTHESIZERS = (("ours", "mst"), ("ours", "aim"), ("smartnoise", "mst"))
+EPSILONS = (1.0, 3.0)
+TARGET = "income"
+SPLIT_SEED = 0
 
 
 def adult(data: Path):
@@ -135,8 +137,9 @@ def mean_std(values, digits: int = 3) -> str:
     return f"{np.mean(values):.{digits}f}" + (f" ± {np.std(values):.{digits}f}" if len(values) > 1 else "")
 
 
-def section(runs: list[dict]) -> str:
+def tables(results: dict) -> str:
     """Two tables, TSTR per synthesizer (TRTR once) and the disclosure checks, then the conditions."""
+    runs = results["ml_efficacy.json"]["runs"]
     ok = [r for r in runs if r["status"] == "ok"]
     if not ok:
         return "No runs recorded yet."
@@ -187,10 +190,6 @@ def section(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def tables(results: dict) -> str:
-    return section(results["ml_efficacy.json"]["runs"])
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=harness.DATA, help="shared data directory")
@@ -219,7 +218,7 @@ def main(argv=None) -> None:
         return
     if not args.table:
         run_grid(args)
-    print(section(load_runs(RESULTS)))
+    print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ import numpy as np
 import harness
 from harness import load_runs, save_runs
 
-RESULTS = harness.RESULTS / "mw_default.json"
 DOC = harness.Doc(
     title="Multiplicative weights: MWEM's default update by time to quality",
     rerun="taskset -c 1 .venv/bin/python benchmarks/mw_default.py --seeds 3 --cutoff 420",
@@ -52,6 +51,9 @@ on 614,400 cells, where Gauss-Newton was cut off at 300 s; the paper's cyclic ru
 tables and not monotone in its passes.  So MWEM's default update is `MultiplicativeWeights(method='mirror',
 iters=100)`; `MultiplicativeWeights()` alone keeps Gauss-Newton, which certifies the L2 optimum.""",
     results=("mw_default.json",))
+
+
+RESULTS = harness.RESULTS / "mw_default.json"
 EPSILON, ROUNDS, SLACK = 0.5, 10, 0.02
 CASES = {"census": None, "bn153600": ([2, 3, 4, 4, 5, 5, 2, 4, 2, 4], 30_000),
          "bn614400": ([2, 3, 4, 4, 5, 5, 2, 4, 2, 4, 4], 50_000)}
@@ -213,7 +215,7 @@ def main(argv=None) -> None:
     summ = summary(runs)
     save_runs(RESULTS, runs, key, {"epsilon": EPSILON, "rounds": ROUNDS, "workload": WORKLOAD_K,
                                    "summary": summ, "note": args.note})
-    print(tables({RESULTS.name: json.loads(RESULTS.read_text())}))
+    print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":

@@ -19,12 +19,9 @@ import argparse
 import json
 import tempfile
 import time
-from pathlib import Path
 
 import harness
 
-RESULTS = harness.RESULTS / "pgm_scale.json"
-ITERATIONS = {10: 1000, 100: 300, 1000: 100}
 DOC = harness.Doc(
     title="PGM on a chain of 10 to 1000 attributes",
     rerun="python benchmarks/pgm_scale.py [--sizes 10 100 1000]",
@@ -33,6 +30,10 @@ At 1000 attributes an iteration takes about 11 ms (target: at most 50 ms); the f
 second once the kernels are in numba's disk cache and about 11 s in a process that compiles them.  For
 scale, the issue quotes mbi 2.0 at about 500 ms an iteration and 4 minutes of compilation on this chain.""",
     results=("pgm_scale.json",))
+
+
+RESULTS = harness.RESULTS / "pgm_scale.json"
+ITERATIONS = {10: 1000, 100: 300, 1000: 100}
 
 
 def chain_measurements(d: int, records: int = 10_000, seed: int = 0):

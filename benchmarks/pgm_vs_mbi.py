@@ -34,7 +34,6 @@ from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 
-REPO = harness.REPO
 DOC = harness.Doc(
     title="PGM against mbi 2.0",
     rerun="../venvs/peers/bin/python benchmarks/pgm_vs_mbi.py          # --quick: a two-minute smoke test",
@@ -45,6 +44,9 @@ pays about 11 s of compilation, and a case whose cache was invalidated during th
 that ran on one core beside another job (k = 20, seed 1) falls below 5x.  Rechecked on an idle machine
 (second table) k = 20, seed 1 is 6.7x end to end.""",
     results=("pgm_vs_mbi.json", "pgm_vs_mbi_recheck.json"))
+
+
+REPO = harness.REPO
 
 
 def mbi():

@@ -78,17 +78,6 @@ from harness import load_runs, merge_runs, peak_mb, save_runs
 from steward_vs_smartnoise import (MISSING, SMARTNOISE_PYTHON, EvaluationCoding, labels, mean_of,
                                    yes_no)
 
-REPO = harness.REPO
-RESULTS = harness.RESULTS / "real_tables.json"
-CORPUS = harness.VENVS / "real_tables"
-OURS_CLI = REPO / ".venv" / "bin" / "ektelo-pgm"
-MECHANISMS = ("mst", "aim")
-SIDES = ("ours", "smartnoise")
-VARIANTS = ("as-is", "cut")
-CUT_KINDS = ("id", "text", "date")
-MODELLED = ("numeric", "categorical", "date")
-EPSILON = 1.0
-DELTA = 1e-9
 DOC = harness.Doc(
     title="Real tables as stewards have them",
     rerun="""python3 benchmarks/real_tables_fetch.py          # the corpus, outside the repository
@@ -100,6 +89,19 @@ and its mean 2-way TVD is lower on every table.  The 1-way targets hold on mpls_
 the wide tables (loans, who, ames) and the rare categories of police_force and txhousing miss them, as
 "What the 1-way targets need" below explains.""",
     results=("real_tables.json",), superseded=("real_tables_c6fadff.json", "real_tables_5299bbf.json"))
+
+
+REPO = harness.REPO
+RESULTS = harness.RESULTS / "real_tables.json"
+CORPUS = harness.VENVS / "real_tables"
+OURS_CLI = REPO / ".venv" / "bin" / "ektelo-pgm"
+MECHANISMS = ("mst", "aim")
+SIDES = ("ours", "smartnoise")
+VARIANTS = ("as-is", "cut")
+CUT_KINDS = ("id", "text", "date")
+MODELLED = ("numeric", "categorical", "date")
+EPSILON = 1.0
+DELTA = 1e-9
 #: Issue 27's targets.
 INSIDE, NUMERIC_TV, CATEGORICAL_TV, BLANK_SLACK, SPEED_UP = 0.98, 0.10, 0.05, 0.01, 5.0
 EPOCH = np.datetime64("1970-01-01T00:00:00")

@@ -45,7 +45,6 @@ import harness
 from real_tables import (CATEGORICAL_TV, CORPUS, DELTA, EPSILON, NUMERIC_TV, EvaluationCoding, load_manifest,
                          modelled_frame, read_table, variant_columns)
 
-RESULTS = harness.RESULTS / "real_tables_floor.json"
 DOC = harness.Doc(
     title="What the 1-way targets need on the real tables",
     rerun=".venv/bin/python benchmarks/real_tables_floor.py [--tables ames loans] [--draws 200] [--grid 240]",
@@ -55,6 +54,9 @@ The share of the budget an oracle told every column's cells would need to meet t
 on pairs.  Most tables need under 10%; ames needs a third, and who (219 countries in 7,240 rows, 57 mostly
 blank numeric columns) cannot meet the categorical target even with the whole budget.""",
     results=("real_tables_floor.json",))
+
+
+RESULTS = harness.RESULTS / "real_tables_floor.json"
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:

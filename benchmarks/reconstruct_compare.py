@@ -41,8 +41,6 @@ from ektelo_pgm.operators.reconstruct import (APPGM, PGM, LeastSquares, LocalLea
 from ektelo_pgm.plans import compare
 from ektelo_pgm.workload import range_marginals
 
-DATA = harness.DATA
-RESULTS = harness.RESULTS / "reconstruct_compare.json"
 DOC = harness.Doc(
     title="Reconstruction operators on identical measurements",
     rerun="PYTHONPATH=. python benchmarks/reconstruct_compare.py --pgm-iters 300 --appgm-iters 1000",
@@ -53,6 +51,10 @@ The full-vector operators refuse before allocating anything (titanic's data vect
 LeastSquares agrees with dense lstsq to 1e-11 counts where both run, is 7-110x faster from 1,000 cells, and
 solves 10^6 cells in 1-5 s, where the dense matrix cannot be built.""",
     results=("reconstruct_compare.json",))
+
+
+DATA = harness.DATA
+RESULTS = harness.RESULTS / "reconstruct_compare.json"
 NUMERIC = {"titanic": ["Age", "Fare"],
            "adult": ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]}
 EPSILONS = (0.1, 1.0, 10.0)
@@ -135,11 +137,8 @@ def part2(dense_mb: float) -> list[dict]:
 
 
 def tables(results: dict) -> str:
-    return markdown(results["reconstruct_compare.json"])
-
-
-def markdown(result: dict) -> str:
     """The two tables: workload error (seconds) per operator; LeastSquares against dense lstsq."""
+    result = results["reconstruct_compare.json"]
     lines = ["| dataset (uniform's error) | epsilon | " + " | ".join(operators(1, 1)) + " |",
              "|---|---|" + "---|" * len(operators(1, 1))]
     cells = {(r["dataset"], r["epsilon"], r["operator"]): r for r in result["reconstruct"]}
@@ -180,7 +179,7 @@ def main() -> None:
               "seconds": time.perf_counter() - started,
               "reconstruct": reconstruct, "least_squares": least_squares}
     harness.save(RESULTS, result)
-    print(markdown(result))
+    print(tables({RESULTS.name: result}))
 
 
 if __name__ == "__main__":

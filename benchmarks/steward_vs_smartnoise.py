@@ -62,6 +62,17 @@ import numpy as np
 import harness
 from harness import load_runs, merge_runs, peak_mb, save_runs
 
+DOC = harness.Doc(
+    title="A steward's synthetic data against smartnoise-synth",
+    rerun=".venv/bin/python benchmarks/steward_vs_smartnoise.py     # SMARTNOISE_VENV: smartnoise-synth 1.0.8",
+    reading="""
+Ours is 14-66x faster in CPU seconds with a fifth to a tenth of the memory.  Our MST is ten times closer on
+raw adult and closer on salary; on nltcs smartnoise's MST is slightly closer (its sampler, see "MST and AIM
+against smartnoise-synth").  Smartnoise's AIM was cut off at 1,500 s on every table, where ours takes 3-4 s.
+A run cut off counts at the time it was cut off, so its speed-up is a lower bound.""",
+    results=("steward_vs_smartnoise.json",))
+
+
 REPO = harness.REPO
 sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm, not an installed one
 RESULTS = harness.RESULTS / "steward_vs_smartnoise.json"
@@ -73,15 +84,6 @@ EPSILON = 1.0
 DELTA = 1e-9
 MISSING = "<missing>"
 OTHER = "<other>"
-DOC = harness.Doc(
-    title="A steward's synthetic data against smartnoise-synth",
-    rerun=".venv/bin/python benchmarks/steward_vs_smartnoise.py     # SMARTNOISE_VENV: smartnoise-synth 1.0.8",
-    reading="""
-Ours is 14-66x faster in CPU seconds with a fifth to a tenth of the memory.  Our MST is ten times closer on
-raw adult and closer on salary; on nltcs smartnoise's MST is slightly closer (its sampler, see "MST and AIM
-against smartnoise-synth").  Smartnoise's AIM was cut off at 1,500 s on every table, where ours takes 3-4 s.
-A run cut off counts at the time it was cut off, so its speed-up is a lower bound.""",
-    results=("steward_vs_smartnoise.json",))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,7 +235,6 @@ def key(row) -> tuple:
     return (row["side"], row["mechanism"], row["table"], int(row["seed"]))
 
 
-
 def meta() -> dict:
     """What the results file records about the settings (the provenance goes beside it)."""
     return {"epsilon": EPSILON, "delta": DELTA}
@@ -345,8 +346,9 @@ def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def table(runs: list[dict]) -> str:
-    """The docs section: the comparison per table and mechanism, then the conditions."""
+def tables(results: dict) -> str:
+    """The comparison per table and mechanism, then the conditions."""
+    runs = results["steward_vs_smartnoise.json"]["runs"]
     lines = ["| table | mechanism | runs (ours / smartnoise) | TVD 2-way ours / smartnoise | "
              "TVD 3-way ours / smartnoise | wall s ours / smartnoise | CPU s ours / smartnoise | speed-up wall / CPU | "
              "peak MB ours / smartnoise | TVD no worse, 3x faster (CPU), less memory |",
@@ -400,10 +402,6 @@ def conditions(runs: list[dict]) -> str:
             f"{min(loads):.1f} to {max(loads):.1f} on the 2-core machine.")
 
 
-def tables(results: dict) -> str:
-    return table(results["steward_vs_smartnoise.json"]["runs"])
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=harness.DATA, help="shared data directory")
@@ -448,7 +446,7 @@ def main(argv=None) -> None:
     elif not args.table:
         run_grid(args)
     if args.results == RESULTS:
-        print(table(load_runs(RESULTS)))
+        print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":

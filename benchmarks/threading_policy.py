@@ -22,7 +22,6 @@ from pathlib import Path
 
 import harness
 
-RESULTS = harness.RESULTS / "threading_policy.json"
 DOC = harness.Doc(
     title="Serial or parallel kernels on a busy machine",
     rerun="python benchmarks/threading_policy.py [--competitors 0 1 2] [--repeats 2]",
@@ -31,6 +30,9 @@ On the idle machine the policy goes parallel, about 1.3x faster than one thread,
 one or two busy loops it stays serial, within the timing noise of one thread, where forced parallel kernels
 take 2-3x (one competitor) and 7-30x (two) the wall time.""",
     results=("threading_policy.json",))
+
+
+RESULTS = harness.RESULTS / "threading_policy.json"
 CASES = ((10, 300), (13, 100))  # (3-way marginals, iterations): 245k- and 957k-cell junction trees
 
 CHILD = """
@@ -69,7 +71,8 @@ def run(k: int, iters: int, threads: int, forced: bool, data_dir: Path) -> dict:
     return {**result, "k": k, "threads": threads, "forced": forced, "load": os.getloadavg()[0]}
 
 
-def table(rows: list) -> str:
+def tables(results: dict) -> str:
+    rows = results["threading_policy.json"]["runs"]
     lines = ["| competitors | 3-way marginals / tree cells | iterations | 1 thread: wall / CPU s | "
              "2 threads, policy: wall / CPU s (parallel?) | 2 threads, forced parallel: wall / CPU s | load |",
              "|---:|---|---:|---|---|---|---|"]
@@ -88,13 +91,9 @@ def table(rows: list) -> str:
         lines.append(f"| {competitors} | {k} / {runs[0]['cells']:,} | {runs[0]['iterations']} | {cell(one)} | "
                      f"{cell(policy)} ({'yes' if any(r['parallel'] for r in policy) else 'no'}) | {cell(forced)} | "
                      f"{min(loads):.1f}-{max(loads):.1f} |")
+    lines += ["", "Wall and CPU seconds of the estimate alone; load: the 1-minute load average after each run, "
+              "competitors included."]
     return "\n".join(lines)
-
-
-def tables(results: dict) -> str:
-    data = results["threading_policy.json"]
-    return ("Wall and CPU seconds of the estimate alone; load: the 1-minute load average after each run, "
-            f"competitors included.\n\n{table(data['runs'])}")
 
 
 def main():
@@ -120,7 +119,7 @@ def main():
     conditions = (f"Load column: the 1-minute load average after each run, competitors included; {args.repeats} "
                   "runs per cell.")
     harness.save(RESULTS, {"conditions": conditions, "runs": rows})
-    print(f"{conditions}\n\n{table(rows)}")
+    print(tables(harness.read(RESULTS)))
 
 
 if __name__ == "__main__":
