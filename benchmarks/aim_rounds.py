@@ -36,10 +36,11 @@ DOC = harness.Doc(
     title="Where AIM's time goes, round by round",
     rerun=".venv/bin/python benchmarks/aim_rounds.py --data bn40 --epsilon 1 --seeds 0     # alone on an idle machine",
     reading="""
-Each row is one run of the code in its `code` column (when it ran is in the JSON).  On adult the refits take
-most of a run; on the latest code every seed at epsilon 10 ends within about 105 s.  On bn40 (40 attributes, about 100 rounds)
-scoring the candidates dominated; sharing partial products, splitting the scoring over the cores and counting
-the data's marginals at once took a run from 995 s to about 450-480 s, still above the 5-minute target.""",
+Each row is one run of the code in its `code` column (when it ran is in the JSON).  On adult the refits
+take most of a run; on the latest code every seed at epsilon 10 ends within about 105 s.  On bn40 (40
+attributes, about 100 rounds) scoring the candidates dominated; sharing partial products, splitting the
+scoring over the cores and counting the data's marginals at once took a run from 995 s to about 450-480 s,
+still above the 5-minute target.""",
     results=("aim_rounds.json",))
 
 

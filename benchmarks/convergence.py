@@ -196,7 +196,7 @@ def family_row(hetero, label):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=harness.DATA)
     parser.add_argument("--iters", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=10, help="cases of the heterogeneous family")

@@ -332,7 +332,7 @@ def describe(family, case):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", default=list(APPGM_CASES) + list(PGM_CASES))
     parser.add_argument("--cap", type=float, default=120.0, help="wall-clock seconds per run")
     parser.add_argument("--iters", type=int, default=3000)

@@ -1,4 +1,5 @@
-"""How often do the error bars of :mod:`ektelo_pgm.uncertainty` cover the truth (issue 31)?
+"""How often the error bars of ``ektelo_pgm.uncertainty`` cover the truth: the simulated coverage of
+measured intervals against the noise law's exact coverage, and how often AIM's model bounds hold.
 
 Measured intervals: on a real table's largest 3-way marginals, every run measures one marginal
 with the Gaussian (zCDP) or Laplace (pure) operator at several noise scales, and every cell's

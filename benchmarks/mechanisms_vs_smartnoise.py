@@ -47,8 +47,8 @@ DOC = harness.Doc(
 Our MST is 2.2-2.9x more accurate on adult and 1.3-1.9x on titanic, and 6.6-71x faster; on nltcs
 smartnoise's is more accurate, because its rounded sampler makes every pair of columns comonotone within a
 group, a correlation its fitted model lacks that happens to suit nltcs's positively correlated items
-(`--tree-bounds` shows our MST at the noise-free model of its rule there).  Smartnoise's AIM did not finish a
-run (cut off after 1,505 s on titanic, where ours takes 2 s).  Our AIM's times here predate "AIM at every budget".""",
+(`--tree-bounds` shows our MST at the noise-free model of its rule there).  Smartnoise's AIM did not finish
+a run (cut off after 1,505 s on titanic, where ours takes 2 s); our AIM's times are before "AIM at every budget".""",
     results=("mechanisms_vs_smartnoise.json",))
 
 

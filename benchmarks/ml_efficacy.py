@@ -1,4 +1,6 @@
-"""Machine-learning efficacy and disclosure checks on adult: synthetic data against a real holdout.
+"""Machine-learning efficacy and disclosure checks on adult: models trained on synthetic data (ours
+and smartnoise-synth's) scored on a real holdout, and how close the synthetic rows come to the
+training rows.
 
 The raw UCI adult table (``raw/adult/adult.data``, 32,561 rows, 15 columns, read as
 ``steward_vs_smartnoise.load_table`` reads it; the six columns adult.names calls continuous are

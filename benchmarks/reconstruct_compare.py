@@ -1,4 +1,6 @@
-"""Reconstruction operators compared on identical measurements (issue 5).
+"""Reconstruction operators compared on identical measurements: workload error and seconds of every
+operator on titanic and adult at three epsilons, and LeastSquares against dense least squares on
+domains up to 10^6 cells.
 
 Part 1 (McKenna et al. 2019, sec. 5.1 and Fig. 1d / 2a): on ``../shared/data`` titanic and adult,
 the workload of 15 random attribute triples with prefix ranges on the numeric attributes
@@ -163,7 +165,7 @@ def tables(results: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pgm-iters", type=int, default=100, help="PGM iterations (accelerated, Algorithm 2)")
     parser.add_argument("--appgm-iters", type=int, default=300, help="APPGM proximal iterations")
     parser.add_argument("--dense-mb", type=float, default=256.0, help="largest dense matrix for numpy lstsq")

@@ -97,7 +97,7 @@ def tables(results: dict) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=harness.DATA)
     parser.add_argument("--competitors", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--repeats", type=int, default=2)
