@@ -39,7 +39,8 @@ DOC = harness.Doc(
     rerun="nice -n 10 python benchmarks/big_synth.py [--rows 50000000] [--out /work/runs/raw50m]",
     reading="""
 Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes
-each on two cores and under 1 GB of memory, with 2-way total variation distances of about 0.01.""",
+each on two cores and under 1 GB of memory; the mean 2-way total variation distance to the real counts is
+0.014 for MST and 0.0014 for AIM.""",
     results=("big_synth.json",))
 
 
