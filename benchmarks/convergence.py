@@ -33,10 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -179,8 +176,9 @@ def table(results):
 
 
 def tables(results: dict) -> str:
-    data = results["convergence.json"]
-    return f"{data['conditions']}\n\n{table(data['results'])}"
+    return ("Seconds from the start of each run (set-up and compilation included), CPU seconds of the whole "
+            "process; \"-\": not reached within the run.  When each row ran, and under what load, is in the "
+            "JSON.\n\n" + table(results["convergence.json"]["results"]))
 
 
 def family_row(hetero, label):
@@ -209,7 +207,7 @@ def main():
     iters, seeds = (300, 3) if args.quick else (args.iters, args.seeds)
     only = None if args.only is None else set(args.only)
     stored = json.loads(RESULTS.read_text()) if only else {"results": {}, "family_cases": [None] * seeds}
-    started, start_load = datetime.now(timezone.utc), os.getloadavg()[0]
+    started, start_load = harness.now(), os.getloadavg()[0]
     domain, ms, total = heterogeneous(99)  # load every numba kernel from its cache before timing
     for method in ("auto", "mirror", "accelerated"):
         ours(domain, ms, total, method, 5)
@@ -232,8 +230,7 @@ def main():
         print(key, flush=True)
         harness.save(results_file, {"conditions": "partial", "results": results}, "mbi", "jax")
     load = os.getloadavg()
-    run = (f"{started:%Y-%m-%d %H:%M} UTC, {platform.machine()}, {os.cpu_count()} CPUs, python "
-           f"{sys.version.split()[0]}, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
+    run = (f"{started[:16]} UTC, load average at the start {start_load:.1f} and at the end {load[0]:.1f} "
            f"(shared machine: other jobs running)")
     if only:
         conditions = f"{stored['conditions']}  Rows {', '.join(sorted(only))} rerun {run}."

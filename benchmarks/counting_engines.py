@@ -45,7 +45,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +94,7 @@ def generate(out: Path, rows: int, part_rows: int) -> dict:
     network, domain = census_network(), table_domain()
     out.mkdir(parents=True, exist_ok=True)
     sizes = [min(part_rows, rows - start) for start in range(0, rows, part_rows)]
-    wall, reference = time.perf_counter(), None
+    clock, reference = harness.Clock(), None
     for part, n in enumerate(sizes):
         census = network.synthetic_data(n, part, method="sample").records
         weekday = np.random.default_rng([WEEKDAY_SEED, part]).integers(0, 7, n)
@@ -107,7 +106,7 @@ def generate(out: Path, rows: int, part_rows: int) -> dict:
     (out / "domain.json").write_text(json.dumps(dict(zip(domain.attrs, map(int, domain.shape)))))
     np.savez(out / "reference.npz", *reference)
     (out / "complete").write_text(json.dumps({"rows": rows, "parts": len(sizes)}))
-    return {"seconds_wall": round(time.perf_counter() - wall, 1), "parts": len(sizes)}
+    return {"seconds_wall": round(clock.elapsed(), 1), "parts": len(sizes)}
 
 
 def plan_of(domain, wanted):
@@ -258,16 +257,14 @@ def in_memory(folder: Path, domain) -> dict:
     part = pq.read_table(sorted(folder.glob("*.parquet"))[0], columns=list(domain.attrs))
     codes = np.stack([part.column(a).to_numpy() for a in domain.attrs])
     dataset = Dataset(codes.T.astype(np.int64), domain)
-    wall = time.perf_counter()
-    expected = [m.astype(np.int64).ravel() for m in dataset.marginals(cliques(domain))]
-    result = {"rows": codes.shape[1], "seconds_dataset_marginals": round(time.perf_counter() - wall, 3)}
+    expected, wall, _ = harness.timed(lambda: [m.astype(np.int64).ravel() for m in dataset.marginals(cliques(domain))])
+    result = {"rows": codes.shape[1], "seconds_dataset_marginals": round(wall, 3)}
     for parallel in (False, True):
         plan, out = plan_of(domain, cliques(domain))
         count_marginals(codes[:, :1000], plan, [t.copy() for t in out], parallel=parallel)  # compiled or loaded
-        wall = time.perf_counter()
-        count_marginals(codes, plan, out, parallel=parallel)
+        _, wall, _ = harness.timed(lambda: count_marginals(codes, plan, out, parallel=parallel))
         key = "parallel" if parallel else "serial"
-        result[f"seconds_kernel_{key}"] = round(time.perf_counter() - wall, 3)
+        result[f"seconds_kernel_{key}"] = round(wall, 3)
         result[f"kernel_{key}_equals_dataset"] = all(np.array_equal(o, e) for o, e in zip(out, expected))
     return result
 

@@ -15,7 +15,7 @@ as many synthetic records as the table has (ours: ``method="round"``; the refere
 Measured per run, in a fresh process per run, inside that process: wall-clock and CPU seconds
 (every thread) of fitting plus sampling, after the packages are imported (ours includes loading
 numba's cached kernels; the reference includes JAX compiling mbi's programs), and the process's
-peak resident memory (``ru_maxrss``, interpreter and imports included).  Then, in this process,
+peak resident memory (``harness.peak_mb``, interpreter and imports included).  Then, in this process,
 the mean total-variation distance between real and synthetic records over every 2-way and
 every 3-way marginal.  Both sides draw their noise from seeded generators, so a seed is a seed on
 both (the reference from numpy's global generator, seeded before the run).

@@ -35,7 +35,7 @@ distance over every 2-way and every 3-way marginal of the coded tables.
 Measured per run, in a fresh process per run: wall-clock and CPU seconds (all threads) of
 fit plus sample, excluding the imports and the reading of the table (ours includes loading its
 compiled kernels from numba's disk cache); peak resident memory of the whole process
-(``ru_maxrss``, imports and table included) and that peak before fitting (the baseline).
+(``harness.peak_mb``, imports and table included) and that peak before fitting (the baseline).
 Smartnoise draws its noise from OpenDP's samplers, which take no seed: its seeds are repetitions.
 
     .venv/bin/python benchmarks/steward_vs_smartnoise.py                 # the full grid
