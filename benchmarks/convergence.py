@@ -46,7 +46,7 @@ from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 
 DOC = harness.Doc(
-    title="Convergence of the reconstructions",
+    title="Convergence",
     rerun="PYTHONPATH=. ../venvs/peers/bin/python benchmarks/convergence.py     # --only LABEL reruns rows",
     reading="""
 PGM's default (L-BFGS on the log-potentials) is the only PGM method that reaches 1e-3 on every case and the

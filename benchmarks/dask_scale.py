@@ -42,7 +42,7 @@ from ektelo_pgm.mechanisms import AIM, MST  # noqa: E402
 from ektelo_pgm.sample_data import census_network  # noqa: E402
 
 DOC = harness.Doc(
-    title="The Dask path at 50M rows",
+    title="Dask path at 50M rows",
     rerun="nice -n 10 python benchmarks/dask_scale.py [--rows 50000000] [--out /work/runs/dask50m]   # the dask extra",
     reading="""
 Fifty million rows (3.8 GB as an in-memory dataset) are counted, and MST and AIM run, with two workers of

@@ -43,7 +43,7 @@ import harness
 from harness import load_runs, save_runs
 
 DOC = harness.Doc(
-    title="Multiplicative weights: MWEM's default update by time to quality",
+    title="Multiplicative weights: the default by time to quality",
     rerun="taskset -c 1 .venv/bin/python benchmarks/mw_default.py --seeds 3 --cutoff 420",
     reading="""
 The searched multiplicative step (`method='mirror'`, 100 iterations) reaches the old default's workload error
