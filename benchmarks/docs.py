@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     page = render()
     if args.check:
         if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != page:
-            print(f"{PAGE.relative_to(REPO)} is stale: run python benchmarks/docs.py", file=sys.stderr)
+            print(f"{PAGE} is stale: run python benchmarks/docs.py", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(page, encoding="utf-8")

@@ -1,12 +1,48 @@
-"""docs/benchmarks.md is generated from benchmarks/results/ by benchmarks/docs.py: CI fails when it is stale."""
+"""docs/benchmarks.md is generated from benchmarks/results/ by benchmarks/docs.py (CI fails when it
+is stale), and benchmarks/harness.py measures a case in a fresh process."""
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import docs  # noqa: E402
+import harness  # noqa: E402
 
 
 def test_benchmarks_page_is_generated_from_the_results():
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "docs.py"), "--check"], capture_output=True,
                           text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_check_fails_on_a_stale_page(monkeypatch, tmp_path, capsys):
+    stale = tmp_path / "benchmarks.md"
+    stale.write_text(docs.PAGE.read_text(encoding="utf-8").replace("| ", "|", 1), encoding="utf-8")
+    monkeypatch.setattr(docs, "PAGE", stale)
+    assert docs.main(["--check"]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert docs.main([]) == 0 and docs.main(["--check"]) == 0
+
+
+def test_the_harness_measures_a_fresh_process_and_reads_its_result():
+    code = ("import json, time\n"
+            "block = bytearray(200 * 2**20)\n"  # 200 MB, touched
+            "end = time.process_time() + 0.3\n"
+            "while time.process_time() < end:\n"
+            "    pass\n"
+            "print(json.dumps({'done': len(block)}))\n")
+    run = harness.child("-c", code, timeout=60)
+    assert run.ok and run.result() == {"done": 200 * 2**20}
+    assert run.peak_mb >= 200
+    assert 0.3 <= run.cpu <= run.wall + 0.5
+    assert run.usage() == {"process_wall": run.wall, "process_cpu": run.cpu, "process_peak_mb": run.peak_mb}
+
+
+def test_the_harness_cuts_a_run_at_its_timeout():
+    run = harness.run([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(30)"],
+                      timeout=1.0)
+    assert run.cut and not run.ok and run.returncode is None
+    assert 1.0 <= run.wall < 10.0
+    assert run.output.strip() == "started"
