@@ -10,7 +10,8 @@ import pytest
 from ektelo_pgm.cli import main
 from ektelo_pgm.operators.least_squares import LeastSquares
 from ektelo_pgm.operators.reconstruct import PGM
-from ektelo_pgm.report import MISSING, OTHER, Discretisation, compare, evaluate, kinds_of
+from ektelo_pgm.evaluation import MISSING, OTHER, Discretisation, compare, evaluate, kinds_of
+from ektelo_pgm.evaluation.figures import _cells
 
 from conftest import toy
 
@@ -246,10 +247,11 @@ def test_figures_order_categories_that_are_numbers_numerically():
     evaluation = evaluate(real, real.sample(frac=1.0, random_state=1), schema={"month": "categorical"})
     p, q = evaluation.marginals(("month",))
     labels = evaluation.discretisation.labels("month")
-    assert [labels[i] for i in evaluation._cells("month", p, q, 24)] == [str(m) for m in range(1, 13)]
+    shown = _cells(evaluation.discretisation, "month", p, q, 24)
+    assert [labels[i] for i in shown] == [str(m) for m in range(1, 13)]
     p, q = evaluation.marginals(("colour",))
     labels = evaluation.discretisation.labels("colour")
-    assert [labels[i] for i in evaluation._cells("colour", p, q, 24)] == ["blue", "green", "red"]
+    assert [labels[i] for i in _cells(evaluation.discretisation, "colour", p, q, 24)] == ["blue", "green", "red"]
 
 
 def test_the_report_opens_with_the_quality_scores_and_the_worst_columns():
