@@ -61,6 +61,12 @@ def edge_label(x: float) -> str:
     return f"{x:.0f}" if float(x).is_integer() else f"{x:.4g}"
 
 
+def _category_order(text: str) -> tuple:
+    """The sort key of a category: numbers first, in numeric order, then text alphabetically."""
+    x = number(text)
+    return (True, 0.0, text) if np.isnan(x) else (False, x, text)
+
+
 def kinds_of(schema) -> dict:
     """``{column: "numeric" | "categorical"}`` from a schema: a fitted TableEncoder, a mapping
     ``{column: kind}`` or ``{"columns": {column: {"kind": kind, ...}}}``, or the path of a JSON
@@ -128,8 +134,7 @@ class Discretisation:
                 rows = numbers[index[index >= 0]]
                 self.edges[name] = np.unique(np.quantile(rows, np.arange(1, bins) / bins))
             else:
-                self.categories[name] = sorted({label(v) for v in values},
-                                               key=lambda s: (np.isnan(number(s)), number(s), s))
+                self.categories[name] = sorted({label(v) for v in values}, key=_category_order)
 
     def labels(self, column: str) -> list[str]:
         """The cells of ``column`` in code order: bins or categories, then missing and other.
