@@ -1,4 +1,4 @@
-"""Fidelity scores against SDMetrics: ``ektelo_pgm.fidelity`` and SDMetrics's QualityReport
+"""Fidelity scores against SDMetrics: ``ektelo_pgm.evaluation.fidelity`` and SDMetrics's QualityReport
 scoring the same real and synthetic files.
 
 Tables: the raw UCI Adult file (../shared/data/raw/adult/adult.data, ``?`` read as missing)
@@ -40,7 +40,7 @@ DOC = harness.Doc(
     title="Fidelity scores against SDMetrics",
     rerun=".venv/bin/python benchmarks/fidelity_vs_sdmetrics.py       # SDMetrics in ../venvs/sdmetrics",
     reading="""
-`ektelo_pgm.fidelity.quality` gives SDMetrics's QualityReport scores on the same files, column by column and
+`ektelo_pgm.evaluation.quality` gives SDMetrics's QualityReport scores on the same files, column by column and
 pair by pair, to within 1e-9; the differences above 1e-15 are TVComplement's, where SDMetrics adds 1e-6 of a
 row to the real count of a category only the synthetic table has.""",
     results=("fidelity_vs_sdmetrics.json",))
@@ -143,9 +143,9 @@ SETTINGS = {"default thresholds": (0.5, 0.3), "every pair": (0.0, 0.0)}
 
 
 def ours(case: dict) -> tuple[dict, dict]:
-    """``(kinds, scores)`` of ``ektelo_pgm.fidelity`` on ``case``, shaped as SDMetrics's."""
+    """``(kinds, scores)`` of ``ektelo_pgm.evaluation.fidelity`` on ``case``, shaped as SDMetrics's."""
     sys.path.insert(0, str(REPO))  # this checkout's ektelo_pgm
-    from ektelo_pgm.fidelity import quality
+    from ektelo_pgm.evaluation import quality
 
     real, synthetic = read(case["real"]), read(case["synthetic"])
     out = {}
@@ -242,8 +242,8 @@ def run(work: Path) -> dict:
 
 def tables(results: dict) -> str:
     record = results["fidelity_vs_sdmetrics.json"]
-    lines = [f"SDMetrics {record['tables'][0]['sdmetrics_version']}'s QualityReport and `ektelo_pgm.fidelity.quality` "
-             f"on the same files.  Largest |difference| over every "
+    lines = [f"SDMetrics {record['tables'][0]['sdmetrics_version']}'s QualityReport and "
+             "`ektelo_pgm.evaluation.quality` on the same files.  Largest |difference| over every "
              f"column, pair and aggregate of every table: {record['max_difference']:.1e} (accepted: "
              f"{record['accept']:g}).  Pair trends with SDMetrics's default thresholds (pairs with a real |r| above "
              "0.5 or Cramér's V above 0.3) and over every pair (thresholds 0); the same pairs counted on both sides.",

@@ -4,7 +4,7 @@ training rows.
 
 The raw UCI adult table (``raw/adult/adult.data``, 32,561 rows, 15 columns, read as
 ``steward_vs_smartnoise.load_table`` reads it; the six columns adult.names calls continuous are
-numeric, the others categorical) is split 80/20 with ``ektelo_pgm.holdout.split(seed=0)``.  Each
+numeric, the others categorical) is split 80/20 with ``ektelo_pgm.evaluation.split(seed=0)``.  Each
 synthesizer sees the training part only and draws as many rows as it has:
 
 - ours: ``Synthesizer("mst" | "aim", epsilon, delta=1e-9, seed).fit(train).sample(len(train))``;
@@ -62,7 +62,7 @@ SPLIT_SEED = 0
 
 def adult(data: Path):
     """``(train, holdout, kinds)``: adult's 80/20 split and its documented column kinds."""
-    from ektelo_pgm.holdout import split
+    from ektelo_pgm.evaluation import split
 
     frame, continuous = steward.load_table(data, "adult")
     train, holdout = split(frame, share=0.2, seed=SPLIT_SEED)
@@ -93,7 +93,7 @@ def one_run(args, side, mechanism, epsilon, seed, train, holdout, kinds) -> dict
     """Synthesize in a fresh process, then score the synthetic table."""
     import pandas as pd
 
-    from ektelo_pgm.holdout import disclosure, ml_efficacy
+    from ektelo_pgm.evaluation import disclosure, ml_efficacy
 
     row = {"side": side, "mechanism": mechanism, "epsilon": epsilon, "seed": seed, "commit": harness.code_state(),
            "when": harness.now(), "load_before": os.getloadavg()[0]}

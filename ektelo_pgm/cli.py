@@ -338,7 +338,7 @@ def read_compared(path: str, args):
 
 
 def evaluate(args) -> None:
-    from .report import evaluate as evaluate_tables
+    from .evaluation import evaluate as evaluate_tables
 
     real, synthetic = read_compared(args.real, args), read_compared(args.synthetic, args)
     orders = (1, 2, 3) if args.three_way else (1, 2)
@@ -353,7 +353,7 @@ def evaluate(args) -> None:
 def compare(args) -> None:
     from .plans import table
     from .plans.plan import Comparison
-    from .report import compare as compare_operators
+    from .evaluation import compare as compare_operators
 
     operators = chosen_operators(args.reconstruct)
     data = load_data(args)

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import ks_2samp
 from scipy.stats.contingency import association
 
-from ektelo_pgm.fidelity import Quality, _cramers_v, column_pair_trends, column_shapes, quality
+from ektelo_pgm.evaluation import Quality, column_pair_trends, column_shapes, quality
+from ektelo_pgm.evaluation.fidelity import _cramers_v
 
 NAN = float("nan")
 

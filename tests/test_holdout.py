@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ektelo_pgm import holdout
-from ektelo_pgm.holdout import closest_distances, disclosure, ml_efficacy, split
+from ektelo_pgm.evaluation import closest_distances, disclosure, holdout, ml_efficacy, split
 
 KINDS = {"x": "numeric", "size": "numeric", "colour": "categorical", "label": "categorical", "amount": "numeric"}
 

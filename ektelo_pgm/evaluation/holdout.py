@@ -45,11 +45,11 @@ them (a small domain repeats rows) and be private.
   the synthetic rows are no closer to the training part than unseen real rows are; near 1 it
   points at copied records.
 
-Column kinds: ``kinds`` is anything :func:`ektelo_pgm.report.kinds_of` reads (a
-``{column: "numeric" | "categorical"}`` mapping, a TableEncoder, a JSON path); columns it does
-not name are decided as :class:`ektelo_pgm.report.Discretisation` decides them on the training
-part.  Like :mod:`ektelo_pgm.report`, these checks read the real table freely: treat their
-output like the real data.
+Column kinds: ``kinds`` is anything :func:`ektelo_pgm.evaluation.discretisation.kinds_of` reads
+(a ``{column: "numeric" | "categorical"}`` mapping, a TableEncoder, a JSON path); columns it
+does not name are decided as :class:`ektelo_pgm.evaluation.discretisation.Discretisation` decides
+them on the training part.  Like :mod:`ektelo_pgm.evaluation.report`, these checks read the real
+table freely: treat their output like the real data.
 """
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .report import MISSING, Discretisation, _distinct, _label, _number, kinds_of
+from ..errors import InputError
+from .discretisation import MISSING, Discretisation, distinct, kinds_of, label, number
 
 MODELS = ("linear", "random_forest", "gradient_boosting")
 MODEL_NAMES = {"linear": "linear", "random_forest": "random forest", "gradient_boosting": "gradient boosting"}
@@ -140,14 +140,14 @@ def _kinds(train, kinds) -> dict:
 
 def _values(series, kind: str, name: str, what: str) -> np.ndarray:
     """A column as float64 (numeric; NaN: missing) or as category labels (object; missing is
-    :data:`~ektelo_pgm.report.MISSING`)."""
-    index, values = _distinct(series)
+    :data:`~ektelo_pgm.evaluation.discretisation.MISSING`)."""
+    index, values = distinct(series)
     if kind == "numeric":
-        numbers = np.array([_number(v) for v in values], dtype=float)
+        numbers = np.array([number(v) for v in values], dtype=float)
         if not np.isfinite(numbers).all():
             raise InputError(f"column {name!r} is numeric but the {what} holds a value that is not a finite number")
         return np.append(numbers, np.nan)[index] + 0.0  # -0.0 as 0.0
-    return np.array([_label(v) for v in values] + [MISSING], dtype=object)[index]
+    return np.array([label(v) for v in values] + [MISSING], dtype=object)[index]
 
 
 def _table(frame, kinds: dict, what: str) -> dict:

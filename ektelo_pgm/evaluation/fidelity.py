@@ -26,7 +26,7 @@ A score that is undefined (a column without values in one table, a column consta
 correlation) is NaN and left out of the means.  Unlike SDMetrics, which samples 50,000 rows of
 larger tables for a contingency score, every row counts.
 
-Not private, like :mod:`ektelo_pgm.report`: the scores read the real table freely.
+Not private, like :mod:`ektelo_pgm.evaluation.report`: the scores read the real table freely.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .report import Discretisation, kinds_of
+from ..errors import InputError
+from .discretisation import Discretisation, kinds_of
 
 #: Decimals kept of a number before its KS statistic.
 DECIMALS = 14
@@ -96,9 +96,10 @@ def _numbers(column, name: str, what: str) -> tuple[np.ndarray, bool]:
 
 
 def _kinds(real, kinds) -> dict:
-    """``{column: kind}``: ``kinds`` read by :func:`~ektelo_pgm.report.kinds_of`, or, None, the
-    kinds :class:`~ektelo_pgm.report.Discretisation` gives the real table's columns, a column it
-    takes for numeric staying so only when its type is a number's; date/time columns numeric."""
+    """``{column: kind}``: ``kinds`` read by :func:`~ektelo_pgm.evaluation.discretisation.kinds_of`,
+    or, None, the kinds :class:`~ektelo_pgm.evaluation.discretisation.Discretisation` gives the real
+    table's columns, a column it takes for numeric staying so only when its type is a number's;
+    date/time columns numeric."""
     if kinds is not None:
         return kinds_of(kinds)
     numeric = set(Discretisation(real).edges)
@@ -236,9 +237,9 @@ def column_shapes(real, synthetic, kinds=None):
     NaN: undefined), as SDMetrics's quality report defines them (see the module's docstring).
 
     ``kinds``: ``{column: "numeric" | "categorical"}``, a TableEncoder or the path of a saved
-    schema (:func:`~ektelo_pgm.report.kinds_of`) names the columns scored; None scores every
-    column of ``real``, of the kind the report's discretisation gives it.  Extra columns of
-    ``synthetic`` are ignored; one it lacks is an error."""
+    schema (:func:`~ektelo_pgm.evaluation.discretisation.kinds_of`) names the columns scored; None
+    scores every column of ``real``, of the kind the report's discretisation gives it.  Extra
+    columns of ``synthetic`` are ignored; one it lacks is an error."""
     return _shapes_table(_prepare(real, synthetic, kinds))
 
 
