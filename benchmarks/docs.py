@@ -64,8 +64,8 @@ def recorded(data) -> tuple[str, str]:
 
     def walk(value, key=None):
         if isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, k)
+            for k, v in value.items():  # a dict of commits (before and after a run) counts as commits
+                walk(v, key if key in ("commit", "code") else k)
         elif isinstance(value, list):
             for v in value:
                 walk(v, key)
@@ -86,21 +86,23 @@ def recorded(data) -> tuple[str, str]:
 def listing(docs: dict) -> str:
     """Every results file: its benchmark, when and on which code it was recorded, and whether a
     newer file of the same benchmark supersedes it."""
-    owner = {}
+    readers, status = {}, {}
     for name, doc in docs.items():
         for file in doc.results:
-            owner[file] = (name, "read by the tables")
+            readers.setdefault(file, []).append(name)
+            status.setdefault(file, "read by the tables")
         for file in doc.superseded:
-            owner[file] = (name, f"superseded by {doc.results[0]}")
+            readers.setdefault(file, []).append(name)
+            status[file] = f"superseded by {doc.results[0]}"
     files = sorted(p.name for p in RESULTS.glob("*.json"))
-    stray = [f for f in files if f not in owner]
+    stray = [f for f in files if f not in readers]
     if stray:
         raise ValueError(f"results files no benchmark reads or supersedes: {', '.join(stray)}")
     lines = ["## Results files", "", "| file | benchmark | recorded | code | status |", "|---|---|---|---|---|"]
     for file in files:
         dates, commits = recorded(read(RESULTS / file)[file])
-        name, status = owner[file]
-        lines.append(f"| `{file}` | `{name}.py` | {dates} | {commits} | {status} |")
+        names = ", ".join(f"`{name}.py`" for name in readers[file])
+        lines.append(f"| `{file}` | {names} | {dates} | {commits} | {status[file]} |")
     return "\n".join(lines)
 
 
