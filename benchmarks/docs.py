@@ -20,6 +20,8 @@ sys.path.insert(0, str(BENCHMARKS))
 from harness import REPO, RESULTS, read  # noqa: E402
 
 PAGE = REPO / "docs" / "benchmarks.md"
+#: a word of 7 to 40 hexadecimal digits with a letter and a digit: a commit
+COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 #: the benchmarks in the order of the page
 SCRIPTS = ("pgm_vs_mbi", "pgm_scale", "convergence", "defaults_by_time", "appgm_scaling", "appgm_large",
            "reconstruct_compare", "mw_default", "threading_policy", "mechanisms_vs_smartnoise",
@@ -47,6 +49,8 @@ def section(name: str) -> str:
     reading = doc.reading.strip()
     if len(reading.splitlines()) > 5:
         raise ValueError(f"{name}.DOC.reading has more than five lines")
+    if COMMIT.search(reading) or COMMIT.search(what(module)):
+        raise ValueError(f"{name}: a commit hash in its description or reading (history goes to the JSON)")
     parts = [f"## {doc.title} (`benchmarks/{name}.py`)", what(module), f"```\n{doc.rerun.strip()}\n```"]
     if doc.results:
         parts.append(module.tables(read(*(RESULTS / file for file in doc.results))).strip())

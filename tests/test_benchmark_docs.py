@@ -1,8 +1,11 @@
 """docs/benchmarks.md is generated from benchmarks/results/ by benchmarks/docs.py (CI fails when it
 is stale), and benchmarks/harness.py measures a case in a fresh process."""
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -24,6 +27,15 @@ def test_the_check_fails_on_a_stale_page(monkeypatch, tmp_path, capsys):
     assert docs.main(["--check"]) == 1
     assert "stale" in capsys.readouterr().err
     assert docs.main([]) == 0 and docs.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("reading, refusal", [("Faster since 5564a75.", "commit"), ("1\n2\n3\n4\n5\n6", "five")])
+def test_a_reading_with_history_or_past_five_lines_is_refused(monkeypatch, reading, refusal):
+    import pgm_scale
+
+    monkeypatch.setattr(pgm_scale, "DOC", dataclasses.replace(pgm_scale.DOC, reading=reading))
+    with pytest.raises(ValueError, match=refusal):
+        docs.section("pgm_scale")
 
 
 def test_the_harness_measures_a_fresh_process_and_reads_its_result():
