@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import CountedDataset, Dataset, _validate_records, check_recoded, read_domain
+from .dataset import CountedDataset, Dataset, validate_records, check_recoded, read_domain
 from .domain import Domain
 from .errors import DEFAULT_MAX_MB, InputError
 
@@ -55,7 +55,7 @@ def _codes(part, index, domain: Domain) -> np.ndarray:
     partition, the column and the row within the partition)."""
     if len(part) == 0:
         return np.empty((0, len(domain)), dtype=np.int64)
-    return _validate_records(part.to_numpy(), domain, f"partition {index}")
+    return validate_records(part.to_numpy(), domain, f"partition {index}")
 
 
 def _count(part, index, domain: Domain, plan) -> list:

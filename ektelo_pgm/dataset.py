@@ -44,7 +44,7 @@ def check_dense_size(domain: Domain, attrs: Iterable[str], max_mb: float, what: 
     return cells
 
 
-def _validate_records(values: np.ndarray, domain: Domain, source: str) -> np.ndarray:
+def validate_records(values: np.ndarray, domain: Domain, source: str) -> np.ndarray:
     """Return ``values`` as int64 codes, raising ValueError naming the column and row of a bad code."""
     if values.ndim != 2:
         raise InputError(f"{source}: records must be a 2-D array (rows, attributes), got {values.ndim} dimensions")
@@ -117,7 +117,7 @@ class Dataset:
         if len(domain) == 0:
             raise InputError("Dataset: the domain has no attributes")
         self.domain = domain
-        self.records = _validate_records(np.asarray(records), domain, "Dataset")
+        self.records = validate_records(np.asarray(records), domain, "Dataset")
 
     @classmethod
     def load(cls, csv_path, domain_json_path) -> "Dataset":
@@ -153,7 +153,7 @@ class Dataset:
             values = np.char.strip(text).astype(np.int64)
         except ValueError:  # re-checked one by one so that the error names the column and row
             values = np.char.strip(text).astype(object)
-        return cls(_validate_records(values, domain, str(csv_path)), domain)
+        return cls(validate_records(values, domain, str(csv_path)), domain)
 
     @classmethod
     def from_dataframe(cls, df, domain: Domain) -> "Dataset":
@@ -161,7 +161,7 @@ class Dataset:
         missing = [a for a in domain.attrs if a not in df.columns]
         if missing:
             raise InputError(f"DataFrame: columns {missing} of the domain are missing")
-        return cls(_validate_records(df[list(domain.attrs)].to_numpy(), domain, "DataFrame"), domain)
+        return cls(validate_records(df[list(domain.attrs)].to_numpy(), domain, "DataFrame"), domain)
 
     def to_dataframe(self):
         """The records as a pandas DataFrame of integer codes."""

@@ -196,7 +196,7 @@ def test_synthetic_data_has_the_base_signature_and_checks_in_the_base():
     from ektelo_pgm.pgm import GraphicalModel
     from ektelo_pgm.pgm.appgm.model import APPGMEstimate
 
-    classes = [getattr(estimate, name) for name in estimate.__all__ if name not in estimate._ENGINE_ESTIMATES]
+    classes = [getattr(estimate, name) for name in estimate.__all__ if name not in estimate.ENGINE_ESTIMATES]
     for cls in [*classes, UndirectedModel, GraphicalModel, APPGMEstimate]:
         parameters = list(inspect.signature(cls.synthetic_data).parameters.values())
         assert [(p.name, p.default) for p in parameters[1:4]] == [("n", None), ("rng", None), ("method", None)], cls

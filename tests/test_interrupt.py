@@ -13,7 +13,7 @@ from ektelo_pgm.matrix import Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM
 from ektelo_pgm.pgm.appgm import ConvexGBP, MeasuredCliques
-from ektelo_pgm.pgm.estimation import Objective
+from ektelo_pgm.pgm.loss import Objective
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.optimizers import mirror_descent
 

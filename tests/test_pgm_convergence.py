@@ -12,8 +12,9 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.least_squares import weighted_system
 from ektelo_pgm.operators.multiplicative_weights import MultiplicativeWeights
 from ektelo_pgm.operators.reconstruct import PGM
-from ektelo_pgm.pgm.estimation import Objective, estimate, resolve_method
+from ektelo_pgm.pgm.estimation import estimate, resolve_method
 from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.loss import Objective
 
 TOTAL = 1000.0
 

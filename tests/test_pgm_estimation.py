@@ -9,10 +9,10 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.measurement import estimate_total
-from ektelo_pgm.pgm.estimation import Objective, largest_eigenvalue
 from ektelo_pgm.pgm.factor import Factor
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.junction_tree import ModelTooLargeError
+from ektelo_pgm.pgm.loss import Objective, largest_eigenvalue
 from ektelo_pgm.pgm.model import GraphicalModel
 from ektelo_pgm.pgm.optimizers import Oracle, mirror_descent
 

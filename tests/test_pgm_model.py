@@ -11,7 +11,8 @@ from ektelo_pgm.matrix import Identity, Kronecker, Ones, Prefix
 from ektelo_pgm.pgm import factored
 from ektelo_pgm.pgm.clique_vector import CliqueVector
 from ektelo_pgm.pgm.factor import Factor
-from ektelo_pgm.pgm.inference import BranchMarginals, Memo, balanced, sum_product
+from ektelo_pgm.pgm.branch_marginals import BranchMarginals, balanced, sum_product
+from ektelo_pgm.pgm.elimination import Memo
 from ektelo_pgm.pgm.model import GraphicalModel
 
 

@@ -8,7 +8,7 @@ from ektelo_pgm.domain import Domain
 from ektelo_pgm.matrix import Prefix
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.pgm.appgm import ConvexGBP, RegionGraphOracle, measured_cliques
-from ektelo_pgm.pgm.estimation import Objective
+from ektelo_pgm.pgm.loss import Objective
 from ektelo_pgm.pgm.inference import MarginalOracle
 from ektelo_pgm.pgm.optimizers import Oracle, dual_averaging, mirror_descent, quasi_newton
 

@@ -10,7 +10,8 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.estimation import estimate
 from ektelo_pgm.pgm.inference import MarginalOracle
-from ektelo_pgm.pgm.torch_oracle import resolve_backend
+from ektelo_pgm.pgm import backends
+from ektelo_pgm.pgm.backends import resolve_backend
 
 try:
     import torch
@@ -84,6 +85,33 @@ def test_cpu_and_auto_without_cuda_stay_numba():
     if not _cuda():
         assert resolve_backend("auto", 10**9) == "cpu"
     assert resolve_backend("auto", 10) == "cpu"
+
+
+def test_the_torch_devices_register_when_the_package_loads_without_importing_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, ektelo_pgm.pgm; from ektelo_pgm.pgm.backends import DEVICES; "
+            "print(sorted(DEVICES), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("]")[0] + "]" == "['cuda', 'torch-cpu']" and out.strip().endswith("False")
+
+
+def test_backends_run_the_registered_device_and_refuse_a_missing_one(monkeypatch):
+    domain = Domain(["a", "b"], [2, 3])
+    base = MarginalOracle(domain, [("a", "b")])
+    made = []
+    device = backends.Device("torch-cpu", check=lambda: None, present=lambda: True,
+                             oracle=lambda numba, dtype: made.append((numba, dtype)) or "device oracle",
+                             gbp=lambda gbp: ("device gbp", gbp))
+    monkeypatch.setitem(backends.DEVICES, "torch-cpu", device)
+    assert backends.make_oracle(base, "torch-cpu", "float32") == "device oracle" and made == [(base, "float32")]
+    assert backends.make_oracle(base, "cpu") is base and backends.device_gbp("numba gbp", "cpu") == "numba gbp"
+    assert backends.device_gbp("numba gbp", "torch-cpu") == ("device gbp", "numba gbp")
+    monkeypatch.delitem(backends.DEVICES, "cuda")
+    with pytest.raises(InputError, match="no implementation of the 'cuda' device is registered"):
+        resolve_backend("gpu")
+    assert resolve_backend("auto", 10**9) == "cpu"  # no device for "auto" to choose
 
 
 # ------------------------------------------------------------------ marginals equal the numba oracle's
@@ -218,7 +246,7 @@ def test_appgm_backend(small_problem):
 def test_convex_gbp_equals_numba(kind):
     from ektelo_pgm.pgm.appgm.inference import ConvexGBP, consistent_beliefs
     from ektelo_pgm.pgm.region_graph import RegionGraph
-    from ektelo_pgm.pgm.torch_oracle import TorchConvexGBP
+    from ektelo_pgm.pgm.torch_gbp import TorchConvexGBP
 
     rng = np.random.default_rng(5)
     domain = Domain([f"c{i}" for i in range(8)], [3, 2, 4, 3, 2, 3, 2, 4])

@@ -1,9 +1,12 @@
 """Implicit linear operators (scipy ``LinearOperator`` subclasses) with a closed,
 structure-keeping algebra: see docs/operators.md."""
-from .core import (Adapter, Dense, HStack, Identity, Kronecker, Matrix, Ones, Product, Sparse,
-                   Sum, Total, Transpose, VStack, Weighted, ZeroOne, as_matrix, check_size)
+from .algebra import (Adapter, Dense, Identity, Matrix, Ones, Product, Sparse, Sum, Total, Transpose, Weighted,
+                      ZeroOne, as_matrix)
+from .core import check_size
+from .kronecker import Kronecker
 from .marginal import Marginal, Marginals
 from .ranges import AllRange, Prefix, RangeQueries, Suffix
+from .stacks import HStack, VStack
 
 __all__ = [
     "Matrix", "ZeroOne", "Transpose", "Adapter", "as_matrix", "check_size",

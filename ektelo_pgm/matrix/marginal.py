@@ -13,7 +13,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
-from .core import VStack, ZeroOne, _check_p, _is_scalar, check_size, scaled
+from .algebra import ZeroOne, scaled
+from .core import check_p, check_size, is_scalar
+from .stacks import VStack
 
 
 class Marginal(ZeroOne):
@@ -58,7 +60,7 @@ class Marginal(ZeroOne):
         return sp.csr_matrix((np.ones(n), (self._column_map(), np.arange(n))), shape=self.shape)
 
     def column_norms(self, p):
-        _check_p(p)
+        check_p(p)
         return np.ones(self.shape[1])
 
     def __repr__(self):
@@ -82,7 +84,7 @@ class Marginals(VStack):
             raise InputError("Marginals: needs at least one attribute set")
         blocks, self.weights = [], []
         for attrs, w in weights:
-            if not _is_scalar(w) or not np.isfinite(float(w)):
+            if not is_scalar(w) or not np.isfinite(float(w)):
                 raise InputError(f"Marginals: weight {w!r} of {attrs!r} is not a finite real number")
             M = Marginal(domain, attrs)
             self.weights.append((M.attrs, float(w)))
@@ -91,11 +93,11 @@ class Marginals(VStack):
         super().__init__(blocks)
 
     def column_norms(self, p):
-        p = _check_p(p)
+        p = check_p(p)
         return np.full(self.shape[1], self.sensitivity(p))
 
     def sensitivity(self, p=1):
-        p = _check_p(p)
+        p = check_p(p)
         w = np.array([w for _, w in self.weights])
         return float(np.abs(w).sum()) if p == 1 else float(np.sqrt(np.square(w).sum()))
 

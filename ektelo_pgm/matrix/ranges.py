@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
-from .core import ZeroOne, _check_p, check_size
+from .algebra import ZeroOne
+from .core import check_p, check_size
 
 
 def _interval_rows(starts: np.ndarray, stops: np.ndarray, n: int, what: str) -> sp.csr_matrix:
@@ -43,7 +44,7 @@ class Prefix(ZeroOne):
         return _interval_rows(np.zeros(n, dtype=np.int64), np.arange(n), n, repr(self))
 
     def column_norms(self, p):
-        p = _check_p(p)
+        p = check_p(p)
         n = self.shape[0]
         return (n - np.arange(n, dtype=np.float64)) ** (1.0 / p)
 
@@ -71,7 +72,7 @@ class Suffix(ZeroOne):
         return _interval_rows(np.arange(n), np.full(n, n - 1), n, repr(self))
 
     def column_norms(self, p):
-        p = _check_p(p)
+        p = check_p(p)
         return np.arange(1, self.shape[0] + 1, dtype=np.float64) ** (1.0 / p)
 
     def __repr__(self):
@@ -128,7 +129,7 @@ class AllRange(ZeroOne):
         return _interval_rows(lo, hi, self.n, repr(self))
 
     def column_norms(self, p):
-        p = _check_p(p)
+        p = check_p(p)
         j = np.arange(self.n, dtype=np.float64)
         return ((j + 1) * (self.n - j)) ** (1.0 / p)
 

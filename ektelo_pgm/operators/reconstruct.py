@@ -12,7 +12,7 @@ __all__ = ["LeastSquares", "LocalLeastSquares", "NonNegativeLeastSquares", "Mult
 def check_backend(name: str, backend: str, dtype: str = "float64") -> None:
     """Refuse an unknown ``backend`` or ``dtype`` when the reconstruction is configured (whether a
     CUDA device is present is checked when it runs)."""
-    from ..pgm.torch_oracle import BACKENDS
+    from ..pgm.backends import BACKENDS
 
     if backend not in BACKENDS:
         raise InputError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")

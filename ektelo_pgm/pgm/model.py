@@ -16,11 +16,13 @@ from ..errors import DEFAULT_MAX_MB, InputError
 from ..estimate import Estimate, synthetic_attrs
 from ..files import atomic_write
 from ..kernels.tree import spare_threads
+from .branch_marginals import BranchMarginals, balanced
 from .clique_vector import CliqueVector
+from .elimination import Memo, clique_tables, eliminate, steiner_cliques
 from .factor import Factor
-from .inference import (BranchMarginals, Memo, MarginalOracle, balanced, clique_tables, eliminate, round_records,
-                        sample_records, steiner_cliques)
+from .inference import MarginalOracle
 from .junction_tree import canonical
+from .sampling import round_records, sample_records
 
 
 #: Cells the tables shared by one call of :meth:`GraphicalModel.projections` may hold, however
@@ -102,7 +104,7 @@ class GraphicalModel(Estimate):
 
     def project(self, attrs, memo: Memo | None = None) -> np.ndarray:
         """Estimated counts over ``attrs`` shaped by their sizes in the order asked (``memo``: the
-        reduced clique tables of :func:`~ektelo_pgm.pgm.inference.clique_tables`, shared between
+        reduced clique tables of :func:`~ektelo_pgm.pgm.elimination.clique_tables`, shared between
         calls on this model)."""
         attrs = self.domain.check(attrs)
         host = self.tree.host(attrs)
@@ -115,14 +117,14 @@ class GraphicalModel(Estimate):
     def projections(self, cliques) -> Iterator[np.ndarray]:
         """Estimated counts over each of ``cliques`` in turn (as :meth:`project`), sharing the work
         between them: sets spread over a few cliques come from messages that each carry one
-        attribute (:class:`~ektelo_pgm.pgm.inference.BranchMarginals`), made once and shared, as
+        attribute (:class:`~ektelo_pgm.pgm.branch_marginals.BranchMarginals`), made once and shared, as
         are the reduced clique tables, and sets differing only in a last attribute are made
         together (held until their turn); the rest by variable elimination.
 
         On a tree of :data:`THREADED_CELLS` cells or more the work is shared out between parts
         (one per CPU, at most :data:`PROJECTION_PARTS`): first the messages the sets read, by
-        attribute (:meth:`~ektelo_pgm.pgm.inference.BranchMarginals.wanted`), then the sets
-        (:meth:`~ektelo_pgm.pgm.inference.BranchMarginals.partition`), each part with its own
+        attribute (:meth:`~ektelo_pgm.pgm.branch_marginals.BranchMarginals.wanted`), then the sets
+        (:meth:`~ektelo_pgm.pgm.branch_marginals.BranchMarginals.partition`), each part with its own
         tables and the messages shared, made side by side by one thread per idle core with one
         BLAS thread each, or in turn on a busy machine (the parts, hence the results to the last
         bit, do not depend on the load).  The 7,540 sets of a late AIM round on bn40 (a tree of

@@ -89,7 +89,7 @@ def mirror_descent(oracle: Oracle, objective, total: float, theta: np.ndarray, i
     ``fused_mirror_descent`` where it has one.
     """
     first = objective.first_step(total) if step is None else float(step)
-    loop = getattr(oracle, "fused_mirror_descent", None) or partial(_mirror_loop, oracle)
+    loop = getattr(oracle, "fused_mirror_descent", None) or partial(mirror_loop, oracle)
     with _run(oracle):
         with deferred_sigint():  # Ctrl-C stops the loop and is raised here
             theta, _, iterations = loop(objective, total, np.ascontiguousarray(theta, dtype=np.float64), int(iters),
@@ -97,7 +97,7 @@ def mirror_descent(oracle: Oracle, objective, total: float, theta: np.ndarray, i
         return theta, assess(oracle, objective, theta, total, iterations)
 
 
-def _mirror_loop(oracle, objective, total, theta, iters, tol, first, callback):
+def mirror_loop(oracle, objective, total, theta, iters, tol, first, callback):
     """:func:`mirror_descent`'s loop in Python, for oracles without a fused one."""
     smooth = objective.loss == "l2"
     mu = oracle.marginals(theta, total)

@@ -5,21 +5,21 @@ junction-tree oracle (:class:`~ektelo_pgm.pgm.inference.MarginalOracle`, the ref
 APPGM's region graph: :class:`TorchOracle` runs the same log-space belief propagation over the
 same flat buffers, with every table of the tree in one device tensor.  The work of cliques at
 the same height of the tree is batched: the junction tree is turned once, on the host, into
-index tensors (which cells of which buffer feed which cell of which other), so that one
-calibration is a fixed sequence of gathers, log-sum-exps and index-adds whose count grows with
-the tree's height and the number of distinct table shapes, not with its number of cliques.
-Nothing is compiled per model shape; on CUDA the whole mirror-descent step (calibration, loss,
-Armijo line search as a device-side state machine) is captured in a CUDA graph when it can be.
-:class:`TorchConvexGBP` does the same for APPGM's CONVEX-GBP message updates (McKenna et al.
-2021, sec. 4).  :func:`make_oracle` and :func:`resolve_backend` give the ``backend`` option of
-PGM and APPGM its meaning.
+index tensors (which cells of which buffer feed which cell of which other,
+:mod:`ektelo_pgm.pgm.torch_tensors`), so that one calibration is a fixed sequence of gathers,
+log-sum-exps and index-adds whose count grows with the tree's height and the number of distinct
+table shapes, not with its number of cliques.  Nothing is compiled per model shape; on CUDA the
+whole mirror-descent step (calibration, loss, Armijo line search as a device-side state machine)
+is captured in a CUDA graph when it can be.  APPGM's CONVEX-GBP in torch is
+:class:`~ektelo_pgm.pgm.torch_gbp.TorchConvexGBP`.
 
-torch is imported here only, lazily: the package imports and runs without it (``backend="cpu"``,
-the default, never touches this module).  Float64 by default, float32 as an option.
+Importing this module registers torch's devices (``"torch-cpu"``, ``"cuda"``) with
+:mod:`ektelo_pgm.pgm.backends`, which gives the ``backend`` option of PGM and APPGM its meaning.
+torch itself is imported lazily, when a device is used: the package imports and runs without it
+(``backend="cpu"``, the default).  Float64 by default, float32 as an option.
 """
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from typing import Callable
 
@@ -28,124 +28,19 @@ import numpy as np
 from ..errors import InputError
 from ..kernels.interrupt import sigint_received
 from ..kernels.tree import ARMIJO, GROW_AFTER, HALVINGS, MIN_DECREASE, TINY
+from .backends import Device, register
 from .junction_tree import index_map
+from .optimizers import mirror_loop
+from .torch_gbp import TorchConvexGBP
+from .torch_tensors import (as_device, cuda_available, group_segments, layers, load_torch, lse_rows, preimages,
+                            rank_layers, take, torch_available)
 
-BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
-#: Junction-tree (or region-graph) cells from which ``backend="auto"`` runs the torch code on a
-#: CUDA device, when one is present.  A conservative guess, still to be measured on a GPU
-#: (benchmarks/gpu_vs_mbi.py): on smaller models numba takes a few milliseconds an iteration or
-#: less, about what a GPU spends launching one calibration's kernels.
-AUTO_GPU_CELLS = 1_000_000
 #: Line-search trials run on a CUDA device between two looks of the host at the stopping flags
 #: (on torch's CPU device the host looks after every trial).
 CHECK_EVERY = 16
 #: Why a CUDA graph could not be captured, one entry per failed capture (the loop then ran
 #: eagerly, with the same results); the benchmark records it.
 GRAPH_FAILURES: list = []
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError as exc:  # absent, or installed but failing to load
-        raise InputError(f"the torch backends need torch (the optional extra, e.g. pip install torch); "
-                         f"importing it failed: {exc}") from exc
-    return torch
-
-
-def torch_available() -> bool:
-    """Whether torch can be imported (without importing it)."""
-    return importlib.util.find_spec("torch") is not None
-
-
-def cuda_available() -> bool:
-    """Whether torch is installed, loads and sees a CUDA device (imports torch only if it is
-    installed)."""
-    if not torch_available():
-        return False
-    try:
-        return bool(_torch().cuda.is_available())
-    except InputError:  # installed but failing to load: no GPU for "auto"
-        return False
-
-
-def resolve_backend(backend: str, cells: int | None = None) -> str:
-    """The device a ``backend`` stands for: ``"cpu"`` (the numba oracle), ``"cuda"`` or
-    ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests).  ``"gpu"`` without a CUDA
-    device is an :class:`~ektelo_pgm.errors.InputError`; ``"auto"`` is ``"cuda"`` only when a
-    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells."""
-    if backend not in BACKENDS:
-        raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "cpu":
-        return "cpu"
-    if backend == "torch-cpu":
-        _torch()
-        return "torch-cpu"
-    if backend == "gpu":
-        if not torch_available():
-            raise InputError("backend='gpu' needs torch with CUDA, and torch is not installed; use backend='cpu'")
-        if not cuda_available():
-            raise InputError("backend='gpu' needs a CUDA device, and torch sees none (it does not load, or "
-                             "torch.cuda.is_available() is False); use backend='cpu' or 'auto'")
-        return "cuda"
-    if cells is not None and cells >= AUTO_GPU_CELLS and cuda_available():
-        return "cuda"
-    return "cpu"
-
-
-def _groups(blocks: list, outputs: list) -> list:
-    """Blocks of segments (2-D index arrays into a source buffer, one segment a row) grouped by
-    segment length: ``[(idx (G, R), out (G,))]`` with ``out`` the destination of each segment's
-    reduction (numpy int64; ``outputs[i]`` holds one destination per row of ``blocks[i]``)."""
-    by: dict = {}
-    for block, out in zip(blocks, outputs):
-        block = np.asarray(block, dtype=np.int64).reshape(len(out), -1)
-        by.setdefault(block.shape[1], ([], []))
-        by[block.shape[1]][0].append(block)
-        by[block.shape[1]][1].append(np.asarray(out, dtype=np.int64))
-    return [(np.concatenate(b), np.concatenate(o)) for _, (b, o) in sorted(by.items())]
-
-
-def _preimages(domain, big, small, start: int) -> np.ndarray:
-    """The cells of the table over ``big`` (C order, at ``start`` of a flat buffer) grouped by
-    their cell of the table over ``small`` (raveled in the order given): ``(small cells,
-    preimages)`` flat indices, each row in increasing order.  A transpose, no sort."""
-    big, small = tuple(big), tuple(small)
-    shape = [domain[a] for a in big]
-    axes = [big.index(a) for a in small] + [i for i, a in enumerate(big) if a not in small]
-    m = int(np.prod([domain[a] for a in small], dtype=np.int64))
-    return np.arange(start, start + int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape).transpose(
-        axes).reshape(m, -1)
-
-
-def _layers(dst: list, src: list) -> list:
-    """Pairs of index arrays split into layers whose destinations are unique within a layer
-    (the ``r``-th pair of each destination block in layer ``r``): index-adds then need no atomics
-    that collide, so the sums are deterministic."""
-    out: dict = {}
-    rank: dict = {}
-    for d, s, in zip(dst, src):
-        key = int(d[0]) if len(d) else -1
-        r = rank.get(key, 0)
-        rank[key] = r + 1
-        out.setdefault(r, ([], []))
-        out[r][0].append(d)
-        out[r][1].append(s)
-    return [(np.concatenate(d).astype(np.int64, copy=False), np.concatenate(s).astype(np.int64, copy=False))
-            for _, (d, s) in sorted(out.items())]
-
-
-def _take(src, idx):
-    """``src[idx]`` for a 1-D ``src`` by ``index_select`` (several times faster than advanced
-    indexing on torch's CPU device; the same on a GPU)."""
-    return src.index_select(0, idx.reshape(-1)).view(idx.shape)
-
-
-def _lse_rows(torch, src, idx):
-    """Log-sum-exp of each row of ``src[idx]`` (a row of one cell is that cell)."""
-    if idx.shape[1] == 1:
-        return _take(src, idx[:, 0])
-    return torch.logsumexp(_take(src, idx), dim=1)
 
 
 def _reroot(k: int, parent: np.ndarray, seps: list) -> tuple[np.ndarray, list, list]:
@@ -200,7 +95,7 @@ class TorchOracle:
     scale = None
 
     def __init__(self, base, device: str = "cpu", dtype: str = "float64", graphs: bool = True):
-        torch = _torch()
+        torch = load_torch()
         if dtype not in ("float64", "float32"):
             raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         self.base, self.torch = base, torch
@@ -233,7 +128,7 @@ class TorchOracle:
         for j, (cl, h) in enumerate(zip(base.cliques, host)):
             dst.append(np.arange(off[h], off[h + 1]))
             src.append(base.p_off[j] + index_map(domain, tree.cliques[h], cl).astype(np.int64))
-        self.assembly = [(t(d), t(s)) for d, s in _layers(dst, src)]
+        self.assembly = [(t(d), t(s)) for d, s in layers(dst, src)]
 
         # the forest re-rooted at each component's centre (fewest levels: a chain of k cliques takes
         # about k / 2 steps a pass instead of k); the same separators, whichever end is the child
@@ -274,11 +169,11 @@ class TorchOracle:
                 continue
             segs, outs = [], []
             for c in senders:
-                pre = _preimages(domain, tree.cliques[c], seps[c], off[c])
+                pre = preimages(domain, tree.cliques[c], seps[c], off[c])
                 segs.append(pre)
                 outs.append(sep_off[c] + np.arange(len(pre)))
-            lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
-            absorb = _layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
+            lse = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
+            absorb = layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
                              [sep_off[c] + down_maps[c] for c in senders])
             self.collect.append((lse, [(t(d), t(s)) for d, s in absorb]))
 
@@ -291,10 +186,10 @@ class TorchOracle:
                 continue
             segs, outs = [], []
             for c in receivers:
-                pre = _preimages(domain, tree.cliques[parent[c]], seps[c], off[parent[c]])
+                pre = preimages(domain, tree.cliques[parent[c]], seps[c], off[parent[c]])
                 segs.append(pre)
                 outs.append(sep_off[c] + np.arange(len(pre)))
-            lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+            lse = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
             into = (t(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers])),
                     t(np.concatenate([sep_off[c] + up_maps[c] for c in receivers])),
                     t(np.concatenate([sep_off[c] + np.arange(sep_off[c + 1] - sep_off[c]) for c in receivers])))
@@ -303,16 +198,16 @@ class TorchOracle:
         # marginals: each parameter cell the log-sum-exp of its host cells, then normalised per clique
         segs, outs = [], []
         for j, (cl, h) in enumerate(zip(base.cliques, host)):
-            pre = _preimages(domain, tree.cliques[h], cl, off[h])
+            pre = preimages(domain, tree.cliques[h], cl, off[h])
             segs.append(pre)
             outs.append(base.p_off[j] + np.arange(len(pre)))
-        self.project = [(t(i), t(o)) for i, o in _groups(segs, outs)]
+        self.project = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
         p_off = np.asarray(base.p_off)
-        self.normalise = [(t(i), t(o)) for i, o in _groups(
+        self.normalise = [(t(i), t(o)) for i, o in group_segments(
             [np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))], [[j] for j in range(len(base.cliques))])]
         self.owner = t(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)))
         roots = [c for c in range(k) if parent[c] < 0]
-        self.roots = [(t(i), t(o)) for i, o in _groups([np.arange(off[c], off[c + 1]) for c in roots],
+        self.roots = [(t(i), t(o)) for i, o in group_segments([np.arange(off[c], off[c + 1]) for c in roots],
                                                        [[i] for i in range(len(roots))])]
         self.n_roots = len(roots)
 
@@ -320,19 +215,19 @@ class TorchOracle:
     def _lse_into(self, src, groups, out):
         """``out[o] = logsumexp(src[idx])`` for each group of equal-length segments."""
         for idx, o in groups:
-            out.index_copy_(0, o, _lse_rows(self.torch, src, idx))
+            out.index_copy_(0, o, lse_rows(self.torch, src, idx))
 
     def _collect(self, theta):
         """Assembly and the collect pass: ``(belief, up)`` with every root's belief final."""
         torch = self.torch
         belief = torch.zeros(self.tree_cells, dtype=self.dtype, device=self.device)
         for d, s in self.assembly:
-            belief.index_add_(0, d, _take(theta, s))
+            belief.index_add_(0, d, take(theta, s))
         up = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
         for lse, absorb in self.collect:
             self._lse_into(belief, lse, up)
             for d, s in absorb:
-                belief.index_add_(0, d, _take(up, s))
+                belief.index_add_(0, d, take(up, s))
         return belief, up
 
     def _log_z(self, belief):
@@ -348,16 +243,16 @@ class TorchOracle:
         down = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
         for lse, (cells, at, sep) in self.distribute:
             self._lse_into(belief, lse, down)
-            down.index_add_(0, sep, -_take(up, sep))  # the parent's separator marginal less the child's message
-            belief.index_add_(0, cells, _take(down, at))
+            down.index_add_(0, sep, -take(up, sep))  # the parent's separator marginal less the child's message
+            belief.index_add_(0, cells, take(down, at))
         log_mu = torch.empty(self.base.size, dtype=self.dtype, device=self.device)
         self._lse_into(belief, self.project, log_mu)
         log_norm = torch.empty(len(self.base.cliques), dtype=self.dtype, device=self.device)
         self._lse_into(log_mu, self.normalise, log_norm)
-        return total * torch.exp(log_mu - _take(log_norm, self.owner))
+        return total * torch.exp(log_mu - take(log_norm, self.owner))
 
     def _tensor(self, array):
-        return self.torch.as_tensor(np.ascontiguousarray(array, dtype=np.float64), device=self.device).to(self.dtype)
+        return as_device(self.torch, array, self.device, self.dtype)
 
     # ---------------------------------------------------------------- the Oracle protocol
     def marginals(self, theta: np.ndarray, total: float) -> np.ndarray:
@@ -394,8 +289,7 @@ class TorchOracle:
         with a Python part (non-identity queries, a callable) runs the host loop instead.
         Returns ``(theta, loss, iterations)``."""
         if objective.needs_python:
-            from .optimizers import _mirror_loop
-            return _mirror_loop(self, objective, total, theta, iters, tol, first, callback)
+            return mirror_loop(self, objective, total, theta, iters, tol, first, callback)
         loop = _DeviceLoop(self, objective, float(total), theta, int(iters), float(tol), float(first))
         return loop.run(callback)
 
@@ -414,14 +308,7 @@ class _DeviceLoop:
         self.y, self.w = oracle._tensor(objective.y), oracle._tensor(objective.w)
         self.index = torch.as_tensor(index, device=dev)
         # the gradient's scatter in layers of distinct cells (deterministic sums)
-        order = np.argsort(index, kind="stable")
-        rank = np.empty(len(index), dtype=np.int64)
-        if len(index):
-            starts = np.r_[0, np.flatnonzero(np.diff(index[order])) + 1]
-            run = np.repeat(starts, np.diff(np.r_[starts, len(index)]))
-            rank[order] = np.arange(len(index)) - run
-        self.grad_layers = [torch.as_tensor(np.flatnonzero(rank == r), device=dev)
-                            for r in range(int(rank.max()) + 1 if len(index) else 0)]
+        self.grad_layers = [torch.as_tensor(m, device=dev) for m in rank_layers(index)]
         self.grad_index = [self.index[m] for m in self.grad_layers]
 
         def scalar(v, dtype=dt):
@@ -447,7 +334,7 @@ class _DeviceLoop:
     def _loss(self, mu, grad):
         """The identity measurements' loss at ``mu`` (counts), its gradient written into ``grad``."""
         torch = self.torch
-        r = self.w * (_take(mu, self.index) - self.y)
+        r = self.w * (take(mu, self.index) - self.y)
         g = self.w * (torch.sign(r) if self.l1 else r)
         grad.zero_()
         for layer, at in zip(self.grad_layers, self.grad_index):
@@ -558,179 +445,18 @@ class _DeviceLoop:
         return self.theta.to(self.torch.float64).cpu().numpy(), value, done
 
 
-def _rank_layers(dst: np.ndarray) -> list:
-    """Positions of ``dst`` split into layers of distinct values (the ``r``-th occurrence of each
-    value in layer ``r``): index-adds layer by layer sum deterministically."""
-    dst = np.asarray(dst, dtype=np.int64)
-    if not len(dst):
-        return []
-    order = np.argsort(dst, kind="stable")
-    starts = np.r_[0, np.flatnonzero(np.diff(dst[order])) + 1]
-    rank = np.empty(len(dst), dtype=np.int64)
-    rank[order] = np.arange(len(dst)) - np.repeat(starts, np.diff(np.r_[starts, len(dst)]))
-    return [np.flatnonzero(rank == r) for r in range(int(rank.max()) + 1)]
+def check_cuda() -> None:
+    """Refuse ``backend="gpu"`` where torch is absent or sees no CUDA device (an InputError)."""
+    if not torch_available():
+        raise InputError("backend='gpu' needs torch with CUDA, and torch is not installed; use backend='cpu'")
+    if not cuda_available():
+        raise InputError("backend='gpu' needs a CUDA device, and torch sees none (it does not load, or "
+                         "torch.cuda.is_available() is False); use backend='cpu' or 'auto'")
 
 
-class TorchConvexGBP:
-    """CONVEX-GBP (McKenna et al. 2021, sec. 4) in torch: the message updates of
-    :class:`~ektelo_pgm.pgm.appgm.inference.ConvexGBP` (same damping, same extrapolation, same
-    results to rounding) with messages kept on ``device``; log-potentials and beliefs cross as
-    numpy arrays (counts).  :meth:`to_numba` hands the messages back to a ``ConvexGBP``."""
-
-    def __init__(self, graph, damping: float = 0.5, device: str = "cpu", dtype: str = "float64", messages=None):
-        from .appgm.inference import ConvexGBP
-
-        torch = _torch()
-        self.torch, self.device, self.dtype = torch, torch.device(device), getattr(torch, dtype)
-        ref = ConvexGBP(graph, damping)  # its host-side layout: the same arrays, moved once
-        self.graph, self.damping, self.unit = graph, ref.damping, ref.unit
-        lay = graph.layout()
-        off = np.asarray(lay["region_off"], dtype=np.int64)
-        msg_off = np.asarray(lay["msg_off"], dtype=np.int64)
-        host, child, map_off, maps = lay["host"], lay["child"], lay["map_off"], lay["maps"]
-
-        def t(a, dtype=None):
-            return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or torch.int64, device=self.device)
-
-        def f(a):
-            return t(np.asarray(a, dtype=np.float64), torch.float64).to(self.dtype)
-
-        segs, outs, below_src, below_dst, parent_dst, parent_src = [], [], [], [], [], []
-        for j in range(len(host)):
-            p0, p1 = off[host[j]], off[host[j] + 1]
-            edge = np.asarray(maps[map_off[j]:map_off[j] + p1 - p0], dtype=np.int64)
-            pre = _preimages(graph.domain, graph.regions[host[j]], graph.regions[child[j]], p0)
-            segs.append(pre)
-            outs.append(msg_off[j] + np.arange(len(pre)))
-            parent_dst.append(np.arange(p0, p1))
-            parent_src.append(msg_off[j] + edge)
-        self.lse = [(t(i), t(o)) for i, o in _groups(segs, outs)]
-        self.n_msg, self.cells = int(msg_off[-1]), int(off[-1])
-        self.absorb_parent = [(t(d), t(s)) for d, s in _layers(parent_dst, parent_src)]
-        msg_cell = np.asarray(lay["msg_cell"], dtype=np.int64)
-        self.absorb_child = [(t(msg_cell[m]), t(m)) for m in _rank_layers(msg_cell)]
-        self.msg_cell = t(msg_cell)
-        self.child_cells, self.msg_pos = t(ref.child_cells), t(ref.msg_pos)
-        self.pos_layers = [(t(ref.msg_pos[m]), t(m)) for m in _rank_layers(ref.msg_pos)]
-        self.kappa_cell, self.kappa_msg, self.denominator = f(ref.kappa_cell), f(ref.kappa_msg), f(ref.denominator)
-        self.normalise = [(t(i), t(o)) for i, o in _groups([np.arange(off[r], off[r + 1]) for r in range(len(off) - 1)],
-                                                         [[r] for r in range(len(off) - 1)])]
-        self.owner = t(np.repeat(np.arange(len(off) - 1), np.diff(off)))
-        self.messages = torch.zeros(self.n_msg, dtype=self.dtype, device=self.device)
-        if messages is not None:
-            self.messages = f(messages)
-        self._incoming = self._absorb(self.messages)
-        self._velocity, self._drift = torch.zeros_like(self.messages), torch.zeros_like(self._incoming)
-
-    @classmethod
-    def from_numba(cls, gbp, device: str = "cpu", dtype: str = "float64") -> "TorchConvexGBP":
-        """The same messages as the numba ``ConvexGBP`` ``gbp`` (a warm start), on ``device``."""
-        return cls(gbp.graph, gbp.damping, device, dtype, messages=gbp.messages)
-
-    def to_numba(self):
-        """A numba ``ConvexGBP`` holding these messages (what estimates keep)."""
-        from .appgm.inference import ConvexGBP
-
-        gbp = ConvexGBP(self.graph, self.damping)
-        gbp.messages = self.messages.to(self.torch.float64).cpu().numpy()
-        gbp._incoming = gbp._absorb(gbp.messages)
-        return gbp
-
-    def _tensor(self, array):
-        return self.torch.as_tensor(np.ascontiguousarray(array, dtype=np.float64), device=self.device).to(self.dtype)
-
-    def _absorb(self, lam):
-        out = self.torch.zeros(self.cells, dtype=self.dtype, device=self.device)
-        for d, s in self.absorb_parent:
-            out.index_add_(0, d, _take(lam, s))
-        for d, s in self.absorb_child:
-            out.index_add_(0, d, -_take(lam, s))
-        return out
-
-    def _logsumexp(self, values):
-        out = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
-        for idx, o in self.lse:
-            out.index_copy_(0, o, _lse_rows(self.torch, values, idx))
-        return out
-
-    def step(self, theta, extrapolate: bool = False) -> None:
-        """One damped update of every message block (:meth:`ConvexGBP.step
-        <ektelo_pgm.pgm.appgm.inference.ConvexGBP.step>`); ``theta`` numpy or a device tensor."""
-        if self.n_msg == 0:
-            return
-        torch = self.torch
-        theta = theta if isinstance(theta, torch.Tensor) else self._tensor(theta)
-        lam, incoming = self.messages, self._incoming
-        if extrapolate:
-            lam, incoming = lam + self._velocity, incoming + self._drift
-        phi = theta + incoming
-        if self.unit:
-            outgoing = self._logsumexp(phi) - lam
-        else:
-            outgoing = self._logsumexp(phi / self.kappa_cell) * self.kappa_msg - lam
-        own = _take(phi, self.child_cells)
-        both = lam + outgoing
-        for d, s in self.pos_layers:
-            own.index_add_(0, d, _take(both, s))
-        belief = own / self.denominator
-        fresh = self.kappa_msg * _take(belief, self.msg_pos) - outgoing
-        messages = self.damping * lam + (1.0 - self.damping) * fresh
-        absorbed = self._absorb(messages)
-        self._velocity, self._drift = messages - self.messages, absorbed - self._incoming
-        self.messages, self._incoming = messages, absorbed
-
-    def state(self):
-        return self.messages, self._incoming
-
-    def restore(self, state) -> None:
-        self.messages, self._incoming = state
-        self._velocity, self._drift = self.torch.zeros_like(self.messages), self.torch.zeros_like(self._incoming)
-
-    def rescale(self, factor: float) -> None:
-        self.messages, self._incoming = self.messages * factor, self._incoming * factor
-        self._velocity, self._drift = self.torch.zeros_like(self.messages), self.torch.zeros_like(self._incoming)
-
-    def reparameterised(self, theta: np.ndarray) -> np.ndarray:
-        return (self._tensor(theta) + self._incoming).to(self.torch.float64).cpu().numpy()
-
-    def _beliefs(self, theta, total: float):
-        phi = theta + self._incoming
-        if not self.unit:
-            phi = phi / self.kappa_cell
-        log_z = self.torch.empty(len(self.graph.regions), dtype=self.dtype, device=self.device)
-        for idx, o in self.normalise:
-            log_z.index_copy_(0, o, _lse_rows(self.torch, phi, idx))
-        return total * self.torch.exp(phi - _take(log_z, self.owner))
-
-    def beliefs(self, theta: np.ndarray, total: float) -> np.ndarray:
-        """Pseudo-marginals (counts, ``total`` per region) for the current messages."""
-        return self._beliefs(self._tensor(theta), float(total)).to(self.torch.float64).cpu().numpy()
-
-    def __call__(self, theta: np.ndarray, total: float, iters: int = 1, extrapolate: bool = False) -> np.ndarray:
-        """``iters`` message updates, then the pseudo-marginals in counts (numpy)."""
-        theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != (self.graph.cells,):
-            raise InputError(f"theta must have {self.graph.cells} cells, got shape {theta.shape}")
-        device_theta = self._tensor(theta)
-        for _ in range(iters):
-            self.step(device_theta, extrapolate)
-        return self._beliefs(device_theta, float(total)).to(self.torch.float64).cpu().numpy()
-
-    def violation(self, beliefs: np.ndarray) -> float:
-        """Largest |P_{p->r} tau_p - tau_r| over all edges and cells (counts)."""
-        if self.n_msg == 0:
-            return 0.0
-        tau = self._tensor(beliefs)
-        below = self.torch.empty(self.n_msg, dtype=self.dtype, device=self.device)
-        for idx, o in self.lse:
-            below.index_copy_(0, o, _take(tau, idx).sum(dim=1))
-        return float((below - _take(tau, self.msg_cell)).abs().max())
-
-
-def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
-    """The oracle a ``backend`` stands for over the numba oracle ``base``: ``base`` itself for
-    ``"cpu"`` (and ``"auto"`` on small trees or without CUDA), else a :class:`TorchOracle`."""
-    device = resolve_backend(backend, int(base.layout.clique_off[-1]))
-    if device == "cpu":
-        return base
-    return TorchOracle(base, "cpu" if device == "torch-cpu" else "cuda", dtype)
+register(Device("torch-cpu", check=load_torch, present=torch_available,
+                oracle=lambda base, dtype: TorchOracle(base, "cpu", dtype),
+                gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cpu")))
+register(Device("cuda", check=check_cuda, present=cuda_available,
+                oracle=lambda base, dtype: TorchOracle(base, "cuda", dtype),
+                gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cuda")))

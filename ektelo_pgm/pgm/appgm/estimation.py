@@ -22,11 +22,11 @@ from ...kernels.interrupt import deferred_sigint, sigint_received
 from ...kernels.tree import GROW_AFTER, HALVINGS, TINY
 from ...measurement import resolve_total
 from .. import optimizers
-from ..estimation import Objective
+from ..backends import device_gbp, make_oracle, resolve_backend
 from ..inference import MarginalOracle
+from ..loss import Objective
 from ..model import GraphicalModel
 from ..region_graph import RegionGraph
-from ..torch_oracle import TorchConvexGBP, make_oracle, resolve_backend
 from .inference import ConvexGBP, LocalPolytopeGap, RegionGraphOracle, consistent_beliefs
 from .lagrangian import augmented_lagrangian, working_mb
 from .model import APPGMEstimate
@@ -121,7 +121,7 @@ def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsi
     beliefs in counts (each region sums to ``total``), the loss after every accepted step and the
     index ``t`` of every undone trial (once per halving).  ``device``: ``"cpu"`` (numba) or
     ``"cuda"``/``"torch-cpu"`` (the messages on a torch device,
-    :class:`~ektelo_pgm.pgm.torch_oracle.TorchConvexGBP`; the returned oracle is numba's).
+    :class:`~ektelo_pgm.pgm.torch_gbp.TorchConvexGBP`; the returned oracle is numba's).
     """
     if total <= 0 or not np.isfinite(total):
         raise InputError(f"total must be a positive number of records, got {total}")
@@ -130,8 +130,7 @@ def prox_pgm(objective: MeasuredCliques, total: float, iters: int = 1000, stepsi
         theta, oracle = warm_start
     else:
         theta, oracle = np.zeros(graph.cells), ConvexGBP(graph, damping)
-    if device != "cpu":
-        oracle = TorchConvexGBP.from_numba(oracle, "cpu" if device == "torch-cpu" else "cuda")
+    oracle = device_gbp(oracle, device)
     if stepsize is None:
         stepsize = objective.stepsize(total, iters)
     if not stepsize > 0:
@@ -282,7 +281,7 @@ def on_junction_tree(objective: MeasuredCliques, total: float, iters: int, rule:
     :func:`on_region_graph`: every region's marginal (counts), and as parameters
     ``theta_r = kappa_r log tau_r`` with CONVEX-GBP's messages at zero, a fixed point of its
     oracle (so warm starts and :meth:`ConvexGBP.violation` apply).  ``backend`` picks the
-    junction-tree oracle L-BFGS runs on (:func:`~ektelo_pgm.pgm.torch_oracle.make_oracle`).
+    junction-tree oracle L-BFGS runs on (:func:`~ektelo_pgm.pgm.backends.make_oracle`).
     """
     graph = objective.graph
     tops = [] if warm_start is None else graph.junction_tree()
@@ -325,7 +324,7 @@ def estimate(domain: Domain, measurements, total: float | None = None, options: 
     earlier estimate whose parameters are reused where regions coincide (:func:`transfer`);
     ``callback(step, loss)`` runs after every step.  The estimate reports ``iterations``,
     ``converged`` and ``gap``.  ``options.backend``: ``"cpu"`` (numba, the default),
-    ``"gpu"``/``"torch-cpu"`` (:mod:`ektelo_pgm.pgm.torch_oracle`: the proximal loop with convex
+    ``"gpu"``/``"torch-cpu"`` (:mod:`ektelo_pgm.pgm.backends`: the proximal loop with convex
     GBP's messages on the device, or L-BFGS on the torch junction-tree oracle where the graph is
     a junction tree; the other methods are refused with an InputError), ``"auto"`` (the GPU
     where one is present and the graph or tree has at least ``AUTO_GPU_CELLS`` cells).

@@ -7,8 +7,8 @@ import numpy as np
 from ...errors import InputError
 from ...kernels import assemble, project
 from ..clique_vector import FlatCliques
-from ..estimation import Objective, largest_eigenvalue
 from ..junction_tree import index_map
+from ..loss import Objective, largest_eigenvalue
 from ..region_graph import RegionGraph
 
 
@@ -16,8 +16,8 @@ class MeasuredCliques(FlatCliques):
     """The measured cliques hosted in a region graph, and the loss over their marginals.
 
     The cliques (attributes in domain order, duplicates removed) get one flat buffer of
-    marginals in counts (:class:`FlatCliques`, as Private-PGM's parameter cliques), so that the
-    loss is Private-PGM's :class:`~ektelo_pgm.pgm.estimation.Objective` (L2, L1 weighted by 1/std, or a
+    marginals in counts (:class:`FlatCliques`, as Private-PGM's parameter cliques), scored by the
+    loss both engines share, :class:`~ektelo_pgm.pgm.loss.Objective` (L2, L1 weighted by 1/std, or a
     custom callable of a CliqueVector of marginals; McKenna et al. 2019, supplement C and 2021,
     Problem 2).  ``marginals(beliefs)`` sums every clique out of its host region;
     ``gradient_to_regions`` broadcasts a gradient over the buffer back onto the regions.

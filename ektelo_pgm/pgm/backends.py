@@ -1,0 +1,94 @@
+"""The ``backend`` option of PGM and APPGM: which implementation of the oracles runs the loops.
+
+``"cpu"`` is the numba reference (the oracles themselves); the accelerated devices are
+registered here by the modules that implement them (:mod:`ektelo_pgm.pgm.torch_oracle` registers
+torch's ``"torch-cpu"`` and ``"cuda"`` when it is imported, which the :mod:`ektelo_pgm.pgm`
+package does; torch itself loads only when a device is used).  :func:`resolve_backend` says
+which device a backend stands for, :func:`make_oracle` and :func:`device_gbp` build the
+junction-tree oracle and APPGM's convex GBP on it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import InputError
+
+BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
+#: Junction-tree (or region-graph) cells from which ``backend="auto"`` runs the torch code on a
+#: CUDA device, when one is present.  A conservative guess, still to be measured on a GPU
+#: (benchmarks/gpu_vs_mbi.py): on smaller models numba takes a few milliseconds an iteration or
+#: less, about what a GPU spends launching one calibration's kernels.
+AUTO_GPU_CELLS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Device:
+    """An accelerated device the engines can run on, as its implementing module registers it.
+
+    ``name``: what :func:`resolve_backend` returns for it (``"torch-cpu"``, ``"cuda"``).
+    ``check()``: raises an :class:`~ektelo_pgm.errors.InputError` (one line, what to do) when the
+    device cannot run here.  ``present()``: whether it can, without raising (``"auto"`` asks).
+    ``oracle(base, dtype)``: the junction-tree oracle on the device over the numba
+    :class:`~ektelo_pgm.pgm.inference.MarginalOracle` ``base``.  ``gbp(gbp)``: APPGM's convex GBP
+    with the messages of the numba ``ConvexGBP`` ``gbp`` moved to the device.
+    """
+
+    name: str
+    check: Callable[[], None]
+    present: Callable[[], bool]
+    oracle: Callable
+    gbp: Callable
+
+
+DEVICES: dict[str, Device] = {}
+
+
+def register(device: Device) -> None:
+    """Make ``device`` available to the backends that name it (a later registration replaces it)."""
+    DEVICES[device.name] = device
+
+
+def registered(name: str) -> Device:
+    """The device ``name``, refused with an InputError when no module registered it."""
+    if name not in DEVICES:
+        raise InputError(f"no implementation of the {name!r} device is registered (ektelo_pgm.pgm.torch_oracle "
+                         "registers torch's); use backend='cpu'")
+    return DEVICES[name]
+
+
+def resolve_backend(backend: str, cells: int | None = None) -> str:
+    """The device a ``backend`` stands for: ``"cpu"`` (the numba oracle), ``"cuda"`` or
+    ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests).  ``"gpu"`` without a CUDA
+    device is an :class:`~ektelo_pgm.errors.InputError`; ``"auto"`` is ``"cuda"`` only when a
+    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells."""
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "cpu":
+        return "cpu"
+    if backend == "torch-cpu":
+        registered("torch-cpu").check()
+        return "torch-cpu"
+    if backend == "gpu":
+        registered("cuda").check()
+        return "cuda"
+    if cells is not None and cells >= AUTO_GPU_CELLS and "cuda" in DEVICES and DEVICES["cuda"].present():
+        return "cuda"
+    return "cpu"
+
+
+def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
+    """The oracle a ``backend`` stands for over the numba oracle ``base``: ``base`` itself for
+    ``"cpu"`` (and ``"auto"`` on small trees or without CUDA), else the registered device's."""
+    device = resolve_backend(backend, int(base.layout.clique_off[-1]))
+    if device == "cpu":
+        return base
+    return registered(device).oracle(base, dtype)
+
+
+def device_gbp(gbp, device: str):
+    """APPGM's convex GBP on ``device`` (a :func:`resolve_backend` result) from the numba
+    ``ConvexGBP`` ``gbp`` and its messages: ``gbp`` itself on ``"cpu"``."""
+    if device == "cpu":
+        return gbp
+    return registered(device).gbp(gbp)
