@@ -1,14 +1,20 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a part."""
+"""Files the package writes: atomically (a reader sees the old file or the whole new one, never
+a part), and privately where they hold the table's records (temporary folders and their files,
+readable by this user only and removed however the run ends)."""
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 
 #: The process's umask, read once at import (reading it means setting it, which other threads
 #: would see if done per write).
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+#: Permissions of a private folder and of a private file, whatever the umask.
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
 
 
 @contextlib.contextmanager
@@ -31,4 +37,46 @@ def atomic_write(path, mode: str = "w", newline: str | None = None):
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def private_folder(parent=None, prefix: str = "ektelo-"):
+    """A new folder that only this user can open (0700 whatever the umask), named ``prefix``
+    and random letters, inside ``parent`` (default: the system's temporary folder); yields its
+    path.  When the block ends, however it ends (success, an error, an interrupt: the command
+    line turns SIGTERM and SIGHUP into one), the folder is removed with everything in it, and so
+    are the folders of ``parent`` this call created (0700 too)."""
+    created = []
+    if parent is not None:
+        parent = os.path.abspath(os.fspath(parent))
+        missing = parent
+        while not os.path.lexists(missing):
+            created.append(missing)
+            missing = os.path.dirname(missing)
+        os.makedirs(parent, mode=PRIVATE_FOLDER, exist_ok=True)
+        for made in reversed(created):
+            os.chmod(made, PRIVATE_FOLDER)
+    try:
+        folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        try:
+            os.chmod(folder, PRIVATE_FOLDER)
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        for made in created:  # innermost first; one the user filled meanwhile stays
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
+
+
+def private_file(path):
+    """A new file ``path`` opened for writing bytes that only this user can read (0600 whatever
+    the umask); an existing file is refused (FileExistsError), never overwritten."""
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), PRIVATE_FILE)
+    try:
+        os.chmod(path, PRIVATE_FILE)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
         raise
