@@ -710,15 +710,17 @@ def main(argv=None) -> int:
         with stopped_by_signals(received), \
                 progress.reporting(False if getattr(args, "quiet", False) else None):  # bars on a terminal
             args.handler(args)
-    except KeyboardInterrupt:
-        if received:
+    except BaseException as err:
+        if received:  # whatever the signal interrupted raised (a module being imported: an ImportError)
             print(f"ektelo-pgm: stopped by {signal.Signals(received[0]).name}", file=sys.stderr)
             return 128 + received[0]
-        print("ektelo-pgm: interrupted", file=sys.stderr)
-        return 130
-    except (ExpectedError, OSError, ImportError) as err:  # bad input, a refusal, a file, an extra: one line
-        print(f"ektelo-pgm: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 1
+        if isinstance(err, KeyboardInterrupt):
+            print("ektelo-pgm: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(err, (ExpectedError, OSError, ImportError)):  # bad input, a refusal, a file, an extra
+            print(f"ektelo-pgm: error: {' '.join(str(err).split())}", file=sys.stderr)
+            return 1
+        raise
     return 0
 
 
