@@ -163,8 +163,6 @@ def bad(tmp_path, frame):
 
 
 @pytest.mark.parametrize("make, extra, message", [
-    (lambda p: bad(p, people(300)), ["--header", "--mechanism", "magic"],
-     r"unknown mechanism 'magic'; choose from .*aim"),
     (lambda p: bad(p, people(3000).assign(age="?", city="?", member="?", income="?")),
      ["--header", "--epsilon", "2", "--seed", "0"],  # seeded: on 2% of secure runs noise says 'numbers'
      r"no column can be released privately at this budget: column 'city': no value is frequent enough"),
@@ -221,7 +219,8 @@ def test_an_output_that_would_overwrite_the_input_is_refused(tmp_path, table, ca
     code, out, err = run(capsys, command, "people.csv", "--header", "-o", output, "--epsilon", 2,
                          "--mechanism", "mst", "--quiet")
     assert code == 1 and out == ""
-    assert err.strip().splitlines() == [f"ektelo-pgm: error: {output} would overwrite the input; choose another name"]
+    assert err.strip().splitlines() == [f"ektelo-pgm: error: -o {output} would overwrite the input; choose another "
+                                        "name"]
     assert table.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["people.csv"]
 
 
@@ -422,13 +421,13 @@ HOSTILE_OPTIONS = [
     ("synth", ["--schema-share", "0"], "--schema-share"), ("synth", ["--schema-share", "1.5"], "--schema-share"),
     ("synth", ["--rows", "0"], "--rows"), ("synth", ["--rows", "2.5"], "--rows"),
     ("synth", ["--seed", "-1"], "--seed"), ("schema", ["--seed", "-1"], "--seed"), ("synth", ["--seed", "x"], "--seed"),
-    ("synth", ["--engine", "disk"], "--engine"), ("synth", ["--mechanism", "magic"], "--mechanism"),
+    ("synth", ["--engine", "disk"], "--engine"), ("synth", ["--mechanism", "magic"], "--mechanism: unknown mechanism"),
     ("answer", ["--mechanism", "magic"], "--mechanism"), ("synth", ["--encoding", "no-such"], "--encoding"),
     ("synth", ["--encoding", "base64"], "--encoding"), ("synth", ["--schema", "missing.json"], "--schema"),
     ("synth", ["--schema", "list.json"], "--schema"), ("answer", ["--schema", "broken.json"], "--schema"),
     ("synth", ["--names", "a,,b"], "--names"), ("synth", ["--names", "a,b,a"], "--names"),
     ("synth", ["--cache", ""], "--cache"), ("synth", ["--save", ""], "--save"),
-    ("synth", ["--save", "no-folder/model"], "--save"), ("synth", ["-o", "no-folder/out.csv"], "-o"),
+    ("synth", ["--save", "missing/model"], "--save"), ("synth", ["-o", "missing/out.csv"], "-o"),
     ("synth", ["-o", "folder.csv"], "-o"), ("answer", ["--k", "0"], "--k"), ("answer", ["--level", "1"], "--level"),
     ("schema", ["--bins", "0"], "--bins"), ("schema", ["--bins", "10000000000"], "--bins"),
 ]
