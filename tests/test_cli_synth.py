@@ -376,27 +376,30 @@ def exit_and_error(capsys, argv):
     return code, capsys.readouterr().err
 
 
-#: Outputs and caches among the input: (input, options, the option refused), paths relative to the
+#: Outputs and caches among the input: (command, input, options, the option refused), paths relative to the
 #: test's folder, which holds in/a.csv, in/sub/b.csv (the table) and declared.json.
 AMONG_THE_INPUT = [
-    ("in", ["-o", "in/out.csv"], "-o"),  # a new file in the input folder
-    ("in", ["-o", "in/sub/new.csv"], "-o"),  # deeper
-    ("in", ["-o", "out.csv", "--save", "in/model"], "--save"),
-    ("in/*.csv", ["-o", "in/new.csv"], "-o"),  # a file the glob would match, not there yet
-    ("in/*.csv", ["-o", "in/a.csv"], "-o"),  # an input the glob matches
-    ("i*/s*/*.csv", ["-o", "in/sub/new.csv"], "-o"),  # folders matched too
-    ("in/a.csv", ["-o", "link.csv"], "-o"),  # a link to the input
-    ("in/a.csv", ["-o", "declared.json.csv", "--schema", "declared.json.csv"], "-o"),  # the declared schema
-    ("in", ["-o", "out.csv", "--cache", "in"], "--cache"),  # the input folder: codes named like an input
-    ("in", ["-o", "out.csv", "--cache", "in/sub/codes"], "--cache"),
-    ("in/a.csv", ["-o", "out.csv", "--cache", "."], "--cache"),  # holds the input file
-    ("in/*.csv", ["-o", "out.csv", "--cache", "in"], "--cache"),
+    ("synth", "in", ["-o", "in/out.csv"], "-o"),  # a new file in the input folder
+    ("synth", "in", ["-o", "in/sub/new.csv"], "-o"),  # deeper
+    ("synth", "in", ["-o", "out.csv", "--save", "in/model"], "--save"),
+    ("synth", "in/*.csv", ["-o", "in/new.csv"], "-o"),  # a file the glob would match, not there yet
+    ("synth", "in/*.csv", ["-o", "in/a.csv"], "-o"),  # an input the glob matches
+    ("synth", "i*/s*/*.csv", ["-o", "in/sub/new.csv"], "-o"),  # folders matched too
+    ("synth", "in/a.csv", ["-o", "link.csv"], "-o"),  # a link to the input
+    ("synth", "in/a.csv", ["-o", "declared.json.csv", "--schema", "declared.json.csv"], "-o"),  # the declared schema
+    ("synth", "in", ["-o", "out.csv", "--cache", "in"], "--cache"),  # the input folder: codes named like an input
+    ("synth", "in", ["-o", "out.csv", "--cache", "in/sub/codes"], "--cache"),
+    ("synth", "in/a.csv", ["-o", "out.csv", "--cache", "."], "--cache"),  # holds the input file
+    ("synth", "in/*.csv", ["-o", "out.csv", "--cache", "in"], "--cache"),
+    ("answer", "in", ["-o", "in/answers.json"], "-o"),
+    ("schema", "in/*", ["-o", "in/schema.json"], "-o"),  # a schema the glob would read next time
+    ("answer", "in", ["-o", "out.csv", "--cache", "in"], "--cache"),
 ]
 
 
-@pytest.mark.parametrize("source, options, refused", AMONG_THE_INPUT)
+@pytest.mark.parametrize("command, source, options, refused", AMONG_THE_INPUT)
 def test_outputs_and_caches_among_the_input_are_refused_before_it_is_read(tmp_path, capsys, monkeypatch, never_read,
-                                                                          source, options, refused):
+                                                                          command, source, options, refused):
     """``-o`` inside the input folder or matched by its glob overwrote an input, and ``--cache`` set to
     the input folder wrote codes over an input named like a code file: each is refused, by real path,
     in one line naming the option, before the input is read."""
@@ -407,7 +410,7 @@ def test_outputs_and_caches_among_the_input_are_refused_before_it_is_read(tmp_pa
     (tmp_path / "link.csv").symlink_to(tmp_path / "in" / "a.csv")
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     monkeypatch.chdir(tmp_path)
-    code, err = exit_and_error(capsys, ["synth", source, "--header", "--epsilon", 1, *options])
+    code, err = exit_and_error(capsys, [command, source, "--header", "--epsilon", 1, *options])
     assert code == 1 and err.startswith(f"ektelo-pgm: error: {refused} ") and len(err.splitlines()) == 1, err
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
