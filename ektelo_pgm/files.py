@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
+import threading
 
 #: The process's umask, read once at import (reading it means setting it, which other threads
 #: would see if done per write).
@@ -63,11 +65,39 @@ def private_folder(parent=None, prefix: str = "ektelo-"):
             os.chmod(folder, PRIVATE_FOLDER)
             yield folder
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            with signals_held():  # a second Ctrl-C cannot cut the removal short
+                shutil.rmtree(folder, ignore_errors=True)
     finally:
         for made in created:  # innermost first; one the user filled meanwhile stays
             with contextlib.suppress(OSError):
                 os.rmdir(made)
+
+
+#: The signals held back while private files are removed.
+HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Inside the block SIGINT, SIGTERM and SIGHUP, where Python handles them (a handler of its
+    own: Ctrl-C's KeyboardInterrupt, the command line's), are only recorded; as the block ends the
+    previous handlers come back and each signal recorded is raised again, once.  Only in the main
+    thread, the one Python runs handlers in."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived = []
+    previous = {s: signal.getsignal(s) for s in HELD}
+    held = [s for s, handler in previous.items() if callable(handler)]
+    for s in held:
+        signal.signal(s, lambda signum, frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for s in held:
+            signal.signal(s, previous[s])
+        for s in dict.fromkeys(arrived):
+            signal.raise_signal(s)
 
 
 def private_file(path):

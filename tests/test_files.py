@@ -66,3 +66,32 @@ def test_a_private_folder_is_removed_on_an_error_or_an_interrupt_and_its_parent_
     with private_folder() as folder:  # the system's temporary folder
         assert mode(folder) == 0o700
     assert not os.path.exists(folder)
+
+
+def test_a_second_ctrl_c_waits_until_the_private_folder_is_removed(tmp_path, monkeypatch):
+    """A signal that arrives while the codes are being removed is delivered once they are gone."""
+    import shutil
+    import signal
+
+    from ektelo_pgm import files
+
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("signals are held only where the system can block them (POSIX)")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    removed, rmtree = [], shutil.rmtree
+
+    def remove(path, ignore_errors=False):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C again, halfway through
+        removed.append(os.path.basename(path))
+        rmtree(path, ignore_errors=ignore_errors)
+        removed.append("done")
+
+    monkeypatch.setattr(files.shutil, "rmtree", remove)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with private_folder(tmp_path) as folder:
+                with private_file(os.path.join(folder, "codes.parquet")) as f:
+                    f.write(b"records")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert removed == [os.path.basename(folder), "done"] and os.listdir(tmp_path) == []
