@@ -261,10 +261,11 @@ def test_a_signal_during_a_fit_on_parts_leaves_no_code_behind(tmp_path, stop, co
         pd.DataFrame({"city": rng.choice(list("abcd"), n), "age": rng.integers(18, 90, n),
                       "x": rng.integers(0, 5, n)}).to_csv(tmp_path / "in" / f"part-{k}.csv", index=False)
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    run = subprocess.Popen([sys.executable, "-m", "ektelo_pgm.cli", "synth", str(tmp_path / "in"), "--header",
-                            "-o", str(tmp_path / "out.csv"), "--epsilon", "1", "--mechanism", "mst", "--engine",
-                            "parts", "--quiet"], env=env, stderr=subprocess.PIPE, text=True,
-                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    argv = ["synth", str(tmp_path / "in"), "--header", "-o", str(tmp_path / "out.csv"), "--epsilon", "1",
+            "--mechanism", "mst", "--engine", "parts", "--quiet"]
+    start_cli = ("import signal, sys; from ektelo_pgm.cli import main\n"  # Ctrl-C handled, as from a terminal
+                 "signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(main(sys.argv[1:]))")
+    run = subprocess.Popen([sys.executable, "-c", start_cli, *argv], env=env, stderr=subprocess.PIPE, text=True)
     try:
         start = time.monotonic()
         while not glob.glob(str(tmp_path / "tmp" / "ektelo-codes-*" / "codes-00001.parquet")):
