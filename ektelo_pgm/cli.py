@@ -673,17 +673,17 @@ STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasa
 def stopped_by_signals(received: list):
     """Inside the block SIGTERM and SIGHUP stop the run as Ctrl-C does (a KeyboardInterrupt, so that
     every ``finally`` runs and temporary files are removed; inside a compiled loop, when it
-    returns), the first such signal appended to ``received``; later ones, while stopping, are
-    ignored.  The previous handlers come back after.  Only in the main thread (the one Python runs
-    handlers in), and only over the default handlers (an ignored signal, as under nohup, stays
-    ignored)."""
+    returns), each appended to ``received``.  Each is raised, not only the first: one that lands
+    where Python ignores exceptions (a weakref callback during an import prints "Exception
+    ignored" and goes on) is not the last chance to stop; the removal of private files holds
+    signals back (:func:`~ektelo_pgm.files.signals_held`).  The previous handlers come back after.
+    Only in the main thread (the one Python runs handlers in), and only over the default handlers
+    (an ignored signal, as under nohup, stays ignored)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum, frame):
-        if received:
-            return
         received.append(signum)
         interrupt = signal.getsignal(signal.SIGINT)
         if not callable(interrupt):

@@ -37,7 +37,7 @@ def atomic_write(path, mode: str = "w", newline: str | None = None):
         os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with signals_held(), contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
 
