@@ -59,18 +59,18 @@ def private_folder(parent=None, prefix: str = "ektelo-"):
         os.makedirs(parent, mode=PRIVATE_FOLDER, exist_ok=True)
         for made in reversed(created):
             os.chmod(made, PRIVATE_FOLDER)
+    folder = None
     try:
         folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
-        try:
-            os.chmod(folder, PRIVATE_FOLDER)
-            yield folder
-        finally:
-            with signals_held():  # a second Ctrl-C cannot cut the removal short
-                shutil.rmtree(folder, ignore_errors=True)
+        os.chmod(folder, PRIVATE_FOLDER)
+        yield folder
     finally:
-        for made in created:  # innermost first; one the user filled meanwhile stays
-            with contextlib.suppress(OSError):
-                os.rmdir(made)
+        with signals_held():  # a second Ctrl-C cannot cut the removal short
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+            for made in created:  # innermost first; one the user filled meanwhile stays
+                with contextlib.suppress(OSError):
+                    os.rmdir(made)
 
 
 #: The signals held back while private files are removed.

@@ -495,3 +495,66 @@ def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does_even_inside_an_import(tm
         assert capsys.readouterr().out == "True\n" and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path, capsys, monkeypatch):
+    """Raised inside an import, the interrupt could be lost in one of its callbacks ("Exception
+    ignored": the run went on to the end) or become an ImportError: it now waits for the import."""
+    import signal
+    import sys
+    import time
+
+    from ektelo_pgm import cli
+
+    (tmp_path / "signalled_while_imported.py").write_text("import signal\nsignal.raise_signal(signal.SIGTERM)\n"
+                                                          "DONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    waited = []
+
+    def handler(args):
+        import signalled_while_imported  # noqa: F401
+        start = time.monotonic()
+        try:
+            time.sleep(30)
+        finally:
+            waited.append(time.monotonic() - start)
+
+    monkeypatch.setattr(cli, "synth", handler)
+    try:
+        assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
+    finally:
+        module = sys.modules.pop("signalled_while_imported", None)
+    assert getattr(module, "DONE", False) and waited and waited[0] < 5
+    assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
+
+
+def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_path, capsys, monkeypatch):
+    """An interrupt raised in a weakref callback (or a ctypes one, as numba's while it compiles) is
+    printed as "Exception ignored" and lost: the run went on to its end.  The signal comes again."""
+    import signal
+    import sys
+    import time
+    import weakref
+
+    from ektelo_pgm import cli
+
+    waited, lost = [], []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: lost.append(unraisable.exc_type))
+
+    class Part:
+        pass
+
+    def handler(args):
+        part = Part()
+        gone = weakref.ref(part, lambda ref: signal.raise_signal(signal.SIGTERM))  # noqa: F841
+        del part  # the callback runs, and its KeyboardInterrupt is lost
+        start = time.monotonic()
+        try:
+            time.sleep(30)
+        finally:
+            waited.append(time.monotonic() - start)
+
+    monkeypatch.setattr(cli, "synth", handler)
+    assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
+    assert lost == [KeyboardInterrupt] and waited and cli.RESEND_WAIT / 2 < waited[0] < 5
+    assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
