@@ -7,8 +7,13 @@ example table to try the others on."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
+import glob
 import os
+import signal
 import sys
+import threading
 
 from . import progress, sample_data
 from .dataset import Dataset
@@ -97,7 +102,9 @@ def run(args) -> None:
 
 
 EXIT_CODES = """exit codes: 0 success; 1 bad input or data (one line: ektelo-pgm: error: ...,
-naming the column or size, never a value of the table; no output file is written); 2 bad usage; 130 interrupted."""
+naming the column or size, never a value of the table; no output file is written); 2 bad usage (one
+line naming the option); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP):
+temporary files are removed and no output file is written."""
 
 SYNTH_HELP = """Reads a CSV (say --header when its first line names the columns, --no-header or
 --names when it does not: this is never guessed from the data) or Parquet table of strings and
@@ -177,6 +184,14 @@ example:
 TABLE_FORMATS = (".csv",) + PARQUET
 
 
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line naming the option, as every other
+    error of the command line (exit code 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def positive(text: str) -> float:
     """An argparse type: a positive finite number."""
     try:
@@ -188,8 +203,21 @@ def positive(text: str) -> float:
     return value
 
 
-def level(text: str) -> float:
-    """An argparse type: a confidence level, strictly between 0 and 1."""
+#: The largest epsilon the command line takes: far past any privacy (e^1000000), and where the
+#: conversions to zCDP still hold in floating point (1e15 overflows them).
+MAX_EPSILON = 1e6
+
+
+def epsilon(text: str) -> float:
+    """An argparse type: a privacy budget epsilon, positive and at most ``MAX_EPSILON``."""
+    value = positive(text)
+    if value > MAX_EPSILON:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_EPSILON:g}, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1 (a confidence level, delta, a share)."""
     try:
         value = float(text)
     except ValueError:
@@ -199,33 +227,167 @@ def level(text: str) -> float:
     return value
 
 
-def count(text: str) -> int:
-    """An argparse type: a positive integer."""
+def count(text: str, most: int | None = None) -> int:
+    """An argparse type: a positive integer (at most ``most``)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if most is not None and value > most:
+        raise argparse.ArgumentTypeError(f"must be at most {most:,}, got {text!r}")
     return value
+
+
+#: The most bins the schema's inference takes per numeric column (--bins): far more than any model
+#: holds (the 2-way marginal of such a column with a column of five values passes AIM's 32 MB cap).
+MAX_BINS = 10**6
+
+
+def bins(text: str) -> int:
+    """An argparse type: a number of bins, from 1 to ``MAX_BINS``."""
+    return count(text, MAX_BINS)
+
+
+def seed(text: str) -> int:
+    """An argparse type: a seed, a whole number from 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}")
+    return value
+
+
+def separator(text: str) -> str:
+    """An argparse type: a CSV field separator, one character (a tab may be written \\t), never a
+    quote or a line end."""
+    value = "\t" if text == "\\t" else text
+    if len(value) != 1 or value in "\"\r\n":
+        raise argparse.ArgumentTypeError(f"must be one character (a tab: \\t), not a quote or a line end; got {text!r}")
+    return value
+
+
+def text_encoding(text: str) -> str:
+    """An argparse type: the name of a text encoding Python knows (utf-8, latin-1, cp1252, ...)."""
+    try:
+        "".encode(text)  # a LookupError for an unknown name and for a codec of bytes (base64, zlib)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown text encoding {text!r} (e.g. utf-8, latin-1, cp1252)") from None
+    return text
+
+
+def mechanism_name(text: str) -> str:
+    """An argparse type: a mechanism's name (:func:`~ektelo_pgm.synthesizer.mechanisms`)."""
+    from .synthesizer import mechanism_entry
+
+    try:
+        mechanism_entry(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def column_names(text: str) -> list:
+    """An argparse type: comma-separated column names, each named once, none empty."""
+    names = text.split(",")
+    if not all(name.strip() for name in names):
+        raise argparse.ArgumentTypeError(f"a column name is empty in {text!r}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"the column names {repeated} repeat")
+    return names
+
+
+def path(text: str) -> str:
+    """An argparse type: a path, not empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path")
+    return text
 
 
 def check_output(args, formats) -> None:
     """Refuse, before any work, an output whose format is unknown or whose folder does not exist,
-    and an output (``-o``, ``--save``) that would overwrite the input."""
+    and outputs and caches among the input (:func:`check_apart`)."""
     from .table_io import check_parquet
 
     path = args.output
     if not path.endswith(formats):
         raise InputError(f"output {path!r} must end in {' or '.join(formats)}")
     check_parquet(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise InputError(f"output folder {folder!r} does not exist")
+    for option, output in outputs(args):
+        folder = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(folder):
+            raise InputError(f"{option}: the folder {folder!r} does not exist")
+        if os.path.isdir(output):
+            raise InputError(f"{option}: {output!r} is a folder")
+    check_apart(args)
+
+
+def outputs(args) -> list:
+    """``(option, path)`` of each file the run writes: ``-o``'s and ``--save``'s (.npz added)."""
     save = getattr(args, "save", None)
-    for output in [path] + ([save if save.endswith(".npz") else save + ".npz"] if save else []):
-        if os.path.realpath(output) == os.path.realpath(args.input):
-            raise InputError(f"{output} would overwrite the input; choose another name")
+    return [("-o", args.output)] + ([("--save", save if save.endswith(".npz") else save + ".npz")] if save else [])
+
+
+def check_apart(args) -> None:
+    """Refuse, before any data is read, an output (-o, --save) that is an input file, inside the
+    input folder or matched by the input glob, and a --cache folder that is the input folder or
+    inside it or holds an input file: compared by real path (links resolved) with every file of
+    the input (a file, the table files of a folder, the files a glob matches) and the --schema
+    file."""
+    from .table_io import table_files
+
+    inputs = {os.path.realpath(p) for p in table_files(args.input)}
+    if isinstance(getattr(args, "schema", None), str):
+        inputs.add(os.path.realpath(args.schema))
+    folder = os.path.realpath(args.input) if os.path.isdir(args.input) else None
+    pattern = args.input if folder is None and glob.has_magic(args.input) else None
+    for option, output in outputs(args):
+        real = os.path.realpath(output)
+        if real in inputs:
+            raise InputError(f"{option} {output} would overwrite the input; choose another name")
+        if folder is not None and inside(real, folder):
+            raise InputError(f"{option} {output} is inside the input folder {args.input}; write it elsewhere")
+        if pattern is not None and matched(output, pattern):
+            raise InputError(f"{option} {output} is matched by the input glob {args.input}; choose another name")
+    cache = getattr(args, "cache", None)
+    if cache is not None:
+        real = os.path.realpath(cache)
+        if real in inputs or any(inside(p, real) for p in inputs) or folder is not None and \
+                (real == folder or inside(real, folder)):
+            raise InputError(f"--cache {cache} is the input folder, inside it or holds an input file; name a folder "
+                             "apart from the input")
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path`` lies inside ``folder`` (both real paths), at any depth."""
+    return path != folder and os.path.commonpath([path, folder]) == folder
+
+
+def matched(path: str, pattern: str) -> bool:
+    """Whether the glob ``pattern`` matches ``path``, existing or not: its name matches the
+    pattern's last part and its folder, by real path, is one the pattern's folder part matches."""
+    head, tail = os.path.split(pattern)
+    if not fnmatch.fnmatch(os.path.basename(path), tail):
+        return False
+    folders = glob.glob(head) if glob.has_magic(head) else [head or "."]
+    return os.path.realpath(os.path.dirname(os.path.abspath(path))) in {os.path.realpath(f) for f in folders}
+
+
+def declared_schema(args):
+    """The --schema file read before any data is read (a ``Declared``), or None; a file that is
+    not a schema is refused naming --schema."""
+    from .schema import Declared
+
+    if args.schema is None:
+        return None
+    try:
+        return Declared.read(args.schema)
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        raise InputError(f"--schema {args.schema}: not a readable schema ({' '.join(str(err).split())})") from None
 
 
 def read_input(args):
@@ -234,7 +396,7 @@ def read_input(args):
     always; a CSV: as the user says, never guessed)."""
     from .table_io import open_table
 
-    names = args.names.split(",") if args.names else None
+    names = args.names
     header = True if args.header else False if args.no_header or names else None
     frame = open_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding,
                        engine=args.engine)
@@ -248,7 +410,7 @@ def fitted(args, frame, **options):
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
                         regenerate=args.regenerate, public=args.public_categories, **options)  # no --seed: secure noise
-    synth.fit(frame, schema=args.schema, cache=args.cache)
+    synth.fit(frame, schema=args.declared, cache=args.cache)
     notes(args, synth.left_out, synth.encoder, synth.thresholds)
     return synth
 
@@ -283,6 +445,7 @@ def say(args, message: str) -> None:
 
 def synth(args) -> None:
     check_output(args, TABLE_FORMATS)
+    args.declared = declared_schema(args)
     frame, header = read_input(args)
     model = fitted(args, frame, sampling=args.sampling)
     rows = model.write(args.output, args.rows, header)
@@ -293,6 +456,7 @@ def synth(args) -> None:
 
 def answer(args) -> None:
     check_output(args, (".csv", ".json"))
+    args.declared = declared_schema(args)
     frame, _ = read_input(args)
     model = fitted(args, frame)
     table = model.answer(args.k, args.level)
@@ -384,9 +548,9 @@ def data_options(p) -> None:
                    "NAME-domain.json; default: those shipped with the package)")
     p.add_argument("--attrs", type=lambda s: tuple(s.split(",")),
                    help=f"comma-separated attributes to keep (built-in default: {','.join(BUILTIN_ATTRS)})")
-    p.add_argument("--records", type=int, default=10_000, help="records of the built-in data")
-    p.add_argument("--k", type=int, default=2, help="marginal order of the workload")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--records", type=count, default=10_000, help="records of the built-in data")
+    p.add_argument("--k", type=count, default=2, help="marginal order of the workload")
+    p.add_argument("--seed", type=seed, default=0)
 
 
 def table_arguments(p, mechanism: bool = True) -> None:
@@ -396,16 +560,20 @@ def table_arguments(p, mechanism: bool = True) -> None:
     from .table_io import ENGINES, MEMORY_SHARE
 
     p.add_argument("input", help="CSV or Parquet file (.parquet, .pq), or a folder or glob of them")
-    p.add_argument("-o", "--output", required=True, help="output file")
-    p.add_argument("--epsilon", type=positive, required=True, help="privacy budget epsilon (> 0)")
-    p.add_argument("--delta", type=positive, default=1e-9, help="privacy parameter delta (default 1e-9)")
+    p.add_argument("-o", "--output", type=path, required=True, help="output file (never inside the input folder, "
+                   "nor matched by the input glob)")
+    p.add_argument("--epsilon", type=epsilon, required=True,
+                   help=f"privacy budget epsilon (> 0, at most {MAX_EPSILON:g})")
+    p.add_argument("--delta", type=fraction, default=1e-9, help="privacy parameter delta (in (0, 1), default 1e-9)")
     header = p.add_mutually_exclusive_group()
     header.add_argument("--header", action="store_true", help="the CSV's first line names its columns")
     header.add_argument("--no-header", action="store_true", help="the CSV has no header line (columns column_1, ...)")
-    header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
-    p.add_argument("--sep", help="the CSV's field separator (default: a tab for .tsv and .tab files, else a comma)")
-    p.add_argument("--encoding", default="utf-8", help="the CSV's text encoding (default utf-8; e.g. latin-1); "
-                   "bytes invalid in it are replaced, never an error")
+    header.add_argument("--names", type=column_names, help="comma-separated column names of a CSV without a header "
+                        "line")
+    p.add_argument("--sep", type=separator, help="the CSV's field separator, one character (\\t: a tab; default: a "
+                   "tab for .tsv and .tab files, else a comma)")
+    p.add_argument("--encoding", type=text_encoding, default="utf-8", help="the CSV's text encoding (default utf-8; "
+                   "e.g. latin-1); bytes invalid in it are replaced, never an error")
     columns = lambda text: [c for c in text.split(",") if c]  # noqa: E731
     p.add_argument("--drop", type=columns, default=[], help="comma-separated columns to leave out")
     p.add_argument("--categorical", type=columns, default=[],
@@ -418,7 +586,7 @@ def table_arguments(p, mechanism: bool = True) -> None:
                         "(an assumption you vouch for, not a private release)")
     p.add_argument("--other-label", default=OTHER, help=f"the value written for categories too rare to release "
                    f"(default {OTHER!r}; missing values stay missing)")
-    p.add_argument("--seed", type=int, help="seed of every random step (same seed, same output; keep it as secret "
+    p.add_argument("--seed", type=seed, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--engine", choices=ENGINES, default="auto",
@@ -426,15 +594,18 @@ def table_arguments(p, mechanism: bool = True) -> None:
                         f"size; auto (default): parts for a folder, a glob, or files larger than "
                         f"{MEMORY_SHARE * 100:g}%% of this machine's memory")
     if mechanism:
-        p.add_argument("--cache", help="folder for the integer codes of a table read part by part (default: a "
-                       "temporary folder, removed at the end; the codes are as private as the table)")
-        p.add_argument("--mechanism", default="aim", help=f"one of {', '.join(sorted(mechanisms()))} "
-                       "(default aim)")
-        p.add_argument("--schema", help="declared schema (JSON) of some or all columns; nothing is spent on the "
-                       "columns it fixes, the others are inferred privately")
+        p.add_argument("--cache", type=path, help="folder in which a table read part by part has its integer codes "
+                       "written (default: the system's temporary folder; never the input folder, inside it or "
+                       "holding an input file).  The codes are as private as the table: they go to a new folder "
+                       "only you can open (0700, files 0600), removed at the end however the run ends (an error, "
+                       "Ctrl-C, SIGTERM, SIGHUP)")
+        p.add_argument("--mechanism", type=mechanism_name, default="aim",
+                       help=f"one of {', '.join(sorted(mechanisms()))} (default aim)")
+        p.add_argument("--schema", type=path, help="declared schema (JSON) of some or all columns; nothing is spent on "
+                       "the columns it fixes, the others are inferred privately")
         p.add_argument("--regenerate", type=columns, default=[], help="comma-separated identifier columns "
                        "left out of the model and written afresh (1, 2, ..., n)")
-        p.add_argument("--schema-share", type=positive, default=SCHEMA_SHARE,
+        p.add_argument("--schema-share", type=fraction, default=SCHEMA_SHARE,
                        help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
 
 
@@ -442,13 +613,13 @@ def parser() -> argparse.ArgumentParser:
     """The command line's parser."""
     from .schema import BINS
 
-    top = argparse.ArgumentParser(prog="ektelo-pgm", description=__doc__, epilog=EXIT_CODES,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = Parser(prog="ektelo-pgm", description=__doc__, epilog=EXIT_CODES,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True)
     p = commands.add_parser("run", help="measure all k-way marginals with the Laplace mechanism and "
                             "print each reconstruction's workload error (McKenna et al. 2019, sec. 5.1)")
     data_options(p)
-    p.add_argument("--epsilon", type=float, default=1.0, help="pure-DP budget")
+    p.add_argument("--epsilon", type=epsilon, default=1.0, help="pure-DP budget")
     p.add_argument("--reconstruct", nargs="+", default=["least-squares"],
                    help="reconstruction operators compared on the same measurements")
     p.set_defaults(handler=run)
@@ -462,20 +633,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sampling", choices=SAMPLING, default="round",
                    help="round: conditional counts rounded from the model's expectations (default, less "
                         "sampling error); sample: i.i.d. records")
-    p.add_argument("--save", help="also save the fitted synthesizer (.npz) to sample more later")
+    p.add_argument("--save", type=path, help="also save the fitted synthesizer (.npz) to sample more later")
     p.set_defaults(handler=synth)
 
     p = commands.add_parser("answer", help="private counts of all k-way marginals of a raw table",
                             description=ANSWER_HELP, formatter_class=raw)
     table_arguments(p)
     p.add_argument("--k", type=count, default=2, help="marginal order (default 2)")
-    p.add_argument("--level", type=level, default=LEVEL, help=f"confidence level of the intervals (default {LEVEL})")
+    p.add_argument("--level", type=fraction, default=LEVEL, help=f"confidence level of the intervals (default {LEVEL})")
     p.set_defaults(handler=answer)
 
     p = commands.add_parser("schema", help="a raw table's schema inferred privately, as JSON to edit",
                             description=SCHEMA_HELP, formatter_class=raw)
     table_arguments(p, mechanism=False)
-    p.add_argument("--bins", type=count, default=BINS, help=f"most bins of a numeric column (default {BINS})")
+    p.add_argument("--bins", type=bins, default=BINS, help=f"most bins of a numeric column (default {BINS}, at most "
+                   f"{MAX_BINS:,})")
     p.set_defaults(handler=schema)
 
     p = commands.add_parser("evaluate", help="compare a synthetic table with the real one: error table and "
@@ -504,7 +676,7 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("compare", help="plot each reconstruction's workload error against epsilon, on "
                             "shared measurements", description=COMPARE_HELP, formatter_class=raw)
     data_options(p)
-    p.add_argument("--epsilons", type=positive, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0],
+    p.add_argument("--epsilons", type=epsilon, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0],
                    help="pure-DP budgets (default 0.1 0.3 1 3 10)")
     p.add_argument("--reconstruct", nargs="+", default=["least-squares", "mw", "pgm"],
                    help="reconstruction operators to compare (default least-squares mw pgm)")
@@ -521,17 +693,93 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+#: Signals that stop a run (exit code 128 + the signal's number), its temporary files removed.
+STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+#: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
+#: during an import, else once the interrupt had time to end the run.
+IMPORT_WAIT, RESEND_WAIT = 0.05, 0.25
+
+
+def importing(frame) -> bool:
+    """Whether ``frame`` or a frame that called it runs an import (Python's import machinery)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def stopped_by_signals(received: list):
+    """Inside the block Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the run with a KeyboardInterrupt,
+    so that every ``finally`` runs and temporary files are removed, each signal appended to
+    ``received``.  Inside a compiled loop (:func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`)
+    the loop stops first and the interrupt is raised when it returns.  Python loses an exception
+    raised in a callback (a weakref's during an import, numba's ctypes callbacks: "Exception
+    ignored") and pybind11 turns one raised in a module's import into an ImportError, so the
+    signal is raised again, to the main thread, while the block runs: ``IMPORT_WAIT`` later when
+    it came during an import (and only then), else ``RESEND_WAIT`` later.  The removal of private
+    files holds signals back (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread
+    (the one Python runs handlers in) and only over the default handlers (an ignored signal, as
+    under nohup, stays ignored); the previous handlers come back after."""
+    from .kernels.interrupt import deferred_sigint_recording
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    running, main = [True], threading.main_thread().ident
+
+    def later(signum: int, seconds: float) -> None:
+        def again():
+            if not running[0]:
+                return
+            if hasattr(signal, "pthread_kill"):  # to the main thread: it wakes a sleep or a wait
+                signal.pthread_kill(main, signum)
+            else:
+                signal.raise_signal(signum)
+        timer = threading.Timer(seconds, again)
+        timer.daemon = True
+        timer.start()
+
+    def stop(signum, frame):
+        received.append(signum)
+        waiting = importing(frame)
+        later(signum, IMPORT_WAIT if waiting else RESEND_WAIT)
+        if signum != signal.SIGINT and deferred_sigint_recording():
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # the compiled loop stops, then it is raised
+        elif not waiting:
+            raise KeyboardInterrupt
+
+    defaults = {signal.SIGINT: signal.default_int_handler}
+    previous = {s: signal.getsignal(s) for s in STOPPING}
+    replaced = [s for s in STOPPING if previous[s] is defaults.get(s, signal.SIG_DFL)]
+    for s in replaced:
+        signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        running[0] = False
+        for s in replaced:
+            signal.signal(s, previous[s])
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    received = []
     try:
-        with progress.reporting(False if getattr(args, "quiet", False) else None):  # bars on a terminal
+        with stopped_by_signals(received), \
+                progress.reporting(False if getattr(args, "quiet", False) else None):  # bars on a terminal
             args.handler(args)
-    except KeyboardInterrupt:
-        print("ektelo-pgm: interrupted", file=sys.stderr)
-        return 130
-    except (ExpectedError, OSError, ImportError) as err:  # bad input, a refusal, a file, an extra: one line
-        print(f"ektelo-pgm: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 1
+    except BaseException as err:
+        if isinstance(err, KeyboardInterrupt) or received:  # or what the signal interrupted raised
+            signum = received[0] if received else signal.SIGINT
+            stopped = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+            print(f"ektelo-pgm: {stopped}", file=sys.stderr)
+            return 128 + signum
+        if isinstance(err, (ExpectedError, OSError, ImportError)):  # bad input, a refusal, a file, an extra
+            print(f"ektelo-pgm: error: {' '.join(str(err).split())}", file=sys.stderr)
+            return 1
+        raise
     return 0
 
 

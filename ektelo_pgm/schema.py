@@ -103,6 +103,7 @@ from . import progress
 from .dataset import Dataset
 from .encoding import TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, as_times, json_value, time_formats
 from .errors import InputError
+from .files import PRIVATE_FOLDER, private_file
 from .privacy import Budget, gaussian, laplace
 from .table_io import (Partitions, arrow, as_float, as_frame, canonical, canonical_value, factorized,
                        is_dask_collection, pandas_module)
@@ -643,7 +644,12 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
         raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "
                            "released privately (declare it --numeric to keep it as numbers)")
     if binned:
-        return numeric_from(r, bins, integer, missing)
+        try:
+            return numeric_from(r, bins, integer, missing)
+        except Unreleasable as reason:
+            if kind != "numeric":
+                raise
+            raise Unreleasable(f"{reason} (its kind was fixed numeric, --numeric: are its values numbers?)") from None
     if not r.values:
         raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
                            f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
@@ -833,7 +839,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     the column's ``decimals``."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
-    points = sorted(v for v, c in r.values.items() if c >= one_bin and math.isfinite(as_float(v)))
+    points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
+                    if isinstance(v, (int, float)) and c >= one_bin and math.isfinite(as_float(v)))
     levels = [counts.copy() for counts in r.levels]
     fine = dict(r.fine)
     for v in points:  # a point mass is its own bin: take it out of every count that holds it
@@ -976,13 +983,14 @@ def _coded_part(frame, encoder: TableEncoder):
 
 def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":
     """The codes of a table read part by part, written once under ``folder`` as Parquet files of
-    the smallest unsigned integers that hold them (read back by each pass of a mechanism)."""
+    the smallest unsigned integers that hold them (read back by each pass of a mechanism), each
+    a new file only this user can read (0600; an existing file is never overwritten)."""
     from .parquet_dataset import ParquetDataset
 
     if folder is None:
         raise InputError("a table read part by part is coded into Parquet files: name a folder for them")
     pa, pq = arrow()
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(folder, mode=PRIVATE_FOLDER, exist_ok=True)
     types = {a: np.uint8 if size <= 2**8 else np.uint16 if size <= 2**16 else np.uint32
              for a, size in zip(encoder.domain.attrs, encoder.domain.shape)}
     files = []
@@ -990,7 +998,8 @@ def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDa
         for k, part in enumerate(parts):
             codes = _coded_part(part, encoder)
             files.append(os.path.join(folder, f"codes-{k:05d}.parquet"))
-            pq.write_table(pa.table({a: codes[a].to_numpy().astype(t) for a, t in types.items()}), files[-1])
+            with private_file(files[-1]) as f:  # the records, coded: 0600
+                pq.write_table(pa.table({a: codes[a].to_numpy().astype(t) for a, t in types.items()}), f)
             shown.update()
     if not files:
         raise InputError("the table has no rows")

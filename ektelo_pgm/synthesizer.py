@@ -27,7 +27,6 @@ import importlib.util
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
@@ -40,7 +39,7 @@ from .domain import Domain
 from .encoding import TableEncoder
 from .errors import InputError, NotFittedError
 from .estimate import SAMPLING, Estimate
-from .files import atomic_write
+from .files import atomic_write, private_folder
 from .params import as_data
 from .privacy import Budget, Charge, approx_to_zcdp
 from .table_io import PART_ROWS, Partitions, as_frame, open_table, pandas_module, typed, write_parts
@@ -233,15 +232,17 @@ class Synthesizer:
         ``schema``: None (inferred privately, spending ``schema_share``), a TableEncoder, a
         dict, or the path of a JSON file (see :meth:`ektelo_pgm.schema.Declared.read`).  ``header``:
         whether a CSV path's first line names its columns (:func:`~ektelo_pgm.table_io.read_table`).
-        ``cache``: the folder where a table read part by part has its integer codes written once
-        for the mechanism's passes (default: a temporary folder, removed after the fit; the codes
-        are the private records: keep a named one as private as the table)."""
+        ``cache``: the folder in which a table read part by part has its integer codes written
+        once for the mechanism's passes (default: the system's temporary folder).  The codes are
+        the private records: they go to a new folder inside it that only this user can open
+        (0700, files 0600), removed when the fit ends, however it ends; ``cache`` itself is created
+        (0700) if absent and then removed too."""
         with self._reporting():
             if isinstance(table, (str, os.PathLike)):
                 table = open_table(table, header)
-            if cache is not None or not isinstance(table, Partitions):
-                return self._fit(table, schema, cache)
-            with tempfile.TemporaryDirectory(prefix="ektelo-codes-") as folder:
+            if not isinstance(table, Partitions):
+                return self._fit(table, schema, None)
+            with private_folder(cache, prefix="ektelo-codes-") as folder:
                 return self._fit(table, schema, folder)
 
     def _reporting(self):

@@ -1,8 +1,13 @@
 """The out-of-core path: a raw table read part by part (CSV or Parquet files, a Dask DataFrame)
 gives exactly the in-memory schema, codes, fit and synthetic records; its codes are counted
 from Parquet on disk (ParquetDataset) and the output is written part by part."""
+import glob
+import os
+import signal
+import stat
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -63,6 +68,21 @@ def as_text_files(frame: pd.DataFrame, folder, parts: int) -> list:
     return paths
 
 
+@pytest.fixture
+def codes(monkeypatch):
+    """Each set of code files a fit writes, as ``(path, mode, its folder's mode)``, seen while the fit runs."""
+    seen = []
+    init = ParquetDataset.__init__
+
+    def spied(self, files, *args, **kwargs):
+        seen.append([(f, stat.S_IMODE(os.stat(f).st_mode), stat.S_IMODE(os.stat(os.path.dirname(f)).st_mode))
+                     for f in files])
+        init(self, files, *args, **kwargs)
+
+    monkeypatch.setattr(ParquetDataset, "__init__", spied)
+    return seen
+
+
 def test_the_schema_of_a_table_read_in_parts_is_the_whole_tables(tmp_path):
     frame = messy()
     as_text_files(frame, tmp_path / "csv", 3)
@@ -81,7 +101,7 @@ def test_the_schema_of_a_table_read_in_parts_is_the_whole_tables(tmp_path):
 
 
 @pytest.mark.parametrize("mechanism", ["mst", "aim"])
-def test_a_fit_on_parts_writes_the_same_records_as_in_memory(tmp_path, mechanism):
+def test_a_fit_on_parts_writes_the_same_records_as_in_memory(tmp_path, mechanism, codes):
     frame = messy(2000).drop(columns=["note"])
     as_text_files(frame, tmp_path / "csv", 4)
     whole = pd.concat([read_table(p, header=True) for p in sorted((tmp_path / "csv").glob("*.csv"))],
@@ -97,7 +117,26 @@ def test_a_fit_on_parts_writes_the_same_records_as_in_memory(tmp_path, mechanism
     out = pd.read_csv(tmp_path / "out1.csv")
     assert list(out.columns) == list(frame.columns)
     assert out["id"].tolist() == list(range(1, len(out) + 1))  # fresh identifiers across the parts
-    assert sorted(p.name for p in (tmp_path / "codes1").iterdir())[0] == "codes-00000.parquet"
+    assert os.path.basename(codes[0][0][0]) == "codes-00000.parquet"  # only the fit read part by part codes
+    assert os.path.dirname(os.path.dirname(codes[0][0][0])) == str(tmp_path / "codes1")  # in the named cache
+    assert not (tmp_path / "codes1").exists()  # removed with the codes
+
+
+def test_a_named_cache_is_private_whatever_the_umask_and_removed(tmp_path, codes):
+    frame = messy(600).drop(columns=["note", "id"])
+    as_text_files(frame, tmp_path / "csv", 2)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("kept")
+    previous = os.umask(0)  # the codes would be readable (and writable) by anyone
+    try:
+        for cache in (tmp_path / "new" / "codes", tmp_path / "mine"):
+            Synthesizer("mst", epsilon=1.0, seed=0, progress=False).fit(Partitions(tmp_path / "csv", header=True),
+                                                                          cache=cache)
+            assert len(codes[-1]) == 2 and all(m == 0o600 and folder == 0o700 for _, m, folder in codes[-1])
+    finally:
+        os.umask(previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["csv", "mine"]  # the folders it made are removed
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]  # the user's stay
 
 
 def test_a_temporary_code_folder_is_removed_and_parquet_input_works(tmp_path, monkeypatch):
@@ -206,4 +245,40 @@ def test_the_command_line_synthesizes_a_folder_part_by_part(tmp_path):
     assert done.returncode == 0, done.stderr
     out = pd.read_parquet(tmp_path / "out.parquet")
     assert list(out.columns) == ["city", "age", "price", "day"] and len(out) > 1000
-    assert len(list((tmp_path / "codes").glob("codes-*.parquet"))) == 2
+    assert not (tmp_path / "codes").exists()  # the codes are removed at the end
+
+
+@pytest.mark.parametrize("stop, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_a_signal_during_a_fit_on_parts_leaves_no_code_behind(tmp_path, stop, code):
+    """SIGTERM left every coded record in the temporary folder (files 0644); now SIGTERM, SIGHUP and
+    Ctrl-C end the run with 128 + the signal's number, the codes and the output's temporary file
+    removed.  The signal comes once the last part is coded (then the mechanism runs, seconds)."""
+    rng = np.random.default_rng(0)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "tmp").mkdir()
+    for k in range(2):
+        n = 50_000
+        pd.DataFrame({"city": rng.choice(list("abcd"), n), "age": rng.integers(18, 90, n),
+                      "x": rng.integers(0, 5, n)}).to_csv(tmp_path / "in" / f"part-{k}.csv", index=False)
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    argv = ["synth", str(tmp_path / "in"), "--header", "-o", str(tmp_path / "out.csv"), "--epsilon", "1",
+            "--mechanism", "mst", "--engine", "parts", "--quiet"]
+    start_cli = ("import signal, sys; from ektelo_pgm.cli import main\n"  # Ctrl-C handled, as from a terminal
+                 "signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(main(sys.argv[1:]))")
+    run = subprocess.Popen([sys.executable, "-c", start_cli, *argv], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        start = time.monotonic()
+        while not glob.glob(str(tmp_path / "tmp" / "ektelo-codes-*" / "codes-00001.parquet")):
+            assert run.poll() is None and time.monotonic() - start < 300, "the fit ended before its codes were seen"
+            time.sleep(0.005)
+        coded = glob.glob(str(tmp_path / "tmp" / "ektelo-codes-*" / "codes-*.parquet"))
+        assert {stat.S_IMODE(os.stat(p).st_mode) for p in coded} == {0o600}
+        assert stat.S_IMODE(os.stat(os.path.dirname(coded[0])).st_mode) == 0o700
+        run.send_signal(stop)
+        _, err = run.communicate(timeout=300)
+    finally:
+        run.kill()
+    assert run.returncode == code, err
+    assert err.endswith("ektelo-pgm: interrupted\n" if stop == signal.SIGINT else
+                        f"ektelo-pgm: stopped by {signal.Signals(stop).name}\n")
+    assert os.listdir(tmp_path / "tmp") == [] and sorted(os.listdir(tmp_path)) == ["in", "tmp"]  # no output either

@@ -138,6 +138,11 @@ CASES = {
                                                             common=("--sep", ";", "--encoding", "latin-1")),
     "engine parts: read part by part, a new text value": Case(substitute("city", "Zanzibar"),
                                                               common=("--engine", "parts")),
+    # issue 52: files and options
+    "a text column declared numeric, a new text value": Case(substitute("city", "Zanzibar"),
+                                                             common=("--numeric", "city")),
+    "a tab separator written \\t, a new text value": Case(substitute("city", "Zanzibar"), sep="\t",
+                                                         common=("--sep", "\\t")),
 }
 
 

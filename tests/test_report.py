@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ektelo_pgm.cli import main
+from ektelo_pgm.errors import InputError
 from ektelo_pgm.operators.least_squares import LeastSquares
 from ektelo_pgm.operators.reconstruct import PGM
 from ektelo_pgm.evaluation import MISSING, OTHER, Discretisation, compare, evaluate, kinds_of
@@ -95,6 +96,9 @@ def test_a_schema_fixes_column_kinds_and_bad_ones_are_named(tmp_path):
     assert kinds_of({"columns": {"gain": {"kind": "numeric", "bins": 8}}}) == {"gain": "numeric"}
     with pytest.raises(ValueError, match="column 'gain' has kind 'text'"):
         kinds_of({"gain": "text"})
+    path.write_text("[1]")  # evaluate --schema on a JSON list ended in a TypeError traceback
+    with pytest.raises(InputError, match=r"schema.json: not a JSON schema \(a JSON list, not an object\)"):
+        kinds_of(str(path))
 
 
 def test_the_error_table_names_the_worst_marginals():

@@ -79,6 +79,8 @@ def kinds_of(schema) -> dict:
                 data = json.load(f)
             except json.JSONDecodeError as err:
                 raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{os.fspath(schema)}: not a JSON schema (a JSON {type(data).__name__}, not an object)")
         schema = TableEncoder.from_dict(data) if isinstance(data, dict) and "format" in data else data
     if isinstance(schema, TableEncoder):
         return {name: "numeric" if isinstance(column, NumericColumn) else "categorical"

@@ -20,6 +20,11 @@ def _record(signum, frame):
     _received.append(signum)
 
 
+def deferred_sigint_recording() -> bool:
+    """Whether a :func:`deferred_sigint` block now records SIGINT (its handler is the block's)."""
+    return signal.getsignal(signal.SIGINT) is _record
+
+
 def sigint_received() -> bool:
     """Whether SIGINT arrived inside the current :func:`deferred_sigint` block (calling this runs
     pending signal handlers first)."""
