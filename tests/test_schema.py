@@ -442,6 +442,28 @@ def test_prices_keep_their_cents_and_times_their_format():
     assert pd.Timestamp(2016, 12, 1) < pd.to_datetime(first, format=at.time_format) < pd.Timestamp(2017, 1, 2)
 
 
+@pytest.mark.parametrize("far, end", [("0001-01-01 00:00:00", 0), ("3000-01-01 00:00:00", -1),
+                                      ("9999-12-31 23:59:59", -1), ("10000-01-01 00:00:00", -1),
+                                      ("-0001-06-01 00:00:00", 0), ("9" * 5000 + "-01-01 00:00:00", -1)])
+def test_a_time_of_any_year_is_read_and_clipped_by_the_private_range(far, end):
+    """One record of year 3000 (or 1, 9999, ...) in a column of times ended the schema in
+    OutOfBoundsDatetime, printing the value: it is a time, clipped into the private range's end
+    bin like any number outside it."""
+    rng = np.random.default_rng(52)
+    n = 6000
+    stamps = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 365 * 86400, n), unit="s")
+    frame = pd.DataFrame({"at": stamps.strftime("%Y-%m-%d %H:%M:%S").to_numpy(dtype=object)})
+    frame.loc[0, "at"] = far
+    at = infer(frame, Budget.zcdp(0.05), None, 1e-9, rng=0).columns["at"]
+    assert at.time_format == "%Y-%m-%d %H:%M:%S" and at.integer
+    year = (pd.Timestamp("2019-01-01").timestamp(), pd.Timestamp("2020-01-01").timestamp())
+    assert year[0] - 30 * 86400 < at.edges[0] <= year[0] + 86400 and year[1] - 86400 <= at.edges[-1] < year[1] + 30 * 86400
+    codes = encoded(frame, _with(at)).records[:, 0]
+    assert codes[0] == range(at.bins)[end] and (codes < at.bins).all()  # never missing
+    written = at.decode(codes, "uniform", np.random.default_rng(0))
+    assert written.str[:4].isin(["2018", "2019", "2020"]).all()  # inside the range, in its format
+
+
 def test_whole_number_identifiers_are_left_out_and_amounts_are_not():
     """Identifiers are told from amounts by their noisy number of distinct values: 100% against
     79% here (and 95% for Lending Club's credit utilised), at a margin of 2 noise stds."""
