@@ -524,3 +524,21 @@ def test_learn_is_the_one_way_in_declared_public_and_inferred_columns_in_table_o
     assert whole.to_dict() == Declared.read(spec).encoder().to_dict()
     with pytest.raises(ValueError, match=r"columns \['height'\] of the schema are not in the table"):
         learn(frame, budget, None, 1e-9, declared={"columns": {"height": {"kind": "numeric", "bounds": [1, 2]}}})
+
+
+def test_a_public_column_has_a_missing_code_whatever_the_records_hold():
+    """A public column got its missing code exactly when some record was blank, read without
+    noise: it always has one (issue 52); a column declared never blank says so in its schema."""
+    frame = table(4000).assign(city=lambda f: np.where(f.colour == "red", "Paris", "Lyon"))[["city", "age"]]
+    blank = frame.assign(city=frame.city.where(frame.index != 7, ""))
+    spec = {"columns": {"age": {"kind": "numeric", "bounds": [20, 69], "bins": 10}}}
+    schemas = [learn(f, None, None, 0.0, declared=spec, public=["city"]).to_dict() for f in (frame, blank)]
+    assert schemas[0] == schemas[1] and schemas[0]["columns"][0]["missing"] is True
+    city = learn(blank, None, None, 0.0, declared=spec, public=["city"]).columns["city"]
+    assert city.categories == ("Lyon", "Paris") and city.size == 3
+    assert list(encoded(blank, Declared.read(spec).encoder({"city": city})).records[6:9, 0]) == \
+        [int(frame.city[6] == "Paris"), 2, int(frame.city[8] == "Paris")]
+    never = Declared.read({"columns": {"city": {"kind": "categorical", "categories": ["Lyon", "Paris"],
+                                                "public": True, "missing": False}}})
+    assert never.columns["city"].public and never.columns["city"].size == 2
+    assert encoded(blank[["city"]], never.encoder()).records[7, 0] == 0  # blank: the first code
