@@ -138,6 +138,10 @@ CASES = {
                                                             common=("--sep", ";", "--encoding", "latin-1")),
     "engine parts: read part by part, a new text value": Case(substitute("city", "Zanzibar"),
                                                               common=("--engine", "parts")),
+    # issue 52: values
+    "time of year 3000": Case(substitute("country", "3000-01-01 00:00:00"), base=stamped),
+    "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
+    "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
 }
 
 
@@ -339,6 +343,36 @@ def test_the_audit_sees_a_leak(tmp_path):
         return Run(code, stdout.getvalue(), stderr.getvalue(), ())
 
     assert audit(tmp_path, case, "evaluate", evaluate)
+
+
+def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
+    """Power for issue 52's times: read as pandas' nanosecond timestamps (the reader before it),
+    the time of year 3000 ended the run in a traceback printing the value, as the installed
+    command shows it (exit 1, the traceback on stderr); the audit flags both on ``schema``."""
+    import traceback
+
+    import pandas as pd
+
+    from ektelo_pgm import encoding
+
+    if int(pd.__version__.split(".")[0]) < 3:
+        pytest.skip("pandas 2 read a time past 2262 as no time (NaT), where pandas 3 raised")
+
+    def nanosecond_times(texts, fmt):  # encoding.as_times before issue 52
+        parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
+        seconds = ((parsed - pd.Timestamp(0)) // pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+        return np.array([None if s != s else int(s) for s in seconds], dtype=object)
+
+    def console(command, table, case, seed, out):  # what the ektelo-pgm command prints of an exception
+        try:
+            return run(command, table, case, seed, out)
+        except Exception:
+            return Run(1, "", traceback.format_exc().replace(str(tmp_path), "<dir>"), ())
+
+    monkeypatch.setattr(encoding, "_read_times", nanosecond_times)
+    found = audit(tmp_path, CASES["time of year 3000"], "schema", console)
+    assert any(f.startswith("exit code = '1': 20 of 20") for f in found), found
+    assert any(f.startswith("stderr = 'Traceback") for f in found), found  # its last line printed the value
 
 
 # the leaks the audit was built for, each shown directly ----------------------------------------
