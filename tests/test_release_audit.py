@@ -225,8 +225,12 @@ def csv_features(name: str, data: bytes) -> dict:
 
 
 def schema_features(name: str, schema: dict) -> dict:
-    """A schema's columns: their names, kinds and whether they have a missing code."""
-    return {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
+    """A schema's columns: their names, kinds and whether they have a missing code, all together
+    and column by column (so that what one record decides of a column shows whatever the noise
+    decides of the others)."""
+    found = {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
+    found.update({f"{name}: column {c['name']}": (c["kind"], c["missing"]) for c in schema["columns"]})
+    return found
 
 
 def model_features(data: bytes) -> dict:
