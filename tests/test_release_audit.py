@@ -451,9 +451,13 @@ def test_privbayes_rows_do_not_depend_on_what_the_schema_cannot_code(tmp_path):
 
 @pytest.mark.parametrize("case", [CASES["constant column but one record"], CASES["infinity"],
                                   CASES["number past the float range"], CASES["400-digit number"],
-                                  Case(substitute("age", "-" + "9" * 400))])
+                                  Case(substitute("age", "-" + "9" * 400)),
+                                  Case(substitute("country", "9999-12-31 23:59:59"), base=stamped),
+                                  Case(substitute("country", "12345-01-01 00:00:00"), base=stamped),
+                                  Case(substitute("country", "-0001-01-01 00:00:00"), base=stamped)])
 def test_one_record_flips_no_exit_code(tmp_path, capsys, case):
-    """A column constant but for one record was refused; extreme numbers ended in a traceback."""
+    """A column constant but for one record was refused; extreme numbers, and times past pandas'
+    nanosecond range (1677-2262), ended in a traceback."""
     for rows in case.tables():
         path = table_file(tmp_path, rows)
         code = main(["synth", str(path), "--header", "-o", str(tmp_path / "out.csv"), "--epsilon", "1",
