@@ -940,14 +940,16 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 def public_column(name: str, t: Tally) -> CategoricalColumn:
     """The column ``name`` whose categories the user declares public knowledge (the cities of a
     state, the codes of a codebook), from its Tally ``t``: every value present is a category
-    (numbers first, then text, each sorted), with a missing code when a value is missing.
-    Read from the table as it is, without noise: a declared assumption that the set of values
-    is known without the table, which the user vouches for; no privacy is spent and none is
-    claimed for the set (docs/privacy.md)."""
+    (numbers first, then text, each sorted), and a missing code always, whether or not a value
+    is missing: the categories are vouched for as public, whether someone's value is missing is
+    not, so it is never read from the data (a column declared in a schema, ``"public": true``,
+    says ``"missing": false`` when it has none).  Read from the table as it is, without noise: a
+    declared assumption that the set of values is known without the table, which the user
+    vouches for; no privacy is spent and none is claimed for the set (docs/privacy.md)."""
     categories = sorted(t.values, key=lambda v: (isinstance(v, str), v))
     if not categories:
         raise InputError(f"column {name!r} is declared to have public categories but has no value")
-    return CategoricalColumn(name, tuple(categories), t.missing > 0, public=True)
+    return CategoricalColumn(name, tuple(categories), True, public=True)
 
 
 def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:

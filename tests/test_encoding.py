@@ -1,4 +1,5 @@
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -10,7 +11,8 @@ from ektelo_pgm import sample_data
 from ektelo_pgm.dataset import Dataset
 from ektelo_pgm.domain import Domain
 from ektelo_pgm.privacy import Budget
-from ektelo_pgm.encoding import CategoricalColumn, NumericColumn, TableEncoder
+from ektelo_pgm.encoding import (TIME_FORMATS, WITHIN_BIN, CategoricalColumn, NumericColumn, TableEncoder, as_times,
+                                 time_formats, time_text, time_texts)
 from ektelo_pgm.table_io import read_table
 
 ADULT_COLUMNS = list(sample_data.ADULT_COLUMNS)
@@ -378,3 +380,74 @@ def test_whole_numbers_beyond_two_to_the_53_encode_their_own_training_data(base,
     np.testing.assert_array_equal(codes, expected)
     if binning == "quantile":
         assert np.bincount(codes).tolist() == [25, 25, 25, 25]
+
+
+# issue 52: times of any range ------------------------------------------------------------------
+@pytest.mark.parametrize("text, written", [("0001-01-01 00:00:00", None), ("3000-01-01 00:00:00", None),
+                                           ("9999-12-31 23:59:59", None), ("10000-01-01 00:00:00", None),
+                                           ("123456789-06-30 12:00:00", None), ("0000-02-29 00:00:00", None),
+                                           ("-0001-01-01 00:00:00", None),
+                                           ("-001-01-01 00:00:00", "-0001-01-01 00:00:00"),
+                                           ("-44-03-15 12:00:00", "-0044-03-15 12:00:00")])
+def test_times_of_any_year_read_as_exact_seconds_and_written_back(text, written):
+    """A time past pandas' nanosecond range (1677-2262) ended the run in OutOfBoundsDatetime, its
+    message printing the value: times are whole seconds of any range, as numpy counts them."""
+    fmt = "%Y-%m-%d %H:%M:%S"
+    seconds = as_times(np.array([text, "2019-01-01 00:00:00", "not a time", None], dtype=object), fmt)
+    assert seconds[1] == 1546300800 and seconds[2] is None and seconds[3] is None
+    assert type(seconds[0]) is int and seconds[0] == np.datetime64(text.replace(" ", "T"), "s").astype(np.int64)
+    assert time_text(seconds[0], fmt) == (written or text)
+    assert time_formats(np.array([text], dtype=object))[0] == TIME_FORMATS.index(fmt)
+
+
+def test_a_year_past_what_python_reads_as_an_int_is_an_infinite_time():
+    """Like a number of thousands of digits, a year of thousands of digits is read (as +-inf
+    seconds, clipped like any number), never an error."""
+    huge = "9" * 5000
+    times = as_times(np.array([f"{huge}-01-01", f"-{huge}-01-01", f"{huge[:40]}-01-01"], dtype=object), "%Y-%m-%d")
+    assert times[0] == math.inf and times[1] == -math.inf
+    assert type(times[2]) is int and time_text(times[2], "%Y-%m-%d") == f"{huge[:40]}-01-01"
+
+
+def test_days_count_as_numpys_calendar_over_two_million_years():
+    days = np.arange(-400_000_000, 400_000_000, 9_973, dtype=np.int64)  # years -1.1 to 1.1 million
+    numpys = np.datetime_as_string(days.astype("datetime64[D]")).astype(object)
+    assert (as_times(numpys, "%Y-%m-%d") == days * 86400).all()
+    ours = time_texts(days * 86400 + 3723, "%Y-%m-%dT%H:%M:%SZ").astype(object)
+    assert (as_times(ours, "%Y-%m-%dT%H:%M:%SZ") == days * 86400 + 3723).all()
+    four = (days >= -719528) & (days < 2932897)  # years 0 to 9999, written in four digits alike
+    assert (time_texts(days[four] * 86400, "%Y-%m-%d") == numpys[four]).all()
+
+
+def test_a_time_column_decodes_bins_of_any_range():
+    """Decoding went through pandas' nanosecond timestamps: bins beyond 2262 raised."""
+    edges = tuple(int(s) for s in as_times(np.array(["0001-01-01", "1970-01-01", "3000-01-01", "10000-01-01"],
+                                                     dtype=object), "%Y-%m-%d"))
+    column = NumericColumn("day", edges, True, True, None, "%Y-%m-%d")
+    codes = np.array([0, 1, 2, 3, 2, 0])
+    for how in WITHIN_BIN:
+        written = column.decode(codes, how, np.random.default_rng(0))
+        assert written.isna().tolist() == [False, False, False, True, False, False]
+        again = as_times(written.to_numpy(dtype=object), "%Y-%m-%d")
+        assert [edges[c] <= s < edges[c + 1] for c, s in zip(codes, again) if s is not None] == [True] * 5
+    assert column.labels()[2] == "[3000-01-01, 10000-01-01)"
+
+
+def test_time_formats_read_ordinary_text_as_pandas_did():
+    """Over the years pandas reads (1678-2261), the time parser agrees with pandas.to_datetime
+    (the reader before issue 52) on which texts each format reads, and their seconds, rounded
+    down: forms with one digit, spaces, any case, leap days, seconds 60 and 61, fractions."""
+    rng = np.random.default_rng(52)
+    stamps = pd.Timestamp("1678-01-01") + pd.to_timedelta(rng.integers(0, 583 * 365 * 86400, 400), unit="s")
+    texts = ["2019-1-5", "2019-01-05 1:2:3", "2019-01-05  01:02", "2019-02-29", "2020-02-29", "2019-04-31",
+             "2019-01-05 23:59:60", "2019-01-05 23:59:61", "2019-01-05 24:00:00", "jan-2019", "SEP 2019", "Sept 2019",
+             "January 2019", "1/ 5/2019", "2019- 1-05", "2019-01-05T01:02:03z", "2019-01-05t01:02:03Z",
+             "2019-01-05T01:02:03.123456789Z", "2019-01-05T01:02:03.1234567891Z", "2019-01-05T01:02:03.Z",
+             "1969-12-31T23:59:59.5Z", "02019-01-05", "+2019-01-05", "019-01-05", "Jan 05,2019", "5.1.2019",
+             "2019-13", "2019-00-05", "00/05/2019", "2019/1/5 1:2:3", "12/31/1999 23:59", "31 Dec 1999", "Dec 31, 1999"]
+    texts += [s.strftime(fmt) for s in stamps for fmt in TIME_FORMATS[rng.integers(len(TIME_FORMATS)):][:2]]
+    for fmt in TIME_FORMATS:
+        parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
+        theirs = [None if pd.isna(p) else int(p.to_datetime64().astype("datetime64[ns]").astype(np.int64) // 10**9)
+                  for p in parsed]
+        assert list(as_times(np.array(texts, dtype=object), fmt)) == theirs, fmt

@@ -143,6 +143,10 @@ CASES = {
                                                              common=("--numeric", "city")),
     "a tab separator written \\t, a new text value": Case(substitute("city", "Zanzibar"), sep="\t",
                                                          common=("--sep", "\\t")),
+    # issue 52: values
+    "time of year 3000": Case(substitute("country", "3000-01-01 00:00:00"), base=stamped),
+    "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
+    "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
 }
 
 
@@ -226,8 +230,12 @@ def csv_features(name: str, data: bytes) -> dict:
 
 
 def schema_features(name: str, schema: dict) -> dict:
-    """A schema's columns: their names, kinds and whether they have a missing code."""
-    return {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
+    """A schema's columns: their names, kinds and whether they have a missing code, all together
+    and column by column (so that what one record decides of a column shows whatever the noise
+    decides of the others)."""
+    found = {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
+    found.update({f"{name}: column {c['name']}": (c["kind"], c["missing"]) for c in schema["columns"]})
+    return found
 
 
 def model_features(data: bytes) -> dict:
@@ -346,6 +354,36 @@ def test_the_audit_sees_a_leak(tmp_path):
     assert audit(tmp_path, case, "evaluate", evaluate)
 
 
+def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
+    """Power for issue 52's times: read as pandas' nanosecond timestamps (the reader before it),
+    the time of year 3000 ended the run in a traceback printing the value, as the installed
+    command shows it (exit 1, the traceback on stderr); the audit flags both on ``schema``."""
+    import traceback
+
+    import pandas as pd
+
+    from ektelo_pgm import encoding
+
+    if int(pd.__version__.split(".")[0]) < 3:
+        pytest.skip("pandas 2 read a time past 2262 as no time (NaT), where pandas 3 raised")
+
+    def nanosecond_times(texts, fmt):  # encoding.as_times before issue 52
+        parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
+        seconds = ((parsed - pd.Timestamp(0)) // pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
+        return np.array([None if s != s else int(s) for s in seconds], dtype=object)
+
+    def console(command, table, case, seed, out):  # what the ektelo-pgm command prints of an exception
+        try:
+            return run(command, table, case, seed, out)
+        except Exception:
+            return Run(1, "", traceback.format_exc().replace(str(tmp_path), "<dir>"), ())
+
+    monkeypatch.setattr(encoding, "_read_times", nanosecond_times)
+    found = audit(tmp_path, CASES["time of year 3000"], "schema", console)
+    assert any(f.startswith("exit code = '1': 20 of 20") for f in found), found
+    assert any(f.startswith("stderr = 'Traceback") for f in found), found  # its last line printed the value
+
+
 # the leaks the audit was built for, each shown directly ----------------------------------------
 def table_file(tmp_path, rows, header=True, name="table.csv"):
     path = tmp_path / name
@@ -418,9 +456,13 @@ def test_privbayes_rows_do_not_depend_on_what_the_schema_cannot_code(tmp_path):
 
 @pytest.mark.parametrize("case", [CASES["constant column but one record"], CASES["infinity"],
                                   CASES["number past the float range"], CASES["400-digit number"],
-                                  Case(substitute("age", "-" + "9" * 400))])
+                                  Case(substitute("age", "-" + "9" * 400)),
+                                  Case(substitute("country", "9999-12-31 23:59:59"), base=stamped),
+                                  Case(substitute("country", "12345-01-01 00:00:00"), base=stamped),
+                                  Case(substitute("country", "-0001-01-01 00:00:00"), base=stamped)])
 def test_one_record_flips_no_exit_code(tmp_path, capsys, case):
-    """A column constant but for one record was refused; extreme numbers ended in a traceback."""
+    """A column constant but for one record was refused; extreme numbers, and times past pandas'
+    nanosecond range (1677-2262), ended in a traceback."""
     for rows in case.tables():
         path = table_file(tmp_path, rows)
         code = main(["synth", str(path), "--header", "-o", str(tmp_path / "out.csv"), "--epsilon", "1",

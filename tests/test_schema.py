@@ -442,6 +442,28 @@ def test_prices_keep_their_cents_and_times_their_format():
     assert pd.Timestamp(2016, 12, 1) < pd.to_datetime(first, format=at.time_format) < pd.Timestamp(2017, 1, 2)
 
 
+@pytest.mark.parametrize("far, end", [("0001-01-01 00:00:00", 0), ("3000-01-01 00:00:00", -1),
+                                      ("9999-12-31 23:59:59", -1), ("10000-01-01 00:00:00", -1),
+                                      ("-0001-06-01 00:00:00", 0), ("9" * 5000 + "-01-01 00:00:00", -1)])
+def test_a_time_of_any_year_is_read_and_clipped_by_the_private_range(far, end):
+    """One record of year 3000 (or 1, 9999, ...) in a column of times ended the schema in
+    OutOfBoundsDatetime, printing the value: it is a time, clipped into the private range's end
+    bin like any number outside it."""
+    rng = np.random.default_rng(52)
+    n = 6000
+    stamps = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 365 * 86400, n), unit="s")
+    frame = pd.DataFrame({"at": stamps.strftime("%Y-%m-%d %H:%M:%S").to_numpy(dtype=object)})
+    frame.loc[0, "at"] = far
+    at = infer(frame, Budget.zcdp(0.05), None, 1e-9, rng=0).columns["at"]
+    assert at.time_format == "%Y-%m-%d %H:%M:%S" and at.integer
+    year = (pd.Timestamp("2019-01-01").timestamp(), pd.Timestamp("2020-01-01").timestamp())
+    assert year[0] - 30 * 86400 < at.edges[0] <= year[0] + 86400 and year[1] - 86400 <= at.edges[-1] < year[1] + 30 * 86400
+    codes = encoded(frame, _with(at)).records[:, 0]
+    assert codes[0] == range(at.bins)[end] and (codes < at.bins).all()  # never missing
+    written = at.decode(codes, "uniform", np.random.default_rng(0))
+    assert written.str[:4].isin(["2018", "2019", "2020"]).all()  # inside the range, in its format
+
+
 def test_whole_number_identifiers_are_left_out_and_amounts_are_not():
     """Identifiers are told from amounts by their noisy number of distinct values: 100% against
     79% here (and 95% for Lending Club's credit utilised), at a margin of 2 noise stds."""
@@ -502,3 +524,21 @@ def test_learn_is_the_one_way_in_declared_public_and_inferred_columns_in_table_o
     assert whole.to_dict() == Declared.read(spec).encoder().to_dict()
     with pytest.raises(ValueError, match=r"columns \['height'\] of the schema are not in the table"):
         learn(frame, budget, None, 1e-9, declared={"columns": {"height": {"kind": "numeric", "bounds": [1, 2]}}})
+
+
+def test_a_public_column_has_a_missing_code_whatever_the_records_hold():
+    """A public column got its missing code exactly when some record was blank, read without
+    noise: it always has one (issue 52); a column declared never blank says so in its schema."""
+    frame = table(4000).assign(city=lambda f: np.where(f.colour == "red", "Paris", "Lyon"))[["city", "age"]]
+    blank = frame.assign(city=frame.city.where(frame.index != 7, ""))
+    spec = {"columns": {"age": {"kind": "numeric", "bounds": [20, 69], "bins": 10}}}
+    schemas = [learn(f, None, None, 0.0, declared=spec, public=["city"]).to_dict() for f in (frame, blank)]
+    assert schemas[0] == schemas[1] and schemas[0]["columns"][0]["missing"] is True
+    city = learn(blank, None, None, 0.0, declared=spec, public=["city"]).columns["city"]
+    assert city.categories == ("Lyon", "Paris") and city.size == 3
+    assert list(encoded(blank, Declared.read(spec).encoder({"city": city})).records[6:9, 0]) == \
+        [int(frame.city[6] == "Paris"), 2, int(frame.city[8] == "Paris")]
+    never = Declared.read({"columns": {"city": {"kind": "categorical", "categories": ["Lyon", "Paris"],
+                                                "public": True, "missing": False}}})
+    assert never.columns["city"].public and never.columns["city"].size == 2
+    assert encoded(blank[["city"]], never.encoder()).records[7, 0] == 0  # blank: the first code

@@ -423,3 +423,13 @@ def test_the_registry_builds_each_class_with_its_own_defaults_and_the_stewards_s
     assert mst.get_params() == {**type(mst)().get_params(), "iters": 1000}
     mwem = mechanism_entry("mwem").build(domain, {})
     assert (mwem.rounds, mwem.noise, mwem.estimator.iters, mwem.estimator.max_mb) == (10, "gaussian", 250, 32.0)
+
+
+def test_public_categories_get_a_missing_code_whatever_the_records_hold():
+    """``public=`` read the missing code off the data without noise: present exactly when some
+    record was blank.  It is always there, and the fit's schema is the same on both tables."""
+    frame = people(3000)
+    blank = frame.assign(city=frame.city.where(frame.index != 0, ""))
+    fits = [Synthesizer("mst", epsilon=1.0, seed=0, public=["city"]).fit(f, schema=None) for f in (frame, blank)]
+    columns = [model.encoder.columns["city"] for model in fits]
+    assert columns[0] == columns[1] and columns[0].missing and columns[0].categories == ("Lyon", "Nice", "Paris")
