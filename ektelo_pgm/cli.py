@@ -7,19 +7,18 @@ example table to try the others on."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fnmatch
-import glob
 import os
 import signal
 import sys
-import threading
 
 from . import progress, sample_data
 from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
+from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
+                      path, seed, separator, text_encoding)
 from .privacy import Budget
+from .stopping import stopped_by_signals
 from .table_io import PARQUET, write_table
 from .uncertainty import LEVEL
 
@@ -192,191 +191,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def positive(text: str) -> float:
-    """An argparse type: a positive finite number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-#: The largest epsilon the command line takes: far past any privacy (e^1000000), and where the
-#: conversions to zCDP still hold in floating point (1e15 overflows them).
-MAX_EPSILON = 1e6
-
-
-def epsilon(text: str) -> float:
-    """An argparse type: a privacy budget epsilon, positive and at most ``MAX_EPSILON``."""
-    value = positive(text)
-    if value > MAX_EPSILON:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_EPSILON:g}, got {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1 (a confidence level, delta, a share)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
-    return value
-
-
-def count(text: str, most: int | None = None) -> int:
-    """An argparse type: a positive integer (at most ``most``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    if most is not None and value > most:
-        raise argparse.ArgumentTypeError(f"must be at most {most:,}, got {text!r}")
-    return value
-
-
-#: The most bins the schema's inference takes per numeric column (--bins): far more than any model
-#: holds (the 2-way marginal of such a column with a column of five values passes AIM's 32 MB cap).
-MAX_BINS = 10**6
-
-
-def bins(text: str) -> int:
-    """An argparse type: a number of bins, from 1 to ``MAX_BINS``."""
-    return count(text, MAX_BINS)
-
-
-def seed(text: str) -> int:
-    """An argparse type: a seed, a whole number from 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}")
-    return value
-
-
-def separator(text: str) -> str:
-    """An argparse type: a CSV field separator, one character (a tab may be written \\t), never a
-    quote or a line end."""
-    value = "\t" if text == "\\t" else text
-    if len(value) != 1 or value in "\"\r\n":
-        raise argparse.ArgumentTypeError(f"must be one character (a tab: \\t), not a quote or a line end; got {text!r}")
-    return value
-
-
-def text_encoding(text: str) -> str:
-    """An argparse type: the name of a text encoding Python knows (utf-8, latin-1, cp1252, ...)."""
-    try:
-        "".encode(text)  # a LookupError for an unknown name and for a codec of bytes (base64, zlib)
-    except LookupError:
-        raise argparse.ArgumentTypeError(f"unknown text encoding {text!r} (e.g. utf-8, latin-1, cp1252)") from None
-    return text
-
-
-def mechanism_name(text: str) -> str:
-    """An argparse type: a mechanism's name (:func:`~ektelo_pgm.synthesizer.mechanisms`)."""
-    from .synthesizer import mechanism_entry
-
-    try:
-        mechanism_entry(text)
-    except InputError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return text
-
-
-def column_names(text: str) -> list:
-    """An argparse type: comma-separated column names, each named once, none empty."""
-    names = text.split(",")
-    if not all(name.strip() for name in names):
-        raise argparse.ArgumentTypeError(f"a column name is empty in {text!r}")
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise argparse.ArgumentTypeError(f"the column names {repeated} repeat")
-    return names
-
-
-def path(text: str) -> str:
-    """An argparse type: a path, not empty."""
-    if not text:
-        raise argparse.ArgumentTypeError("an empty path")
-    return text
-
-
-def check_output(args, formats) -> None:
-    """Refuse, before any work, an output whose format is unknown or whose folder does not exist,
-    and outputs and caches among the input (:func:`check_apart`)."""
-    from .table_io import check_parquet
-
-    path = args.output
-    if not path.endswith(formats):
-        raise InputError(f"output {path!r} must end in {' or '.join(formats)}")
-    check_parquet(path)
-    for option, output in outputs(args):
-        folder = os.path.dirname(os.path.abspath(output))
-        if not os.path.isdir(folder):
-            raise InputError(f"{option}: the folder {folder!r} does not exist")
-        if os.path.isdir(output):
-            raise InputError(f"{option}: {output!r} is a folder")
-    check_apart(args)
-
-
-def outputs(args) -> list:
-    """``(option, path)`` of each file the run writes: ``-o``'s and ``--save``'s (.npz added)."""
-    save = getattr(args, "save", None)
-    return [("-o", args.output)] + ([("--save", save if save.endswith(".npz") else save + ".npz")] if save else [])
-
-
-def check_apart(args) -> None:
-    """Refuse, before any data is read, an output (-o, --save) that is an input file, inside the
-    input folder or matched by the input glob, and a --cache folder that is the input folder or
-    inside it or holds an input file: compared by real path (links resolved) with every file of
-    the input (a file, the table files of a folder, the files a glob matches) and the --schema
-    file."""
-    from .table_io import table_files
-
-    inputs = {os.path.realpath(p) for p in table_files(args.input)}
-    if isinstance(getattr(args, "schema", None), str):
-        inputs.add(os.path.realpath(args.schema))
-    folder = os.path.realpath(args.input) if os.path.isdir(args.input) else None
-    pattern = args.input if folder is None and glob.has_magic(args.input) else None
-    for option, output in outputs(args):
-        real = os.path.realpath(output)
-        if real in inputs:
-            raise InputError(f"{option} {output} would overwrite the input; choose another name")
-        if folder is not None and inside(real, folder):
-            raise InputError(f"{option} {output} is inside the input folder {args.input}; write it elsewhere")
-        if pattern is not None and matched(output, pattern):
-            raise InputError(f"{option} {output} is matched by the input glob {args.input}; choose another name")
-    cache = getattr(args, "cache", None)
-    if cache is not None:
-        real = os.path.realpath(cache)
-        if real in inputs or any(inside(p, real) for p in inputs) or folder is not None and \
-                (real == folder or inside(real, folder)):
-            raise InputError(f"--cache {cache} is the input folder, inside it or holds an input file; name a folder "
-                             "apart from the input")
-
-
-def inside(path: str, folder: str) -> bool:
-    """Whether ``path`` lies inside ``folder`` (both real paths), at any depth."""
-    return path != folder and os.path.commonpath([path, folder]) == folder
-
-
-def matched(path: str, pattern: str) -> bool:
-    """Whether the glob ``pattern`` matches ``path``, existing or not: its name matches the
-    pattern's last part and its folder, by real path, is one the pattern's folder part matches."""
-    head, tail = os.path.split(pattern)
-    if not fnmatch.fnmatch(os.path.basename(path), tail):
-        return False
-    folders = glob.glob(head) if glob.has_magic(head) else [head or "."]
-    return os.path.realpath(os.path.dirname(os.path.abspath(path))) in {os.path.realpath(f) for f in folders}
-
-
 def declared_schema(args):
     """The --schema file read before any data is read (a ``Declared``), or None; a file that is
     not a schema is refused naming --schema."""
@@ -510,8 +324,8 @@ def evaluate(args) -> None:
     evaluation = evaluate_tables(real, synthetic, args.schema, orders, args.bins, args.output, args.png, args.model,
                                  holdout, args.target)
     print(evaluation.text())
-    for path in filter(None, (args.output, args.png and f"{args.png.removesuffix('.png')}-*.png")):
-        print(f"wrote {path}")
+    for written in filter(None, (args.output, args.png and f"{args.png.removesuffix('.png')}-*.png")):
+        print(f"wrote {written}")
 
 
 def compare(args) -> None:
@@ -522,8 +336,8 @@ def compare(args) -> None:
     operators = chosen_operators(args.reconstruct)
     data = load_data(args)
     rows = compare_operators(data, args.epsilons, operators, args.k, args.trials, args.seed, args.output)
-    for epsilon, group in rows.groupby("epsilon"):
-        print(f"epsilon {epsilon:g}:")
+    for budget, group in rows.groupby("epsilon"):
+        print(f"epsilon {budget:g}:")
         print(table([Comparison(r.operator, None if r.refused else r.error, r.seconds, refused=r.refused)
                      for r in group.itertuples()]))
     print(f"wrote {args.output}")
@@ -693,76 +507,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(handler=example)
     return top
-
-
-#: Signals that stop a run (exit code 128 + the signal's number), its temporary files removed.
-STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-#: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
-#: during an import, else once the interrupt had time to end the run.
-IMPORT_WAIT, RESEND_WAIT = 0.05, 0.25
-
-
-def importing(frame) -> bool:
-    """Whether ``frame`` or a frame that called it runs an import (Python's import machinery)."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
-
-
-@contextlib.contextmanager
-def stopped_by_signals(received: list):
-    """Inside the block Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the run with a KeyboardInterrupt,
-    so that every ``finally`` runs and temporary files are removed, each signal appended to
-    ``received``.  Inside a compiled loop (:func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`)
-    the loop stops first and the interrupt is raised when it returns.  Python loses an exception
-    raised in a callback (a weakref's during an import, numba's ctypes callbacks: "Exception
-    ignored") and pybind11 turns one raised in a module's import into an ImportError, so the
-    signal is raised again, to the main thread, while the block runs: ``IMPORT_WAIT`` later when
-    it came during an import (and only then), else ``RESEND_WAIT`` later.  The removal of private
-    files holds signals back (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread
-    (the one Python runs handlers in) and only over the default handlers (an ignored signal, as
-    under nohup, stays ignored); the previous handlers come back after."""
-    from .kernels.interrupt import deferred_sigint_recording
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    running, main = [True], threading.main_thread().ident
-
-    def later(signum: int, seconds: float) -> None:
-        def again():
-            if not running[0]:
-                return
-            if hasattr(signal, "pthread_kill"):  # to the main thread: it wakes a sleep or a wait
-                signal.pthread_kill(main, signum)
-            else:
-                signal.raise_signal(signum)
-        timer = threading.Timer(seconds, again)
-        timer.daemon = True
-        timer.start()
-
-    def stop(signum, frame):
-        received.append(signum)
-        waiting = importing(frame)
-        later(signum, IMPORT_WAIT if waiting else RESEND_WAIT)
-        if signum != signal.SIGINT and deferred_sigint_recording():
-            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # the compiled loop stops, then it is raised
-        elif not waiting:
-            raise KeyboardInterrupt
-
-    defaults = {signal.SIGINT: signal.default_int_handler}
-    previous = {s: signal.getsignal(s) for s in STOPPING}
-    replaced = [s for s in STOPPING if previous[s] is defaults.get(s, signal.SIG_DFL)]
-    for s in replaced:
-        signal.signal(s, stop)
-    try:
-        yield
-    finally:
-        running[0] = False
-        for s in replaced:
-            signal.signal(s, previous[s])
 
 
 def main(argv=None) -> int:

@@ -537,7 +537,7 @@ def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_
     import time
     import weakref
 
-    from ektelo_pgm import cli
+    from ektelo_pgm import cli, stopping
 
     waited, lost = [], []
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: lost.append(unraisable.exc_type))
@@ -557,7 +557,7 @@ def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_
 
     monkeypatch.setattr(cli, "synth", handler)
     assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
-    assert lost == [KeyboardInterrupt] and waited and cli.RESEND_WAIT / 2 < waited[0] < 5
+    assert lost == [KeyboardInterrupt] and waited and stopping.RESEND_WAIT / 2 < waited[0] < 5
     assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
 
 

@@ -1,0 +1,78 @@
+"""How a run of the command line stops on a signal: Ctrl-C, SIGTERM and SIGHUP raise a
+KeyboardInterrupt in the main thread so that every ``finally`` runs and private temporary files are
+removed (:func:`stopped_by_signals`); the exit code is 128 + the signal's number."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+
+#: Signals that stop a run (exit code 128 + the signal's number), its temporary files removed.
+STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+#: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
+#: during an import, else once the interrupt had time to end the run.
+IMPORT_WAIT, RESEND_WAIT = 0.05, 0.25
+
+
+def importing(frame) -> bool:
+    """Whether ``frame`` or a frame that called it runs an import (Python's import machinery)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def stopped_by_signals(received: list):
+    """Inside the block Ctrl-C (SIGINT), SIGTERM and SIGHUP stop the run with a KeyboardInterrupt,
+    so that every ``finally`` runs and temporary files are removed, each signal appended to
+    ``received``.  Inside a compiled loop (:func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`)
+    the loop stops first and the interrupt is raised when it returns.  Python loses an exception
+    raised in a callback (a weakref's during an import, numba's ctypes callbacks: "Exception
+    ignored") and pybind11 turns one raised in a module's import into an ImportError, so the
+    signal is raised again, to the main thread, while the block runs: ``IMPORT_WAIT`` later when
+    it came during an import (and only then), else ``RESEND_WAIT`` later.  The removal of private
+    files holds signals back (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread
+    (the one Python runs handlers in) and only over the default handlers (an ignored signal, as
+    under nohup, stays ignored); the previous handlers come back after."""
+    from .kernels.interrupt import deferred_sigint_recording
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    running, main = [True], threading.main_thread().ident
+
+    def later(signum: int, seconds: float) -> None:
+        def again():
+            if not running[0]:
+                return
+            if hasattr(signal, "pthread_kill"):  # to the main thread: it wakes a sleep or a wait
+                signal.pthread_kill(main, signum)
+            else:
+                signal.raise_signal(signum)
+        timer = threading.Timer(seconds, again)
+        timer.daemon = True
+        timer.start()
+
+    def stop(signum, frame):
+        received.append(signum)
+        waiting = importing(frame)
+        later(signum, IMPORT_WAIT if waiting else RESEND_WAIT)
+        if signum != signal.SIGINT and deferred_sigint_recording():
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # the compiled loop stops, then it is raised
+        elif not waiting:
+            raise KeyboardInterrupt
+
+    defaults = {signal.SIGINT: signal.default_int_handler}
+    previous = {s: signal.getsignal(s) for s in STOPPING}
+    replaced = [s for s in STOPPING if previous[s] is defaults.get(s, signal.SIG_DFL)]
+    for s in replaced:
+        signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        running[0] = False
+        for s in replaced:
+            signal.signal(s, previous[s])
