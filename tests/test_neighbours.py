@@ -53,7 +53,7 @@ SITES = {
     "ektelo_pgm.mechanisms.framework": {"exponential": 1, "permute_and_flip": 1},
     "ektelo_pgm.learning.learners": {"gaussian": 2},
     "ektelo_pgm.columns": {"laplace": 2, "exponential": 2},
-    "ektelo_pgm.schema": {"laplace": 2, "gaussian": 2},
+    "ektelo_pgm.schema.histogram": {"laplace": 2, "gaussian": 2},
     # refuse add/remove budgets; their substitute sensitivities are checked below
     "ektelo_pgm.mechanisms.privbayes": {"exponential": ONLY_SUBSTITUTE},
     "ektelo_pgm.mechanisms.dualquery": {"exponential": ONLY_SUBSTITUTE},
@@ -106,7 +106,7 @@ def spied(monkeypatch):
 WORKLOAD = kway_marginals(DOMAIN, 2)
 N = len(toy())
 MEASURE, SELECT = "ektelo_pgm.operators.measure", "ektelo_pgm.operators.select"
-FRAMEWORK, COLUMNS, SCHEMA = "ektelo_pgm.mechanisms.framework", "ektelo_pgm.columns", "ektelo_pgm.schema"
+FRAMEWORK, COLUMNS, SCHEMA = "ektelo_pgm.mechanisms.framework", "ektelo_pgm.columns", "ektelo_pgm.schema.histogram"
 
 
 def _table(n=400, seed=0):
