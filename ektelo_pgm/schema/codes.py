@@ -30,9 +30,9 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
     whose codes are written once under ``folder``."""
     if is_dask_collection(frame):
-        from ..dask_dataset import DaskDataset, _int_meta
+        from ..dask_dataset import DaskDataset, int_meta
 
-        meta = _int_meta(encoder.domain.attrs)
+        meta = int_meta(encoder.domain.attrs)
         return DaskDataset(frame.map_partitions(_coded_part, encoder, meta=meta), encoder.domain)
     if isinstance(frame, Partitions):
         return _coded_files(frame, encoder, folder)

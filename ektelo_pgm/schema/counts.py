@@ -68,9 +68,9 @@ def tallies(frame, markers: frozenset) -> dict[str, Tally]:
     partition by partition where Dask runs, or an iterable of pandas DataFrames such as
     :class:`~ektelo_pgm.table_io.Partitions`): the partitions' tallies merged in order."""
     if is_dask_collection(frame):
-        from ..dask_dataset import _dask
+        from ..dask_dataset import dask_module
 
-        dask = _dask()
+        dask = dask_module()
         parts = dask.compute(*[dask.delayed(_part_tallies)(p, markers) for p in frame.to_delayed()])
     elif isinstance(frame, pandas_module().DataFrame):
         return _part_tallies(frame, markers)
