@@ -12,13 +12,13 @@ from ..encoding import TableEncoder
 from ..errors import InputError
 from .kinds import BINS
 
-#: The keys of a declared column in the short form (module docstring).
+#: The keys of a declared column in the short form (package docstring).
 SPEC_KEYS = ("kind", "categories", "other", "public", "bounds", "bins", "edges", "integer", "missing")
 
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """One declared column of the short schema form (module docstring), validated on construction:
+    """One declared column of the short schema form (package docstring), validated on construction:
     an InputError names the column and what is wrong with the declaration.  ``kind``
     ``"categorical"`` takes ``categories`` (and ``other``, ``public``); ``"numeric"`` takes
     ``bounds`` (and ``bins``) or ``edges`` (and ``integer``, default: whether every edge is an
@@ -110,7 +110,7 @@ class Declared:
     @classmethod
     def read(cls, schema) -> "Declared":
         """The declared schema of ``schema``: a Declared, a fitted TableEncoder, a dict, or the path
-        of a JSON file holding either form of the module docstring."""
+        of a JSON file holding either form of the package docstring."""
         if isinstance(schema, Declared):
             return schema
         if isinstance(schema, TableEncoder):

@@ -43,7 +43,7 @@ ID_Z = 2.0
 
 
 def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: str = OTHER):
-    """The column that the release ``r`` describes (post-processing only, module docstring):
+    """The column that the release ``r`` describes (post-processing only, package docstring):
     numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
     its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
     user fixes it, overrides the choice (a numeric code of a category, numbers with few values).

@@ -313,7 +313,7 @@ def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np
 
 
 def whole_span(r: Release):
-    """The integers ``(lo, hi)`` of the column's range (module docstring, :func:`_end`), widened to
+    """The integers ``(lo, hi)`` of the column's range (package docstring, :func:`_end`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
     numbers = r.kinds["whole"] + r.kinds["fractional"]
@@ -331,7 +331,7 @@ def whole_span(r: Release):
 
 
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
-    """Bins from the noisy counts of the numbers, point masses apart (module docstring).
+    """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
     The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`_end`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the

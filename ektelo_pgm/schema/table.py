@@ -25,7 +25,7 @@ FINE_SHARE = Fraction(1, 4)
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
-    """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
+    """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
