@@ -28,7 +28,7 @@ from .errors import DEFAULT_MAX_MB, InputError
 FAN_IN = 8
 
 
-def _dask():
+def dask_module():
     """dask, with its DataFrame collection, imported on first use."""
     try:
         import dask
@@ -78,7 +78,7 @@ def _add(*blocks) -> list:
 def _summed(tasks) -> list:
     """The elementwise sum of delayed lists of partial results, added in a tree of fan-in
     ``FAN_IN`` (so that no task holds more than a few partial results) and computed."""
-    dask = _dask()
+    dask = dask_module()
     add = dask.delayed(_add, pure=True)
     while len(tasks) > 1:
         tasks = [add(*tasks[i:i + FAN_IN]) for i in range(0, len(tasks), FAN_IN)]
@@ -98,7 +98,7 @@ def sum_partitions(collection, func, prepare=lambda part, index: part) -> np.nda
     ``func`` must return a sum over the partition's rows (an array, e.g. counts), so that the
     total is the sum over all rows.  A ValueError raised by ``func`` is re-raised naming the
     partition."""
-    apply = _dask().delayed(_apply, pure=True)
+    apply = dask_module().delayed(_apply, pure=True)
     return _summed([apply(part, i, func, prepare) for i, part in enumerate(collection.to_delayed())])[0]
 
 
@@ -108,7 +108,7 @@ def _recode(part, domain: Domain, lookups: dict, partition_info=None):
     return pd.DataFrame({a: lookups[a][codes[:, j]] for j, a in enumerate(domain.attrs)}, index=part.index)
 
 
-def _int_meta(attrs):
+def int_meta(attrs):
     """An empty frame of int64 columns ``attrs``."""
     pd = _pandas()
     return pd.DataFrame({a: np.empty(0, dtype=np.int64) for a in attrs})
@@ -117,7 +117,7 @@ def _int_meta(attrs):
 def _encode(part, encoder, partition_info=None):
     attrs = list(encoder.domain.attrs)
     if len(part) == 0:
-        return _int_meta(attrs)
+        return int_meta(attrs)
     try:
         records = encoder.transform(part).records
     except ValueError as error:
@@ -129,7 +129,7 @@ def encode(encoder, table) -> "DaskDataset":
     """The codes of a raw Dask DataFrame under a fitted ``encoder``, computed partition by
     partition when counted (``TableEncoder.transform`` of a Dask DataFrame comes here)."""
     attrs = list(encoder.domain.attrs)
-    frame = table.map_partitions(_encode, encoder, meta=_int_meta(attrs))
+    frame = table.map_partitions(_encode, encoder, meta=int_meta(attrs))
     return DaskDataset(frame, encoder.domain)
 
 
@@ -143,7 +143,7 @@ class DaskDataset(CountedDataset):
     column and the row within the partition."""
 
     def __init__(self, frame, domain: Domain):
-        _dask()
+        dask_module()
         super().__init__(domain)
         if not is_dask_collection(frame) or not hasattr(frame, "columns"):
             raise TypeError(f"DaskDataset: expected a Dask DataFrame, got {type(frame).__name__}")
@@ -159,7 +159,7 @@ class DaskDataset(CountedDataset):
         files with a header row (a path or glob ending in ``.csv``), and a ``{name: size}`` JSON
         domain file; other keywords go to ``dask.dataframe.read_parquet`` or ``read_csv``.  Read
         from shared storage, the same call works on every worker of a cluster."""
-        dd = _dask().dataframe
+        dd = dask_module().dataframe
         domain = read_domain(domain_json_path)
         attrs = list(domain.attrs)
         if str(path).endswith(".csv"):
@@ -192,11 +192,11 @@ class DaskDataset(CountedDataset):
         """As :meth:`Dataset.recode`, partition by partition when counted."""
         check_recoded(self.domain, domain)
         lookups = {a: np.asarray(codes[a], dtype=np.int64) for a in self.domain.attrs}
-        frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=_int_meta(self.domain.attrs))
+        frame = self.frame.map_partitions(_recode, self.domain, lookups, meta=int_meta(self.domain.attrs))
         return DaskDataset(frame, domain)
 
     def _count(self, attrs, plan) -> tuple[int, list[np.ndarray]]:
-        count, sub = _dask().delayed(_count, pure=True), self.domain.project(attrs)
+        count, sub = dask_module().delayed(_count, pure=True), self.domain.project(attrs)
         parts = self.frame[list(attrs)].to_delayed()
         rows, *tables = _summed([count(part, i, sub, plan) for i, part in enumerate(parts)])
         return rows, tables

@@ -7,21 +7,8 @@ import ast
 from collections import deque
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "ektelo_pgm"
 MAX_LINES = 600
-
-# Modules that break a rule today and are being split on another branch of issue 55 (the schema/
-# package; encoding). Each entry goes when its branch lands (a test below fails on an entry no
-# longer needed); nothing else may be listed here.
-PRIVATE_IMPORT_ALLOWED = {
-    "ektelo_pgm.schema",  # dask_dataset's _dask, _int_meta
-}
-OVERSIZE_ALLOWED = {
-    "ektelo_pgm.schema",  # 1,195 lines
-    "ektelo_pgm.encoding",  # 711 lines
-}
 
 
 def module_name(path: Path) -> str:
@@ -172,13 +159,8 @@ def test_relative_imports_resolve_from_modules_and_packages():
 
 
 def test_no_module_imports_another_modules_private_name():
-    found = [f for f in private_imports() if f.split(":")[0] not in PRIVATE_IMPORT_ALLOWED]
+    found = private_imports()
     assert not found, "private names imported across modules: " + "; ".join(found)
-
-
-@pytest.mark.parametrize("allowed", sorted(PRIVATE_IMPORT_ALLOWED))
-def test_each_private_import_allowance_is_still_needed(allowed):
-    assert any(f.split(":")[0] == allowed for f in private_imports()), f"{allowed} is clean: drop it from the list"
 
 
 def sizes() -> dict[str, int]:
@@ -187,10 +169,5 @@ def sizes() -> dict[str, int]:
 
 
 def test_no_module_outside_the_kernels_is_over_600_lines():
-    over = {name: n for name, n in sizes().items() if n > MAX_LINES and name not in OVERSIZE_ALLOWED}
+    over = {name: n for name, n in sizes().items() if n > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines: " + ", ".join(f"{k} ({v})" for k, v in sorted(over.items()))
-
-
-@pytest.mark.parametrize("allowed", sorted(OVERSIZE_ALLOWED))
-def test_each_size_allowance_is_still_needed(allowed):
-    assert sizes().get(allowed, 0) > MAX_LINES, f"{allowed} is within {MAX_LINES} lines: drop it from the list"

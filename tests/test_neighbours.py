@@ -52,8 +52,8 @@ SITES = {
     # KWorst's cell errors move by at most 1 under either relation (framework.SCORE_SENSITIVITY)
     "ektelo_pgm.mechanisms.framework": {"exponential": 1, "permute_and_flip": 1},
     "ektelo_pgm.learning.learners": {"gaussian": 2},
-    "ektelo_pgm.encoding": {"laplace": 2, "exponential": 2},
-    "ektelo_pgm.schema": {"laplace": 2, "gaussian": 2},
+    "ektelo_pgm.columns": {"laplace": 2, "exponential": 2},
+    "ektelo_pgm.schema.histogram": {"laplace": 2, "gaussian": 2},
     # refuse add/remove budgets; their substitute sensitivities are checked below
     "ektelo_pgm.mechanisms.privbayes": {"exponential": ONLY_SUBSTITUTE},
     "ektelo_pgm.mechanisms.dualquery": {"exponential": ONLY_SUBSTITUTE},
@@ -106,7 +106,7 @@ def spied(monkeypatch):
 WORKLOAD = kway_marginals(DOMAIN, 2)
 N = len(toy())
 MEASURE, SELECT = "ektelo_pgm.operators.measure", "ektelo_pgm.operators.select"
-FRAMEWORK, ENCODING, SCHEMA = "ektelo_pgm.mechanisms.framework", "ektelo_pgm.encoding", "ektelo_pgm.schema"
+FRAMEWORK, COLUMNS, SCHEMA = "ektelo_pgm.mechanisms.framework", "ektelo_pgm.columns", "ektelo_pgm.schema.histogram"
 
 
 def _table(n=400, seed=0):
@@ -148,7 +148,7 @@ CASES = {
                     {(MEASURE, "laplace")}),
     "TableEncoder private fit": ("pure", 1.0, lambda _, b: TableEncoder(
         bins=4, binning="quantile", bounds={"income": (0, 100_000)}, categories={"job": ["a", "b", "c", "z"]})
-        .fit(_table(), budget=b, rng=0, threshold=20), {(ENCODING, "laplace"), (ENCODING, "exponential")}),
+        .fit(_table(), budget=b, rng=0, threshold=20), {(COLUMNS, "laplace"), (COLUMNS, "exponential")}),
     "schema.infer, zCDP": ("zcdp", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "gaussian")}),
     "schema.infer, pure": ("pure", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "laplace")}),
 }

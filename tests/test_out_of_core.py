@@ -23,6 +23,7 @@ from ektelo_pgm import Budget, Dataset, Domain  # noqa: E402
 from ektelo_pgm import schema as schemas  # noqa: E402
 from ektelo_pgm.errors import InputError  # noqa: E402
 from ektelo_pgm.parquet_dataset import ParquetDataset  # noqa: E402
+from ektelo_pgm.table_io import canonical  # noqa: E402
 from ektelo_pgm.synthesizer import Synthesizer  # noqa: E402
 from ektelo_pgm.table_io import Partitions, open_table, read_table, write_parts  # noqa: E402
 
@@ -38,7 +39,7 @@ def test_tallies_of_parts_merged_in_order_equal_the_whole_columns(values, cuts):
     bounds = [0, *sorted(set(c for c in cuts if c < len(values))), len(values)]
     whole = schemas.tally(series, MARKERS)
     parts = schemas.merged(schemas.tally(series.iloc[a:b], MARKERS) for a, b in zip(bounds, bounds[1:]))
-    present = [v for v in schemas.canonical(series, MARKERS) if v is not None]
+    present = [v for v in canonical(series, MARKERS) if v is not None]
     assert list(whole.values) == list(dict.fromkeys(present))  # first appearance, as the rows read
     assert [int(c) for c in whole.counts] == [present.count(v) for v in whole.values]
     assert whole.missing == len(values) - len(present)

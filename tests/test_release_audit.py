@@ -362,12 +362,12 @@ def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
 
     import pandas as pd
 
-    from ektelo_pgm import encoding
+    from ektelo_pgm import times
 
     if int(pd.__version__.split(".")[0]) < 3:
         pytest.skip("pandas 2 read a time past 2262 as no time (NaT), where pandas 3 raised")
 
-    def nanosecond_times(texts, fmt):  # encoding.as_times before issue 52
+    def nanosecond_times(texts, fmt):  # times read as before issue 52 (pandas, nanoseconds)
         parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
         seconds = ((parsed - pd.Timestamp(0)) // pd.Timedelta(seconds=1)).to_numpy(dtype=float, na_value=np.nan)
         return np.array([None if s != s else int(s) for s in seconds], dtype=object)
@@ -378,7 +378,7 @@ def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
         except Exception:
             return Run(1, "", traceback.format_exc().replace(str(tmp_path), "<dir>"), ())
 
-    monkeypatch.setattr(encoding, "_read_times", nanosecond_times)
+    monkeypatch.setattr(times, "_read_times", nanosecond_times)
     found = audit(tmp_path, CASES["time of year 3000"], "schema", console)
     assert any(f.startswith("exit code = '1': 20 of 20") for f in found), found
     assert any(f.startswith("stderr = 'Traceback") for f in found), found  # its last line printed the value

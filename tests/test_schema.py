@@ -542,3 +542,25 @@ def test_a_public_column_has_a_missing_code_whatever_the_records_hold():
                                                 "public": True, "missing": False}}})
     assert never.columns["city"].public and never.columns["city"].size == 2
     assert encoded(blank[["city"]], never.encoder()).records[7, 0] == 0  # blank: the first code
+
+
+def test_the_schema_package_is_layered_short_and_imports_no_private_name():
+    """Each module of ektelo_pgm/schema imports only the package's modules listed before it in the
+    package's docstring, no private name of any module, and has at most 600 lines."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import ektelo_pgm.schema as package
+
+    order = re.findall(r":mod:`\.(\w+)`", package.__doc__)
+    folder = Path(package.__file__).parent
+    assert sorted(order) == sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    for at, name in enumerate(order):
+        source = (folder / f"{name}.py").read_text()
+        assert source.count("\n") <= 600, f"schema/{name}.py has {source.count(chr(10))} lines"
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level > 1 or node.module in order[:at], f"schema/{name}.py imports .{node.module}"
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"schema/{name}.py imports {private} from {'.' * node.level}{node.module}"

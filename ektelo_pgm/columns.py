@@ -1,0 +1,368 @@
+"""The columns of a :class:`~ektelo_pgm.encoding.TableEncoder`: :class:`CategoricalColumn`, one
+code per category (then an other and a missing code where it has them), and
+:class:`NumericColumn`, one code per bin (then a missing code); each fitted from a public table,
+from declared categories or bounds, or privately (noisy category counts, noisy quantiles), and
+each encoding a cleaned column to codes and decoding codes to values."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+from .privacy import Budget, exponential, laplace
+from .table_io import pandas_module
+from .times import time_text, time_texts
+
+#: Most candidate edges the exponential mechanism chooses among per quantile.
+QUANTILE_CANDIDATES = 1024
+
+
+def json_value(value):
+    """A value as a plain, JSON-friendly Python scalar (numpy scalars unwrapped, whole floats as ints)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _numbers(name: str, values):
+    """``values`` (cleaned) as float64, raising on the first one that is not a number."""
+    pd = pandas_module()
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    bad = np.flatnonzero(numbers.isna().to_numpy() & values.notna().to_numpy())
+    if bad.size:
+        row = int(bad[0])
+        raise InputError(f"column {name!r}: value {values.iloc[row]!r} in row {row} is not a number")
+    return numbers.to_numpy()
+
+
+def _whole_numbers(values, present: np.ndarray) -> np.ndarray:
+    """The non-missing values (``present`` marks them) as exact Python ints (object array):
+    integers keep every digit, even beyond 2**53 where float64 would round them."""
+    pd = pandas_module()
+    exact = pd.to_numeric(values[present])
+    return np.array([int(v) for v in exact], dtype=object)
+
+
+def _first_row(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A column coded by category: code ``i`` is ``categories[i]``; when ``other`` (a label)
+    is given, the next code stands for every value outside the categories and decodes to that
+    label; when ``missing`` the last code stands for a missing value.  ``public``: the categories
+    were declared public knowledge and read from the table as they are (not a private release)."""
+
+    name: str
+    categories: tuple
+    missing: bool
+    others_missing: bool = False  # values outside the categories get the missing code (without other)
+    other: str | None = None
+    public: bool = False
+
+    kind = "categorical"
+
+    @property
+    def size(self) -> int:
+        """Number of codes of the column."""
+        return len(self.categories) + int(self.other is not None) + int(self.missing)
+
+    @classmethod
+    def fit(cls, name: str, values) -> "CategoricalColumn":
+        """Learn the categories of a cleaned column (numbers first, then strings, each sorted)."""
+        present = {json_value(v) for v in values.dropna().unique()}
+        cats = sorted(present, key=lambda v: (isinstance(v, str), v))
+        return cls(name, tuple(cats), bool(values.isna().any()))
+
+    @classmethod
+    def private(cls, name: str, tally, universe, threshold: float | None, epsilon: float | None,
+                budget: Budget | None, rng) -> "CategoricalColumn":
+        """The declared categories ``universe`` (with a missing code).  With a ``threshold``,
+        only those whose noisy count (integer Laplace noise, ``epsilon``; one record is in
+        one category, so the counts' L1 sensitivity is 1) reaches it are kept.  ``tally``
+        reads the cleaned column (see :func:`_tally`)."""
+        universe = tuple(dict.fromkeys(json_value(v) for v in universe))
+        if not universe:
+            raise InputError(f"column {name!r}: the declared categories are empty")
+        if threshold is None:
+            return cls(name, universe, True, True)
+        index = pandas_module().Index(list(universe), dtype=object)
+
+        def count(values):
+            codes = index.get_indexer(values.dropna().to_numpy(dtype=object))
+            return np.bincount(codes[codes >= 0], minlength=len(universe))
+
+        counts = tally(count).astype(float)
+        noisy = laplace(counts, budget.sensitivity(1.0), epsilon, rng, budget=budget,
+                        label=f"TableEncoder: categories of {name!r}")
+        return cls(name, tuple(c for c, n in zip(universe, noisy) if n >= threshold), True, True)
+
+    def encode(self, values, clip: bool = False) -> np.ndarray:
+        """Codes of a cleaned column; raises on a value not seen at fit time
+        (``clip`` concerns numeric columns only)."""
+        pd = pandas_module()
+        codes = pd.Index(list(self.categories), dtype=object).get_indexer(values.to_numpy(dtype=object))
+        missing = values.isna().to_numpy()
+        if self.other is not None:
+            codes[(codes < 0) & ~missing] = len(self.categories)
+        absent = missing | (self.others_missing & (codes < 0))
+        if absent.any():
+            if not self.missing:
+                row = _first_row(absent)
+                raise InputError(f"column {self.name!r}: missing value in row {row}, "
+                                 "but the column had no missing values when the encoder was fitted")
+            codes[absent] = self.size - 1
+        if (codes < 0).any():
+            row = _first_row(codes < 0)
+            raise InputError(f"column {self.name!r}: value {values.iloc[row]!r} in row {row} "
+                             f"was not seen when the encoder was fitted (known: {list(self.categories)[:20]})")
+        return codes.astype(np.int64)
+
+    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator):
+        """The category of each code (the ``other`` label for its code, NaN for the missing code)."""
+        pd = pandas_module()
+        lookup = np.array(list(self.categories) + ([] if self.other is None else [self.other]) + [np.nan],
+                          dtype=object)
+        used, at = np.unique(codes, return_inverse=True)  # typed by the values present, once each
+        return pd.Series(lookup[used], dtype=object).infer_objects().take(at).reset_index(drop=True).rename(self.name)
+
+    def labels(self) -> list[str]:
+        """A readable label per code."""
+        return [str(c) for c in self.categories] + ([] if self.other is None else [self.other]) + \
+            (["<missing>"] if self.missing else [])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
+                "missing": self.missing, "others_missing": self.others_missing, "other": self.other,
+                **({"public": True} if self.public else {})}
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A column coded by bin.  Code ``i`` is the bin ``[edges[i], edges[i+1])``.
+
+    For a column of whole numbers (``integer``) the edges are whole numbers
+    and the last edge is one more than the largest value, so every bin holds
+    the whole numbers ``edges[i] .. edges[i+1]-1``; otherwise the last bin is
+    closed, ``[edges[-2], edges[-1]]``.  When ``missing`` the last code,
+    ``len(edges) - 1``, stands for a missing value.  ``decimals`` (fractional columns): decoded
+    values are rounded to that many decimals, as the column's numbers are written (None: not
+    rounded).  ``time_format``: the numbers are whole seconds since 1970-01-01T00:00:00, read
+    from and written as text in that format (:func:`as_times`).
+    """
+
+    name: str
+    edges: tuple
+    integer: bool
+    missing: bool
+    decimals: int | None = None
+    time_format: str | None = None
+
+    kind = "numeric"
+
+    @property
+    def bins(self) -> int:
+        """Number of bins (codes other than the missing one)."""
+        return len(self.edges) - 1
+
+    @property
+    def size(self) -> int:
+        """Number of codes of the column."""
+        return self.bins + int(self.missing)
+
+    @classmethod
+    def fit(cls, name: str, values, bins: int, binning: str) -> "NumericColumn":
+        """Learn at most ``bins`` bin edges of a cleaned numeric column."""
+        numbers = _numbers(name, values)
+        present = numbers[~np.isnan(numbers)]
+        if present.size == 0:
+            raise InputError(f"column {name!r} is numeric but has no values that are not missing")
+        if not np.isfinite(present).all():
+            row = _first_row(np.isinf(numbers))
+            raise InputError(f"column {name!r}: value {numbers[row]!r} in row {row} is infinite")
+        integer = bool(np.all(present == np.round(present)))
+        if integer and np.abs(present).max() >= 2.0 ** 53:  # beyond float precision: exact ints
+            return cls._fit_large_integers(name, values, ~np.isnan(numbers), bins, binning)
+        lo, hi = float(present.min()), float(present.max())
+        top = hi + 1 if integer else hi
+        if binning == "uniform":
+            edges = np.linspace(lo, top, bins + 1)
+        else:
+            edges = np.quantile(present, np.linspace(0, 1, bins + 1))
+            edges[0], edges[-1] = lo, top
+        if integer:
+            edges = np.ceil(edges)
+        edges = np.unique(edges)
+        if edges.size == 1:  # a constant float column: one closed bin [lo, lo]
+            edges = np.array([lo, lo])
+        return cls(name, tuple(json_value(e) for e in edges), integer, bool(np.isnan(numbers).any()))
+
+    @classmethod
+    def _fit_large_integers(cls, name, values, present, bins, binning) -> "NumericColumn":
+        """:meth:`fit` for whole numbers beyond 2**53, in exact integer arithmetic (edges
+        rounded up as in the float path; quantiles taken as order statistics)."""
+        ints = np.sort(_whole_numbers(values, present))
+        lo, top = int(ints[0]), int(ints[-1]) + 1
+        if binning == "uniform":
+            edges = [lo - (-(top - lo) * i // bins) for i in range(bins + 1)]
+        else:
+            edges = [lo] + [int(ints[-(-(ints.size - 1) * i // bins)]) for i in range(1, bins)] + [top]
+        return cls(name, tuple(sorted(set(edges))), True, bool((~present).any()))
+
+    @classmethod
+    def from_bounds(cls, name: str, bounds, bins: int) -> "NumericColumn":
+        """``bins`` equal-width bins over the declared ``bounds = (lo, hi)`` (whole numbers
+        when both bounds are ints), with a missing code; reads no data."""
+        lo, hi, integer = check_bounds(name, bounds)
+        edges = np.linspace(lo, hi + 1 if integer else hi, bins + 1)
+        return cls._from_edges(name, edges, lo, hi, integer)
+
+    @classmethod
+    def _from_edges(cls, name, edges, lo, hi, integer) -> "NumericColumn":
+        edges = np.unique(np.ceil(edges) if integer else edges)
+        if edges.size == 1:
+            edges = np.array([lo, hi])
+        return cls(name, tuple(json_value(e) for e in edges), integer, True)
+
+    @classmethod
+    def private_quantiles(cls, name: str, tally, bounds, bins: int, epsilon: float,
+                          budget: Budget, rng) -> "NumericColumn":
+        """Bins whose ``bins - 1`` inner edges are noisy quantiles of a cleaned column within
+        the declared ``bounds``: each edge is chosen by an ``epsilon`` exponential mechanism
+        among at most ``QUANTILE_CANDIDATES`` evenly spaced candidates, scoring a candidate
+        ``c`` for quantile ``q`` by ``-|(1-q) #{x < c} - q #{x >= c}|`` (counts; one record
+        moves it by at most 1).  Missing values are ignored, values outside the bounds
+        clipped into them; one exponential-mechanism charge per edge.  ``tally`` reads the
+        cleaned column (see :func:`_tally`)."""
+        lo, hi, integer = check_bounds(name, bounds)
+        top = hi + 1 if integer else hi
+        if integer and top - lo <= QUANTILE_CANDIDATES:
+            candidates = np.arange(lo + 1, top, dtype=float)
+        else:
+            candidates = np.linspace(lo, top, QUANTILE_CANDIDATES + 2)[1:-1]
+            candidates = np.unique(np.ceil(candidates)) if integer else candidates
+
+        def count(values):  # the number of values present, then the number below each candidate
+            numbers = _numbers(name, values)
+            present = np.sort(np.clip(numbers[~np.isnan(numbers)], lo, hi))
+            return np.concatenate([[present.size], np.searchsorted(present, candidates, side="left")])
+
+        counts = tally(count).astype(float)
+        below = counts[1:]
+        above = counts[0] - below
+        inner = []
+        if candidates.size:
+            for j in range(1, bins):
+                q = j / bins
+                scores = -np.abs((1 - q) * below - q * above)
+                pick = exponential(scores, budget.sensitivity(1.0), epsilon, rng, budget=budget,
+                                   label=f"TableEncoder: quantile {j}/{bins} of {name!r}")
+                inner.append(candidates[pick])
+        return cls._from_edges(name, np.array([lo, *sorted(inner), top], dtype=float), lo, hi, integer)
+
+    def encode(self, values, clip: bool = False) -> np.ndarray:
+        """Codes of a cleaned column.  A value outside the fitted range raises,
+        or with ``clip`` goes to the first or last bin."""
+        numbers = _numbers(self.name, values)
+        edges = np.asarray(self.edges, dtype=float)
+        absent = np.isnan(numbers)
+        if absent.any() and not self.missing:
+            row = _first_row(absent)
+            raise InputError(f"column {self.name!r}: missing value in row {row}, "
+                             "but the column had no missing values when the encoder was fitted")
+        if self.integer:
+            whole = np.zeros(numbers.size, dtype=object)
+            whole[~absent] = _whole_numbers(values, ~absent)
+            outside = ~absent & ((whole < self.edges[0]) | (whole >= self.edges[-1])).astype(bool)
+        else:
+            outside = ~absent & ((numbers < edges[0]) | (numbers > edges[-1]))
+        if outside.any() and not clip:
+            row = _first_row(outside)
+            top = f"{self.edges[-1]!r})" if self.integer else f"{self.edges[-1]!r}]"
+            shown = whole[row] if self.integer else json_value(numbers[row])
+            raise InputError(f"column {self.name!r}: value {shown!r} in row {row} is outside "
+                             f"the fitted range [{self.edges[0]!r}, {top}")
+        if self.integer:  # compare whole numbers exactly, beyond 2**53 too
+            codes = np.zeros(numbers.size, dtype=np.int64)
+            codes[~absent] = np.searchsorted(np.array(self.edges, dtype=object),
+                                             _whole_numbers(values, ~absent), side="right") - 1
+        else:
+            codes = np.searchsorted(edges, np.where(absent, edges[0], numbers), side="right") - 1
+        codes = np.clip(codes, 0, self.bins - 1)
+        codes[absent] = self.bins
+        return codes.astype(np.int64)
+
+    def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator, whole: bool = False):
+        """A value inside the bin of each code (NaN for the missing code).
+
+        ``within_bin="midpoint"`` gives the middle of the bin (for whole
+        numbers: the lower middle whole number of the bin); ``"uniform"``
+        draws uniformly inside the bin with ``rng`` (for whole numbers:
+        uniformly among the bin's whole numbers).  A bin one float wide (a point mass) gives
+        its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
+        integers binned at fractional edges): the integers inside each bin, or the integer
+        nearest its middle when it holds none, so that a value re-encodes to its code.
+        """
+        pd = pandas_module()
+        edges = np.asarray(self.edges, dtype=float)
+        absent = codes == self.bins
+        bin_of = np.where(absent, 0, codes)
+        lo, hi = edges[bin_of], edges[bin_of + 1]
+        if self.integer or whole:
+            # the integers of [lo, hi) (of [lo, hi] in a fractional column's closed last bin): the
+            # bin itself where the edges are whole numbers
+            first = np.ceil(lo)
+            closed = not self.integer and bin_of == self.bins - 1
+            stop = np.where(closed, np.floor(hi) + 1, np.ceil(hi))
+            empty = stop <= first
+            first = np.where(empty, np.round((lo + hi) / 2), first)
+            lo, hi = first, np.where(empty, first + 1, stop)
+            if within_bin == "midpoint":
+                values = np.floor((lo + hi - 1) / 2)
+            else:
+                values = lo + np.floor(rng.random(codes.shape) * (hi - lo))
+            values[absent] = np.nan
+            values = pd.Series(values, name=self.name).astype("Int64")
+            if self.time_format is None:
+                return values
+            text = np.full(len(values), np.nan, dtype=object)
+            present = values.notna().to_numpy()
+            text[present] = time_texts(values[present].to_numpy(dtype=np.int64), self.time_format)
+            return pd.Series(text, name=self.name, dtype=object)
+        values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        if self.decimals is not None:  # as the column writes its numbers, never past its range
+            values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
+        values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
+        values[absent] = np.nan
+        return pd.Series(values, name=self.name, dtype=float)
+
+    def labels(self) -> list[str]:
+        """A readable label per code, e.g. ``"[17, 20)"`` (times in the column's format)."""
+        e = [f"{x:g}" if self.time_format is None else time_text(x, self.time_format) for x in self.edges]
+        out = [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)]
+        if not self.integer:
+            out[-1] = out[-1][:-1] + "]"
+        return out + (["<missing>"] if self.missing else [])
+
+    def to_dict(self) -> dict:
+        spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
+                "integer": self.integer, "missing": self.missing}
+        optional = {"decimals": self.decimals, "time_format": self.time_format}
+        return {**spec, **{key: value for key, value in optional.items() if value is not None}}
+
+
+def check_bounds(name: str, bounds):
+    """``(lo, hi, integer)`` of declared bounds; integer when both are ints."""
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise InputError(f"column {name!r}: bounds must be a pair (lo, hi), got {bounds!r}") from None
+    integer = all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lo, hi))
+    if not all(isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool) and
+               np.isfinite(b) for b in (lo, hi)) or not lo < hi:
+        raise InputError(f"column {name!r}: bounds must be finite numbers with lo < hi, got {bounds!r}")
+    return (int(lo), int(hi), True) if integer else (float(lo), float(hi), False)

@@ -1,0 +1,112 @@
+"""A table's schema (kinds, categories, bins) inferred privately, or read from what a user declares.
+
+:func:`infer` learns a :class:`~ektelo_pgm.encoding.TableEncoder` for a raw table without
+any declared metadata, reading the data only through noisy histograms (discrete Gaussian noise
+on a rho-zCDP budget, discrete Laplace on a pure one) in which a record adds one to one count
+per level (sensitivity 1 per level), spending ``1 - FINE_SHARE`` of the amount on each column
+alike (:func:`release`) and the rest where columns of numbers need it (:func:`refine`):
+
+* its *kind* (a ``KIND_SHARE`` of the column's first amount): missing, text, whole number,
+  fractional number, or text in one of the date and time formats of ``TIME_FORMATS``;
+* its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
+  value is released only when its noisy count reaches a threshold ``tau`` that a value held by
+  one record passes with probability at most ``delta_c`` (the stability-based histogram of
+  Korolova et al. 2009 / Bun, Nissim and Stemmer 2016; ``tau`` from a tail bound of the
+  discrete noise, :func:`noise_tail`).  The ``delta_c`` of the columns add up
+  to the ``delta`` given: the release is ``delta``-approximately rho-zCDP (Bun and Steinke
+  2016, Def. 8.1), and composes with the zCDP of a mechanism by adding rho and delta;
+* for a column of numbers (or of times, as seconds), with its values: each number's *decade*
+  ``[10^k, 10^(k+1))``, its *tenth* ``[m 10^k, (m+1) 10^k)`` and its *cell* at two significant
+  digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent grid (negatives
+  mirrored, zero apart, ``k`` in DECADES);
+* for a column binned as numbers, the digits past the cell's two where the mass is, the
+  number of distinct whole numbers, or the numbers' decimals (:func:`refine`).
+
+Everything else is post-processing of those noisy counts:
+
+* a column *of numbers* has nearly only numbers (at most ``TEXT_SHARE`` text, up to the
+  kinds' bar, a count that noise alone passes as rarely as a decade's: read as text, a column
+  of numbers would be lost) and released values that are all numbers; it holds *whole numbers*
+  when at most ``TEXT_SHARE`` of its numbers are fractional (up to ``NOISE_Z`` noise stds); a
+  column *of times* has nearly only text in one format (:func:`_time_format`): its numbers are
+  whole seconds, binned, and written back in that format;
+* the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
+  stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
+  are kept, and next to them, one at a time, the decade with the larger noisy count while they
+  surely hold less than all but ``TAIL_SHARE`` of the numbers, so that numbers spread thin over
+  several decades keep them (:func:`_kept`); the range starts in the lowest, at its first tenth
+  that surely holds numbers, alone (``RANGE_Z`` stds; ``RANGE_MISS`` under Laplace noise) or
+  with the tenths below it (a thin tail), or lower while the tenths below surely hold more than
+  ``TAIL_SHARE`` of the numbers (``SPREAD_Z`` stds), then at the first such cell of that tenth,
+  then at the first of the refined parts below it that surely hold numbers where they hold about
+  all of it (:func:`_end`, :func:`_parts`), and ends likewise in the highest: no part surely
+  holding numbers is clipped, nor tenths surely holding many together, and the range passes
+  the numbers by less than the finest part the noise tells apart, which only widens an end bin;
+* a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
+  range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
+  integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it: one code per
+  integer of the span, whatever its count, numbers outside it clipped to its ends; unless its
+  released values are exactly those integers, at most ``bins`` of them and covering it (below):
+  then it is categorical, with the same codes.  The span depends on the data only through the
+  noisy counts and the released values, so it costs nothing more and needs no stability
+  threshold: a rare code inside it (a pay band or a name code held by a few records) keeps its
+  identity, and the clipping of a record outside it depends on that record alone;
+* any other column of numbers is *numeric* when its released values are either more than
+  ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), or when
+  as a categorical column it would need an other code (below): numbers stay numbers, never an
+  other label; the remaining columns are *categorical*, with their released values as
+  categories;
+* a column of whole numbers surely almost all distinct (``ID_SHARE``, ``ID_Z``) of which no
+  value is released is an *identifier*: left out (or regenerated by the caller), unless its
+  kind is given;
+* a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
+  *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
+  taken out of the counts, the range placed as above, and the inner bin edges are quantiles
+  of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
+  decimals its numbers have;
+* a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
+  their noisy count), or that has a missing code, codes them together as one category,
+  labelled ``other`` (never a blank); a column has a missing code only when its missing values
+  (for a numeric column: and text) are noticeably many; a value needing a code its column lacks
+  gets the column's first code (:func:`encoded`: no record is ever dropped);
+* a column of which nothing can be released (no value frequent enough: an identifier, free
+  text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
+  reason (``left_out``).
+
+:func:`learn` is the one way in: the columns a user declares (:class:`Declared`), those whose
+categories are public (:func:`public_column`) and :func:`infer` for the others.  A declared
+schema (:meth:`Declared.read`) is either of two forms: the JSON that
+:meth:`TableEncoder.to_dict` writes (``"format": "ektelo_pgm.TableEncoder"``), or the short
+form ``{"columns": {name: spec}}`` where each ``spec`` is a :class:`ColumnSpec`:
+``{"kind": "categorical", "categories": [...]}`` (with ``"other": "label"``, values outside the
+categories get a code of their own with that label; ``"public": true`` records that the
+categories are public knowledge, :func:`public_column`) or
+``{"kind": "numeric", "bounds": [lo, hi], "bins": 16}`` (whole numbers when both bounds are
+integers; ``bins`` optional) or ``{"kind": "numeric", "edges": [...], "integer": true}``, each
+with an optional ``"missing": false`` when the column is never missing (by default it may be:
+values outside the categories are then encoded as missing, and missing values come out; with
+false such values get the column's first code, see :func:`encoded`).  Each declaration is
+validated when it is read; an error names the column and the problem.
+Reading a declared schema spends nothing.
+
+The package's modules, each importing only those listed before it: :mod:`.grid` (the fixed grid
+of decades, tenths and cells), :mod:`.counts` (a raw column's exact tally, never released),
+:mod:`.histogram` (a column's noisy histograms, their noise, thresholds and bars),
+:mod:`.numbers` (a column of numbers: its refined digits, range, span and bins), :mod:`.kinds`
+(the column a release describes; public categories), :mod:`.declared` (the declared form),
+:mod:`.codes` (the rows' codes) and :mod:`.table` (:func:`infer` and :func:`learn`).  This face
+names what the rest of the project imports.
+"""
+from .codes import encoded
+from .counts import Tally, column_values, merged, tallies, tally
+from .declared import ColumnSpec, Declared, undeclared
+from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
+from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
+from .kinds import BINS, OTHER, WHOLE_CODES, column_from, public_column
+from .numbers import fine_charges, refine
+from .table import infer, learn
+
+__all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "undeclared", "public_column", "Unreleasable",
+           "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values", "Release",
+           "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "BOUNDARIES",
+           "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

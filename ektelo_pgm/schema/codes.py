@@ -1,0 +1,93 @@
+"""The integer codes of a table's rows under a private or declared schema (:func:`encoded`): every
+record coded, none refused or dropped; a pandas table in memory, a Dask DataFrame partition by
+partition, a table read part by part into Parquet files of codes."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import progress
+from ..dataset import Dataset
+from ..encoding import TableEncoder
+from ..errors import InputError
+from ..files import PRIVATE_FOLDER, private_file
+from ..table_io import Partitions, arrow, canonical_value, factorized, is_dask_collection, pandas_module
+from ..times import as_times
+
+
+def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
+    """The integer codes of every row of ``frame`` under a private or declared schema, read as
+    :func:`~ektelo_pgm.table_io.canonical` values: whatever a record holds, it is coded and
+    never refused or dropped, so neither the run's outcome nor the number of records the
+    mechanism sees depends on one record's values (substitute neighbours stay substitute
+    neighbours).  A number outside its column's range goes to the nearest end bin (infinities
+    included); a value the column cannot code (missing, text in a numeric column, a category
+    outside the schema's) gets the column's missing code, or its first code when the schema
+    gives it none (a data-independent choice: such records are few, by the schema's rule or by
+    the user's declaration); a column with an ``other`` code gives it to the values outside its
+    categories.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
+    :class:`~ektelo_pgm.dask_dataset.DaskDataset` coded partition by partition where Dask runs;
+    a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
+    whose codes are written once under ``folder``."""
+    if is_dask_collection(frame):
+        from ..dask_dataset import DaskDataset, int_meta
+
+        meta = int_meta(encoder.domain.attrs)
+        return DaskDataset(frame.map_partitions(_coded_part, encoder, meta=meta), encoder.domain)
+    if isinstance(frame, Partitions):
+        return _coded_files(frame, encoder, folder)
+    return Dataset(_coded_part(frame, encoder).to_numpy(), encoder.domain)
+
+
+def _coded_part(frame, encoder: TableEncoder):
+    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's."""
+    markers = frozenset(encoder.missing)
+    return pandas_module().DataFrame({name: column_codes(frame[name], column, markers)
+                                      for name, column in encoder.columns.items()}, index=frame.index)
+
+
+def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":
+    """The codes of a table read part by part, written once under ``folder`` as Parquet files of
+    the smallest unsigned integers that hold them (read back by each pass of a mechanism), each
+    a new file only this user can read (0600; an existing file is never overwritten)."""
+    from ..parquet_dataset import ParquetDataset
+
+    if folder is None:
+        raise InputError("a table read part by part is coded into Parquet files: name a folder for them")
+    pa, pq = arrow()
+    os.makedirs(folder, mode=PRIVATE_FOLDER, exist_ok=True)
+    types = {a: np.uint8 if size <= 2**8 else np.uint16 if size <= 2**16 else np.uint32
+             for a, size in zip(encoder.domain.attrs, encoder.domain.shape)}
+    files = []
+    with progress.bar(None, "coding", "part") as shown:
+        for k, part in enumerate(parts):
+            codes = _coded_part(part, encoder)
+            files.append(os.path.join(folder, f"codes-{k:05d}.parquet"))
+            with private_file(files[-1]) as f:  # the records, coded: 0600
+                pq.write_table(pa.table({a: codes[a].to_numpy().astype(t) for a, t in types.items()}), f)
+            shown.update()
+    if not files:
+        raise InputError("the table has no rows")
+    return ParquetDataset(files, encoder.domain)
+
+
+def column_codes(series, column, markers: frozenset) -> np.ndarray:
+    """The int64 code of each row of a raw column in the schema's ``column`` (:func:`encoded`'s
+    rules), each distinct raw value coded once."""
+    rows, values = factorized(series, markers)
+    values = np.append(values, None)  # the value of row code -1: missing
+    if getattr(column, "time_format", None) is not None:
+        values = as_times(values, column.time_format)
+    if column.kind == "numeric":
+        number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
+        code = np.full(len(values), -1, dtype=np.int64)
+        edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
+        code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
+    else:
+        categories = [canonical_value(c) for c in column.categories]
+        code = pandas_module().Index(categories, dtype=object).get_indexer(values)
+        if column.other is not None:
+            code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
+    code[code < 0] = column.size - 1 if column.missing else 0
+    return code.astype(np.int64)[rows]

@@ -1,0 +1,112 @@
+"""The column a column's noisy histograms describe (:func:`column_from`, post-processing only):
+numbers with one code per integer of their span, numbers in bins, an identifier (left out), or
+categories with an other and a missing code where they need them; and a column whose categories
+the user declares public knowledge (:func:`public_column`)."""
+from __future__ import annotations
+
+import math
+
+from ..columns import CategoricalColumn, NumericColumn
+from ..errors import InputError
+from .counts import Tally
+from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
+from .numbers import TAIL_SHARE, numeric_from, whole_span
+
+#: A column gets a missing code when the records it cannot code otherwise number this many stds.
+#: A missing code that noise made gets blanks from the model's noise (1-6% of the synthetic
+#: column); in three schemas of each table of benchmarks/real_tables.py, 16 of 486 columns without
+#: blanks got one (86 at one std), and of the 44 columns with blanks that they encode 3 have fewer
+#: than two stds of them (4, 24 and 318 records).
+MISSING_Z = 2.0
+#: A categorical column gets an other code when its values not released number this many stds
+#: (noise alone passes 2.3% of the time), or when it has a missing code: values not released are
+#: never coded as missing.
+OTHER_Z = 2.0
+#: Default bins of a numeric column.
+BINS = 32
+#: Default label of the code that stands for a categorical column's values not released.
+OTHER = "(other)"
+#: A column of whole numbers spanning at most this many times ``bins`` integers gets one code
+#: per integer (1,024 at the default 32 bins: a name or zip code, not an amount of money).  Two
+#: such columns make a 2-way marginal of about a million cells (8 MB of float64), which every
+#: mechanism here measures; AIM leaves out larger 3-way candidates by its model-size cap.
+WHOLE_CODES = 32
+#: ... and holding at least this many numbers per integer of the span on average: fewer, and a
+#: code per integer holds mostly noise (counts of cases over 1-999, three per integer), which
+#: bins pool; the years of a small table (2,930 houses over 139 years) keep theirs.
+WHOLE_DENSITY = 10
+#: A column of whole numbers of which no value is released and at least this share is distinct
+#: (noisy counts, surely: by ID_Z noise stds of the difference) is an identifier: left out, or
+#: regenerated.  An amount 95% distinct (Lending Club's credit utilised) stays a number.
+ID_SHARE = 0.99
+ID_Z = 2.0
+
+
+def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: str = OTHER):
+    """The column that the release ``r`` describes (post-processing only, package docstring):
+    numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
+    its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
+    user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
+    A categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
+    their noisy count), or that has a missing code, gets a code of its own for them, labelled
+    ``other``; genuine missing values keep the missing code.  A column of numbers that would
+    need one is numeric instead (one code per integer of its span, or bins with its released
+    values as point masses): numbers are never labelled ``other``.  Raises
+    :class:`Unreleasable` when nothing can be released.
+
+    It gets a missing code only when its missing values (and, in a numeric column, text) are
+    noticeably many: at least ``MISSING_Z`` stds of their noisy count, never for the values not
+    released; without an other code (then the column has no missing code) those get its first
+    code (see :func:`encoded`: such values are few by the rule above)."""
+    text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
+    present = max(text + whole + fractional, 1.0)
+    covered = sum(r.values.values()) / present
+    timed = r.time_format is not None
+    of_numbers = kind == "numeric" or timed or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
+        and all(not isinstance(v, str) for v in r.values)
+    integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
+    missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.kind_std * math.sqrt(2))
+    unreleased = text + whole + fractional - sum(r.values.values())  # present, of a value not released
+    noticed = unreleased >= OTHER_Z * math.sqrt((len(KINDS) - 1) * r.kind_std ** 2 + len(r.values) * r.std ** 2)
+    binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
+                             or noticed or missing)  # as categorical it would need an other code
+    span = whole_span(r) if of_numbers and integer and not timed else None
+    dense = span is not None and span[1] - span[0] < WHOLE_CODES * bins \
+        and whole + fractional >= WHOLE_DENSITY * (span[1] - span[0] + 1)
+    if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
+        return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
+    if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \
+            >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.kind_std) ** 2):
+        raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "
+                           "released privately (declare it --numeric to keep it as numbers)")
+    if binned:
+        try:
+            return numeric_from(r, bins, integer, missing)
+        except Unreleasable as reason:
+            if kind != "numeric":
+                raise
+            raise Unreleasable(f"{reason} (its kind was fixed numeric, --numeric: are its values numbers?)") from None
+    if not r.values:
+        raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
+                           f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
+                           "identifier, free text, or a column almost always missing?); declare the column in a "
+                           "schema, give more records, or a larger epsilon")
+    cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
+    missing = not of_numbers and bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
+    other = other if noticed or missing else None
+    return CategoricalColumn(r.name, tuple(cats), missing, other=other)
+
+
+def public_column(name: str, t: Tally) -> CategoricalColumn:
+    """The column ``name`` whose categories the user declares public knowledge (the cities of a
+    state, the codes of a codebook), from its Tally ``t``: every value present is a category
+    (numbers first, then text, each sorted), and a missing code always, whether or not a value
+    is missing: the categories are vouched for as public, whether someone's value is missing is
+    not, so it is never read from the data (a column declared in a schema, ``"public": true``,
+    says ``"missing": false`` when it has none).  Read from the table as it is, without noise: a
+    declared assumption that the set of values is known without the table, which the user
+    vouches for; no privacy is spent and none is claimed for the set (docs/privacy.md)."""
+    categories = sorted(t.values, key=lambda v: (isinstance(v, str), v))
+    if not categories:
+        raise InputError(f"column {name!r} is declared to have public categories but has no value")
+    return CategoricalColumn(name, tuple(categories), True, public=True)

@@ -1,0 +1,162 @@
+"""Dates and times written as text: the formats a column of times is read in (TIME_FORMATS),
+the first format that reads each value (:func:`time_formats`), values read as whole seconds
+since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
+(:func:`time_texts`, :func:`time_text`)."""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+from .errors import InputError
+from .table_io import canonical_value, pandas_module
+
+#: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
+#: first that matches it whole.
+TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
+                "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y",
+                "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
+                "%b %d, %Y")
+
+
+#: English month abbreviations, as ``%b`` writes them (and reads them, in any case).
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+MONTHS_LOWER = tuple(m.lower() for m in MONTHS)
+_TWO_DIGITS = np.array([f"{k:02d}" for k in range(100)])  # months, days, hours, ... as written
+#: What each code of a time format (these, no other) reads: the forms of Python's ``strptime``
+#: (1 or 2 digits, up to 9 of a fraction, seconds 60 and 61 rolling over as pandas reads them), but
+#: a year of any range: 4 digits, or more without a leading zero (``10000``), negative too
+#: (``-0001``, or ``-001`` as numpy and pandas write it).
+_TIME_CODES = {"Y": r"-?(?:\d{4}|[1-9]\d{4,})|-\d{1,3}", "m": r"1[0-2]|0[1-9]|[1-9]",
+               "d": r"3[01]|[12]\d|0[1-9]|[1-9]| [1-9]", "H": r"2[0-3]|[01]\d|\d", "M": r"[0-5]\d|\d",
+               "S": r"6[01]|[0-5]\d|\d", "f": r"\d{1,9}", "b": "|".join(MONTHS)}
+
+
+@functools.lru_cache(maxsize=64)
+def _time_pieces(fmt: str) -> tuple:
+    """The time format ``fmt`` cut into its codes (``"%Y"``, each of ``_TIME_CODES`` at most
+    once), runs of white space and other text.  Raises an InputError for any other use of %."""
+    pieces = tuple(re.findall(r"%.?|\s+|[^%\s]+", fmt, flags=re.DOTALL))
+    codes = [p for p in pieces if p.startswith("%")]
+    if any(p[1:] not in _TIME_CODES for p in codes) or len(set(codes)) < len(codes):
+        raise InputError(f"time format {fmt!r}: use each of %{', %'.join(_TIME_CODES)} at most once")
+    return pieces
+
+
+@functools.lru_cache(maxsize=64)
+def _time_pattern(fmt: str) -> re.Pattern:
+    """The regular expression reading text whole in the time format ``fmt``: its codes as named
+    groups, a run of white space for each in it, in any case."""
+    return re.compile("".join(f"(?P<{p[1]}>{_TIME_CODES[p[1]]})" if p.startswith("%") else
+                              r"\s+" if p.isspace() else re.escape(p) for p in _time_pieces(fmt)), re.IGNORECASE)
+
+
+def _days(year, month, day):
+    """Days from 1970-01-01 to dates of the proleptic Gregorian calendar (year 0 being 1 BC),
+    exactly (Hinnant's days_from_civil): elementwise on integer arrays, or on object arrays of
+    Python ints of any size."""
+    year = year - (month <= 2)
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * (month + 9 - 12 * (month > 2)) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+
+
+def _date(days):
+    """``(year, month, day)`` of numbers of days from 1970-01-01, the inverse of :func:`_days`
+    (elementwise as it is)."""
+    days = days + 719468
+    era = days // 146097
+    of_era = days - era * 146097
+    year_of_era = (of_era - of_era // 1460 + of_era // 36524 - of_era // 146096) // 365
+    of_year = of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted = (5 * of_year + 2) // 153
+    month = shifted + 3 - 12 * (shifted >= 10)
+    return year_of_era + era * 400 + (month <= 2), month, of_year - (153 * shifted + 2) // 5 + 1
+
+
+def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:
+    """Whole seconds since 1970-01-01T00:00:00 of each text (an object array of str) read whole in
+    the time format ``fmt`` (a fraction of a second dropped, so rounded down): an object array of
+    exact Python ints over any range of years, +-inf for a year of more digits than Python reads
+    as an int (as :func:`~ektelo_pgm.table_io.canonical` reads such a number), None where the
+    format does not read the text (or its day is past the end of its month)."""
+    pattern = _time_pattern(fmt)
+    matches = [pattern.fullmatch(v) for v in texts]
+    out = np.full(len(matches), None, dtype=object)
+    found = [m.groups() for m in matches if m is not None]
+    if not found:
+        return out
+    fields = np.array(found, dtype=object)  # str of any length, never a fixed width
+    field = lambda code, default: fields[:, pattern.groupindex[code] - 1] if code in pattern.groupindex \
+        else np.full(len(fields), default)  # noqa: E731
+    years = field("Y", "1900").astype(object)
+    if max(map(len, years)) <= 11:  # years below 10**11: seconds within int64
+        year, beyond = years.astype(np.int64), np.zeros(len(years), dtype=bool)
+    else:  # Python ints of any size; +-inf past the digits Python reads, counted as year 0 below
+        year = np.array([canonical_value(y) for y in years], dtype=object)
+        beyond = np.array([isinstance(y, float) for y in year], dtype=bool)
+        year[beyond] = 0
+    month = np.array([MONTHS_LOWER.index(b.lower()) + 1 for b in field("b", "")]) if "b" in pattern.groupindex \
+        else field("m", "1").astype(np.int64)
+    day = field("d", "1").astype(np.int64)
+    days = _days(year, month, day)
+    seconds = (days * 86400 + field("H", "0").astype(np.int64) * 3600 + field("M", "0").astype(np.int64) * 60
+               + field("S", "0").astype(np.int64)).astype(object)
+    seconds[beyond] = [float(y) for y in years[beyond]]
+    seconds[(day > 28) & (_date(days)[1] != month)] = None  # 31 April, 29 February 2019
+    out[[m is not None for m in matches]] = seconds
+    return out
+
+
+def time_formats(values: np.ndarray) -> np.ndarray:
+    """For each :func:`~ektelo_pgm.table_io.canonical` value, the index in TIME_FORMATS of the first format that reads
+    it whole (-1: none, or not text); each distinct text is read once per format."""
+    pd = pandas_module()
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    found = np.full(len(values), -1, dtype=np.int64)
+    if not text.any():
+        return found
+    codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
+    first = np.full(len(uniques), -1, dtype=np.int64)
+    for k, fmt in enumerate(TIME_FORMATS):
+        open_ = np.flatnonzero(first < 0)
+        if not open_.size:
+            break
+        first[open_[pd.notna(_read_times(uniques[open_], fmt))]] = k
+    found[text] = first[codes]
+    return found
+
+
+def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
+    """:func:`~ektelo_pgm.table_io.canonical` values read in the time format ``fmt``: whole seconds since
+    1970-01-01T00:00:00 for each text that it reads whole (:func:`_read_times`: an exact int, over
+    any range of years), None for anything else."""
+    pd = pandas_module()
+    out = np.empty(len(values), dtype=object)
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
+    out[text] = np.append(_read_times(np.asarray(uniques, dtype=object), fmt), None)[codes]
+    return out
+
+
+def time_texts(seconds: np.ndarray, fmt: str) -> np.ndarray:
+    """Whole ``seconds`` since 1970-01-01T00:00:00 (an integer array, or an object array of Python
+    ints of any size) written in the time format ``fmt``: a str array, a year in at least 4 digits
+    (``-0001``: 2 BC), a month of ``%b`` as in :data:`MONTHS`, a fraction ``%f`` as 000000."""
+    days = seconds // 86400
+    clock = (seconds - days * 86400).astype(np.int64)
+    year, month, day = _date(days)
+    text = np.asarray(year).astype(str)
+    two = lambda x: _TWO_DIGITS[np.asarray(x, dtype=np.int64)]  # noqa: E731
+    fields = {"%Y": np.where(year < 0, np.char.zfill(text, 5), np.char.zfill(text, 4)), "%m": two(month),
+              "%d": two(day), "%H": two(clock // 3600), "%M": two(clock // 60 % 60), "%S": two(clock % 60),
+              "%f": "000000", "%b": np.array(MONTHS)[np.asarray(month, dtype=np.int64) - 1]}
+    return functools.reduce(np.char.add, [fields.get(p, p) for p in _time_pieces(fmt)], np.full(len(days), ""))
+
+
+def time_text(seconds, fmt: str) -> str:
+    """Whole ``seconds`` since 1970-01-01T00:00:00 (any range) written in the time format ``fmt``
+    (:func:`time_texts`)."""
+    return str(time_texts(np.array([int(seconds)], dtype=object), fmt)[0])
