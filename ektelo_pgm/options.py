@@ -46,17 +46,23 @@ def fraction(text: str) -> float:
     return value
 
 
-def count(text: str, most: int | None = None) -> int:
-    """An argparse type: a positive integer (at most ``most``)."""
+def whole(text: str, least: int, most: int | None = None) -> int:
+    """A whole number from ``least`` (to ``most``), or an argparse error saying so."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = least - 1
+    if value < least:
+        wanted = "a positive integer" if least == 1 else f"a whole number from {least}"
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
     if most is not None and value > most:
         raise argparse.ArgumentTypeError(f"must be at most {most:,}, got {text!r}")
     return value
+
+
+def count(text: str) -> int:
+    """An argparse type: a positive integer."""
+    return whole(text, 1)
 
 
 #: The most bins the schema's inference takes per numeric column (--bins): far more than any model
@@ -66,18 +72,12 @@ MAX_BINS = 10**6
 
 def bins(text: str) -> int:
     """An argparse type: a number of bins, from 1 to ``MAX_BINS``."""
-    return count(text, MAX_BINS)
+    return whole(text, 1, MAX_BINS)
 
 
 def seed(text: str) -> int:
     """An argparse type: a seed, a whole number from 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0, got {text!r}")
-    return value
+    return whole(text, 0)
 
 
 def separator(text: str) -> str:
