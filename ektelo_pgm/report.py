@@ -35,10 +35,10 @@ from .dataset import Dataset
 from .domain import Domain
 from .errors import InputError
 from .files import atomic_write
+from .table_io import MISSING as MISSING_MARKERS  # strings read as missing, as every step reads them
 
 MISSING = "(missing)"  # one cell for NaN and the missing markers
 OTHER = "(other)"  # one cell for what the real table lacks: a new category, a non-number in a numeric column
-MISSING_MARKERS = ("", "?")  # strings read as missing, as TableEncoder's default
 REAL, SYNTHETIC = "#4c72b0", "#dd8452"  # the two tables' colours in every figure
 
 
@@ -502,10 +502,10 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         matplotlib_figure()  # refuse before any work when the figures cannot be drawn
     import pandas as pd
 
-    from .table_io import PARQUET, has_header, read_table
+    from .table_io import has_header, is_parquet, read_table
 
     def read(path):  # not private: a CSV's header line is guessed
-        return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))
+        return read_table(path, header=None if is_parquet(path) else has_header(path))
 
     if target is not None and holdout is None:
         raise InputError("machine-learning efficacy needs a real holdout the synthesizer never saw (holdout=, "

@@ -104,7 +104,7 @@ from .dataset import Dataset
 from .encoding import TIME_FORMATS, CategoricalColumn, NumericColumn, TableEncoder, as_times, json_value, time_formats
 from .errors import InputError
 from .privacy import Budget, gaussian, laplace
-from .table_io import (Partitions, arrow, as_float, as_frame, canonical, canonical_value, factorized,
+from .table_io import (MISSING, Partitions, arrow, as_float, as_frame, canonical, canonical_value, factorized,
                        is_dask_collection, pandas_module)
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
@@ -868,7 +868,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
-          missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (module docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
@@ -1158,7 +1158,7 @@ def undeclared(names, declared: Declared | None = None, public=()) -> list[str]:
 
 
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
-          public=(), missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are

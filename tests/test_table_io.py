@@ -13,7 +13,8 @@ def test_reads_parquet_and_headerless_csv(tmp_path):
     pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     table = people(100)
     table.to_parquet(tmp_path / "t.parquet")
-    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table)
+    # whole numbers as nullable integers (never float64, whatever one record holds)
+    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table.astype({"age": "Int64"}))
     table.to_csv(tmp_path / "t.csv", index=False, header=False)
     raw = read_table(tmp_path / "t.csv", header=False)
     assert list(raw.columns) == ["column_1", "column_2", "column_3", "column_4"] and len(raw) == 100
@@ -61,7 +62,7 @@ def test_a_file_that_is_not_a_table(tmp_path):
     with pytest.raises(ValueError, match=r"--header or --no-header"):
         read_table(tmp_path / "x.bin")
     frame = read_table(tmp_path / "x.bin", header=False)
-    assert list(frame.columns) == ["column_1"] and len(frame) > 1
+    assert list(frame.columns) == ["column_1", "column_2"] and len(frame) == 9  # a record per line, a comma in each
     (tmp_path / "empty.csv").write_bytes(b"")
     for header in (True, False):
         with pytest.raises(ValueError, match=r"empty.csv: not a"):
