@@ -213,7 +213,7 @@ def _lines_and_fields(text: str, sep: str) -> tuple[list[str], list[list[str]]]:
 def csv_records(text: str, sep: str, width: int) -> list[list[str]]:
     """The records of ``text`` (whole lines), each of ``width`` fields: the :func:`csv_fields`
     of each line (:func:`_lines_and_fields`), cut to ``width`` or padded with empty fields; a line
-    of nothing but spaces and tabs (or empty) is no record."""
+    of nothing but spaces (or empty) is no record."""
     lines, records = _lines_and_fields(text, sep)
     if width > 1 and set(map(len, records)) == {width}:
         return records
@@ -303,9 +303,9 @@ def _header(path: str, sep: str, encoding: str) -> tuple[list[str], int]:
 
 
 def _blank(line: str) -> bool:
-    """Whether a physical line (its LF removed) is no record: nothing but spaces and tabs before
-    its trailing CRs."""
-    return not line.rstrip("\r").strip(" \t")
+    """Whether a physical line (its LF removed) is no record: nothing but spaces before its
+    trailing CRs."""
+    return not line.rstrip("\r").strip(" ")
 
 
 def _csv_names(paths: list[str], options: dict) -> list[str]:
