@@ -104,13 +104,13 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
             frame = parquet_frame(arrow()[1].read_table(path))
         else:
             options = csv_options(path, header, names, sep, encoding, text)
-            frame = pd.concat(list(_csv_frames(path, options, _csv_names([path], options))), ignore_index=True)
+            columns = _csv_names([path], options)
+            frames = list(_csv_frames(path, options, columns))
+            frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
             frame = frame if text else _numbers_typed(frame)
     except InputError:
         raise
-    except Exception as err:  # noqa: BLE001  pyarrow's and the codec's errors quote the file: only their kind
-        if isinstance(err, (MemoryError, KeyboardInterrupt)):
-            raise
+    except (OSError, ValueError, NotImplementedError, EOFError) as err:  # pyarrow's quote the file: only the kind
         raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None
     if frame.shape[1] < 1 or frame.shape[0] < 1:
         raise InputError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")

@@ -80,6 +80,19 @@ def stamped(rows):
     return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
 
 
+def tropez(rows):
+    """The base rows with a city written as database dumps write a quote in a field (a backslash
+    before it), one record in 15 (400 of them)."""
+    return [r[:1] + ['"Saint \\"Tropez\\""'] + r[2:] if i % 15 == 0 else r for i, r in enumerate(rows)]
+
+
+def extra_field(row: int):
+    """The change of one record: a field more than the header has."""
+    def change(rows):
+        return [list(r) + (["extra"] if k == row else []) for k, r in enumerate(rows)]
+    return change
+
+
 SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62, "missing": False},
                       "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"],
                                "missing": False},
@@ -138,6 +151,11 @@ CASES = {
                                                             common=("--sep", ";", "--encoding", "latin-1")),
     "engine parts: read part by part, a new text value": Case(substitute("city", "Zanzibar"),
                                                               common=("--engine", "parts")),
+    # issue 52: the reader
+    "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
+    "a quote left open late in the file": Case(substitute("city", '"Lyon', row=5000)),
+    "a field of 200,000 characters in a headerless file": Case(substitute("city", "x" * 200_000, row=5),
+                                                                header=False),
 }
 
 
@@ -339,6 +357,34 @@ def test_the_audit_sees_a_leak(tmp_path):
         return Run(code, stdout.getvalue(), stderr.getvalue(), ())
 
     assert audit(tmp_path, case, "evaluate", evaluate)
+
+
+def read_the_old_way(path, header=None, names=None, sep=None, encoding="utf-8", text=True):
+    """A CSV read as before issue 52: pandas' C parser (a quote may run across lines), and where
+    a line has more fields than the header, the whole file again by pandas' python parser."""
+    import pandas as pd
+
+    sep = sep or ","
+    with open(path, encoding=encoding, errors="replace", newline="") as f:
+        first = next(csv.reader(f, delimiter=sep, skipinitialspace=True))
+    names = first if header else names or [f"column_{i + 1}" for i in range(len(first))]
+    options = dict(sep=sep, header=0 if header else None, names=names, index_col=False, dtype=str,
+                   skipinitialspace=True, encoding=encoding, encoding_errors="replace")
+    try:
+        return pd.read_csv(path, **options)
+    except pd.errors.ParserError:
+        return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:len(names)], **options)
+
+
+@pytest.mark.parametrize("case", ["an extra field where a text column holds backslash-escaped quotes",
+                                  "a quote left open late in the file"])
+def test_the_audit_sees_the_old_readers_leaks(tmp_path, monkeypatch, case):
+    """Power: with the reader as it was before issue 52, the audit flags its cases (a record that
+    made the file be read again otherwise; a quote that swallowed the records after it)."""
+    from ektelo_pgm import table_io
+
+    monkeypatch.setattr(table_io, "read_table", read_the_old_way)
+    assert audit(tmp_path, CASES[case], "synth")
 
 
 # the leaks the audit was built for, each shown directly ----------------------------------------
