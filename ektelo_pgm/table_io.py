@@ -200,7 +200,7 @@ def _lines_and_fields(text: str, sep: str) -> tuple[list[str], list[list[str]]]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    if sep != " " and "\\" not in text and "\r" not in text:
+    if len(sep) == 1 and sep != " " and "\\" not in text and "\r" not in text:
         try:
             records = list(csv.reader(lines, delimiter=sep, skipinitialspace=True, strict=False))
             if len(records) == len(lines):  # else a quote left open ran into the next line
@@ -223,9 +223,10 @@ def csv_records(text: str, sep: str, width: int) -> list[list[str]]:
 
 def _plain(text: str, sep: str) -> bool:
     """Whether pandas' C parser reads ``text`` (whole lines, LF line breaks) as :func:`csv_records`
-    does, quotes and escapes aside: no quote, backslash, CR, NUL, byte-order mark, tab (but as the
-    separator) or line of spaces only; a line with more fields than the width is seen by it."""
-    return (sep != " " and not any(c in text for c in '"\\\r\x00\ufeff') and (sep == "\t" or "\t" not in text)
+    does, quotes and escapes aside: a separator of one character but a space; no quote, backslash,
+    CR, NUL, byte-order mark, tab (but as the separator) or line of spaces only; a line with more
+    fields than the width is seen by it."""
+    return (len(sep) == 1 and sep != " " and not any(c in text for c in '"\\\r\x00\ufeff') and (sep == "\t" or "\t" not in text)
             and _BLANK.search(text) is None)
 
 

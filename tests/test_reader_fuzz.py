@@ -48,6 +48,7 @@ def test_the_definition_on_the_awkward_forms():
     assert csv_fields('C:\\temp,"x\\\\",\\N', ",") == ["C:\\temp", "x\\", "\\N"]  # backslashes outside quotes
     assert csv_fields("a\rb,\x00\r\r", ",") == ["a\rb", "\x00"]
     assert csv_fields("", ",") == [""]
+    assert csv_fields('1;;"y;;z";;', ";;") == ["1", "y;;z", ""]  # a separator of more characters: as written
 
 
 # the differential fuzz test ----------------------------------------------------------------------
