@@ -307,9 +307,9 @@ def schema(args) -> None:
 def read_compared(path: str, args):
     """A table given to ``evaluate``: a CSV's header line detected; ``--names`` name the columns
     of one without (``--no-header``: it has none)."""
-    from .table_io import has_header, read_table
+    from .table_io import has_header, is_parquet, read_table
 
-    if path.endswith(PARQUET) or not os.path.isfile(path):
+    if is_parquet(path) or not os.path.isfile(path):
         return read_table(path)
     header = not args.no_header and has_header(path)
     return read_table(path, header=header, names=None if header or not args.names else args.names.split(","))

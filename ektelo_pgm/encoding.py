@@ -53,7 +53,7 @@ from .domain import Domain
 from .errors import InputError, NotFittedError, UnknownNameError
 from .files import atomic_write
 from .privacy import Budget
-from .table_io import as_frame, clean, pandas_module
+from .table_io import MISSING, as_frame, clean, pandas_module
 from .times import TIME_FORMATS, as_times, time_formats, time_text, time_texts
 
 __all__ = ["TableEncoder", "CategoricalColumn", "NumericColumn", "json_value", "BINNINGS", "WITHIN_BIN",
@@ -97,8 +97,9 @@ class TableEncoder:
         loses something); otherwise it is categorical, one code per value.
     binning : ``"uniform"`` (equal-width bins between the smallest and largest
         value) or ``"quantile"`` (edges at the quantiles of the fitted values).
-    missing : strings that mean "missing" in addition to NaN and None; every
-        column with a missing value at fit time gets one extra code, its last.
+    missing : strings that mean "missing" (after stripping spaces) in addition to NaN and None,
+        by default :data:`~ektelo_pgm.table_io.MISSING` (the one definition for CSV, Parquet and
+        DataFrames); every column with a missing value at fit time gets one extra code, its last.
     clip : put numbers outside the fitted range into the first or last bin
         instead of raising (e.g. to encode a test set with a training encoder).
     categories : ``{column: candidate values}``, the public categories of
@@ -114,7 +115,7 @@ class TableEncoder:
 
     def __init__(self, bins: int = 32, categorical: Iterable[str] | None = None,
                  numeric: Iterable[str] | None = None, binning: str = "uniform",
-                 missing: Iterable[str] = ("?", ""), clip: bool = False,
+                 missing: Iterable[str] = MISSING, clip: bool = False,
                  categories: dict | None = None, bounds: dict | None = None):
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
             raise InputError(f"bins must be a positive integer, got {bins!r}")

@@ -11,18 +11,17 @@
 from __future__ import annotations
 
 import copy
-import csv
 import glob
 import importlib.util
 import io
 import math
 import os
-import warnings
 from fractions import Fraction
 
 import numpy as np
 
 from .dask_dataset import is_dask_collection
+from .csv_dialect import csv_frames, csv_names
 from .errors import InputError
 from .files import atomic_write
 
@@ -35,6 +34,11 @@ def pandas_module():
 
 
 PARQUET = (".parquet", ".pq")
+
+
+def is_parquet(path) -> bool:
+    """Whether ``path`` names a Parquet file: it ends in ``.parquet`` or ``.pq``, in any case."""
+    return os.fspath(path).lower().endswith(PARQUET)
 
 
 def arrow():
@@ -50,17 +54,26 @@ def arrow():
 
 def check_parquet(path: str) -> None:
     """Refuse a Parquet ``path`` with a clear message when no Parquet engine is installed."""
-    if path.endswith(PARQUET) and importlib.util.find_spec("pyarrow") is None:
+    if is_parquet(path) and importlib.util.find_spec("pyarrow") is None:
         raise ImportError(f"{path}: Parquet needs pyarrow: pip install 'ektelo_pgm[parquet]' (or use .csv)")
 
 
 #: Extensions of files whose fields are separated by tabs.
 TABS = (".tsv", ".tab")
 
+#: The spellings of a missing value, the one definition for every format: a text value of a CSV
+#: field, a Parquet column or a DataFrame that is one of these once stripped of spaces is missing
+#: (as are Parquet's nulls, NaN and None).  The readers keep the text as it is; :func:`clean`
+#: applies the spellings, the default ``missing`` markers of every step.
+MISSING = ("", "?", "NA", "N/A", "n/a", "NULL", "null", "None", "NaN", "nan", "-NaN", "-nan", "<NA>", "#N/A",
+           "#N/A N/A", "#NA", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN")
+
 
 def read_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
                text: bool = True):
-    """A DataFrame from a CSV or Parquet file (by extension: ``.parquet``/``.pq`` is Parquet).
+    """A DataFrame from a CSV or Parquet file (by extension, in any case: ``.parquet``/``.pq`` is
+    Parquet), read in the one dialect of docs/privacy.md ("How files are read"), in which what one
+    record holds changes only that record.
 
     CSV: ``header`` says whether the first line names the columns; ``names`` name the columns of
     a file without a header line (``header`` then defaults to False), which otherwise get
@@ -68,37 +81,43 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
     refused before it is read (a guess would publish a headerless file's first record as the
     column names).  ``sep`` separates the fields (default: a tab for ``.tsv`` and ``.tab``
     files, else a comma); ``encoding`` is the file's text encoding, whose invalid bytes are
-    replaced.  With ``text`` (default) every field is read as text (missing markers as NaN) and
-    parsed later by :func:`canonical`, so no column's type depends on one record (what every
-    private step needs); ``text=False`` lets pandas type each column (a public table, or a
-    TableEncoder fitted on declared categories and bounds).  A line
-    with more fields than the header is cut to its width: one malformed record cannot make the
-    run fail.  Repeated column names are refused, by name.
-    Raises an InputError naming the file when it is not a table."""
+    replaced.  With ``text`` (default) every field is read as text, as it is (the
+    :data:`MISSING` spellings are read as missing later, by :func:`clean`), so no column's type
+    depends on one record (what every private step needs); ``text=False`` types each column
+    whose present values are all numbers as numbers (a public table, or a TableEncoder fitted on
+    declared categories and bounds).  Each line is one record, cut or padded with empty fields
+    to the table's width (:func:`~ektelo_pgm.csv_dialect.csv_records`).  Repeated column names are refused, by name.
+
+    Parquet (:func:`parquet_frame`): whole numbers as nullable integers of any size, times and
+    dates as text; a column of lists, structs or maps is refused by name before any value is read.
+    Raises an InputError naming the file when it is not a table (never with a byte of it)."""
     pd = pandas_module()
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
     check_parquet(path)
-    if path.endswith(PARQUET):
-        reader = lambda: pd.read_parquet(path)  # noqa: E731
-    else:
-        options = csv_options(path, header, names, sep, encoding, text)
-        reader = lambda: _read_csv(path, options)  # noqa: E731
     try:
-        frame = reader()
+        if is_parquet(path):
+            parquet_names(path)  # refuses nested columns before any value is read
+            frame = parquet_frame(arrow()[1].read_table(path))
+        else:
+            options = csv_options(path, header, names, sep, encoding, text)
+            columns = csv_names([path], options)
+            frames = list(csv_frames(path, options, columns))
+            frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+            frame = frame if text else _numbers_typed(frame)
     except InputError:
         raise
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
-        raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None  # no line of it
+    except (OSError, ValueError, NotImplementedError, EOFError) as err:  # pyarrow's quote the file: only the kind
+        raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None
     if frame.shape[1] < 1 or frame.shape[0] < 1:
         raise InputError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")
     return frame
 
 
 def csv_options(path: str, header: bool | None, names, sep: str | None, encoding: str, text: bool) -> dict:
-    """``pandas.read_csv``'s options for a CSV file as :func:`read_table` reads it (its arguments),
-    checked: the header said, the encoding known."""
+    """The options of a CSV file as :func:`read_table` reads it (its arguments), checked: the
+    header said, the encoding known; the separator defaulted from the extension."""
     if header is None and names is not None:
         header = False
     if header is None:
@@ -111,49 +130,98 @@ def csv_options(path: str, header: bool | None, names, sep: str | None, encoding
     except LookupError:
         raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
     sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
-    options = {"sep": sep, "skipinitialspace": True, "header": 0 if header else None,
-               "dtype": str if text else None, "encoding": encoding, "encoding_errors": "replace"}
-    if names is not None:
-        options["names"] = list(names)
-    return options
+    return {"sep": sep, "header": bool(header), "names": None if names is None else [str(n) for n in names],
+            "encoding": encoding, "text": text}
 
 
-def _read_csv(path: str, options: dict):
-    """``pandas.read_csv`` with the columns named first (:func:`_csv_names`).  Longer lines are
-    cut to the width (the slower python parser, only where one is), shorter ones padded with
-    missing values, silently."""
+def _numbers_typed(frame):
+    """A frame of text columns with each column whose present values (not :data:`MISSING`) are
+    all numbers as numbers (``read_table(text=False)``), the others as text, missing spellings
+    as NaN."""
     pd = pandas_module()
-    options = {**options, "names": _csv_names(path, options), "index_col": False}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+    out = {}
+    for name, column in frame.items():
+        column = column.mask(column.str.strip().isin(MISSING))
         try:
-            return pd.read_csv(path, **options)
-        except pd.errors.ParserError:
-            return pd.read_csv(path, engine="python", on_bad_lines=_cut(options["names"]), **options)
+            out[name] = pd.to_numeric(column)
+        except (TypeError, ValueError):
+            out[name] = column
+    return pd.DataFrame(out, columns=frame.columns)
 
 
-def _cut(names):
-    """The python parser's handler of a line longer than ``names``: cut to their width."""
-    return lambda fields: fields[:len(names)]
+def parquet_names(path: str) -> list[str]:
+    """The columns of the Parquet file ``path``, from its schema (no value read); a column of
+    lists, structs, maps or unions is refused by name (a value of it is no one value)."""
+    pa, pq = arrow()
+    schema = pq.read_schema(path)
+    for name, kind in zip(schema.names, schema.types):
+        if pa.types.is_nested(kind):
+            raise InputError(f"{path}: column {name!r} holds nested values (lists, structs or maps); flatten it "
+                             "into columns of single values, or leave it out of the file")
+    return [str(n) for n in schema.names]
 
 
-def _csv_names(path: str, options: dict) -> list[str]:
-    """The columns of a CSV file, at a width that no single record decides: the header line's, the
-    ``names`` option's, or else the most common number of fields among the first 1,000 lines
-    (column_1, column_2, ...).  Repeated names are refused, by name."""
-    names = options.get("names")
-    with open(path, encoding=options["encoding"], errors="replace", newline="") as f:
-        lines = csv.reader(f, delimiter=options["sep"], skipinitialspace=True)
-        if options["header"] == 0:
-            names = next((r for r in lines if r), [])
-        elif names is None:
-            widths = [len(r) for _, r in zip(range(1000), lines) if r]
-            width = max(set(widths), key=lambda w: (widths.count(w), -w)) if widths else 1
-            names = [f"column_{i + 1}" for i in range(width)]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise InputError(f"{path}: the column names {repeated} repeat; rename them (or say --names)")
-    return list(names)
+def parquet_frame(table):
+    """A DataFrame of a pyarrow Table or RecordBatch of a Parquet file, read as every private step
+    reads it, whatever the values: whole numbers as pandas' nullable integers of their size (never
+    float64: 2**53 and 2**53 + 1 stay apart), times and dates as text (:func:`_time_text`, any
+    range), bytes as UTF-8 text (invalid bytes replaced), the rest as pyarrow gives them."""
+    pa, _ = arrow()
+    pd = pandas_module()
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    for k, (name, column) in enumerate(zip(table.column_names, table.columns)):
+        kind = column.type
+        if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+            table = table.set_column(k, name, pa.array(_time_text(column), pa.string()))
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
+            text = [None if v is None else v.decode("utf-8", errors="replace") for v in column.to_pylist()]
+            table = table.set_column(k, name, pa.array(text, pa.string()))
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+                pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+                pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}
+    return table.to_pandas(types_mapper=nullable.get)
+
+
+#: Units of Arrow times per second.
+_PER_SECOND = {"s": 1, "ms": 10 ** 3, "us": 10 ** 6, "ns": 10 ** 9}
+#: Seconds since 1970 of the first and last seconds of Python's calendar (years 1 to 9999), and of
+#: pandas' times in nanoseconds, each two days inside (a time zone's offset is less).
+_PYTHON_SECONDS = (-62135596800 + 2 * 86400, 253402300799 - 2 * 86400)
+_NANOSECOND_SECONDS = (-9223372036 + 2 * 86400, 9223372036 - 2 * 86400)
+
+
+def _time_text(column) -> list:
+    """The values of an Arrow timestamp or date column as text, None where null: a date as
+    ``YYYY-MM-DD``, a time as ``YYYY-MM-DD HH:MM:SS`` with 6 decimals of a second where it has
+    a fraction of microseconds, 9 where of nanoseconds (``str`` of a pandas Timestamp), of any
+    year (numpy's calendar, beyond pandas' and Python's).  A time with a time zone is its local
+    time with the offset (``+01:00``) where pandas holds it, else its UTC time with ``+00:00``."""
+    pa, _ = arrow()
+    kind = column.type
+    if pa.types.is_date(kind):
+        column, unit, per_second = column.cast(pa.date32(), safe=False), "D", 1
+    else:
+        unit, per_second = kind.unit, _PER_SECOND[kind.unit]
+    present = ~column.is_null().to_numpy(zero_copy_only=False)
+    ticks = column.cast(pa.int32() if unit == "D" else pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    ticks = np.asarray(ticks, dtype=np.int64)
+    stamps = ticks.astype(f"datetime64[{unit}]")
+    text = np.full(len(ticks), None, dtype=object)
+    fraction, micro = ticks % per_second, max(per_second // 10 ** 6, 1)
+    for shown, rows in (("D" if unit == "D" else "s", fraction == 0), ("us", (fraction != 0) & (fraction % micro == 0)),
+                        ("ns", fraction % micro != 0)):
+        rows = rows & present
+        if rows.any():
+            text[rows] = np.char.replace(np.datetime_as_string(stamps[rows], unit=shown), "T", " ").tolist()
+    if unit != "D" and kind.tz is not None:
+        text[present] = [f"{t}+00:00" for t in text[present]]
+        low, high = _NANOSECOND_SECONDS if unit == "ns" else _PYTHON_SECONDS
+        seconds = ticks // per_second
+        local = present & (seconds > low) & (seconds < high)
+        if local.any():
+            text[local] = [str(t) for t in column.take(pa.array(np.flatnonzero(local))).to_pandas()]
+    return text.tolist()
 
 
 def write_table(frame, path: str, header: bool = True) -> None:
@@ -167,7 +235,7 @@ def write_parts(parts, path: str, header: bool = True) -> None:
     after the other to ``path`` (CSV, Parquet or JSON by extension), atomically: CSV and Parquet
     hold one part in memory at a time (Parquet: a row group per part); ``header``: whether a CSV
     gets a header line."""
-    if path.endswith(PARQUET):
+    if is_parquet(path):
         pa, pq = arrow()
         with atomic_write(path, "wb") as f:
             writer = None
@@ -390,7 +458,8 @@ PART_ROWS = 1_000_000
 
 def table_files(path) -> list[str]:
     """The files of a table: ``path`` itself, the CSV or Parquet files under a folder (in name
-    order, any depth: a folder a Spark or Dask job wrote), or the files a glob matches."""
+    order, any depth: a folder a Spark or Dask job wrote; extensions in any case), or the files a
+    glob matches."""
     path = os.fspath(path)
     if os.path.isdir(path):
         found = sorted(os.path.join(root, name) for root, _, names in os.walk(path) for name in names
@@ -403,7 +472,7 @@ def table_files(path) -> list[str]:
         found = [path]
     if not found:
         raise FileNotFoundError(f"{path}: no CSV or Parquet file there")
-    kinds = {p.endswith(PARQUET) for p in found}
+    kinds = {is_parquet(p) for p in found}
     if len(kinds) > 1:
         raise InputError(f"{path}: holds both CSV and Parquet files; give one kind")
     return found
@@ -411,26 +480,28 @@ def table_files(path) -> list[str]:
 
 class Partitions:
     """A table read part by part, never whole (the out-of-core path): its ``files`` (a file, a
-    folder or a glob, :func:`table_files`), Parquet read in batches of ``rows`` rows, CSV in
-    chunks of ``rows`` lines read as :func:`read_table` reads a CSV (its ``header``, ``names``,
-    ``sep`` and ``encoding``; every field as text).  Iterating yields pandas DataFrames with the
-    table's :attr:`columns`; each pass reads the files again.  :attr:`bytes`: their size on disk."""
+    folder or a glob, :func:`table_files`), Parquet read in batches of ``rows`` rows
+    (:func:`parquet_frame`), CSV in parts of ``rows`` records read as :func:`read_table` reads a
+    CSV (its ``header``, ``names``, ``sep`` and ``encoding``; every field as text; a headerless
+    table's width taken over its first records, whichever files hold them).  Iterating yields
+    pandas DataFrames with the table's :attr:`columns`; each pass reads the files again.
+    :attr:`bytes`: their size on disk."""
 
     def __init__(self, path, header: bool | None = None, names=None, sep: str | None = None,
                  encoding: str = "utf-8", rows: int = PART_ROWS):
         self.files, self.rows = table_files(path), int(rows)
         self.bytes = sum(os.path.getsize(p) for p in self.files)
-        self.parquet = self.files[0].endswith(PARQUET)
-        _, pq = arrow()
+        self.parquet = is_parquet(self.files[0])
+        arrow()
         if self.parquet:
-            names_of = lambda p: [str(c) for c in pq.read_schema(p).names]  # noqa: E731
+            self._names = parquet_names(self.files[0])
+            other = [p for p in self.files[1:] if parquet_names(p) != self._names]
+            if other:
+                raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
         else:
             self._options = csv_options(self.files[0], header, names, sep, encoding, text=True)
-            names_of = lambda p: _csv_names(p, self._options)  # noqa: E731
-        self.columns = self._names = names_of(self.files[0])
-        other = [p for p in self.files[1:] if names_of(p) != self._names]
-        if other:
-            raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
+            self._names = csv_names(self.files, self._options)
+        self.columns = self._names
         repeated = sorted({c for c in self.columns if self.columns.count(c) > 1})
         if repeated:
             raise InputError(f"{path}: the column names {repeated} repeat; rename them")
@@ -447,32 +518,11 @@ class Partitions:
     def __iter__(self):
         if self.parquet:
             for batch in parquet_batches(self.files, self.columns, self.rows):
-                yield batch.to_pandas().set_axis(self.columns, axis=1)
+                yield parquet_frame(batch).set_axis(self.columns, axis=1)
             return
         for path in self.files:
-            for part in self._csv_parts(path):
+            for part in csv_frames(path, self._options, self._names, self.rows):
                 yield part[self.columns]
-
-    def _csv_parts(self, path: str):
-        """The parts of one CSV file: the fast parser, or from where it fails on a line longer than
-        the header, the python parser (which cuts such lines, as :func:`read_table`)."""
-        pd = pandas_module()
-        options = {**self._options, "names": self._names, "index_col": False, "chunksize": self.rows}
-        done = 0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            try:
-                with pd.read_csv(path, **options) as parts:
-                    for part in parts:
-                        done += 1
-                        yield part
-                return
-            except pd.errors.ParserError:
-                pass
-            with pd.read_csv(path, engine="python", on_bad_lines=_cut(self._names), **options) as parts:
-                for k, part in enumerate(parts):
-                    if k >= done:
-                        yield part
 
     def __repr__(self) -> str:
         kind = "Parquet" if self.parquet else "CSV"

@@ -80,6 +80,26 @@ def stamped(rows):
     return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
 
 
+def tropez(rows):
+    """The base rows with a city written as database dumps write a quote in a field (a backslash
+    before it), one record in 5: a category released."""
+    return [r[:1] + ['"Saint \\"Tropez\\""'] + r[2:] if i % 5 == 0 else r for i, r in enumerate(rows)]
+
+
+def marseille(rows):
+    """The base rows with three cities, each released at any seed: Paris or Lyon, and Marseille
+    in the last 1,500 records."""
+    return [r[:1] + ["Marseille" if i >= ROWS - 1500 else "Lyon" if r[1] in ("Lyon", "Nice") else "Paris"] + r[2:]
+            for i, r in enumerate(rows)]
+
+
+def extra_field(row: int):
+    """The change of one record: a field more than the header has."""
+    def change(rows):
+        return [list(r) + (["extra"] if k == row else []) for k, r in enumerate(rows)]
+    return change
+
+
 SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62, "missing": False},
                       "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"],
                                "missing": False},
@@ -147,6 +167,11 @@ CASES = {
     "time of year 3000": Case(substitute("country", "3000-01-01 00:00:00"), base=stamped),
     "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
+    # issue 52: the reader
+    "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
+    "a quote left open late in the file": Case(substitute("city", '"Lyon', row=ROWS - 1501), base=marseille),
+    "a field of 200,000 characters in a headerless file": Case(substitute("city", "x" * 200_000, row=5),
+                                                                header=False),
 }
 
 
@@ -215,7 +240,8 @@ def shape(value: str) -> str:
 def csv_features(name: str, data: bytes) -> dict:
     """A CSV file's format: its first line, rows, field counts, quoting, and per column each
     shape of field it holds (one feature per shape, so that a shape one record brings shows
-    whatever else the column holds)."""
+    whatever else the column holds), and in a column of labels, the labels and each of them (a
+    label that one record brings or takes away shows whatever the noise does to the others)."""
     text = data.decode("utf-8")
     rows = list(csv.reader(io.StringIO(text)))
     found = {f"{name}: rows": len(rows), f"{name}: first line": text.split("\n", 1)[0],
@@ -226,6 +252,7 @@ def csv_features(name: str, data: bytes) -> dict:
             found[f"{name}: column {j} holds {form}"] = True
         if len(values) <= 50:  # labels (the answers' marginals and cells, a category's values)
             found[f"{name}: column {j} values"] = tuple(sorted(values))
+            found.update({f"{name}: column {j} holds {v!r}": True for v in values})
     return found
 
 
@@ -382,6 +409,35 @@ def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
     found = audit(tmp_path, CASES["time of year 3000"], "schema", console)
     assert any(f.startswith("exit code = '1': 20 of 20") for f in found), found
     assert any(f.startswith("stderr = 'Traceback") for f in found), found  # its last line printed the value
+
+
+def read_the_old_way(path, header=None, names=None, sep=None, encoding="utf-8", text=True):
+    """A CSV read as before issue 52: pandas' C parser (a quote may run across lines), and where
+    a line has more fields than the header, the whole file again by pandas' python parser."""
+    import pandas as pd
+
+    sep = sep or ","
+    with open(path, encoding=encoding, errors="replace", newline="") as f:
+        first = next(csv.reader(f, delimiter=sep, skipinitialspace=True))
+    names = first if header else names or [f"column_{i + 1}" for i in range(len(first))]
+    options = dict(sep=sep, header=0 if header else None, names=names, index_col=False, dtype=str,
+                   skipinitialspace=True, encoding=encoding, encoding_errors="replace")
+    try:
+        return pd.read_csv(path, **options)
+    except pd.errors.ParserError:
+        return pd.read_csv(path, engine="python", on_bad_lines=lambda fields: fields[:len(names)], **options)
+
+
+@pytest.mark.parametrize("case", ["an extra field where a text column holds backslash-escaped quotes",
+                                  "a quote left open late in the file"])
+def test_the_audit_sees_the_old_readers_leaks(tmp_path, monkeypatch, case):
+    """Power: with the reader as it was before issue 52, the audit flags its cases: a record that
+    made the file be read again by a parser that drops the records with escaped quotes, and a quote
+    that swallowed the records after it (in both, a released category comes and goes)."""
+    from ektelo_pgm import table_io
+
+    monkeypatch.setattr(table_io, "read_table", read_the_old_way)
+    assert audit(tmp_path, CASES[case], "synth")
 
 
 # the leaks the audit was built for, each shown directly ----------------------------------------

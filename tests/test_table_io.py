@@ -13,7 +13,8 @@ def test_reads_parquet_and_headerless_csv(tmp_path):
     pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     table = people(100)
     table.to_parquet(tmp_path / "t.parquet")
-    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table)
+    # whole numbers as nullable integers (never float64, whatever one record holds)
+    pd.testing.assert_frame_equal(read_table(tmp_path / "t.parquet"), table.astype({"age": "Int64"}))
     table.to_csv(tmp_path / "t.csv", index=False, header=False)
     raw = read_table(tmp_path / "t.csv", header=False)
     assert list(raw.columns) == ["column_1", "column_2", "column_3", "column_4"] and len(raw) == 100
@@ -61,7 +62,7 @@ def test_a_file_that_is_not_a_table(tmp_path):
     with pytest.raises(ValueError, match=r"--header or --no-header"):
         read_table(tmp_path / "x.bin")
     frame = read_table(tmp_path / "x.bin", header=False)
-    assert list(frame.columns) == ["column_1"] and len(frame) > 1
+    assert list(frame.columns) == ["column_1", "column_2"] and len(frame) == 9  # a record per line, a comma in each
     (tmp_path / "empty.csv").write_bytes(b"")
     for header in (True, False):
         with pytest.raises(ValueError, match=r"empty.csv: not a"):
@@ -123,3 +124,159 @@ def test_values_are_read_one_way_and_typed_by_their_schema():
     assert cats.dtype == "Int64" and cats.tolist() == [1, 2]
     text = typed(pd.Series(["a", np.nan], dtype=object), CategoricalColumn("t", ("a",), True))
     assert text.dtype == object and text.iloc[0] == "a"
+
+
+# issue 52: one record changes only itself ---------------------------------------------------------
+def both_engines(path, **options):
+    """The table at ``path`` read whole and read part by part (small parts, so that they split)."""
+    from ektelo_pgm.table_io import Partitions
+
+    return [read_table(path, **options), pd.concat(list(Partitions(path, rows=97, **options)), ignore_index=True)]
+
+
+def neighbours(tmp_path, lines: list[str], at: int, record: str, header: str | None = "id,city,n"):
+    """Two CSV files, one of ``lines`` and one with ``record`` in place of line ``at``."""
+    head = [header] if header else []
+    (tmp_path / "base.csv").write_text("\n".join(head + lines) + "\n")
+    (tmp_path / "changed.csv").write_text("\n".join(head + lines[:at] + [record] + lines[at + 1:]) + "\n")
+    return tmp_path / "base.csv", tmp_path / "changed.csv"
+
+
+def assert_only_record_changes(base, changed, at: int, **options):
+    for left, right in zip(both_engines(base, **options), both_engines(changed, **options)):
+        assert list(left.columns) == list(right.columns) and len(left) == len(right)
+        others = [k for k in range(len(left)) if k != at]
+        pd.testing.assert_frame_equal(left.iloc[others], right.iloc[others])
+
+
+def test_an_extra_field_never_rereads_backslash_escaped_quotes(tmp_path):
+    """Issue 52, item 2: a record with an extra field made the whole file be read again by
+    another parser, which read "Saint \\"Tropez\\"" otherwise (400 records dropped); part by part
+    it ended in a _csv.Error.  Now the record is cut to the width, the others are as they were."""
+    lines = [f'{i},"Saint \\"Tropez\\" {i % 3}",{i % 7}' if i % 5 == 0 else f"{i},Paris,{i % 7}" for i in range(2000)]
+    base, changed = neighbours(tmp_path, lines, 1000, "1000,Paris,3,extra")
+    assert_only_record_changes(base, changed, 1000, header=True)
+    whole = read_table(changed, header=True)
+    assert whole["city"].iloc[0] == 'Saint "Tropez" 0' and whole.iloc[1000].tolist() == ["1000", "Paris", "3"]
+
+
+@pytest.mark.parametrize("at", [10, 2500])
+def test_an_unclosed_quote_swallows_nothing(tmp_path, at):
+    """Issue 52, item 3: a quote left open at record 2,500 of 3,000 swallowed the 500 records
+    after it (at record 10, the whole table).  A record never runs past its line."""
+    lines = [f"{i},{'Lyon' if i % 2 else 'Nice'},{i % 7}" for i in range(3000)]
+    base, changed = neighbours(tmp_path, lines, at, f'{at},"Lyon,{at % 7}')
+    assert_only_record_changes(base, changed, at, header=True)
+    assert read_table(changed, header=True).iloc[at].tolist() == [str(at), "Lyon,3" if at == 10 else "Lyon,1", ""]
+
+
+def test_a_huge_field_is_read_as_any_other(tmp_path):
+    """Issue 52, item 4: one field of 200,000 characters in the first 1,000 lines of a headerless
+    file ended in a _csv.Error (the csv module's field limit)."""
+    lines = [f"{i},{'Lyon' if i % 2 else 'Nice'},{i % 7}" for i in range(3000)]
+    base, changed = neighbours(tmp_path, lines, 500, "500," + "x" * 200_000 + ",3", header=None)
+    assert_only_record_changes(base, changed, 500, header=False)
+    assert len(read_table(changed, header=False)["column_2"].iloc[500]) == 200_000
+
+
+def test_parquet_integers_past_2_53_with_a_null_stay_exact(tmp_path):
+    """Issue 52, item 5: an int64 column past 2**53 with one null was read as float64, merging
+    2**53 and 2**53 + 1 for every record; now as nullable integers, exact, both engines."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    import pyarrow.parquet as pq
+
+    ids = [2 ** 53 + i % 2 for i in range(300)] + [None] + [2 ** 64 - 1]
+    pq.write_table(pa.table({"id": pa.array(ids[:-1], pa.int64()), "u": pa.array(ids[1:], pa.uint64())}),
+                   tmp_path / "t.parquet")
+    for frame in both_engines(tmp_path / "t.parquet"):
+        assert str(frame["id"].dtype) == "Int64" and str(frame["u"].dtype) == "UInt64"
+        assert canonical(frame["id"], frozenset()).tolist() == ids[:-1]
+        assert canonical(frame["u"], frozenset()).tolist() == ids[1:]
+
+
+def test_a_part_with_one_long_record_joins_its_headerless_folder(tmp_path):
+    """Issue 52, item 7: a headerless part holding one record with an extra field had its own
+    width, and the run was refused ("its columns differ"); the width is the table's."""
+    from ektelo_pgm.table_io import Partitions
+
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "a.csv").write_text("".join(f"{i},Lyon,{i % 7}\n" for i in range(50)))
+    (tmp_path / "parts" / "b.csv").write_text("50,Nice,1,extra\n")
+    (tmp_path / "parts" / "c.csv").write_text("".join(f"{i},Nice,{i % 7}\n" for i in range(51, 100)))
+    parts = Partitions(tmp_path / "parts", header=False, rows=30)
+    frame = pd.concat(list(parts), ignore_index=True)
+    assert parts.columns == ["column_1", "column_2", "column_3"] and len(frame) == 100
+    assert frame.iloc[50].tolist() == ["50", "Nice", "1"]
+
+
+def test_nested_parquet_columns_are_refused_by_name_before_any_value(tmp_path):
+    """Issue 52, item 9: a Parquet list or struct column ended in a traceback (unhashable); it
+    is refused by name, from the file's schema, with a one-line error holding no value."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    import pyarrow.parquet as pq
+
+    from ektelo_pgm.table_io import Partitions
+
+    for name, values in (("tags", [["Secret"], ["a", "b"]]), ("place", [{"x": "Secret"}, {"x": "b"}]),
+                         ("pairs", pa.array([[("k", "Secret")], []], pa.map_(pa.string(), pa.string())))):
+        pq.write_table(pa.table({"id": [1, 2], name: values}), tmp_path / "n.parquet")
+        for read in (lambda: read_table(tmp_path / "n.parquet"), lambda: Partitions(tmp_path / "n.parquet")):
+            with pytest.raises(ValueError, match=rf"column '{name}' holds nested values") as caught:
+                read()
+            assert "Secret" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_parquet_extensions_in_any_case_and_errors_without_bytes(tmp_path):
+    """Issue 52, item 9: a single ``.PARQUET`` file was read as CSV, its error printing raw bytes
+    that held values of the table; an upper-case folder of parts ended in a traceback."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    import pyarrow.parquet as pq
+
+    from ektelo_pgm.table_io import Partitions
+
+    table = pa.table({"city": ["SecretVille", "Lyon"] * 50, "n": list(range(100))})
+    pq.write_table(table, tmp_path / "T.PARQUET")
+    (tmp_path / "parts").mkdir()
+    pq.write_table(table, tmp_path / "parts" / "a.PARQUET")
+    pq.write_table(table, tmp_path / "parts" / "b.Pq")
+    assert read_table(tmp_path / "T.PARQUET")["city"].tolist() == table["city"].to_pylist()
+    for path in (tmp_path / "parts", str(tmp_path / "parts" / "*")):
+        assert len(pd.concat(list(Partitions(path, rows=40)), ignore_index=True)) == 200
+    (tmp_path / "bad.PARQUET").write_bytes((tmp_path / "T.PARQUET").read_bytes()[:300])
+    with pytest.raises(ValueError, match=r"bad.PARQUET: not a readable table") as caught:
+        read_table(tmp_path / "bad.PARQUET")
+    assert "SecretVille" not in str(caught.value) and "\\x" not in str(caught.value)
+
+
+def test_the_missing_spellings_are_one_for_csv_and_parquet(tmp_path):
+    """Issue 52, item 9: CSV read NA, None, null, n/a as missing (pandas' defaults) and Parquet
+    kept them as text; one definition now reads them alike, whatever the format."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    import pyarrow.parquet as pq
+
+    from ektelo_pgm.encoding import TableEncoder
+
+    spellings = ["NA", "None", "null", "n/a", "", "?", " NaN ", "Lyon", "N/A", "NULL"]
+    pq.write_table(pa.table({"c": spellings}), tmp_path / "t.parquet")
+    (tmp_path / "t.csv").write_text("c\n" + "\n".join(f'"{s}"' for s in spellings) + "\n")
+    markers = frozenset(TableEncoder().missing)
+    read = [canonical(read_table(path, header=True)["c"], markers).tolist()
+            for path in (tmp_path / "t.csv", tmp_path / "t.parquet")]
+    assert read[0] == read[1] == [None] * 7 + ["Lyon", None, None]
+
+
+def test_parquet_times_are_text_of_any_year(tmp_path):
+    """Issue 52, item 1 (the reading part): a Parquet time or date column is read as text, in
+    the form pandas gives an in-range time, for any year (a date of year 5 million was refused,
+    a time of year 3000 or 1 became a Timestamp that later steps could not hold)."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    times = [datetime.datetime(3000, 1, 1, 12), datetime.datetime(1, 1, 1), datetime.datetime(2020, 5, 6, 7, 8, 9, 10)]
+    pq.write_table(pa.table({"t": pa.array(times, pa.timestamp("us")),
+                             "d": pa.array([2 ** 31 - 1, 0, 18000], pa.date32())}), tmp_path / "t.parquet")
+    for frame in both_engines(tmp_path / "t.parquet"):
+        assert frame["t"].tolist() == ["3000-01-01 12:00:00", "0001-01-01 00:00:00", "2020-05-06 07:08:09.000010"]
+        assert frame["d"].tolist() == ["5881580-07-11", "1970-01-01", "2019-04-14"]

@@ -15,10 +15,10 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import InputError
+from ..table_io import MISSING as MISSING_MARKERS  # strings read as missing, as every step reads them
 
 MISSING = "(missing)"  # one cell for NaN and the missing markers
 OTHER = "(other)"  # one cell for what the real table lacks: a new category, a non-number in a numeric column
-MISSING_MARKERS = ("", "?")  # strings read as missing, as TableEncoder's default
 
 
 def distinct(series) -> tuple[np.ndarray, list]:

@@ -232,10 +232,10 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
         matplotlib_figure()  # refuse before any work when the figures cannot be drawn
     import pandas as pd
 
-    from ..table_io import PARQUET, has_header, read_table
+    from ..table_io import has_header, is_parquet, read_table
 
     def read(path):  # not private: a CSV's header line is guessed
-        return read_table(path, header=None if os.fspath(path).endswith(PARQUET) else has_header(path))
+        return read_table(path, header=None if is_parquet(path) else has_header(path))
 
     if target is not None and holdout is None:
         raise InputError("machine-learning efficacy needs a real holdout the synthesizer never saw (holdout=, "

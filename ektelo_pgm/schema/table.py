@@ -11,7 +11,7 @@ from .. import progress
 from ..encoding import TableEncoder
 from ..errors import InputError
 from ..privacy import Budget
-from ..table_io import as_frame
+from ..table_io import MISSING, as_frame
 from .counts import tallies, timed
 from .declared import Declared, undeclared
 from .histogram import Unreleasable, float_below, release
@@ -23,7 +23,7 @@ FINE_SHARE = Fraction(1, 4)
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
-          missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
@@ -86,7 +86,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 
 
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
-          public=(), missing=("?", ""), kinds: dict | None = None, other: str = OTHER,
+          public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
