@@ -1,4 +1,5 @@
-"""The README's and the user guide's examples run as written, and say what they print."""
+"""The README's and the user guide's examples run as written, and say what they print; the user
+docs read in order in twenty minutes."""
 import re
 import warnings
 from pathlib import Path
@@ -9,6 +10,9 @@ import pytest
 from ektelo_pgm.estimate import UnmeasuredAttributeWarning
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the user docs in the order they are read, and the minutes they may take at 230 words a minute
+READING_PATH = ("README.md", "docs/steward.md", "docs/guide.md", "docs/privacy.md")
+READING_MINUTES = 20
 
 
 def test_the_guide_runs_and_states_the_std_its_custom_query_gets(capsys):
@@ -86,3 +90,22 @@ def test_the_steward_page_runs_its_python_and_its_commands_parse(monkeypatch, tm
             if line.startswith("ektelo-pgm "):
                 argv = [names.get(word[1:], word) for word in shlex.split(line)[1:]]
                 parser().parse_args(argv)
+
+
+def test_the_user_docs_read_in_twenty_minutes_hold_no_commit_hash_and_no_dead_link(monkeypatch):
+    """README, steward, guide and privacy together are at most 230 words a minute for twenty
+    minutes (words as ``wc -w`` counts them); history stays in the commit log; every relative link
+    of theirs points to a file that exists."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from docs import COMMIT  # the one definition of a commit hash in prose (benchmarks/docs.py)
+
+    words = {}
+    for name in READING_PATH:
+        page = ROOT / name
+        text = page.read_text(encoding="utf-8")
+        words[name] = len(text.split())
+        commit = COMMIT.search(text)
+        assert commit is None, f"{name} names a commit ({commit and commit.group()}): history goes to the log"
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert (page.parent / target).exists(), f"{name} links to {target}, which does not exist"
+    assert sum(words.values()) <= 230 * READING_MINUTES, f"the user docs are {words} words: past twenty minutes"
