@@ -270,7 +270,8 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
     """The table at ``path`` to fit on: a DataFrame read whole (``engine="memory"``,
     :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``).  ``"auto"``
     reads part by part a folder, a glob, or files taking more than ``MEMORY_SHARE`` of this
-    machine's memory on disk; else whole."""
+    machine's memory on disk; else whole.  Part by part needs pyarrow (a fit keeps the table's
+    codes as Parquet), refused here before any record is read."""
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     path = os.fspath(path)
@@ -280,6 +281,7 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
         engine = "parts" if large or files != [path] else "memory"
     if engine == "memory":
         return read_table(path, header, names, sep, encoding)
+    arrow()
     return Partitions(path, header, names, sep, encoding)
 
 
@@ -492,7 +494,6 @@ class Partitions:
         self.files, self.rows = table_files(path), int(rows)
         self.bytes = sum(os.path.getsize(p) for p in self.files)
         self.parquet = is_parquet(self.files[0])
-        arrow()
         if self.parquet:
             self._names = parquet_names(self.files[0])
             other = [p for p in self.files[1:] if parquet_names(p) != self._names]

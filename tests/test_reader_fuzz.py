@@ -120,6 +120,7 @@ parquet_cells = st.sampled_from(["NA", "None", "null", "n/a", "", " ", "?", "\x0
        st.one_of(st.none(), st.sampled_from([2 ** 63 - 1, -2 ** 63])), parquet_cells,
        st.sampled_from([None, -62135596800, 32503680000, 253402300799, -(2 ** 40), 2 ** 40]), st.data())
 def test_one_hostile_parquet_record_changes_only_itself(tmp_path_factory, rows, number, text, seconds, data):
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     pa, pq = table_io.arrow()
     folder = tmp_path_factory.mktemp("fuzz")
     at = data.draw(st.integers(0, len(rows)))
@@ -141,6 +142,7 @@ def test_one_hostile_parquet_record_changes_only_itself(tmp_path_factory, rows, 
 def test_parquet_times_read_as_pandas_writes_them_in_its_range_and_beyond(tmp_path, unit):
     """In pandas' range a time (a date, a time with a zone) is the text a pandas Timestamp gives,
     what every step read before; beyond it, the same form, any year, no error."""
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
     pa, pq = table_io.arrow()
     rng = np.random.default_rng(0)
     per = {"s": 1, "ms": 10 ** 3, "us": 10 ** 6, "ns": 10 ** 9}[unit]

@@ -93,6 +93,12 @@ def marseille(rows):
             for i, r in enumerate(rows)]
 
 
+def huge(rows):
+    """The base rows with whole numbers past float precision, 2^53 and 2^53 + 1, in place of the
+    country."""
+    return [r[:3] + [str(2 ** 53 + i % 2)] for i, r in enumerate(rows)]
+
+
 def extra_field(row: int):
     """The change of one record: a field more than the header has."""
     def change(rows):
@@ -123,6 +129,7 @@ class Case:
     common: tuple = ()  # more arguments of every command
     sep: str = ","  # the input's field separator
     encoding: str = "utf-8"  # the input's text encoding
+    form: str = "csv"  # the input: a CSV file, a Parquet file or a folder of CSV parts (:func:`write`)
 
     def tables(self) -> tuple[list, list]:
         rows = base_rows() if self.base is None else self.base(base_rows())
@@ -172,15 +179,44 @@ CASES = {
     "a quote left open late in the file": Case(substitute("city", '"Lyon', row=ROWS - 1501), base=marseille),
     "a field of 200,000 characters in a headerless file": Case(substitute("city", "x" * 200_000, row=5),
                                                                 header=False),
+    "Parquet, whole numbers past 2^53, one of them null": Case(substitute("country", ""), base=huge, form="parquet"),
+    "engine parts: headerless parts, one more holding a record with an extra field":
+        Case(lambda rows: rows + [rows[0] + ["extra"]], header=False, form="parts"),
 }
 
 
-def write(path, rows, case: Case, changed: bool) -> None:
-    lines = ([case.sep.join(HEADER)] if case.header else []) + [case.sep.join(r) for r in rows]
-    text = [line.encode(case.encoding) for line in lines]
-    if changed and case.raw:
-        text[int(case.header)] += case.raw
-    path.write_bytes(b"\n".join(text) + b"\n")
+#: Records per file of a table written as a folder of CSV parts.
+PART_ROWS = 2000
+
+
+def write(folder, rows, case: Case, changed: bool, name: str = "table.csv"):
+    """The table of ``rows`` written in ``folder`` as ``case.form`` says, and its path: a CSV file
+    ``name``, a Parquet file (a column of whole numbers as int64 with nulls, of other numbers as
+    doubles, else text; an empty field null), or a folder of CSV files of ``PART_ROWS`` records
+    each."""
+    if case.form == "parquet":
+        pa, pq = arrow()
+        path = folder / "table.parquet"
+        columns = {name: [r[j] if j < len(r) and r[j] != "" else None for r in rows] for j, name in enumerate(HEADER)}
+        pq.write_table(pa.table({name: pa.array([None if v is None else int(v) for v in values], pa.int64())
+                                 if all(v is None or re.fullmatch(r"-?\d+", v) for v in values) else
+                                 pa.array([None if v is None else float(v) for v in values], pa.float64())
+                                 if all(v is None or re.fullmatch(r"-?[\d.]+", v) for v in values) else
+                                 pa.array(values, pa.string()) for name, values in columns.items()}), path)
+        return path
+    lines = [case.sep.join(r) for r in rows]
+    parts = [lines[k:k + PART_ROWS] for k in range(0, len(lines), PART_ROWS)] if case.form == "parts" else [lines]
+    path = folder / ("table" if case.form == "parts" else name)
+    if case.form == "parts":
+        path.mkdir(exist_ok=True)
+        for old in path.iterdir():
+            old.unlink()
+    for k, part in enumerate(parts):
+        text = [line.encode(case.encoding) for line in ([case.sep.join(HEADER)] if case.header else []) + part]
+        if changed and case.raw and k == 0:
+            text[int(case.header)] += case.raw
+        (path / f"part-{k}.csv" if case.form == "parts" else path).write_bytes(b"\n".join(text) + b"\n")
+    return path
 
 
 #: argv of each command after the input: ``{out}`` is the run's folder.
@@ -319,19 +355,19 @@ def leaks(left: list[dict], right: list[dict], epsilon: float = EPSILON, delta: 
 
 
 def audit(tmp_path, case: Case, command: str, runner=run) -> list[str]:
-    table, out = tmp_path / "table.csv", tmp_path / "out"
+    out = tmp_path / "out"
     out.mkdir()
     runs = []
     for changed, rows in enumerate(case.tables()):  # one path for both: the user names the file
-        write(table, rows, case, changed=bool(changed))
+        table = write(tmp_path, rows, case, changed=bool(changed))
         runs.append([features(runner(command, table, case, seed, out)) for seed in range(SEEDS)])
     return leaks(*runs)
 
 
 def runnable(case: Case) -> bool:
-    """Whether this environment can run ``case``: reading part by part keeps codes as Parquet
-    (the 'parquet' extra; CI's parquet step runs those cases)."""
-    if "parts" not in case.common:
+    """Whether this environment can run ``case``: Parquet files, and reading part by part, which
+    keeps codes as Parquet, need the 'parquet' extra (CI's parquet step runs those cases)."""
+    if "parts" not in case.common and case.form == "csv":
         return True
     try:
         arrow()
@@ -353,11 +389,11 @@ def test_runs_succeed_on_the_base_table(tmp_path):
     """The audit compares real releases: every command writes its files on the base table (but
     where the header is not said, which is refused before the file is read)."""
     for name, case in filter(lambda item: runnable(item[1]), CASES.items()):
-        write(tmp_path / "base.csv", case.tables()[0], case, changed=False)
+        base = write(tmp_path, case.tables()[0], case, changed=False)
         out = tmp_path / "out"
         out.mkdir(exist_ok=True)
         for command in COMMANDS:
-            result = run(command, tmp_path / "base.csv", case, 0, out)
+            result = run(command, base, case, 0, out)
             assert (result.exit == 0 and bool(result.files)) == case.flag, (name, command, result.stderr)
 
 
@@ -442,9 +478,7 @@ def test_the_audit_sees_the_old_readers_leaks(tmp_path, monkeypatch, case):
 
 # the leaks the audit was built for, each shown directly ----------------------------------------
 def table_file(tmp_path, rows, header=True, name="table.csv"):
-    path = tmp_path / name
-    write(path, rows, Case(None, header=header), changed=False)
-    return path
+    return write(tmp_path, rows, Case(None, header=header), changed=False, name=name)
 
 
 def test_a_saved_model_holds_no_generator_state(tmp_path):

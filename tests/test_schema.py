@@ -452,8 +452,9 @@ def test_a_time_of_any_year_is_read_and_clipped_by_the_private_range(far, end):
     rng = np.random.default_rng(52)
     n = 6000
     stamps = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 365 * 86400, n), unit="s")
-    frame = pd.DataFrame({"at": stamps.strftime("%Y-%m-%d %H:%M:%S").to_numpy(dtype=object)})
-    frame.loc[0, "at"] = far
+    values = list(stamps.strftime("%Y-%m-%d %H:%M:%S"))
+    values[0] = far
+    frame = pd.DataFrame({"at": pd.Series(values, dtype=object)})
     at = infer(frame, Budget.zcdp(0.05), None, 1e-9, rng=0).columns["at"]
     assert at.time_format == "%Y-%m-%d %H:%M:%S" and at.integer
     year = (pd.Timestamp("2019-01-01").timestamp(), pd.Timestamp("2020-01-01").timestamp())
