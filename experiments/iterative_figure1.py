@@ -75,8 +75,8 @@ grid search; single-threaded beside other work, so CPU seconds are the steadier 
     rerun="python experiments/iterative_figure1.py --runs 5 --out experiments/results/iterative_figure1.json "
           "--plot docs/iterative_figure1.png",
     reading="""
-PEP is below MWEM from epsilon 0.25 on but not at 0.1, where its exact projection fits the noise while
-MWEM's fixed step barely moves (its error does not fall with epsilon); PMW-Pub is the best of all.
+PEP is below MWEM from epsilon 0.25 on, not at 0.1 to 0.2, where its exact projection fits the noise
+while MWEM's fixed step barely moves (its error does not fall with epsilon); PMW-Pub is the best of all.
 GEM is above RAP-softmax at every epsilon (the paper has it below): our GEM is far smaller and stops
 updating early.  GEM-Pub is the lowest of the full-domain algorithms in mean error at small epsilon
 but not in max error; 200 pretraining steps leave its worst marginals far off.""",

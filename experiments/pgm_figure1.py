@@ -62,7 +62,7 @@ million cells: the paper's "ran out of memory or timed out"), nor did DualQuery+
     reading="""
 PrivBayes+PGM is 39-80% below PrivBayes on adult (the paper: about 30%), but worse on titanic at 0.1.
 HDMM+PGM is 6.0x / 2.8x better than HDMM+LLS on titanic / adult at epsilon 1 (the paper: 6.6x / 3.2x);
-on adult only with L-BFGS: Algorithm 2 stalls on HDMM's heterogeneous noise (200 iterations: 0.158).
+on adult only with L-BFGS, as Algorithm 2 stalls on the heterogeneous noise of HDMM's strategy.
 MWEM without PGM runs out of time where the paper's ran out of memory; with PGM it takes 2-10 s a trial.
 DualQuery+PGM is 1.2x-2.6x better in four of five cells (the paper: 1.2x-4.4x); no grid over eta, s.""",
     results=("experiments/results/pgm_figure1.json",))
