@@ -1,10 +1,11 @@
-"""Write docs/benchmarks.md from the JSON results in benchmarks/results/: per benchmark what it
-measures (the first paragraph of its script's docstring), the command that reruns it, its tables
-(the script's ``tables``) and its reading (the script's ``DOC``), then the listing of the results
+"""Write the pages generated from JSON results: docs/benchmarks.md from benchmarks/results/ and
+docs/results.md from the experiments' results.  Per script: what it measures (the first paragraph
+of its docstring), its set-up and the command that reruns it, its tables (the script's ``tables``)
+and its reading (the script's ``DOC``); docs/benchmarks.md ends with the listing of its results
 files with when and on which code they were recorded.
 
-    python benchmarks/docs.py            # rewrite docs/benchmarks.md
-    python benchmarks/docs.py --check    # exit 1 when docs/benchmarks.md is not what it would write
+    python benchmarks/docs.py            # rewrite both pages
+    python benchmarks/docs.py --check    # exit 1 when a page is not what it would write
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -19,23 +21,58 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from harness import REPO, RESULTS, read  # noqa: E402
 
-PAGE = REPO / "docs" / "benchmarks.md"
+EXPERIMENTS = REPO / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
 #: a word of 7 to 40 hexadecimal digits with a letter and a digit: a commit
 COMMIT = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
-#: the benchmarks in the order of the page
-SCRIPTS = ("pgm_vs_mbi", "pgm_scale", "convergence", "defaults_by_time", "appgm_scaling", "appgm_large",
-           "reconstruct_compare", "mw_default", "threading_policy", "mechanisms_vs_smartnoise",
-           "mechanisms_vs_reference", "aim_budget", "aim_rounds", "aim_scoring", "sampling_default",
-           "steward_vs_smartnoise", "real_tables", "real_tables_floor", "fidelity_vs_sdmetrics", "ml_efficacy",
-           "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "gpu_vs_mbi")
-INTRO = """# Benchmarks
+
+
+@dataclass(frozen=True)
+class Page:
+    """A generated page: where it goes, its opening, the folder of its scripts and their names in
+    the page's order, the folder their ``DOC.results`` are named from, and whether it ends with the
+    listing of its results files."""
+
+    path: Path
+    intro: str
+    scripts: Path
+    names: tuple
+    results: Path
+    listing: bool
+
+
+BENCHMARKS_PAGE = Page(
+    path=REPO / "docs" / "benchmarks.md",
+    intro="""# Benchmarks
 
 How fast, and how accurate, against whom.  This page is generated from the JSON results in
 `benchmarks/results/` by `python benchmarks/docs.py` (CI fails when it is stale); each section
 says what its benchmark measures, the command that reruns it, its tables and what they say.
 When and on which code each result was recorded is in the listing at the end and in the JSON;
 how a number came about is in the commit log.  Timings are from a shared 2-core machine unless a
-section says otherwise; peers run in their own virtual environments (`benchmarks/harness.py`)."""
+section says otherwise; peers run in their own virtual environments (`benchmarks/harness.py`).""",
+    scripts=BENCHMARKS,
+    names=("pgm_vs_mbi", "pgm_scale", "convergence", "defaults_by_time", "appgm_scaling", "appgm_large",
+           "reconstruct_compare", "mw_default", "threading_policy", "mechanisms_vs_smartnoise",
+           "mechanisms_vs_reference", "aim_budget", "aim_rounds", "aim_scoring", "sampling_default",
+           "steward_vs_smartnoise", "real_tables", "real_tables_floor", "fidelity_vs_sdmetrics", "ml_efficacy",
+           "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "gpu_vs_mbi"),
+    results=RESULTS,
+    listing=True)
+RESULTS_PAGE = Page(
+    path=REPO / "docs" / "results.md",
+    intro="""# Results
+
+Reproductions of the papers' tables and figures, one section each.  This page is generated from
+the experiments' JSON results by `python benchmarks/docs.py` (CI fails when it is stale); each
+section says what the paper's figure is, how it was run here, the command that reruns it, its
+tables and how they compare with the paper.  How a number came about is in the commit log and
+the JSON.""",
+    scripts=EXPERIMENTS,
+    names=("iterative_figure1", "pgm_figure1", "cgm_figure2"),
+    results=REPO,
+    listing=False)
+PAGES = (BENCHMARKS_PAGE, RESULTS_PAGE)
 
 
 def what(module) -> str:
@@ -43,17 +80,22 @@ def what(module) -> str:
     return " ".join(module.__doc__.strip().split("\n\n")[0].split())
 
 
-def section(name: str) -> str:
+def section(name: str, page: Page) -> str:
+    """A script's section of ``page``: heading, what it measures, set-up, rerun command, tables,
+    reading."""
     module = importlib.import_module(name)
     doc = module.DOC
     reading = doc.reading.strip()
     if len(reading.splitlines()) > 5:
         raise ValueError(f"{name}.DOC.reading has more than five lines")
-    if COMMIT.search(reading) or COMMIT.search(what(module)):
-        raise ValueError(f"{name}: a commit hash in its description or reading (history goes to the JSON)")
-    parts = [f"## {doc.title} (`benchmarks/{name}.py`)", what(module), f"```\n{doc.rerun.strip()}\n```"]
+    if any(COMMIT.search(text) for text in (reading, doc.setup, what(module))):
+        raise ValueError(f"{name}: a commit hash in its description, set-up or reading (history goes to the JSON)")
+    parts = [f"## {doc.title} (`{page.scripts.name}/{name}.py`)", what(module)]
+    if doc.setup.strip():
+        parts.append(doc.setup.strip())
+    parts.append(f"```\n{doc.rerun.strip()}\n```")
     if doc.results:
-        parts.append(module.tables(read(*(RESULTS / file for file in doc.results))).strip())
+        parts.append(module.tables(read(*(page.results / file for file in doc.results))).strip())
     else:
         parts.append("No results recorded yet.")
     parts.append(reading)
@@ -110,23 +152,25 @@ def listing(docs: dict) -> str:
     return "\n".join(lines)
 
 
-def render() -> str:
-    docs = {name: importlib.import_module(name).DOC for name in SCRIPTS}
-    return "\n\n".join([INTRO, *(section(name) for name in SCRIPTS), listing(docs)]) + "\n"
+def render(page: Page) -> str:
+    docs = {name: importlib.import_module(name).DOC for name in page.names}
+    tail = [listing(docs)] if page.listing else []
+    return "\n\n".join([page.intro, *(section(name, page) for name in page.names), *tail]) + "\n"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page is stale")
     args = parser.parse_args(argv)
-    page = render()
-    if args.check:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != page:
-            print(f"{PAGE} is stale: run python benchmarks/docs.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(page, encoding="utf-8")
-    return 0
+    stale = 0
+    for page in PAGES:
+        text = render(page)
+        if not args.check:
+            page.path.write_text(text, encoding="utf-8")
+        elif not page.path.exists() or page.path.read_text(encoding="utf-8") != text:
+            print(f"{page.path} is stale: run python benchmarks/docs.py", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

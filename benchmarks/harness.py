@@ -293,23 +293,26 @@ def child(script: str | Path, *args, python: Path | str = sys.executable, **opti
 
 
 # ----------------------------------------------------------------------------------------------
-# The benchmark's section of docs/benchmarks.md (written by benchmarks/docs.py)
+# A script's section of its generated page (written by benchmarks/docs.py)
 # ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Doc:
-    """A benchmark's section of docs/benchmarks.md.  What it measures is the first paragraph of
-    the script's docstring; the tables come from the script's ``tables(results)``, ``results``
-    mapping each file name of ``results`` to its JSON.
+    """A script's section of docs/benchmarks.md (a benchmark) or docs/results.md (an experiment).
+    What it measures is the first paragraph of the script's docstring; the tables come from the
+    script's ``tables(results)``, ``results`` mapping each file name of ``results`` to its JSON.
 
     ``title``: the heading; ``rerun``: the command that reruns it, from the repository root;
-    ``reading``: what the tables say, at most five lines, no history; ``results``: the files of
-    benchmarks/results/ the tables read; ``superseded``: older files of the same benchmark, kept
-    for their history and named so in the listing."""
+    ``reading``: what the tables say, at most five lines, no history; ``results``: the files the
+    tables read (of benchmarks/results/ for a benchmark, paths from the repository root for an
+    experiment); ``superseded``: older files of the same benchmark, kept for their history and named
+    so in the listing; ``setup``: how it was run, in a few lines (an experiment: the paper's figure,
+    the data, the budget), no history."""
 
     title: str
     rerun: str
     reading: str
     results: tuple = ()
     superseded: tuple = ()
+    setup: str = ""
