@@ -131,11 +131,13 @@ examples:
 
 ANSWER_HELP = """Fits a mechanism as 'synth' does and writes its estimated counts of every k-way
 marginal of the columns, with error bars, to CSV or JSON by OUTPUT's extension: one row per
-cell with marginal, cell, count, std_error, lower, upper and basis.  lower and upper bound the
-cell's true count at --level (0.95 by default) against the mechanism's randomness (not the
-sampling of the table from a population): exact from the noise where a measurement holds the
-marginal (basis 'measured', with its standard error), else from AIM's bound on its model's
-error (basis 'model bound'); 'none' where nothing bounds the cell.
+cell with marginal, cell, count, std_error, lower, upper, basis and model_count.  lower and
+upper bound the cell's true count at --level (0.95 by default) against the mechanism's
+randomness (not the sampling of the table from a population), around count: exact from the
+noise where a measurement holds the marginal (basis 'measured', count its estimate, with its
+standard error), else from AIM's bound on its model's error (basis 'model bound'); 'none'
+where nothing bounds the cell.  model_count is the model's estimate, consistent across
+marginals.
 
 examples:
   ektelo-pgm answer adult.data --no-header -o marginals.csv --epsilon 1 --k 2

@@ -342,10 +342,12 @@ class Synthesizer:
         """The estimated counts of every ``k``-way marginal of the columns with their error bars,
         as a DataFrame with one row per cell: ``marginal`` (the columns, comma-separated),
         ``cell`` (their values or bins, ``column=value`` joined by ``; ``), ``count`` (the
-        fitted estimate's), ``std_error``, ``lower`` and ``upper`` (an interval for the cell's
-        true count at ``level``) and ``basis`` (``measured``: exact, from the noise of a
-        measurement holding the cell; ``model bound``: AIM's bound on the model's error;
-        ``none``: nothing bounds it, NaN); see :mod:`ektelo_pgm.uncertainty`."""
+        estimate the interval is built around: the measurement's, cut at 0, where the basis is
+        ``measured``, else the model's), ``std_error``, ``lower`` and ``upper`` (an interval for
+        the cell's true count at ``level``, holding ``count``), ``basis`` (``measured``: exact,
+        from the noise of a measurement holding the cell; ``model bound``: AIM's bound on the
+        model's error; ``none``: nothing bounds it, NaN) and ``model_count`` (the model's
+        estimate, consistent across marginals); see :mod:`ektelo_pgm.uncertainty`."""
         self._fitted()
         import itertools
 
@@ -357,13 +359,16 @@ class Synthesizer:
         rows = []
         for clique in itertools.combinations(names, int(k)):
             bars = self.error_bars.marginal(clique, level)
+            estimate = bars.estimate
             for cell in np.ndindex(*bars.counts.shape):
                 text = "; ".join(f"{a}={labels[a][i]}" for a, i in zip(clique, cell))
                 bounded = not np.isnan(bars.lower[cell])
-                rows.append((",".join(clique), text, float(bars.counts[cell]),
+                rows.append((",".join(clique), text, float(estimate[cell]),
                              bars.std_error if bounded else math.nan, float(bars.lower[cell]),
-                             float(bars.upper[cell]), bars.basis if bounded else "none"))
-        return pd.DataFrame(rows, columns=["marginal", "cell", "count", "std_error", "lower", "upper", "basis"])
+                             float(bars.upper[cell]), bars.basis if bounded else "none",
+                             float(bars.counts[cell])))
+        return pd.DataFrame(rows, columns=["marginal", "cell", "count", "std_error", "lower", "upper", "basis",
+                                           "model_count"])
 
     @property
     def spent(self) -> Fraction:

@@ -10,9 +10,10 @@ sampling of that data from a population.  Two sources, by what was measured:
   measurement's :class:`~ektelo_pgm.privacy.NoiseLaw` (``m``: the cells summed), whose law is
   computed exactly by convolution, so the interval ``estimate +- t``, with ``t`` the smallest
   half-width of probability at least ``level``, covers at least ``level`` of the time, and at
-  most ``level`` plus the probability of the two end points (its lower end is cut at 0, counts
-  not being negative; an upper end below 0 is one of the misses the level allows).  The
-  measurement with the smallest standard error is used.
+  most ``level`` plus the probability of the two end points.  Both ends are then cut at 0
+  (counts are not negative), which loses no true count: a cell whose true count is 0 is covered
+  a little more often.  The released count of the cell is the estimate cut at 0 too, so it
+  always lies inside its interval.  The measurement with the smallest standard error is used.
 - **model bound** (AIM only): for a marginal no measurement holds, McKenna, Mullins, Sheldon
   and Miklau (AIM, VLDB 2022, sec. 5) bound the model's L1 error through the exponential
   mechanism of a round where the marginal was a candidate.  :class:`SelectionBound` applies
@@ -125,11 +126,12 @@ def _summed(m: Measurement, domain: Domain, attrs: tuple[str, ...]) -> np.ndarra
 @dataclass(frozen=True)
 class Interval:
     """Error bars on one marginal (arrays shaped by ``attrs``' sizes, counts): ``counts``, the
-    released estimate's; ``basis``: ``"measured"``, ``"model bound"`` or ``"none"``;
-    ``measured``: the unbiased estimate from the measurement (measured basis, else None);
-    ``std_error``: its exact standard error (measured basis, else NaN); ``lower``, ``upper``:
-    the interval for the true count at ``level`` (NaN where nothing bounds the cell);
-    ``l1_bound``: the bound on the L1 error of ``counts`` (model-bound basis, else None)."""
+    model's estimate (consistent across marginals); ``basis``: ``"measured"``, ``"model
+    bound"`` or ``"none"``; ``measured``: the unbiased estimate from the measurement (measured
+    basis, else None); ``std_error``: its exact standard error (measured basis, else NaN);
+    ``lower``, ``upper``: the interval for the true count at ``level`` around :attr:`estimate`
+    (NaN where nothing bounds the cell); ``l1_bound``: the bound on the L1 error of ``counts``
+    (model-bound basis, else None)."""
 
     attrs: tuple[str, ...]
     level: float
@@ -140,6 +142,15 @@ class Interval:
     lower: np.ndarray
     upper: np.ndarray
     l1_bound: float | None = None
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """The count each cell's interval is built around (counts): ``measured`` cut at 0 where
+        the cell was measured, else the model's ``counts``; inside ``[lower, upper]`` wherever
+        those are not NaN."""
+        if self.measured is None:
+            return self.counts
+        return np.where(np.isnan(self.measured), self.counts, np.maximum(self.measured, 0.0))
 
 
 @dataclass(frozen=True)
@@ -222,7 +233,7 @@ class ErrorBars:
             estimate = self._on_values(_summed(best, self.measured_domain, attrs), attrs)
             width = half_width(best.noise, summed, level)
             return Interval(attrs, level, "measured", counts, estimate, best.std * math.sqrt(summed),
-                            np.maximum(estimate - width, 0.0), estimate + width)
+                            np.maximum(estimate - width, 0.0), np.maximum(estimate + width, 0.0))
         l1 = None if self.bound is None else self.bound.l1(attrs, level)
         if l1 is None:
             nan = np.full(counts.shape, np.nan)

@@ -90,7 +90,8 @@ def test_answer_writes_marginals_as_csv_and_json(tmp_path, table, capsys):
                      "--mechanism", "mst", "--k", 1, "--quiet", "--seed", 0)
     assert code == 0
     answers = pd.read_csv(tmp_path / "a.csv")
-    assert list(answers.columns) == ["marginal", "cell", "count", "std_error", "lower", "upper", "basis"]
+    assert list(answers.columns) == ["marginal", "cell", "count", "std_error", "lower", "upper", "basis",
+                                     "model_count"]
     assert set(answers["marginal"]) == {"city", "age", "income", "member"}
     assert abs(answers[answers["marginal"] == "city"]["count"].sum() - 5000) < 300
     assert (answers["basis"] == "measured").any()  # MST measures every 1-way marginal

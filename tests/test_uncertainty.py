@@ -134,6 +134,19 @@ def test_measured_intervals_cover_by_simulation(data, operator, budget):
     assert 0.95 - error <= hits.mean() <= 0.97 + error
 
 
+def test_the_released_count_lies_inside_its_interval(data):
+    """A measured cell's count is the measurement's estimate cut at 0, and lies in [lower, upper]
+    (both cut at 0 too), negative noisy counts included; the model's counts stay apart."""
+    measurements = Gaussian(0.0005).measure(data, [Query(data.domain.attrs)], Budget.zcdp(1e6), 0)
+    estimate = FactoredEstimate.uniform(data.domain, len(data))
+    intervals = [ErrorBars(estimate, measurements).marginal(attrs) for attrs in [data.domain.attrs, ("c", "a")]]
+    assert (intervals[0].measured < 0).any()
+    for interval in intervals:
+        np.testing.assert_array_equal(interval.estimate, np.maximum(interval.measured, 0.0))
+        assert ((interval.lower <= interval.estimate) & (interval.estimate <= interval.upper)).all()
+        np.testing.assert_allclose(interval.counts, estimate.project(interval.attrs))
+
+
 def test_the_smallest_standard_error_is_used(data):
     budget = Budget.zcdp(1e6)
     coarse = Gaussian(0.001).measure(data, [Query(("a", "b", "c"))], budget, 0)
