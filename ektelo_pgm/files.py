@@ -73,8 +73,8 @@ def private_folder(parent=None, prefix: str = "ektelo-"):
                     os.rmdir(made)
 
 
-#: The signals held back while private files are removed.
-HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+#: The signals that stop a run (:mod:`ektelo_pgm.stopping`), held back while private files are removed.
+STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -87,7 +87,7 @@ def signals_held():
         yield
         return
     arrived = []
-    previous = {s: signal.getsignal(s) for s in HELD}
+    previous = {s: signal.getsignal(s) for s in STOPPING}
     held = [s for s, handler in previous.items() if callable(handler)]
     for s in held:
         signal.signal(s, lambda signum, frame: arrived.append(signum))

@@ -7,9 +7,8 @@ import contextlib
 import signal
 import threading
 
+from .files import STOPPING  # exit code 128 + the signal's number, temporary files removed
 
-#: Signals that stop a run (exit code 128 + the signal's number), its temporary files removed.
-STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 #: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
 #: during an import, else once the interrupt had time to end the run.
 IMPORT_WAIT, RESEND_WAIT = 0.05, 0.25
