@@ -66,13 +66,14 @@ def test_contingency_similarity_counts_a_missing_value_as_a_cell():
     assert table["score"][0] == pytest.approx(1 - tvd)
 
 
-def test_a_numeric_column_paired_with_a_category_is_cut_in_ten_bins_of_its_own_table():
+def test_a_numeric_column_paired_with_a_category_is_cut_in_ten_bins_of_the_real_table():
     x = np.arange(10, dtype=float)
     real = pd.DataFrame({"x": x, "c": ["p"] * 5 + ["q"] * 5})
-    shifted = pd.DataFrame({"x": x * 3 + 100, "c": ["p"] * 5 + ["q"] * 5})  # same bins, own range
+    # ten bins over the real [0, 9], one value in each; the shifted values all past 9, in the last
+    # (open) bin: only the real row (9, q) finds its cell in the synthetic table
+    shifted = pd.DataFrame({"x": x * 3 + 100, "c": ["p"] * 5 + ["q"] * 5})
     table = column_pair_trends(real, shifted, {"x": "numeric", "c": "categorical"})
-    assert list(table["metric"]) == ["ContingencySimilarity"] and table["score"][0] == pytest.approx(1.0)
-    # ten bins over [0, 9]: 0..4 in the first five, 5..8 in the next four, 9 (the max) in the last cell
+    assert list(table["metric"]) == ["ContingencySimilarity"] and table["score"][0] == pytest.approx(0.1)
     other = pd.DataFrame({"x": x, "c": ["p"] * 4 + ["q"] * 6})  # row 4 moves from (bin 5, p) to (bin 5, q)
     assert column_pair_trends(real, other, {"x": "numeric", "c": "categorical"})["score"][0] == pytest.approx(0.9)
 
@@ -86,12 +87,59 @@ def test_the_bins_are_ten_of_equal_width(second, expected):
     assert column_pair_trends(real, fake, {"x": "numeric", "c": "categorical"})["score"][0] == pytest.approx(expected)
 
 
-def test_a_tables_largest_number_shares_its_cell_with_the_missing_ones():
-    # real: 0, 10, missing; synthetic: 0, 10, 10.  The max and NaN share numpy digitize's last cell
+def test_a_missing_number_has_a_cell_of_its_own():
+    # real: 0, 10, missing; synthetic: 0, 10, 10.  The real max is in the last bin, the missing
+    # value in a cell of its own (the quality report's own-range bins put both in one cell)
     real = pd.DataFrame({"x": [0.0, 10, NAN], "c": ["p", "p", "p"]})
     fake = pd.DataFrame({"x": [0.0, 10, 10], "c": ["p", "p", "p"]})
     table = column_pair_trends(real, fake, {"x": "numeric", "c": "categorical"})
-    assert table["score"][0] == pytest.approx(1.0)
+    assert table["score"][0] == pytest.approx(2 / 3)
+
+
+def brute_contingency(real, fake, number, category) -> float:
+    """1 - TVD of the two tables' (bin of ``number``, ``category``) contingency tables, counted row
+    by row: ten equal-width bins over the real range (1 wide around a constant), the two end bins
+    open, a missing number or category a cell of its own."""
+    values = [v for v in real[number] if v == v]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)  # numpy's range of no numbers
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    inner = np.linspace(lo, hi, 11)[1:-1]
+    shares = []
+    for frame in (real, fake):
+        counts = {}
+        for x, c in zip(frame[number], frame[category]):
+            cell = ("missing" if x != x else sum(x >= e for e in inner), "missing" if c is None or c != c else c)
+            counts[cell] = counts.get(cell, 0) + 1
+        shares.append({cell: k / len(frame) for cell, k in counts.items()})
+    cells = set(shares[0]) | set(shares[1])
+    return 1 - 0.5 * sum(abs(shares[0].get(c, 0) - shares[1].get(c, 0)) for c in cells)
+
+
+def test_two_near_constant_columns_score_one_minus_their_brute_force_tvd():
+    """Two near-constant columns (days on a waiting list: 97% zeros, a few up to 391; a flag: 96%
+    "no"), the synthetic table without the real outliers and with its own few spread values: the
+    pair's score is 1 - TVD of its contingency table on the real table's bins, close to 1, where
+    cutting each table on its own range (SDMetrics's quality report) put the zeros in different
+    bins and scored it near 0."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    days = np.where(rng.random(n) < 0.97, 0.0, rng.integers(1, 392, n).astype(float))
+    flag = np.where(rng.random(n) < 0.96, "no", "yes")
+    real = pd.DataFrame({"days": days, "flag": flag})
+    fake = pd.DataFrame({"days": np.where(rng.random(n) < 0.98, 0.0, rng.integers(-30, 40, n).astype(float)),
+                         "flag": np.where(rng.random(n) < 0.93, "no", "yes")})
+    fake.loc[:20, "days"] = NAN
+    kinds = {"days": "numeric", "flag": "categorical"}
+    score = column_pair_trends(real, fake, kinds)["score"][0]
+    assert score == pytest.approx(brute_contingency(real, fake, "days", "flag"), abs=1e-12)
+    assert score > 0.9
+    constant = fake.assign(days=0.0)  # the synthetic column constant: each its own range, still the real bins
+    assert column_pair_trends(real, constant, kinds)["score"][0] == pytest.approx(
+        brute_contingency(real, constant, "days", "flag"), abs=1e-12)
+    flat = real.assign(days=5.0)  # a real constant: ten bins 0.1 wide around it
+    assert column_pair_trends(flat, fake, kinds)["score"][0] == pytest.approx(
+        brute_contingency(flat, fake, "days", "flag"), abs=1e-12)
 
 
 def test_quality_means_follow_the_thresholds():
@@ -195,11 +243,19 @@ def test_a_table_scores_one_against_itself(drawn):
 
 @settings(max_examples=60, deadline=None)
 @given(tables(count=2))
-def test_the_scores_are_symmetric_in_the_two_tables(drawn):
+def test_the_scores_are_symmetric_in_the_two_tables_but_a_number_against_a_category(drawn):
+    """Each score is symmetric in the two tables, but a number paired with a category, cut at the
+    real table's bins: that one is its brute-force count."""
     (real, fake), kinds = drawn
-    for score in (column_shapes, column_pair_trends):
-        a, b = score(real, fake, kinds), score(fake, real, kinds)
-        assert np.allclose(a["score"], b["score"], equal_nan=True, atol=1e-12)
+    a, b = column_shapes(real, fake, kinds), column_shapes(fake, real, kinds)
+    assert np.allclose(a["score"], b["score"], equal_nan=True, atol=1e-12)
+    a, b = column_pair_trends(real, fake, kinds), column_pair_trends(fake, real, kinds)
+    for (first, second), one, other in zip(a["columns"], a["score"], b["score"]):
+        if kinds[first] == kinds[second]:
+            assert np.allclose(one, other, equal_nan=True, atol=1e-12)
+        else:
+            number, category = (first, second) if kinds[first] == "numeric" else (second, first)
+            assert one == pytest.approx(brute_contingency(real, fake, number, category), abs=1e-12)
 
 
 def test_disjoint_categories_score_zero():

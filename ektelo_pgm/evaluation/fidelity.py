@@ -13,10 +13,13 @@ Every score is in [0, 1], 1 when the two tables agree on it:
   ``1 - |r_real - r_synthetic| / 2`` with r Pearson's correlation over the rows where both
   are present, for two numeric columns; *ContingencySimilarity*, 1 minus the total variation
   distance of the two tables' contingency tables (shares of rows, a missing value a category
-  of its own) for the others, a numeric column cut into ten equal-width bins between *its own
-  table's* minimum and maximum.  The cells are numpy's ``digitize`` over those edges, so a
-  table's largest value shares the last cell with its missing values; each table having its
-  own bins, a shift of the whole column goes unseen.  Both as SDMetrics's quality report does.
+  of its own) for the others, a numeric column cut, in both tables, into the ten equal-width
+  bins between the *real* table's minimum and maximum, the two end bins open (values beyond
+  the real range fall in them).  Both as SDMetrics defines them (its ``ContingencySimilarity``
+  with ``continuous_column_names``).  SDMetrics's quality report instead cuts each table on its
+  own range: a column whose outliers differ (a real maximum far above the synthetic one) then
+  falls in different bins in each table, and a pair scores near 0 however alike its rows are
+  (CPS1988's wage against each category: 0.26, where its 2-way TVD is at most 0.09).
 - :func:`quality`: their means.  Column pair trends averages, by default, only the pairs
   whose trend in the real table is strong (|r| above 0.5, Cramér's V above 0.3), as
   SDMetrics's quality report does since 2026; thresholds of 0 average every pair, as it did
@@ -65,14 +68,17 @@ class _Column:
         """``((real, synthetic), size)``: each row's cell of a contingency table, in 0..size-1."""
         if self.kind == "categorical":  # missing: a cell of its own, after the categories
             return tuple(np.where(c < 0, self.categories, c) for c in self.codes), self.categories + 1
-        return tuple(_bins(x) for x in self.numbers), PAIR_BINS + 2
+        edges = _pair_edges(self.numbers[0])
+        return tuple(np.digitize(x, edges) for x in self.numbers), PAIR_BINS + 2
 
 
-def _bins(x: np.ndarray) -> np.ndarray:
-    """Cells 0..PAIR_BINS+1 of ``x`` cut at PAIR_BINS equal-width bins over its own range, as
-    numpy's ``digitize`` numbers them (its maximum and NaN both land in the last)."""
-    edges = np.histogram_bin_edges(x[~np.isnan(x)], bins=PAIR_BINS)
-    return np.digitize(x, edges)
+def _pair_edges(real: np.ndarray) -> np.ndarray:
+    """The PAIR_BINS equal-width bins over the range of the ``real`` numbers (NaN left out), its
+    first and last edges moved to -inf and inf: numpy's ``digitize`` over them puts a number in
+    cell 1..PAIR_BINS, NaN in cell PAIR_BINS+1 (cell 0 stays empty)."""
+    edges = np.histogram_bin_edges(real[~np.isnan(real)], bins=PAIR_BINS)
+    edges[0], edges[-1] = -np.inf, np.inf
+    return edges
 
 
 def _numbers(column, name: str, what: str) -> tuple[np.ndarray, bool]:
