@@ -156,14 +156,16 @@ examples:
 """ + EXIT_CODES
 
 EVALUATE_HELP = """How close the synthetic table is to the real one.  Opens with a summary: the
-release (with --model), the scores of SDMetrics's quality report (column shapes, column pair
-trends), the worst columns and pairs.  Then the total variation distance (TVD) on every 1-way
+release (with --model: mechanism, epsilon, delta, ledger), SDMetrics's scores (column shapes,
+column pair trends) beside those of a reference, the real table with its columns shuffled apart
+(seeded), the worst columns and pairs.  Then the total variation distance (TVD) on every 1-way
 and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns at
-the real table's quantiles, categorical ones by value.  With --holdout (real rows the
-synthesizer never saw): privacy sanity checks (exact matches, distance to the closest record,
-each against the holdout's own), and with --target the machine-learning efficacy.  -o writes an
-HTML report (figures embedded), --png the figures as PNG files.  Not private: the report shows
-the real table's marginals.
+the real table's quantiles, categorical ones by value; for each column far from the real one,
+the cause its synthetic values show (its model's schema first, with --model).  With --holdout
+(real rows the synthesizer never saw): privacy sanity checks (exact matches, distance to the
+closest record, each against the holdout's own), and with --target the machine-learning
+efficacy.  -o writes an HTML report (figures embedded), --png the figures as PNG files.  Not
+private: the report shows the real table's marginals.
 
 examples:
   ektelo-pgm evaluate adult.data synthetic.csv -o report.html
@@ -481,8 +483,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--schema", help="JSON file fixing which columns are numeric: a schema of 'ektelo-pgm "
                    "schema' or {column: 'numeric' | 'categorical'} (default: numeric when every value is a "
                    "number and there are more than --bins distinct ones)")
-    p.add_argument("--model", help="the synthesizer saved by 'ektelo-pgm synth --save': its settings head the "
-                                   "report, and its schema explains what to do about columns far from the real ones")
+    p.add_argument("--model", help="the synthesizer saved by 'ektelo-pgm synth --save': its settings and ledger "
+                                   "head the report, and its schema explains what to do about columns far from the "
+                                   "real ones")
     p.add_argument("--bins", type=count, default=16, help="quantile bins per numeric column (default 16)")
     p.add_argument("--three-way", action="store_true", help="also every 3-way marginal")
     p.add_argument("--holdout", help="real rows the synthesizer never saw (same columns; REAL is then the part it "

@@ -214,7 +214,7 @@ def test_the_report_says_what_to_do_about_columns_far_from_the_real_ones(tmp_pat
     model = Synthesizer("mst", epsilon=1.0, schema_share=0.02, seed=0).fit(real)
     synthetic = model.sample()
     evaluation = evaluate(real, synthetic, model=model)
-    assert evaluation.release == model.settings() and "mst, (1, 1e-09)-DP" in evaluation.release
+    assert evaluation.release.startswith(model.settings() + "; ledger: ") and "mst, (1, 1e-09)-DP" in evaluation.release
     advice = {a.column: a for a in evaluation.advice}
     assert list(advice) == ["id", "town", "amount"]  # left out, then worst first; flag is close
     assert advice["id"].tvd is None and advice["id"].cause.startswith("no value is frequent enough")
@@ -276,7 +276,8 @@ def test_the_report_opens_with_the_quality_scores_and_the_worst_columns():
     assert shapes["gain"] < 0.2 and shapes["colour"] == pytest.approx(1.0) and shapes["age"] == pytest.approx(1.0)
     lines = evaluation.text().splitlines()
     assert lines[0].startswith("release: not given") and lines[2].startswith("quality (SDMetrics")
-    assert lines[3].startswith("worst columns: gain KSComplement") and "give a real holdout" in lines[5]
+    assert lines[3].startswith("reference, this real table with its columns shuffled apart")
+    assert lines[4].startswith("worst columns: gain KSComplement") and "give a real holdout" in lines[6]
     assert 0 <= evaluation.quality.score <= 1
 
 
@@ -308,3 +309,88 @@ def test_a_holdout_adds_the_privacy_checks_and_a_target_the_efficacy(tmp_path):
     holdout.to_csv(tmp_path / "holdout.csv", index=False)
     assert main(["evaluate", str(tmp_path / "train.csv"), str(tmp_path / "train.csv"), "--holdout",
                  str(tmp_path / "holdout.csv"), "--target", "size"]) == 0
+
+
+def test_without_a_model_the_cause_is_read_from_the_synthetic_table():
+    """No model: each column far from the real one gets the cause its synthetic values show (a
+    quarter of the rows the other label, blanks in a complete column, numbers clipped at a range
+    narrower than the real one, a single value), and only a gap spread over many cells is put
+    down to the mechanism's noise."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    real = pd.DataFrame({"town": rng.choice([f"t{i}" for i in range(8)], n),
+                         "amount": np.round(rng.lognormal(5, 1, n), 2),
+                         "hours": rng.integers(0, 100, n).astype(float),
+                         "rooms": rng.integers(1, 9, n),
+                         "flag": rng.choice(["yes", "no"], n),
+                         "age": rng.integers(18, 90, n)})
+    fake = real.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    other = np.arange(n) < 0.24 * n  # the rows are shuffled: any quarter
+    fake["town"] = np.where(other, "(other)", fake["town"])
+    fake["amount"] = np.minimum(fake["amount"], np.quantile(real["amount"], 0.75))  # the top quarter clipped
+    fake["hours"] = np.where(np.arange(n) % 5 == 0, np.nan, fake["hours"])  # a complete column gains blanks
+    fake["flag"] = "no"
+    fake["age"] = np.round(rng.triangular(18, 53.5, 89, n))  # every bin a little off
+    evaluation = evaluate(real, fake, schema={"rooms": "categorical"})
+    advice = {a.column: a for a in evaluation.advice}
+    assert set(advice) == {"town", "amount", "hours", "flag", "age"}  # rooms is as real
+    assert "values the real table lacks are 24% of the synthetic rows (most often '(other)')" in advice["town"].cause
+    assert "--public-categories" in advice["town"].remedy
+    assert "25% of the real values: clipped" in advice["amount"].cause and "bounds" in advice["amount"].remedy
+    assert advice["hours"].cause == "blanks are 20% of the synthetic rows against 0% of the real ones"
+    assert advice["flag"].cause == "the synthetic column holds one value, 'no'"
+    assert advice["age"].cause.startswith("the gap is spread over") and "noise" in advice["age"].remedy
+    assert not any("noise" in a.remedy for name, a in advice.items() if name != "age")
+    assert "causes read from the synthetic table" in evaluation.text()
+
+
+def test_with_the_model_the_report_states_the_release_and_its_ledger(tmp_path, capsys):
+    """The model's mechanism, epsilon and delta, and what its ledger holds: every charge, summed
+    by the step that spent it, in the budget's unit."""
+    from ektelo_pgm.synthesizer import Synthesizer
+
+    real = table(2000)
+    model = Synthesizer("mst", epsilon=1.0, seed=0).fit(real)
+    evaluation = evaluate(real, model.sample(), model=model)
+    settings, ledger = evaluation.release.split("; ledger: ")
+    assert settings == model.settings() and settings.startswith("mst, (1, 1e-09)-DP")
+    assert ledger.startswith(f"rho {float(model.spent):.6g} spent of {float(model.total):.6g}: schema ")
+    charges = [int(part.split("(")[1].split(" ")[0]) for part in ledger.split(": ", 1)[1].split("), ")]
+    assert sum(charges) == len(model.ledger) and "measurements" in ledger and "selection" in ledger
+    model.save(tmp_path / "m.npz")
+    real.to_csv(tmp_path / "real.csv", index=False)
+    model.sample().to_csv(tmp_path / "fake.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "real.csv"), str(tmp_path / "fake.csv"), "--model",
+                 str(tmp_path / "m.npz")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"release: {evaluation.release}"
+
+
+def test_the_reference_is_the_table_evaluated_with_its_columns_shuffled_apart():
+    """The reference is measured on the real table evaluated, its columns permuted each on its
+    own with a fixed seed: exact 1-way marginals, its 2-way TVDs those of the shuffled table
+    counted by pandas, its scores those of the shuffled table scored as a synthetic one; another
+    table, another reference."""
+    from ektelo_pgm.evaluation import quality
+    from ektelo_pgm.evaluation.report import shuffled_apart
+
+    real = table(600)
+    fake = real.assign(gain=np.random.default_rng(0).integers(0, 10_000, len(real)))
+    evaluation = evaluate(real, fake)
+    shuffled = shuffled_apart(real)
+    assert (shuffled.index == real.index).all() and not shuffled.equals(real)
+    for name in real.columns:  # each column a permutation of itself
+        assert sorted(map(str, shuffled[name])) == sorted(map(str, real[name]))
+    assert shuffled_apart(real).equals(shuffled)  # seeded
+    errors = evaluation.errors.set_index("marginal")
+    assert (errors.loc[errors["order"] == 1, "shuffled"] == 0).all()
+    coded = lambda frame: pd.DataFrame(evaluation.discretisation.codes(frame).records, columns=list(real.columns))
+    assert errors.loc[[("colour", "size")], "shuffled"].item() == pytest.approx(
+        brute_tvd(coded(real), coded(shuffled), ("colour", "size")))
+    scored = evaluate(real, shuffled).quality
+    assert evaluation.reference.score == pytest.approx(scored.score)
+    assert evaluation.reference.column_pair_trends_score == pytest.approx(scored.column_pair_trends_score)
+    text = evaluation.text()
+    assert "raw Adult" not in text and f"column pair trends {scored.column_pair_trends_score:.3f}" in text
+    assert "columns shuffled apart" in text and "seed 0" in text
+    other = evaluate(real.assign(size=np.random.default_rng(1).choice(["big", "small"], len(real))), fake)
+    assert other.reference.column_pair_trends_score != pytest.approx(evaluation.reference.column_pair_trends_score)

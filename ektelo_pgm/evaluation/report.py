@@ -3,7 +3,11 @@ reconstruction operators compare on the same measurements.
 
 :func:`evaluate` puts both tables on one discretisation fitted on the real table
 (:class:`Discretisation`) and computes the total variation distance (TVD, between the
-normalised marginals, in [0, 1]) of every 1-way and 2-way (optionally 3-way) marginal.  Its
+normalised marginals, in [0, 1]) of every 1-way and 2-way (optionally 3-way) marginal, and
+SDMetrics's scores; both are set beside those of a reference measured on the same real table,
+its columns shuffled apart (:func:`shuffled_apart`).  It names the release (:func:`release`,
+given the model) and, for each column far from the real one, a cause read from the model's
+schema or from the synthetic values themselves (:func:`advise`).  Its
 :class:`Evaluation` prints an error table and draws figures: 1-way marginals real vs synthetic,
 2-way heatmaps of the worst pairs, the distribution of the errors per marginal order; it writes
 them as one self-contained HTML page (PNGs embedded) or as PNG files.
@@ -31,7 +35,8 @@ import numpy as np
 from ..dataset import Dataset
 from ..errors import InputError
 from ..files import atomic_write
-from .discretisation import MISSING_MARKERS, Discretisation, edge_label, kinds_of, number
+from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
+                             number)
 from .fidelity import quality
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
@@ -42,8 +47,9 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / p.sum() - q / q.sum()).sum())
 
 
-#: What the quality scores are compared with in the summary (docs/steward.md, measured by this report).
-QUALITY_REFERENCE = "raw Adult: AIM at epsilon 1 0.97, pair trends 0.96; its columns shuffled apart 0.88, 0.76"
+#: The seed of the reference table: the real table with each column shuffled on its own
+#: (:func:`shuffled_apart`), scored like the synthetic one.
+REFERENCE_SEED = 0
 #: A column whose 1-way TVD exceeds this gets a line of advice.
 ADVICE_TVD = 0.10
 #: Shares above which a numeric column's real values are clipped by its range, and a categorical
@@ -71,11 +77,13 @@ class Advice:
 class Evaluation:
     """The outcome of :func:`evaluate`: both tables coded by ``discretisation`` and the TVD of
     every marginal in ``errors`` (a DataFrame: ``order``, ``marginal`` (a tuple of columns),
-    ``tvd``; worst first); ``release``, the fit's settings in words where the model was given;
-    ``advice``, per column far from the real one or absent (:func:`advise`); ``quality``, the
-    scores of SDMetrics's quality report (:func:`~ektelo_pgm.evaluation.fidelity.quality`);
-    ``efficacy`` and ``disclosure``, the checks against a real holdout
-    (:mod:`ektelo_pgm.evaluation.holdout`) when one was given."""
+    ``tvd``, and ``shuffled``, the TVD of the reference table; worst first); ``release``, the
+    fit's settings and ledger in words where the model was given (:func:`release`); ``advice``,
+    per column far from the real one or absent (:func:`advise`); ``quality``, the scores as
+    SDMetrics defines them (:func:`~ektelo_pgm.evaluation.fidelity.quality`), and ``reference``,
+    the same scores of the real table with its columns shuffled apart (:func:`shuffled_apart`:
+    exact 1-way marginals, no association between columns); ``efficacy`` and ``disclosure``,
+    the checks against a real holdout (:mod:`ektelo_pgm.evaluation.holdout`) when one was given."""
 
     discretisation: Discretisation
     real: Dataset
@@ -84,13 +92,16 @@ class Evaluation:
     release: str | None = None
     advice: tuple = ()
     quality: object = None  # ektelo_pgm.evaluation.fidelity.Quality
+    reference: object = None  # ektelo_pgm.evaluation.fidelity.Quality of the columns shuffled apart
     efficacy: object = None  # ektelo_pgm.evaluation.holdout.MLEfficacy, with a target and a holdout
     disclosure: object = None  # ektelo_pgm.evaluation.holdout.Disclosure, with a holdout
 
     def summary(self):
-        """Per marginal order: how many marginals, mean, median and max TVD."""
-        grouped = self.errors.groupby("order")["tvd"]
-        return grouped.agg(marginals="size", mean="mean", median="median", max="max").reset_index()
+        """Per marginal order: how many marginals, mean, median and max TVD, and the mean TVD of
+        the reference table (``shuffled``: the real columns shuffled apart)."""
+        grouped = self.errors.groupby("order")
+        table = grouped["tvd"].agg(marginals="size", mean="mean", median="median", max="max")
+        return table.assign(shuffled=grouped["shuffled"].mean()).reset_index()
 
     def marginals(self, attrs) -> tuple[np.ndarray, np.ndarray]:
         """The real and synthetic marginals (probabilities) on ``attrs``."""
@@ -103,11 +114,18 @@ class Evaluation:
         q = self.quality
         shapes = q.column_shapes.sort_values("score", kind="stable").head(worst)
         pairs = q.column_pair_trends.sort_values("score", kind="stable").head(worst)
-        lines = [f"release: {self.release or 'not given (pass the saved model with --model)'}",
+        r = self.reference
+        given = self.release or ("not given (pass the saved model with --model: its epsilon, delta, mechanism "
+                                 "and ledger)")
+        lines = [f"release: {given}",
                  f"real: {len(self.real):,} rows, synthetic: {len(self.synthetic):,} rows, "
                  f"{len(self.discretisation.columns)} columns compared",
-                 f"quality (SDMetrics's quality report; 1 = identical; {QUALITY_REFERENCE}): overall {q.score:.3f}, "
+                 f"quality (SDMetrics's scores; 1 = identical): overall {q.score:.3f}, "
                  f"column shapes {q.column_shapes_score:.3f}, column pair trends {q.column_pair_trends_score:.3f}",
+                 f"reference, this real table with its columns shuffled apart (each permuted on its own, seed "
+                 f"{REFERENCE_SEED}: exact 1-way marginals, no association; not private, like this report): overall "
+                 f"{r.score:.3f}, column shapes {r.column_shapes_score:.3f}, column pair trends "
+                 f"{r.column_pair_trends_score:.3f}",
                  "worst columns: " + ", ".join(f"{c} {m} {v:.3f}" for c, m, v in
                                                zip(shapes["column"], shapes["metric"], shapes["score"])),
                  "worst pairs: " + ", ".join(f"{' x '.join(c)} {m} {v:.3f}" for c, m, v in
@@ -130,16 +148,21 @@ class Evaluation:
     def text(self, worst: int = 5) -> str:
         """The report printed by ``ektelo-pgm evaluate``: the summary, then the error table."""
         lines = self.headline() + ["",
-                 "total variation distance per marginal (0 = identical, 1 = disjoint):",
-                 f"{'order':>5}  {'marginals':>9}  {'mean':>6}  {'median':>6}  {'max':>6}"]
+                 "total variation distance per marginal (0 = identical, 1 = disjoint; shuffled: the mean of the "
+                 "reference, the real columns shuffled apart):",
+                 f"{'order':>5}  {'marginals':>9}  {'mean':>6}  {'median':>6}  {'max':>6}  {'shuffled':>8}"]
         for row in self.summary().itertuples():
-            lines.append(f"{row.order:>5}  {row.marginals:>9}  {row.mean:6.3f}  {row.median:6.3f}  {row.max:6.3f}")
+            lines.append(f"{row.order:>5}  {row.marginals:>9}  {row.mean:6.3f}  {row.median:6.3f}  {row.max:6.3f}  "
+                         f"{row.shuffled:8.3f}")
         for order in sorted(self.errors["order"].unique()):
             rows = self.errors[self.errors["order"] == order].head(worst)
             lines.append(f"worst {order}-way: " + ", ".join(f"{' x '.join(m)} {t:.3f}"
                                                            for m, t in zip(rows["marginal"], rows["tvd"])))
         if self.advice:
-            lines.append(f"what to do (columns with a 1-way TVD above {ADVICE_TVD:g}, or left out):")
+            source = "the schema of --model, else the synthetic table" if self.release else \
+                "the synthetic table (--model adds its schema's)"
+            lines.append(f"what to do (columns with a 1-way TVD above {ADVICE_TVD:g}, or left out; causes read from "
+                         f"{source}):")
             lines += [f"  {advice.text()}" for advice in self.advice]
         for check in (self.efficacy, self.disclosure):
             if check is not None:
@@ -267,19 +290,23 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     coding = Discretisation(real_compared, bins, kinds)
     coding.time_formats = {} if model is None else times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
+    shuffled = Dataset(shuffled_apart(pd.DataFrame(truth.records)).to_numpy(), truth.domain)
     rows = []
     for k in orders:
         for attrs in itertools.combinations(coding.columns, k):
-            rows.append((k, attrs, total_variation(truth.marginal(attrs), fake.marginal(attrs))))
-    errors = pd.DataFrame(rows, columns=["order", "marginal", "tvd"])
+            p = truth.marginal(attrs)
+            rows.append((k, attrs, total_variation(p, fake.marginal(attrs)),
+                         total_variation(p, shuffled.marginal(attrs))))
+    errors = pd.DataFrame(rows, columns=["order", "marginal", "tvd", "shuffled"])
     errors = errors.sort_values(["order", "tvd"], ascending=[True, False], kind="stable").reset_index(drop=True)
     evaluation = Evaluation(coding, truth, fake, errors)
-    evaluation.release = None if model is None else model.settings()
-    evaluation.advice = advise(evaluation, real, synthetic, absent, model)
+    evaluation.release = None if model is None else release(model)
+    evaluation.advice = advise(evaluation, real_compared, synthetic, absent, model)
     kinds = {name: "numeric" if name in coding.edges else "categorical" for name in coding.columns}
     columns = list(real_compared.columns)
     train, made = _missing_as_nan(real_compared), _missing_as_nan(synthetic[columns])
     evaluation.quality = quality(train, made, kinds)
+    evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
         held = _missing_as_nan(_on_time_axis(holdout[columns], times) if model is not None else holdout[columns])
         evaluation.disclosure = disclosure(train, held, made, kinds)
@@ -293,6 +320,32 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
             png = os.fspath(png)
             evaluation.save_figures(png[:-4] if png.endswith(".png") else png, figures)
     return evaluation
+
+
+def shuffled_apart(frame, seed: int = REFERENCE_SEED):
+    """A copy of the DataFrame ``frame`` with each column permuted on its own (numpy's generator
+    seeded with ``seed``, one permutation per column in order): every 1-way marginal as in
+    ``frame``, any association between columns gone.  The reference a synthetic table's scores
+    are read against; two frames of as many rows get the same permutations."""
+    rng = np.random.default_rng(seed)
+    return frame.apply(lambda column: column.iloc[rng.permutation(len(frame))].reset_index(drop=True)
+                       ).set_axis(frame.index)
+
+
+def release(model) -> str:
+    """The release a fitted :class:`~ektelo_pgm.synthesizer.Synthesizer` made, in words: its
+    settings (mechanism, epsilon, delta, schema) and its ledger, the budget spent by the schema,
+    the measurements and the private selections, in the budget's unit."""
+    parts = {}
+    for charge in model.ledger:
+        part = ("schema" if (charge.label or "").startswith("schema") else
+                "selection" if charge.mechanism == "exponential" else "measurements")
+        amount, count = parts.get(part, (0, 0))
+        parts[part] = amount + charge.amount, count + 1
+    spent = ", ".join(f"{part} {float(amount):.6g} ({count} charge{'s' * (count != 1)})"
+                      for part, (amount, count) in parts.items())
+    return (f"{model.settings()}; ledger: {model.unit} {float(model.spent):.6g} spent of {float(model.total):.6g}"
+            f"{': ' + spent if spent else ''}")
 
 
 def _missing_as_nan(frame):
@@ -322,8 +375,8 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
     1-way TVD exceeds ``ADVICE_TVD``, worst first.  The cause is read from the fitted ``model``
     where given (why a column was left out; a numeric column's range that clips more than
     ``CLIPPED_SHARE`` of the real values, or bins too few for it; a categorical column whose
-    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows);
-    else, and where none of these shows, the noise of the mechanism."""
+    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows); else,
+    and where none of these shows, from the synthetic table itself (:func:`_table_cause`)."""
     columns = {} if model is None else model.encoder.columns
     left_out = {} if model is None else model.left_out
     out = []
@@ -336,23 +389,30 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
     for (name,), tvd in zip(oneway["marginal"], oneway["tvd"]):
         if tvd <= ADVICE_TVD:
             continue
-        out.append(Advice(name, float(tvd), *_cause(columns.get(name), real[name], synthetic[name])))
+        found = _model_cause(columns.get(name), real[name], synthetic[name])
+        out.append(Advice(name, float(tvd), *(found or _table_cause(evaluation, name, real[name], synthetic[name]))))
     return tuple(out)
 
 
-def _cause(column, real, synthetic) -> tuple[str, str]:
-    """``(cause, remedy)`` of a column far from the real one, given its schema ``column`` (or None)."""
-    noise = ("the mechanism's noise on this column", "raise --epsilon, or leave out columns you do not need (--drop)")
+#: Remedies of the causes found (:func:`_model_cause`, :func:`_table_cause`).
+NOISE = "most likely the mechanism's noise: raise --epsilon, or leave out columns you do not need (--drop)"
+BOUNDS = "declare its bounds in a schema (--schema), or raise --schema-share"
+CATEGORIES = ("declare its categories public (--public-categories) if they are, or in a schema; "
+              "or raise --schema-share")
+
+
+def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
+    """``(cause, remedy)`` of a column far from the real one that its schema ``column`` (None
+    without a model) explains, or None."""
     if column is None:
-        return noise
+        return None
     if column.kind == "numeric" and column.time_format is None:
-        numbers = np.array([number(v) for v in real], dtype=float)
+        numbers = _as_numbers(real)
         numbers = numbers[~np.isnan(numbers)]
         lo, hi = float(column.edges[0]), float(column.edges[-1])
         clipped = float(np.mean((numbers < lo) | (numbers > hi))) if numbers.size else 0.0
         if clipped > CLIPPED_SHARE:
-            return (f"its range [{edge_label(lo)}, {edge_label(hi)}] clips {clipped:.0%} of the real values",
-                    "declare its bounds in a schema (--schema), or raise --schema-share")
+            return f"its range [{edge_label(lo)}, {edge_label(hi)}] clips {clipped:.0%} of the real values", BOUNDS
         if column.bins < 8:
             return (f"bins too coarse for its range ({column.bins} over [{edge_label(lo)}, {edge_label(hi)}])",
                     "declare its bounds and bins in a schema (--schema), or raise --schema-share")
@@ -360,9 +420,76 @@ def _cause(column, real, synthetic) -> tuple[str, str]:
         share = float(np.mean(synthetic.astype(object) == column.other))
         if share > OTHER_SHARE:
             return (f"categories too rare to release are {share:.0%} of the synthetic rows, as {column.other!r}",
-                    "declare its categories public (--public-categories) if they are, or in a schema; "
-                    "or raise --schema-share")
-    return noise
+                    CATEGORIES)
+    return None
+
+
+def _table_cause(evaluation: Evaluation, name: str, real, synthetic) -> tuple[str, str]:
+    """``(cause, remedy)`` of column ``name`` read from its ``real`` and ``synthetic`` values: a
+    synthetic column holding one value; else what accounts for at least half of its TVD: real
+    numbers beyond the synthetic range (clipped: they pile up in the bin of the range's end), or
+    the cell of its 1-way marginal whose share differs most, named by what it is (values the
+    real table lacks: the other label or non-numbers; blanks; an end bin of a numeric column,
+    values piled at or clipped from the end of its range; another bin or category); a gap spread
+    over many cells (most likely noise) otherwise."""
+    coding = evaluation.discretisation
+    labels = coding.labels(name)
+    p, q = evaluation.marginals((name,))
+    index, values = distinct(synthetic)
+    if len(values) == 1 and np.count_nonzero(p[:-2]) > 1:
+        held = float(np.mean(index >= 0))
+        return (f"the synthetic column holds one value, {label(values[0])!r} ({held:.0%} of its rows, the rest "
+                "blank)" if held < 1 else f"the synthetic column holds one value, {label(values[0])!r}",
+                "declare it in a schema (--schema), or raise --epsilon")
+    gaps = np.abs(q - p)
+    tvd = 0.5 * float(gaps.sum())
+    cell = int(np.argmax(gaps))
+    numeric = name in coding.edges
+    if numeric:  # the real numbers the synthetic range leaves out
+        made = _as_numbers(synthetic)
+        made = made[~np.isnan(made)]
+        if made.size:
+            lo, hi = float(made.min()), float(made.max())
+            truth = _as_numbers(real)
+            truth = truth[~np.isnan(truth)]
+            beyond = float(np.mean((truth < lo) | (truth > hi))) if truth.size else 0.0
+            other_cause = labels[cell] in (OTHER, MISSING) and gaps[cell] > beyond  # the clipped pile in a bin
+            if beyond > CLIPPED_SHARE and beyond >= tvd / 2 and not other_cause:
+                return (f"the synthetic values stay within [{edge_label(lo)}, {edge_label(hi)}], beyond which lie "
+                        f"{beyond:.0%} of the real values: clipped", BOUNDS)
+    shares = f"{q[cell]:.0%} of the synthetic rows against {p[cell]:.0%} of the real ones"
+    what = "bin" if numeric else "category"
+    if gaps[cell] < tvd / 2:
+        return (f"the gap is spread over its {np.count_nonzero(gaps)} cells (the largest: {what} {labels[cell]} "
+                f"holds {shares})", NOISE)
+    if labels[cell] == OTHER:
+        counts = np.bincount(index[index >= 0], minlength=len(values))
+        unknown = [k for k, v in enumerate(values) if _is_other(coding, name, v)]
+        most = label(values[max(unknown, key=lambda k: counts[k])]) if unknown else OTHER
+        what = "values that are not numbers" if numeric else "values the real table lacks"
+        return f"{what} are {q[cell]:.0%} of the synthetic rows (most often {most!r})", CATEGORIES
+    if labels[cell] == MISSING:
+        return f"blanks are {shares}", "declare its range or categories in a schema (--schema), or raise --schema-share"
+    if numeric and cell in (0, len(labels) - 3):
+        end = "lowest" if cell == 0 else "highest"
+        how = "values piled at the end of its range" if q[cell] > p[cell] else "values clipped from its range"
+        return f"its {end} bin ({labels[cell]}) holds {shares}: {how}", BOUNDS
+    return f"its {what} {labels[cell]} holds {shares}", NOISE
+
+
+def _as_numbers(column) -> np.ndarray:
+    """A column's values as float64, NaN where missing or not a number."""
+    index, values = distinct(column)
+    numbers = np.array([number(v) for v in values] + [np.nan], dtype=float)
+    return numbers[index]  # index -1 (missing): the NaN appended
+
+
+def _is_other(coding: Discretisation, name: str, value) -> bool:
+    """Whether ``value`` (a column's distinct value, not missing) falls in the other cell of
+    ``name``: a category the real table lacks, or a non-number in a numeric column."""
+    if name in coding.edges:
+        return bool(np.isnan(number(value)))
+    return label(value) not in coding.categories[name]
 
 
 def compare(data: Dataset, epsilons: Sequence[float], operators: dict, k: int = 2, trials: int = 1, rng=None,
