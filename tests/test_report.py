@@ -276,7 +276,7 @@ def test_the_report_opens_with_the_quality_scores_and_the_worst_columns():
     assert shapes["gain"] < 0.2 and shapes["colour"] == pytest.approx(1.0) and shapes["age"] == pytest.approx(1.0)
     lines = evaluation.text().splitlines()
     assert lines[0].startswith("release: not given") and lines[2].startswith("quality (SDMetrics")
-    assert lines[3].startswith("reference, this real table with its columns shuffled apart")
+    assert lines[3].startswith("reference, the real table with its columns shuffled apart (seed 0;")
     assert lines[4].startswith("worst columns: gain KSComplement") and "give a real holdout" in lines[6]
     assert 0 <= evaluation.quality.score <= 1
 

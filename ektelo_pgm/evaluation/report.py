@@ -122,10 +122,9 @@ class Evaluation:
                  f"{len(self.discretisation.columns)} columns compared",
                  f"quality (SDMetrics's scores; 1 = identical): overall {q.score:.3f}, "
                  f"column shapes {q.column_shapes_score:.3f}, column pair trends {q.column_pair_trends_score:.3f}",
-                 f"reference, this real table with its columns shuffled apart (each permuted on its own, seed "
-                 f"{REFERENCE_SEED}: exact 1-way marginals, no association; not private, like this report): overall "
-                 f"{r.score:.3f}, column shapes {r.column_shapes_score:.3f}, column pair trends "
-                 f"{r.column_pair_trends_score:.3f}",
+                 f"reference, the real table with its columns shuffled apart (seed {REFERENCE_SEED}; exact columns, "
+                 f"no association; not private): overall {r.score:.3f}, column shapes {r.column_shapes_score:.3f}, "
+                 f"column pair trends {r.column_pair_trends_score:.3f}",
                  "worst columns: " + ", ".join(f"{c} {m} {v:.3f}" for c, m, v in
                                                zip(shapes["column"], shapes["metric"], shapes["score"])),
                  "worst pairs: " + ", ".join(f"{' x '.join(c)} {m} {v:.3f}" for c, m, v in
@@ -148,8 +147,8 @@ class Evaluation:
     def text(self, worst: int = 5) -> str:
         """The report printed by ``ektelo-pgm evaluate``: the summary, then the error table."""
         lines = self.headline() + ["",
-                 "total variation distance per marginal (0 = identical, 1 = disjoint; shuffled: the mean of the "
-                 "reference, the real columns shuffled apart):",
+                 "total variation distance per marginal (0 = identical, 1 = disjoint; shuffled: the reference's "
+                 "mean):",
                  f"{'order':>5}  {'marginals':>9}  {'mean':>6}  {'median':>6}  {'max':>6}  {'shuffled':>8}"]
         for row in self.summary().itertuples():
             lines.append(f"{row.order:>5}  {row.marginals:>9}  {row.mean:6.3f}  {row.median:6.3f}  {row.max:6.3f}  "
