@@ -456,7 +456,7 @@ def _table_cause(evaluation: Evaluation, name: str, real, synthetic) -> tuple[st
             if beyond > CLIPPED_SHARE and beyond >= tvd / 2 and not other_cause:
                 return (f"the synthetic values stay within [{edge_label(lo)}, {edge_label(hi)}], beyond which lie "
                         f"{beyond:.0%} of the real values: clipped", BOUNDS)
-    shares = f"{q[cell]:.0%} of the synthetic rows against {p[cell]:.0%} of the real ones"
+    shares = f"{_percent(q[cell])} of the synthetic rows against {_percent(p[cell])} of the real ones"
     what = "bin" if numeric else "category"
     if gaps[cell] < tvd / 2:
         return (f"the gap is spread over its {np.count_nonzero(gaps)} cells (the largest: {what} {labels[cell]} "
@@ -474,6 +474,11 @@ def _table_cause(evaluation: Evaluation, name: str, real, synthetic) -> tuple[st
         how = "values piled at the end of its range" if q[cell] > p[cell] else "values clipped from its range"
         return f"its {end} bin ({labels[cell]}) holds {shares}: {how}", BOUNDS
     return f"its {what} {labels[cell]} holds {shares}", NOISE
+
+
+def _percent(share: float) -> str:
+    """A share in percent: whole ones from 10%, one decimal below (a small cell shows)."""
+    return f"{share:.0%}" if share >= 0.1 or share == 0 else f"{share:.1%}"
 
 
 def _as_numbers(column) -> np.ndarray:
