@@ -16,6 +16,7 @@ import importlib.util
 import io
 import math
 import os
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -258,31 +259,93 @@ def write_parts(parts, path: str, header: bool = True) -> None:
                 part.to_csv(f, index=False, header=header and k == 0)
 
 
-#: A table whose files take more than this share of the machine's memory on disk is read part
-#: by part by ``open_table(engine="auto")``: read whole, a table of text takes several times its
-#: size on disk in memory (pandas' strings), and the schema's counts more again.
-MEMORY_SHARE = 1 / 20
+#: The default memory cap: this share of the machine's physical memory (:func:`memory_cap`).
+MEMORY_SHARE = 1 / 4
 ENGINES = ("auto", "memory", "parts")
+#: Bytes one cell of a table takes at the peak of a fit that reads it whole (pandas' values, the
+#: schema's tallies, the codes), on top of its text: ``synth --mechanism mst --engine memory`` on
+#: 5M rows x 11 columns of text categories (benchmarks/big_synth.py) peaked at 6.87 GiB, 134 B a cell.
+CELL_BYTES = 134
+#: Times its size on disk that a CSV file takes at that peak, read whole: the same table as a CSV
+#: (about 8 bytes a field on disk) read whole took 17 times its size.
+CSV_FACTOR = 17
+#: The fewest rows of a part, whatever the cap (a part of fewer costs more in overhead than in data).
+MIN_PART_ROWS = 10_000
+#: Units of :func:`memory_size`, bytes each: MB and GB are 2**20 and 2**30 bytes, as every MB of the package.
+UNITS = {"b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "": 2**20, "m": 2**20, "mb": 2**20, "mib": 2**20,
+         "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
+
+
+def memory_size(text) -> int:
+    """Bytes of a memory size written as a number and a unit (``"4GiB"``, ``"512 MB"``, ``"1.5g"``; no
+    unit: MB; a number of bytes as an int), at least 1 MB; an InputError naming the problem otherwise."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        size = int(text)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
+        if match is None or match.group(2).lower() not in UNITS or not math.isfinite(float(match.group(1))):
+            raise InputError(f"memory size {str(text)!r}: give a number and a unit, e.g. 4GiB or 512MB")
+        size = int(float(match.group(1)) * UNITS[match.group(2).lower()])
+    if size < 2**20:
+        raise InputError(f"memory size {str(text)!r}: at least 1 MB")
+    return size
+
+
+def memory_cap(max_memory=None) -> int:
+    """Bytes a run may hold: ``max_memory`` (:func:`memory_size`), or by default ``MEMORY_SHARE`` of
+    this machine's physical memory."""
+    return int(MEMORY_SHARE * _memory_bytes()) if max_memory is None else memory_size(max_memory)
+
+
+def decoded_bytes(files: list[str]) -> int:
+    """Bytes the table in ``files`` takes at the peak of a fit that reads it whole, estimated
+    before any value is read: Parquet, from each file's metadata, rows x columns x ``CELL_BYTES``
+    plus twice the columns' uncompressed size (the text, read and then cleaned); CSV, its size on
+    disk times ``CSV_FACTOR``."""
+    if not is_parquet(files[0]):
+        return sum(os.path.getsize(p) for p in files) * CSV_FACTOR
+    _, pq = arrow()
+    total = 0
+    for path in files:
+        meta = pq.read_metadata(path)
+        plain = sum(meta.row_group(g).column(c).total_uncompressed_size
+                    for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+        total += meta.num_rows * meta.num_columns * CELL_BYTES + 2 * plain
+    return total
+
+
+def part_rows(columns: int, cap: int) -> int:
+    """Rows of a part read part by part under the memory cap ``cap`` (bytes): ``PART_ROWS``, or as
+    many as take half of ``cap`` at ``CELL_BYTES`` a cell (at least ``MIN_PART_ROWS``).  The
+    part's size changes the memory a run takes, never its output (tallies, codes and counts are
+    sums over the parts)."""
+    return int(min(PART_ROWS, max(MIN_PART_ROWS, cap // (2 * max(columns, 1) * CELL_BYTES))))
 
 
 def open_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
-               engine: str = "auto"):
+               engine: str = "auto", max_memory=None):
     """The table at ``path`` to fit on: a DataFrame read whole (``engine="memory"``,
-    :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``).  ``"auto"``
-    reads part by part a folder, a glob, or files taking more than ``MEMORY_SHARE`` of this
-    machine's memory on disk; else whole.  Part by part needs pyarrow (a fit keeps the table's
-    codes as Parquet), refused here before any record is read."""
+    :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``, parts sized to the
+    cap by :func:`part_rows`).  ``"auto"`` reads part by part a folder, a glob, or files whose
+    table would take more than the memory cap read whole (:func:`decoded_bytes` against
+    ``max_memory``, :func:`memory_cap`: by default a quarter of this machine's memory); else whole.
+    Either way the output of a fit is the same (docs/big_data.md): the choice, which the size of
+    the files decides, changes the memory a run takes and no released byte.  Part by part needs
+    pyarrow (a fit keeps the table's codes as Parquet), refused here before any record is read."""
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     path = os.fspath(path)
+    cap = memory_cap(max_memory)
     if engine == "auto":
         files = table_files(path)
-        large = sum(os.path.getsize(p) for p in files) > MEMORY_SHARE * _memory_bytes()
-        engine = "parts" if large or files != [path] else "memory"
+        check_parquet(files[0])
+        engine = "parts" if files != [path] or decoded_bytes(files) > cap else "memory"
     if engine == "memory":
         return read_table(path, header, names, sep, encoding)
     arrow()
-    return Partitions(path, header, names, sep, encoding)
+    table = Partitions(path, header, names, sep, encoding)
+    table.rows = part_rows(len(table.columns), cap)
+    return table
 
 
 def _memory_bytes() -> int:
