@@ -447,10 +447,11 @@ def table_arguments(p, mechanism: bool = True) -> None:
 
 def max_memory_argument(p) -> None:
     """The --max-memory option of the commands that read tables."""
-    from .table_io import MEMORY_SHARE
+    from .table_io import MAX_DEFAULT_CAP, MEMORY_SHARE
 
     p.add_argument("--max-memory", type=memory, help=f"the memory a run may take reading its tables, a number and a "
-                   f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory)")
+                   f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory, at "
+                   f"most {MAX_DEFAULT_CAP / 2**30:g} GiB)")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -259,16 +259,21 @@ def write_parts(parts, path: str, header: bool = True) -> None:
                 part.to_csv(f, index=False, header=header and k == 0)
 
 
-#: The default memory cap: this share of the machine's physical memory (:func:`memory_cap`).
+#: The default memory cap: this share of the machine's physical memory, at most ``MAX_DEFAULT_CAP``
+#: bytes (:func:`memory_cap`).  Part by part was as fast as whole and leaner at every size measured
+#: (docs/big_data.md: 1M rows x 11 columns of text, 24 s and 694 MB against 26 s and 887 MB; 5M rows,
+#: 71 s and 959 MB against 87 s and 2,576 MB), so only a table that is small read whole is read whole.
 MEMORY_SHARE = 1 / 4
+MAX_DEFAULT_CAP = 2**30
 ENGINES = ("auto", "memory", "parts")
 #: Bytes one cell of a table takes at the peak of a fit that reads it whole (pandas' values, the
-#: schema's tallies, the codes), on top of its text: ``synth --mechanism mst --engine memory`` on
-#: 5M rows x 11 columns of text categories (benchmarks/big_synth.py) peaked at 6.87 GiB, 134 B a cell.
-CELL_BYTES = 134
-#: Times its size on disk that a CSV file takes at that peak, read whole: the same table as a CSV
-#: (about 8 bytes a field on disk) read whole took 17 times its size.
-CSV_FACTOR = 17
+#: schema's tallies, the codes), besides the interpreter's 350 MB: ``synth --mechanism mst --engine
+#: memory`` on 1M and 5M rows x 11 columns of plain text categories (benchmarks/big_synth.py) took 51
+#: and 42 bytes a cell (26 where the text is stored as Parquet dictionaries, read as categories).
+CELL_BYTES = 48
+#: Times its size on disk that a CSV file takes at that peak, read whole: the 1M rows as a CSV (95 MB,
+#: about 9 bytes a field) took 5.2 times its size besides the interpreter's.
+CSV_FACTOR = 6
 #: The fewest rows of a part, whatever the cap (a part of fewer costs more in overhead than in data).
 MIN_PART_ROWS = 10_000
 #: Units of :func:`memory_size`, bytes each: MB and GB are 2**20 and 2**30 bytes, as every MB of the package.
@@ -292,9 +297,11 @@ def memory_size(text) -> int:
 
 
 def memory_cap(max_memory=None) -> int:
-    """Bytes a run may hold: ``max_memory`` (:func:`memory_size`), or by default ``MEMORY_SHARE`` of
-    this machine's physical memory."""
-    return int(MEMORY_SHARE * _memory_bytes()) if max_memory is None else memory_size(max_memory)
+    """Bytes a run may hold reading its table: ``max_memory`` (:func:`memory_size`), or by default
+    ``MEMORY_SHARE`` of this machine's physical memory, at most ``MAX_DEFAULT_CAP``."""
+    if max_memory is None:
+        return int(min(MEMORY_SHARE * _memory_bytes(), MAX_DEFAULT_CAP))
+    return memory_size(max_memory)
 
 
 def decoded_bytes(files: list[str]) -> int:
@@ -328,7 +335,8 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
     :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``, parts sized to the
     cap by :func:`part_rows`).  ``"auto"`` reads part by part a folder, a glob, or files whose
     table would take more than the memory cap read whole (:func:`decoded_bytes` against
-    ``max_memory``, :func:`memory_cap`: by default a quarter of this machine's memory); else whole.
+    ``max_memory``, :func:`memory_cap`: by default a quarter of this machine's memory, at most 1 GiB);
+    else whole.
     Either way the output of a fit is the same (docs/big_data.md): the choice, which the size of
     the files decides, changes the memory a run takes and no released byte.  Part by part needs
     pyarrow (a fit keeps the table's codes as Parquet), refused here before any record is read."""

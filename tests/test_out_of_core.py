@@ -306,7 +306,8 @@ def test_memory_sizes_are_read_with_their_units_and_refused_by_name():
     assert memory_size("4GiB") == memory_size("4 gb") == 4 * 2**30
     assert memory_size("512") == memory_size("512MB") == 512 * 2**20
     assert memory_size("1.5g") == int(1.5 * 2**30) and memory_size(2**21) == 2**21
-    assert 0 < memory_cap() < os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_cap() == min(physical // 4, 2**30) and memory_cap("2GiB") == 2**31
     for wrong in ("4XB", "-1GB", "", "GB", "0.5MB", "1e400"):
         with pytest.raises(InputError, match="memory size"):
             memory_size(wrong)
@@ -325,7 +326,9 @@ def test_the_command_line_refuses_a_wrong_max_memory_naming_the_option(tmp_path,
 def test_the_engine_a_cap_chooses_changes_no_byte_of_the_output(tmp_path):
     """Read whole or, under a small --max-memory, part by part: the same records, ledger and stderr."""
     path = tmp_path / "t.parquet"
-    messy(3000).drop(columns=["id", "note"]).astype({"age": str}).to_parquet(path)
+    messy(6000).drop(columns=["id", "note"]).astype({"age": str}).to_parquet(path)
+    assert isinstance(open_table(path, max_memory="1MB"), Partitions)
+    assert isinstance(open_table(path, max_memory="1GiB"), pd.DataFrame)
     outputs = []
     for cap in ("1MB", "1GiB"):
         out = tmp_path / f"out-{cap}.csv"
@@ -344,7 +347,7 @@ def test_the_note_on_reading_part_by_part_is_shown_only_with_progress(tmp_path, 
     from ektelo_pgm.cli import parser, read_input
 
     path = tmp_path / "t.parquet"
-    messy(3000).astype({"age": str}).to_parquet(path)
+    messy(6000).astype({"age": str}).to_parquet(path)
     args = parser().parse_args(["schema", str(path), "-o", str(tmp_path / "s.json"), "--epsilon", "1",
                                 "--max-memory", "1MB"])
     for shown in (False, True):
