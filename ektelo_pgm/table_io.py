@@ -352,7 +352,7 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
         return read_table(path, header, names, sep, encoding)
     arrow()
     table = Partitions(path, header, names, sep, encoding)
-    table.rows = part_rows(len(table.columns), cap)
+    table.rows, table.cap = part_rows(len(table.columns), cap), cap
     return table
 
 
@@ -558,11 +558,12 @@ class Partitions:
     CSV (its ``header``, ``names``, ``sep`` and ``encoding``; every field as text; a headerless
     table's width taken over its first records, whichever files hold them).  Iterating yields
     pandas DataFrames with the table's :attr:`columns`; each pass reads the files again.
-    :attr:`bytes`: their size on disk."""
+    :attr:`bytes`: their size on disk; :attr:`cap`: the memory its run may take (bytes, the
+    default of :func:`memory_cap` unless :func:`open_table` was given another)."""
 
     def __init__(self, path, header: bool | None = None, names=None, sep: str | None = None,
                  encoding: str = "utf-8", rows: int = PART_ROWS):
-        self.files, self.rows = table_files(path), int(rows)
+        self.files, self.rows, self.cap = table_files(path), int(rows), memory_cap()
         self.bytes = sum(os.path.getsize(p) for p in self.files)
         self.parquet = is_parquet(self.files[0])
         if self.parquet:

@@ -356,3 +356,24 @@ def test_the_note_on_reading_part_by_part_is_shown_only_with_progress(tmp_path, 
         err = capsys.readouterr().err
         assert isinstance(frame, Partitions)
         assert ("part by part" in err and "--max-memory 1 MB" in err) == shown and err.count("\n") == shown
+
+
+def test_a_column_of_identifiers_past_the_cap_is_noted_where_progress_is_shown(tmp_path):
+    """The schema's counts of a column of unique values grow with the rows: past the memory cap a
+    note names the column, shown only where progress bars are (its count is the data's)."""
+    import io
+
+    from ektelo_pgm import progress
+
+    path = tmp_path / "t.parquet"
+    messy(30_000).astype({"age": str}).drop(columns=["note", "price"]).to_parquet(path)
+    table = open_table(path, max_memory="1MB")
+    assert isinstance(table, Partitions) and table.cap == 2**20
+    for shown, columns in ((True, table.columns), (True, ["city", "age"]), (False, table.columns)):
+        stream = io.StringIO()
+        with progress.reporting(shown, stream):
+            schemas.tallies(table[columns], MARKERS)
+        notes = [line for line in stream.getvalue().splitlines() if "note:" in line]
+        expected = shown and "id" in columns
+        assert len(notes) == expected
+        assert not expected or "column 'id' holds 10,000: an identifier?" in notes[0] and "MB" in notes[0]
