@@ -210,15 +210,12 @@ def read_input(args):
     """The input table, read whole or part by part as ``--engine`` says
     (:func:`~ektelo_pgm.table_io.open_table`), and whether it has a header line (Parquet:
     always; a CSV: as the user says, never guessed)."""
-    from .table_io import Partitions, open_table
+    from .table_io import open_table
 
     names = args.names
     header = True if args.header else False if args.no_header or names else None
     frame = open_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding,
                        engine=args.engine, max_memory=args.max_memory)
-    if isinstance(frame, Partitions) and args.engine == "auto":  # the size decided: on a terminal only
-        progress.note(f"ektelo-pgm: note: reading {args.input} part by part ({frame.rows:,} rows at a time): read "
-                      f"whole it would take more than --max-memory {frame.cap / 2**20:,.0f} MB")
     return frame, header is not False
 
 

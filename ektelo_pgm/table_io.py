@@ -21,6 +21,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import progress
 from .dask_dataset import is_dask_collection
 from .csv_dialect import csv_frames, csv_names
 from .errors import InputError
@@ -338,21 +339,35 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
     ``max_memory``, :func:`memory_cap`: by default a quarter of this machine's memory, at most 1 GiB);
     else whole.
     Either way the output of a fit is the same (docs/big_data.md): the choice, which the size of
-    the files decides, changes the memory a run takes and no released byte.  Part by part needs
-    pyarrow (a fit keeps the table's codes as Parquet), refused here before any record is read."""
+    the files decides, changes the memory a run takes and no released byte, and what it says
+    goes to :func:`~ektelo_pgm.progress.note` (a terminal only).  Part by part needs pyarrow (a
+    fit keeps the table's codes as Parquet): without it a folder, a glob or ``"parts"`` is
+    refused here before any record is read, and one file past the cap is read whole (a refusal
+    would depend on its size)."""
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     path = os.fspath(path)
-    cap = memory_cap(max_memory)
+    cap, sized = memory_cap(max_memory), False  # sized: the size of the files chose to read part by part
     if engine == "auto":
         files = table_files(path)
         check_parquet(files[0])
-        engine = "parts" if files != [path] or decoded_bytes(files) > cap else "memory"
+        engine = "parts" if files != [path] else "memory"
+        if engine == "memory" and decoded_bytes(files) > cap:  # the size decides: notes on a terminal only
+            try:
+                arrow()
+                engine, sized = "parts", True
+            except ImportError:  # never a refusal that the size decides: read whole, as the output is the same
+                progress.note(f"note: {path} read whole would take more than the memory cap (--max-memory, "
+                              f"{cap / 2**20:,.0f} MB); reading it part by part needs pyarrow: pip install "
+                              "'ektelo_pgm[parquet]'")
     if engine == "memory":
         return read_table(path, header, names, sep, encoding)
     arrow()
     table = Partitions(path, header, names, sep, encoding)
     table.rows, table.cap = part_rows(len(table.columns), cap), cap
+    if sized:
+        progress.note(f"note: reading {path} part by part ({table.rows:,} rows at a time): read whole it would take "
+                      f"more than the memory cap (--max-memory, {cap / 2**20:,.0f} MB)")
     return table
 
 

@@ -355,7 +355,7 @@ def test_the_note_on_reading_part_by_part_is_shown_only_with_progress(tmp_path, 
             frame, _ = read_input(args)
         err = capsys.readouterr().err
         assert isinstance(frame, Partitions)
-        assert ("part by part" in err and "--max-memory 1 MB" in err) == shown and err.count("\n") == shown
+        assert ("part by part" in err and "(--max-memory, 1 MB)" in err) == shown and err.count("\n") == shown
 
 
 def test_a_column_of_identifiers_past_the_cap_is_noted_where_progress_is_shown(tmp_path):
