@@ -18,12 +18,16 @@ With ``--single`` the table is one Parquet file of plain text columns (what pand
 issue 53's 5M-row table), and ``--runs mst-defaults mst-memory`` run the command with every option at
 its default (the engine chosen against the memory cap) and with ``--engine memory`` (the table read
 whole, as the default did before); these runs go under ``defaults`` in the JSON, beside the folder's.
+``--single --identifier`` adds a column of unique whole numbers (``identifier`` in the JSON), and
+``--runs mst-defaults mst-drop-id`` measures what it costs.
 
 Writes ``benchmarks/results/big_synth.json``.
 
     nice -n 10 python benchmarks/big_synth.py [--rows 50000000] [--out /work/runs/raw50m]
     nice -n 10 python benchmarks/big_synth.py --rows 5000000 --out /work/runs/raw5m.parquet --single \
         --runs mst-defaults mst-memory
+    nice -n 10 python benchmarks/big_synth.py --rows 2000000 --out /work/runs/raw2m-id.parquet --single \
+        --identifier --runs mst-defaults mst-drop-id
 """
 from __future__ import annotations
 
@@ -49,10 +53,10 @@ DOC = harness.Doc(
           "--runs mst-defaults mst-memory",
     reading="""
 Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes each
-on two cores and under 1 GB; mean 2-way TVD 0.014 (MST) and 0.0014 (AIM).  Second table, issue 53's (5M rows of
-plain text, one 22 MB Parquet file): `synth` with every option at its default reads it part by part (the memory
-cap, 1 GiB here) in about 70 s under 1 GB; `--engine memory`, the old default's choice, takes 2.6 GB for the
-same records.""",
+on two cores and under 1 GB; mean 2-way TVD 0.014 (MST) and 0.0014 (AIM).  Issue 53's table (5M rows of plain
+text, one Parquet file): `synth` with its defaults reads it part by part (cap 1 GiB here), under 1 GB; `--engine
+memory`, the old default's choice, 2.6 GB for the same records.  A unique id on 2M rows doubles the memory
+(about 440 bytes a distinct value, the schema's counts): `--drop id` keeps it under 1 GB.""",
     results=("big_synth.json",))
 
 
@@ -72,10 +76,11 @@ def labels() -> dict:
     return out
 
 
-def generate(out: Path, rows: int, single: bool = False) -> None:
+def generate(out: Path, rows: int, single: bool = False, identifier: bool = False) -> None:
     """The raw table of ``rows`` records at ``out``: a folder of Parquet parts of ``PART_ROWS`` rows, its
     text as dictionaries (read back as pandas categories), or with ``single`` one Parquet file ``out`` of
-    row groups that size, its text as plain strings."""
+    row groups that size, its text as plain strings; with ``identifier`` a last column ``id`` of unique
+    whole numbers (from 10,000,000, shuffled)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -85,6 +90,7 @@ def generate(out: Path, rows: int, single: bool = False) -> None:
     attrs = [*network.domain.attrs, "weekday"]
     counts = {c: 0 for c in itertools.chain(((a,) for a in attrs), itertools.combinations(attrs, 2))}
     rng = np.random.default_rng(0)
+    ids = np.random.default_rng(1).permutation(rows) + 10_000_000 if identifier else None
     for k, start in enumerate(range(0, rows, PART_ROWS)):
         n = min(PART_ROWS, rows - start)
         codes = network.synthetic_data(n, k, method="sample").records
@@ -98,6 +104,8 @@ def generate(out: Path, rows: int, single: bool = False) -> None:
                 columns[a] = pa.array(np.asarray(values, dtype=object)[codes[:, j]], pa.string())
             else:
                 columns[a] = pa.DictionaryArray.from_arrays(pa.array(codes[:, j].astype(np.int32)), pa.array(values))
+        if ids is not None:
+            columns["id"] = pa.array(ids[start:start + n])
         if single:
             writer = writer or pq.ParquetWriter(out, pa.table(columns).schema)
             writer.write_table(pa.table(columns))
@@ -128,11 +136,12 @@ def child(command: list[str], log: Path) -> dict:
 def tables(results: dict) -> str:
     data = results["big_synth.json"]
     lines = []
-    for table in (data, data.get("defaults")):
+    for table, what in ((data, ""), (data.get("defaults"), ""),
+                        (data.get("identifier"), ", the last of unique whole numbers (an identifier)")):
         if table is None:
             continue
         files = f"{table['parts']} Parquet parts" if table["parts"] > 1 else "one Parquet file"
-        lines += [f"{table['rows']:,} rows, {table['columns']} columns, {files} "
+        lines += [f"{table['rows']:,} rows, {table['columns']} columns{what}, {files} "
                   f"({table['bytes_on_disk'] / 2**20:,.0f} MB on disk).", "",
                   "| run | wall s | CPU s | peak MB | rows written | mean 1-way TVD | mean 2-way TVD |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -188,26 +197,30 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=50_000_000)
     parser.add_argument("--out", type=Path, default=Path("/work/runs/raw50m"))
     parser.add_argument("--runs", nargs="*", default=["mst", "aim"],
-                        choices=["mst", "aim", "mst-defaults", "mst-memory"],
+                        choices=["mst", "aim", "mst-defaults", "mst-memory", "mst-drop-id"],
                         help="the runs to make (none: only generate the table); mst-defaults: the command with "
                              "every option but --seed at its default (the engine chosen by the memory cap); "
-                             "mst-memory: --engine memory (the table read whole, as the default did before)")
+                             "mst-memory: --engine memory (the table read whole, as the default did before); "
+                             "mst-drop-id: the defaults and --drop id")
     parser.add_argument("--single", action="store_true", help="the table as one Parquet file --out (row groups of "
                         "1M rows, text as plain strings), its runs recorded under 'defaults' in the JSON beside the "
                         "folder's")
+    parser.add_argument("--identifier", action="store_true", help="with --single: a 12th column 'id' of unique "
+                        "whole numbers; the runs recorded under 'identifier'")
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
-        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single))
+        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single, args.identifier))
         print(f"generated in {seconds:.0f} s", flush=True)
     files = [args.out] if args.single else list(args.out.glob("*.parquet"))
-    record = {"rows": args.rows, "columns": 11, "parts": len(files),
+    record = {"rows": args.rows, "columns": 11 + args.identifier, "parts": len(files),
               "bytes_on_disk": sum(p.stat().st_size for p in files), "load_before": os.getloadavg(), "runs": {}}
     python = sys.executable
     for run in args.runs:
         output = args.out.parent / f"{args.out.name}-{run}.parquet"
         if run.startswith("mst"):
-            engine = {"mst": ["--engine", "parts"], "mst-memory": ["--engine", "memory"]}.get(run, [])
+            engine = {"mst": ["--engine", "parts"], "mst-memory": ["--engine", "memory"],
+                      "mst-drop-id": ["--drop", "id"]}.get(run, [])
             command = [python, "-m", "ektelo_pgm.cli", "synth", str(args.out), "-o", str(output), "--epsilon", "1",
                        "--mechanism", "mst", "--seed", "0", *engine]
         else:
@@ -219,11 +232,12 @@ def main() -> None:
         record["runs"][run] = result
         print(run, {k: v for k, v in result.items() if k != "stderr_tail"}, flush=True)
     if args.single:  # the folder's runs kept, these beside them (and the runs of this table not made now)
+        key = "identifier" if args.identifier else "defaults"
         old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        same = old.get("defaults", {}).get("bytes_on_disk") == record["bytes_on_disk"]
-        record["runs"] = {**(old["defaults"]["runs"] if same else {}), **record["runs"]}
+        same = old.get(key, {}).get("bytes_on_disk") == record["bytes_on_disk"]
+        record["runs"] = {**(old[key]["runs"] if same else {}), **record["runs"]}
         record["provenance"] = harness.provenance("pyarrow")
-        RESULTS.write_text(json.dumps({**old, "defaults": record}, indent=1) + "\n")
+        RESULTS.write_text(json.dumps({**old, key: record}, indent=1) + "\n")
     else:
         harness.save(RESULTS, record, "pyarrow")
 

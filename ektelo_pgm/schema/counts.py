@@ -15,8 +15,8 @@ from ..table_io import Partitions, canonical, factorized, is_dask_collection, pa
 from ..times import as_times
 
 #: Bytes a run takes per distinct value of a column held in its tally, from the tally to the
-#: schema's release: 2M unique whole numbers took 857 MB more than the table without them
-#: (``synth --mechanism mst`` part by part, docs/big_data.md).
+#: schema's release: 2M unique whole numbers took 838 and 857 MB more than the table without them
+#: (``synth --mechanism mst`` part by part, benchmarks/big_synth.py, docs/big_data.md).
 VALUE_BYTES = 450
 
 
