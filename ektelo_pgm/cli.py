@@ -16,7 +16,7 @@ from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
-                      path, seed, separator, text_encoding)
+                      memory, path, seed, separator, text_encoding)
 from .privacy import Budget
 from .stopping import stopped_by_signals
 from .table_io import PARQUET, write_table
@@ -217,7 +217,7 @@ def read_input(args):
     names = args.names
     header = True if args.header else False if args.no_header or names else None
     frame = open_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding,
-                       engine=args.engine)
+                       engine=args.engine, max_memory=args.max_memory)
     return frame, header is not False
 
 
@@ -319,9 +319,22 @@ def read_compared(path: str, args):
     return read_table(path, header=header, names=None if header or not args.names else args.names.split(","))
 
 
+def check_compared(paths: list[str], args) -> None:
+    """Refuse, before any is read, tables for ``evaluate`` (which reads them whole) that would take more
+    than --max-memory together (:func:`~ektelo_pgm.table_io.decoded_bytes`), naming their size in MB."""
+    from .table_io import decoded_bytes, memory_cap, table_files
+
+    cap, need = memory_cap(args.max_memory), sum(decoded_bytes(table_files(p)) for p in paths)
+    if need > cap:
+        raise InputError(f"evaluate reads its tables whole: {', '.join(paths)} would take about {need / 2**20:,.0f} "
+                         f"MB, more than --max-memory {cap / 2**20:,.0f} MB; evaluate a sample of their rows, or "
+                         "raise --max-memory")
+
+
 def evaluate(args) -> None:
     from .evaluation import evaluate as evaluate_tables
 
+    check_compared([p for p in (args.real, args.synthetic, args.holdout) if p is not None], args)
     real, synthetic = read_compared(args.real, args), read_compared(args.synthetic, args)
     orders = (1, 2, 3) if args.three_way else (1, 2)
     holdout = None if args.holdout is None else read_compared(args.holdout, args)
@@ -375,7 +388,7 @@ def table_arguments(p, mechanism: bool = True) -> None:
     """The arguments shared by synth, answer and schema."""
     from .schema import OTHER
     from .synthesizer import SCHEMA_SHARE, mechanisms
-    from .table_io import ENGINES, MEMORY_SHARE
+    from .table_io import ENGINES
 
     p.add_argument("input", help="CSV or Parquet file (.parquet, .pq), or a folder or glob of them")
     p.add_argument("-o", "--output", type=path, required=True, help="output file (never inside the input folder, "
@@ -410,9 +423,11 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help=f"memory: read the table whole; parts: read it part by part, memory bounded whatever its "
-                        f"size; auto (default): parts for a folder, a glob, or files larger than "
-                        f"{MEMORY_SHARE * 100:g}%% of this machine's memory")
+                   help="memory: read the table whole, whatever --max-memory; parts: read it part by part, in parts "
+                        "sized to --max-memory; auto (default): parts for a folder, a glob, or a table that read "
+                        "whole would take more than --max-memory (from a Parquet file's metadata, a CSV's size). "
+                        "The output is the same either way; a note on a terminal says when it reads part by part")
+    max_memory_argument(p)
     if mechanism:
         p.add_argument("--cache", type=path, help="folder in which a table read part by part has its integer codes "
                        "written (default: the system's temporary folder; never the input folder, inside it or "
@@ -427,6 +442,15 @@ def table_arguments(p, mechanism: bool = True) -> None:
                        "left out of the model and written afresh (1, 2, ..., n)")
         p.add_argument("--schema-share", type=fraction, default=SCHEMA_SHARE,
                        help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
+
+
+def max_memory_argument(p) -> None:
+    """The --max-memory option of the commands that read tables."""
+    from .table_io import MAX_DEFAULT_CAP, MEMORY_SHARE
+
+    p.add_argument("--max-memory", type=memory, help=f"the memory a run may take reading its tables, a number and a "
+                   f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory, at "
+                   f"most {MAX_DEFAULT_CAP / 2**30:g} GiB)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -492,6 +516,7 @@ def parser() -> argparse.ArgumentParser:
                    "was fitted on): privacy sanity checks against them, and machine-learning efficacy with --target")
     p.add_argument("--target", help="a column to predict: models trained on the synthetic table and on REAL, both "
                    "tested on --holdout (needs scikit-learn: the 'ml' extra)")
+    max_memory_argument(p)
     p.set_defaults(handler=evaluate)
 
     p = commands.add_parser("compare", help="plot each reconstruction's workload error against epsilon, on "

@@ -60,6 +60,17 @@ def whole(text: str, least: int, most: int | None = None) -> int:
     return value
 
 
+def memory(text: str) -> int:
+    """An argparse type: a memory size (``4GiB``, ``512MB``; no unit: MB), in bytes."""
+    from .table_io import memory_size
+
+    try:
+        return memory_size(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(f"must be a number and a unit of at least 1 MB (e.g. 4GiB or 512MB), got "
+                                         f"{text!r}") from None
+
+
 def count(text: str) -> int:
     """An argparse type: a positive integer."""
     return whole(text, 1)

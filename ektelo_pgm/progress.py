@@ -108,6 +108,13 @@ def bar(total: int | None, desc: str, unit: str = "it"):
     return _Shown(total, desc, unit, _SETTING.get().stream or sys.stderr)
 
 
+def note(message: str) -> None:
+    """``message``, one line, where bars are shown (and nowhere when reporting is off): for what
+    depends on the data as a bar's count of records does, never for a release."""
+    if active():
+        print(message, file=_SETTING.get().stream or sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
 def tracked(callback: Callable | None, total: int | None, desc: str):
     """The ``callback(iteration, loss)`` to give an iterative solver: ``callback`` itself when

@@ -16,10 +16,12 @@ import importlib.util
 import io
 import math
 import os
+import re
 from fractions import Fraction
 
 import numpy as np
 
+from . import progress
 from .dask_dataset import is_dask_collection
 from .csv_dialect import csv_frames, csv_names
 from .errors import InputError
@@ -258,31 +260,115 @@ def write_parts(parts, path: str, header: bool = True) -> None:
                 part.to_csv(f, index=False, header=header and k == 0)
 
 
-#: A table whose files take more than this share of the machine's memory on disk is read part
-#: by part by ``open_table(engine="auto")``: read whole, a table of text takes several times its
-#: size on disk in memory (pandas' strings), and the schema's counts more again.
-MEMORY_SHARE = 1 / 20
+#: The default memory cap: this share of the machine's physical memory, at most ``MAX_DEFAULT_CAP``
+#: bytes (:func:`memory_cap`).  Part by part was as fast as whole and leaner at every size measured
+#: (docs/big_data.md: 1M rows x 11 columns of text, 24 s and 694 MB against 26 s and 887 MB; 5M rows,
+#: 71 s and 959 MB against 87 s and 2,576 MB), so only a table that is small read whole is read whole.
+MEMORY_SHARE = 1 / 4
+MAX_DEFAULT_CAP = 2**30
 ENGINES = ("auto", "memory", "parts")
+#: Bytes one cell of a table takes at the peak of a fit that reads it whole (pandas' values, the
+#: schema's tallies, the codes), besides the interpreter's 350 MB: ``synth --mechanism mst --engine
+#: memory`` on 1M and 5M rows x 11 columns of plain text categories (benchmarks/big_synth.py) took 51
+#: and 42 bytes a cell (26 where the text is stored as Parquet dictionaries, read as categories).
+CELL_BYTES = 48
+#: Times its size on disk that a CSV file takes at that peak, read whole: the 1M rows as a CSV (95 MB,
+#: about 9 bytes a field) took 5.2 times its size besides the interpreter's.
+CSV_FACTOR = 6
+#: The fewest rows of a part, whatever the cap (a part of fewer costs more in overhead than in data).
+MIN_PART_ROWS = 10_000
+#: Units of :func:`memory_size`, bytes each: MB and GB are 2**20 and 2**30 bytes, as every MB of the package.
+UNITS = {"b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "": 2**20, "m": 2**20, "mb": 2**20, "mib": 2**20,
+         "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
+
+
+def memory_size(text) -> int:
+    """Bytes of a memory size written as a number and a unit (``"4GiB"``, ``"512 MB"``, ``"1.5g"``; no
+    unit: MB; a number of bytes as an int), at least 1 MB; an InputError naming the problem otherwise."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        size = int(text)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
+        if match is None or match.group(2).lower() not in UNITS or not math.isfinite(float(match.group(1))):
+            raise InputError(f"memory size {str(text)!r}: give a number and a unit, e.g. 4GiB or 512MB")
+        size = int(float(match.group(1)) * UNITS[match.group(2).lower()])
+    if size < 2**20:
+        raise InputError(f"memory size {str(text)!r}: at least 1 MB")
+    return size
+
+
+def memory_cap(max_memory=None) -> int:
+    """Bytes a run may hold reading its table: ``max_memory`` (:func:`memory_size`), or by default
+    ``MEMORY_SHARE`` of this machine's physical memory, at most ``MAX_DEFAULT_CAP``."""
+    if max_memory is None:
+        return int(min(MEMORY_SHARE * _memory_bytes(), MAX_DEFAULT_CAP))
+    return memory_size(max_memory)
+
+
+def decoded_bytes(files: list[str]) -> int:
+    """Bytes the table in ``files`` takes at the peak of a fit that reads it whole, estimated
+    before any value is read: Parquet, from each file's metadata, rows x columns x ``CELL_BYTES``
+    plus twice the columns' uncompressed size (the text, read and then cleaned); CSV, its size on
+    disk times ``CSV_FACTOR``."""
+    if not is_parquet(files[0]):
+        return sum(os.path.getsize(p) for p in files) * CSV_FACTOR
+    _, pq = arrow()
+    total = 0
+    for path in files:
+        meta = pq.read_metadata(path)
+        plain = sum(meta.row_group(g).column(c).total_uncompressed_size
+                    for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+        total += meta.num_rows * meta.num_columns * CELL_BYTES + 2 * plain
+    return total
+
+
+def part_rows(columns: int, cap: int) -> int:
+    """Rows of a part read part by part under the memory cap ``cap`` (bytes): ``PART_ROWS``, or as
+    many as take half of ``cap`` at ``CELL_BYTES`` a cell (at least ``MIN_PART_ROWS``).  The
+    part's size changes the memory a run takes, never its output (tallies, codes and counts are
+    sums over the parts)."""
+    return int(min(PART_ROWS, max(MIN_PART_ROWS, cap // (2 * max(columns, 1) * CELL_BYTES))))
 
 
 def open_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
-               engine: str = "auto"):
+               engine: str = "auto", max_memory=None):
     """The table at ``path`` to fit on: a DataFrame read whole (``engine="memory"``,
-    :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``).  ``"auto"``
-    reads part by part a folder, a glob, or files taking more than ``MEMORY_SHARE`` of this
-    machine's memory on disk; else whole.  Part by part needs pyarrow (a fit keeps the table's
-    codes as Parquet), refused here before any record is read."""
+    :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``, parts sized to the
+    cap by :func:`part_rows`).  ``"auto"`` reads part by part a folder, a glob, or files whose
+    table would take more than the memory cap read whole (:func:`decoded_bytes` against
+    ``max_memory``, :func:`memory_cap`: by default a quarter of this machine's memory, at most 1 GiB);
+    else whole.
+    Either way the output of a fit is the same (docs/big_data.md): the choice, which the size of
+    the files decides, changes the memory a run takes and no released byte, and what it says
+    goes to :func:`~ektelo_pgm.progress.note` (a terminal only).  Part by part needs pyarrow (a
+    fit keeps the table's codes as Parquet): without it a folder, a glob or ``"parts"`` is
+    refused here before any record is read, and one file past the cap is read whole (a refusal
+    would depend on its size)."""
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     path = os.fspath(path)
+    cap, sized = memory_cap(max_memory), False  # sized: the size of the files chose to read part by part
     if engine == "auto":
         files = table_files(path)
-        large = sum(os.path.getsize(p) for p in files) > MEMORY_SHARE * _memory_bytes()
-        engine = "parts" if large or files != [path] else "memory"
+        check_parquet(files[0])
+        engine = "parts" if files != [path] else "memory"
+        if engine == "memory" and decoded_bytes(files) > cap:  # the size decides: notes on a terminal only
+            try:
+                arrow()
+                engine, sized = "parts", True
+            except ImportError:  # never a refusal that the size decides: read whole, as the output is the same
+                progress.note(f"note: {path} read whole would take more than the memory cap (--max-memory, "
+                              f"{cap / 2**20:,.0f} MB); reading it part by part needs pyarrow: pip install "
+                              "'ektelo_pgm[parquet]'")
     if engine == "memory":
         return read_table(path, header, names, sep, encoding)
     arrow()
-    return Partitions(path, header, names, sep, encoding)
+    table = Partitions(path, header, names, sep, encoding)
+    table.rows, table.cap = part_rows(len(table.columns), cap), cap
+    if sized:
+        progress.note(f"note: reading {path} part by part ({table.rows:,} rows at a time): read whole it would take "
+                      f"more than the memory cap (--max-memory, {cap / 2**20:,.0f} MB)")
+    return table
 
 
 def _memory_bytes() -> int:
@@ -487,11 +573,12 @@ class Partitions:
     CSV (its ``header``, ``names``, ``sep`` and ``encoding``; every field as text; a headerless
     table's width taken over its first records, whichever files hold them).  Iterating yields
     pandas DataFrames with the table's :attr:`columns`; each pass reads the files again.
-    :attr:`bytes`: their size on disk."""
+    :attr:`bytes`: their size on disk; :attr:`cap`: the memory its run may take (bytes, the
+    default of :func:`memory_cap` unless :func:`open_table` was given another)."""
 
     def __init__(self, path, header: bool | None = None, names=None, sep: str | None = None,
                  encoding: str = "utf-8", rows: int = PART_ROWS):
-        self.files, self.rows = table_files(path), int(rows)
+        self.files, self.rows, self.cap = table_files(path), int(rows), memory_cap()
         self.bytes = sum(os.path.getsize(p) for p in self.files)
         self.parquet = is_parquet(self.files[0])
         if self.parquet:

@@ -579,3 +579,15 @@ def test_public_categories_schema_is_the_same_with_one_record_blank(tmp_path, ca
     with pytest.raises(SystemExit):
         main(["schema", "--help"])
     assert "each gets a missing code whether or not a value is blank" in " ".join(capsys.readouterr().out.split())
+
+
+def test_evaluate_refuses_tables_past_max_memory_naming_their_size(tmp_path, table, capsys):
+    synthetic = tmp_path / "synthetic.csv"
+    people(5000, seed=1).to_csv(synthetic, index=False)
+    code, out, err = run(capsys, "evaluate", table, synthetic, "--max-memory", "1MB")
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert re.search(r"would take about [0-9,]+ MB, more than --max-memory 1 MB", err)
+    frame = pd.read_csv(table)
+    assert not any(str(v) in err.replace(str(table), "").replace(str(synthetic), "") for v in frame.iloc[:50, 0])
+    code, out, _ = run(capsys, "evaluate", table, synthetic, "--max-memory", "1GiB")
+    assert code == 0 and out

@@ -283,3 +283,97 @@ def test_a_signal_during_a_fit_on_parts_leaves_no_code_behind(tmp_path, stop, co
     assert err.endswith("ektelo-pgm: interrupted\n" if stop == signal.SIGINT else
                         f"ektelo-pgm: stopped by {signal.Signals(stop).name}\n")
     assert os.listdir(tmp_path / "tmp") == [] and sorted(os.listdir(tmp_path)) == ["in", "tmp"]  # no output either
+
+
+def test_the_engine_is_chosen_from_the_decoded_size_against_the_memory_cap(tmp_path):
+    """A Parquet file far smaller on disk than the cap whose table decoded passes it is read part
+    by part, in parts sized to the cap; under a larger cap it is read whole."""
+    frame = pd.DataFrame({"city": np.repeat(["Austin", "Dallas", "Waco"], 20_000), "n": np.arange(60_000) % 7})
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    assert os.path.getsize(path) < 2**20 / 4  # so the size on disk alone would read it whole
+    small = open_table(path, max_memory="1MB")
+    assert isinstance(small, Partitions) and small.rows == 10_000  # the fewest rows of a part
+    assert sum(len(p) for p in small) == 60_000
+    assert isinstance(open_table(path, max_memory="1GiB"), pd.DataFrame)
+    assert isinstance(open_table(path, max_memory="1MB", engine="memory"), pd.DataFrame)  # the user's choice
+    assert open_table(path, max_memory="1GiB", engine="parts").rows == 1_000_000
+
+
+def test_memory_sizes_are_read_with_their_units_and_refused_by_name():
+    from ektelo_pgm.table_io import memory_cap, memory_size
+
+    assert memory_size("4GiB") == memory_size("4 gb") == 4 * 2**30
+    assert memory_size("512") == memory_size("512MB") == 512 * 2**20
+    assert memory_size("1.5g") == int(1.5 * 2**30) and memory_size(2**21) == 2**21
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_cap() == min(physical // 4, 2**30) and memory_cap("2GiB") == 2**31
+    for wrong in ("4XB", "-1GB", "", "GB", "0.5MB", "1e400"):
+        with pytest.raises(InputError, match="memory size"):
+            memory_size(wrong)
+
+
+def test_the_command_line_refuses_a_wrong_max_memory_naming_the_option(tmp_path, capsys):
+    from ektelo_pgm.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["synth", str(tmp_path / "t.parquet"), "-o", str(tmp_path / "o.csv"), "--epsilon", "1",
+              "--max-memory", "4XB"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and "--max-memory" in err and "4XB" in err and "e.g. 4GiB" in err
+
+
+def test_the_engine_a_cap_chooses_changes_no_byte_of_the_output(tmp_path):
+    """Read whole or, under a small --max-memory, part by part: the same records, ledger and stderr."""
+    path = tmp_path / "t.parquet"
+    messy(6000).drop(columns=["id", "note"]).astype({"age": str}).to_parquet(path)
+    assert isinstance(open_table(path, max_memory="1MB"), Partitions)
+    assert isinstance(open_table(path, max_memory="1GiB"), pd.DataFrame)
+    outputs = []
+    for cap in ("1MB", "1GiB"):
+        out = tmp_path / f"out-{cap}.csv"
+        done = subprocess.run([sys.executable, "-m", "ektelo_pgm.cli", "synth", str(path), "-o", str(out),
+                               "--epsilon", "1", "--mechanism", "mst", "--seed", "0", "--max-memory", cap],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        outputs.append((out.read_bytes(), done.stdout, done.stderr.replace(str(out), "OUT")))
+    assert outputs[0] == outputs[1]
+
+
+def test_the_note_on_reading_part_by_part_is_shown_only_with_progress(tmp_path, capsys):
+    """The note says what the size of the files decided, so it is shown only where progress bars
+    (which count records) are: on a terminal, never in a pipe, a file or a test's capture."""
+    from ektelo_pgm import progress
+    from ektelo_pgm.cli import parser, read_input
+
+    path = tmp_path / "t.parquet"
+    messy(6000).astype({"age": str}).to_parquet(path)
+    args = parser().parse_args(["schema", str(path), "-o", str(tmp_path / "s.json"), "--epsilon", "1",
+                                "--max-memory", "1MB"])
+    for shown in (False, True):
+        with progress.reporting(shown):
+            frame, _ = read_input(args)
+        err = capsys.readouterr().err
+        assert isinstance(frame, Partitions)
+        assert ("part by part" in err and "(--max-memory, 1 MB)" in err) == shown and err.count("\n") == shown
+
+
+def test_a_column_of_identifiers_past_the_cap_is_noted_where_progress_is_shown(tmp_path):
+    """The schema's counts of a column of unique values grow with the rows: past the memory cap a
+    note names the column, shown only where progress bars are (its count is the data's)."""
+    import io
+
+    from ektelo_pgm import progress
+
+    path = tmp_path / "t.parquet"
+    messy(30_000).astype({"age": str}).drop(columns=["note", "price"]).to_parquet(path)
+    table = open_table(path, max_memory="1MB")
+    assert isinstance(table, Partitions) and table.cap == 2**20
+    for shown, columns in ((True, table.columns), (True, ["city", "age"]), (False, table.columns)):
+        stream = io.StringIO()
+        with progress.reporting(shown, stream):
+            schemas.tallies(table[columns], MARKERS)
+        notes = [line for line in stream.getvalue().splitlines() if "note:" in line]
+        expected = shown and "id" in columns
+        assert len(notes) == expected
+        assert not expected or "column 'id' holds 10,000: an identifier?" in notes[0] and "MB" in notes[0]

@@ -280,3 +280,27 @@ def test_parquet_times_are_text_of_any_year(tmp_path):
     for frame in both_engines(tmp_path / "t.parquet"):
         assert frame["t"].tolist() == ["3000-01-01 12:00:00", "0001-01-01 00:00:00", "2020-05-06 07:08:09.000010"]
         assert frame["d"].tolist() == ["5881580-07-11", "1970-01-01", "2019-04-14"]
+
+
+def test_one_file_past_the_memory_cap_is_read_whole_without_pyarrow(tmp_path, monkeypatch):
+    """Without pyarrow a file past the cap is read whole, never refused (a refusal would depend on
+    its size); a note says so on a terminal only."""
+    import io
+
+    from ektelo_pgm import progress, table_io
+
+    def absent():
+        raise ImportError("no pyarrow")
+
+    path = tmp_path / "t.csv"
+    people(20_000).to_csv(path, index=False)
+    assert table_io.decoded_bytes([str(path)]) > 2**20
+    monkeypatch.setattr(table_io, "arrow", absent)
+    for shown in (False, True):
+        stream = io.StringIO()
+        with progress.reporting(shown, stream):
+            frame = table_io.open_table(path, header=True, max_memory="1MB")
+        assert isinstance(frame, pd.DataFrame) and len(frame) == 20_000
+        assert ("needs pyarrow" in stream.getvalue()) == shown and stream.getvalue().count("\n") == shown
+    with pytest.raises(ImportError, match="pyarrow"):
+        table_io.open_table(path, header=True, engine="parts")

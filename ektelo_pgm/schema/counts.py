@@ -11,8 +11,13 @@ import numpy as np
 
 from .. import progress
 from ..errors import InputError
-from ..table_io import canonical, factorized, is_dask_collection, pandas_module
+from ..table_io import Partitions, canonical, factorized, is_dask_collection, pandas_module
 from ..times import as_times
+
+#: Bytes a run takes per distinct value of a column held in its tally, from the tally to the
+#: schema's release: 2M unique whole numbers took 838 and 857 MB more than the table without them
+#: (``synth --mechanism mst`` part by part, benchmarks/big_synth.py, docs/big_data.md).
+VALUE_BYTES = 450
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,11 @@ def timed(t: Tally, fmt: str) -> Tally:
 def tallies(frame, markers: frozenset) -> dict[str, Tally]:
     """The Tally of every column of a pandas or partitioned table (a Dask DataFrame, read
     partition by partition where Dask runs, or an iterable of pandas DataFrames such as
-    :class:`~ektelo_pgm.table_io.Partitions`): the partitions' tallies merged in order."""
+    :class:`~ektelo_pgm.table_io.Partitions`): the partitions' tallies merged in order.  Where
+    the distinct values held for a Partitions would take more than its memory ``cap``
+    (``VALUE_BYTES`` each: a column of identifiers), a note says so where progress bars are
+    shown (:func:`~ektelo_pgm.progress.note`: their number is the data's), naming the column
+    holding the most."""
     if is_dask_collection(frame):
         from ..dask_dataset import dask_module
 
@@ -77,10 +86,20 @@ def tallies(frame, markers: frozenset) -> dict[str, Tally]:
     else:
         parts = (_part_tallies(part, markers) for part in frame)
     columns: dict[str, list] = {}
+    held: dict[str, int] = {}  # distinct values held per column, over the parts read
+    cap = frame.cap if isinstance(frame, Partitions) else None
     with progress.bar(None, "schema counts", "part") as shown:
         for part in parts:
             for name, t in part.items():
                 columns.setdefault(name, []).append(t)
+                held[name] = held.get(name, 0) + len(t.values)
+            if cap is not None and sum(held.values()) * VALUE_BYTES > cap:
+                most = max(held, key=held.get)
+                progress.note(f"note: the schema's counts hold {sum(held.values()):,} distinct values (about "
+                              f"{sum(held.values()) * VALUE_BYTES / 2**20:,.0f} MB), past the memory cap of "
+                              f"{cap / 2**20:,.0f} MB; column {most!r} holds {held[most]:,}: an identifier? leave "
+                              "it out (--drop) or write it afresh (--regenerate)")
+                cap = None
             shown.update()
     if not columns:
         raise InputError("the table has no rows")
