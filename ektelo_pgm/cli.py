@@ -273,8 +273,10 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
         elif column.other is not None:
             changes.append(f"values outside its {len(column.categories)} categories are written as {column.other!r}")
         elif numbers and not column.missing:
-            changes.append(f"a number outside its {len(column.categories)} categories is written as the nearest of them")
-    changes.append("blanks kept" if column.missing else "no blanks (a blank, or a value it cannot code, takes its first code)")
+            lo, hi = min(numbers), max(numbers)
+            changes.append(f"every number written as {lo}" if lo == hi else
+                           f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
+    changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
     return changes
 
 

@@ -351,9 +351,9 @@ def test_zip_codes_stay_categories_and_every_schema_change_is_a_note(tmp_path, c
 
     model = Synthesizer.load(tmp_path / "model.npz")
     notes = [line for line in err.splitlines() if line.startswith("ektelo-pgm: note: column")]
-    assert notes == [f"ektelo-pgm: note: column {c.name!r}: " + "; ".join(column_changes(c, model.thresholds.get(c.name),
-                                                                                           False))
-                     for c in model.encoder.columns.values()]
+    changes = [column_changes(c, model.thresholds.get(c.name), False) for c in model.encoder.columns.values()]
+    assert notes == [f"ektelo-pgm: note: column {c.name!r}: " + "; ".join(said)
+                     for c, said in zip(model.encoder.columns.values(), changes)]
     assert re.search(r"note: column 'price': numbers clipped to \[\d+(\.\d+)?, \d+(\.\d+)?\]; no blanks", err)
     code, _, err = run(capsys, "synth", tmp_path / "pets.csv", "--header", "-o", tmp_path / "out.csv", "--epsilon", 1,
                        "--mechanism", "mst", "--seed", 0, "--numeric", "zip_code")
