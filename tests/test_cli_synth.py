@@ -329,6 +329,37 @@ def test_rare_categories_become_other_and_identifiers_are_left_out_or_regenerate
     assert abs(share - real) < 0.05 and abs(out["city"].isna().mean() - 0.05) < 0.02  # missing stays missing
 
 
+def test_zip_codes_stay_categories_and_every_schema_change_is_a_note(tmp_path, capsys):
+    """Issue 56: ZIP codes were binned as numbers (Seattle pets: 38 synthetic ZIP codes that do
+    not exist); a column whose name says it holds codes is read as categories, with a note, and
+    --numeric bins it.  Every column's changes are one note, made from the saved schema alone:
+    the same lines again from the model's encoder."""
+    rng = np.random.default_rng(1)
+    n = 8000
+    zips = rng.choice(np.arange(98001, 98200, 5), 30, replace=False)
+    frame = pd.DataFrame({"zip_code": rng.choice(zips, n, p=np.r_[np.full(10, 0.07), np.full(20, 0.015)]),
+                          "nights": np.r_[rng.choice(5, n - 40), rng.integers(5, 20, 40)],
+                          "price": rng.gamma(3.0, 40.0, n).round(2), "city": rng.choice(["a", "b", "c"], n)})
+    frame.to_csv(tmp_path / "pets.csv", index=False)
+    code, _, err = run(capsys, "synth", tmp_path / "pets.csv", "--header", "-o", tmp_path / "out.csv", "--epsilon", 1,
+                       "--mechanism", "mst", "--seed", 0, "--save", tmp_path / "model.npz")
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert code == 0 and set(out["zip_code"]) <= {str(z) for z in zips} | {OTHER}, set(out["zip_code"]) - set(zips)
+    assert "note: column 'zip_code': number-like codes read as categories (--numeric to bin them as numbers)" in err
+    assert not (out[["nights", "price", "city"]] == "").any().any()  # complete columns gain no blanks
+    from ektelo_pgm.cli import column_changes
+
+    model = Synthesizer.load(tmp_path / "model.npz")
+    notes = [line for line in err.splitlines() if line.startswith("ektelo-pgm: note: column")]
+    changes = [column_changes(c, model.thresholds.get(c.name), False) for c in model.encoder.columns.values()]
+    assert notes == [f"ektelo-pgm: note: column {c.name!r}: " + "; ".join(said)
+                     for c, said in zip(model.encoder.columns.values(), changes)]
+    assert re.search(r"note: column 'price': numbers clipped to \[\d+(\.\d+)?, \d+(\.\d+)?\]; no blanks", err)
+    code, _, err = run(capsys, "synth", tmp_path / "pets.csv", "--header", "-o", tmp_path / "out.csv", "--epsilon", 1,
+                       "--mechanism", "mst", "--seed", 0, "--numeric", "zip_code")
+    assert code == 0 and "number-like" not in err and "note: column 'zip_code': numbers clipped to [" in err
+
+
 def test_public_categories_are_kept_whole_marked_public_and_cost_nothing(tmp_path, capsys):
     """120 towns of about 70 rows each, below the release threshold: inferred, most are too rare;
     declared public, each is a category, and the schema says so."""

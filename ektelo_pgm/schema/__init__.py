@@ -66,9 +66,14 @@ Everything else is post-processing of those noisy counts:
   decimals its numbers have;
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count), or that has a missing code, codes them together as one category,
-  labelled ``other`` (never a blank); a column has a missing code only when its missing values
-  (for a numeric column: and text) are noticeably many; a value needing a code its column lacks
-  gets the column's first code (:func:`encoded`: no record is ever dropped);
+  labelled ``other`` (never a blank); a column has a missing code only where the noisy count of
+  its missing values (for a numeric column: and text) is clearly positive (:func:`has_missing`:
+  a column without blanks never gains them); a number a column cannot code goes to the nearest
+  end, or in a categorical column of numbers the nearest category (clipped, never blanked); any
+  other value needing a code its column lacks gets the column's first code (:func:`encoded`: no
+  record is ever dropped);
+* a column whose name says it holds codes (:func:`names_codes`: ZIP and postal codes, FIPS, a
+  codebook's) is categorical unless its kind is given: the name is public, so this costs nothing;
 * a column of which nothing can be released (no value frequent enough: an identifier, free
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
   reason (``left_out``).
@@ -102,11 +107,11 @@ from .counts import Tally, column_values, merged, tallies, tally
 from .declared import ColumnSpec, Declared, undeclared
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
 from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
-from .kinds import BINS, OTHER, WHOLE_CODES, column_from, public_column
+from .kinds import BINS, OTHER, WHOLE_CODES, column_from, names_codes, public_column
 from .numbers import fine_charges, refine
 from .table import infer, learn
 
 __all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "undeclared", "public_column", "Unreleasable",
            "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values", "Release",
-           "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "BOUNDARIES",
-           "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]
+           "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "names_codes",
+           "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

@@ -12,7 +12,7 @@ from ..dataset import Dataset
 from ..encoding import TableEncoder
 from ..errors import InputError
 from ..files import PRIVATE_FOLDER, private_file
-from ..table_io import Partitions, arrow, canonical_value, factorized, is_dask_collection, pandas_module
+from ..table_io import Partitions, arrow, as_float, canonical_value, factorized, is_dask_collection, pandas_module
 from ..times import as_times
 
 
@@ -22,7 +22,9 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     never refused or dropped, so neither the run's outcome nor the number of records the
     mechanism sees depends on one record's values (substitute neighbours stay substitute
     neighbours).  A number outside its column's range goes to the nearest end bin (infinities
-    included); a value the column cannot code (missing, text in a numeric column, a category
+    included), and in a categorical column of numbers without an other or a missing code, a
+    number outside its categories to the nearest of them: numbers are clipped, never blanked; a
+    value the column cannot code otherwise (missing, text in a numeric column, a category
     outside the schema's) gets the column's missing code, or its first code when the schema
     gives it none (a data-independent choice: such records are few, by the schema's rule or by
     the user's declaration); a column with an ``other`` code gives it to the values outside its
@@ -89,5 +91,25 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
         code = pandas_module().Index(categories, dtype=object).get_indexer(values)
         if column.other is not None:
             code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
+        elif not column.missing:
+            code = _nearest(code, values, categories)
     code[code < 0] = column.size - 1 if column.missing else 0
     return code.astype(np.int64)[rows]
+
+
+def _nearest(code: np.ndarray, values: np.ndarray, categories: list) -> np.ndarray:
+    """``code`` with each number not among ``categories`` given the code of the nearest number
+    among them (the lower of two as near; the end one beyond them: clipped, as a numeric column
+    clips), where the categories hold numbers."""
+    numeric = [(as_float(c), k) for k, c in enumerate(categories) if isinstance(c, (int, float))]
+    uncoded = np.flatnonzero((code < 0) & np.array([isinstance(v, (int, float)) for v in values], dtype=bool))
+    if not numeric or not uncoded.size:
+        return code
+    points, codes = map(np.array, zip(*sorted(numeric)))
+    x = np.array([as_float(v) for v in values[uncoded]], dtype=float)
+    at = np.searchsorted(points, x)  # the first category at or above each number
+    below, above = np.clip(at - 1, 0, points.size - 1), np.minimum(at, points.size - 1)
+    pick = np.where(points[above] - x < x - points[below], above, below)
+    code = code.copy()
+    code[uncoded] = codes[pick]
+    return code

@@ -5,6 +5,7 @@ the user declares public knowledge (:func:`public_column`)."""
 from __future__ import annotations
 
 import math
+import re
 
 from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
@@ -12,16 +13,13 @@ from .counts import Tally
 from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
 from .numbers import TAIL_SHARE, numeric_from, whole_span
 
-#: A column gets a missing code when the records it cannot code otherwise number this many stds.
-#: A missing code that noise made gets blanks from the model's noise (1-6% of the synthetic
-#: column); in three schemas of each table of benchmarks/real_tables.py, 16 of 486 columns without
-#: blanks got one (86 at one std), and of the 44 columns with blanks that they encode 3 have fewer
-#: than two stds of them (4, 24 and 318 records).
-MISSING_Z = 2.0
 #: A categorical column gets an other code when its values not released number this many stds
 #: (noise alone passes 2.3% of the time), or when it has a missing code: values not released are
 #: never coded as missing.
 OTHER_Z = 2.0
+#: Words of a column's name that say it holds the codes of a codebook (:func:`names_codes`): ZIP
+#: and postal codes, FIPS, NAICS and ICD codes, whose numbers are labels, not amounts.
+CODE_WORDS = frozenset({"zip", "zipcode", "postal", "postcode", "fips", "naics", "icd", "code", "codes"})
 #: Default bins of a numeric column.
 BINS = 32
 #: Default label of the code that stands for a categorical column's values not released.
@@ -54,10 +52,10 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     values as point masses): numbers are never labelled ``other``.  Raises
     :class:`Unreleasable` when nothing can be released.
 
-    It gets a missing code only when its missing values (and, in a numeric column, text) are
-    noticeably many: at least ``MISSING_Z`` stds of their noisy count, never for the values not
-    released; without an other code (then the column has no missing code) those get its first
-    code (see :func:`encoded`: such values are few by the rule above)."""
+    It gets a missing code only where the noisy count of its missing values (and, in a numeric
+    column, text) is clearly positive (:func:`has_missing`), never for the values not released;
+    without an other code (then the column has no missing code) those get its first code, or in
+    a column of numbers the nearest (see :func:`encoded`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -65,7 +63,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     of_numbers = kind == "numeric" or timed or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
         and all(not isinstance(v, str) for v in r.values)
     integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
-    missing = bool(r.kinds["missing"] + r.kinds["text"] >= MISSING_Z * r.kind_std * math.sqrt(2))
+    missing = has_missing(r, True)
     unreleased = text + whole + fractional - sum(r.values.values())  # present, of a value not released
     noticed = unreleased >= OTHER_Z * math.sqrt((len(KINDS) - 1) * r.kind_std ** 2 + len(r.values) * r.std ** 2)
     binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
@@ -90,11 +88,45 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
         raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
                            f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
                            "identifier, free text, or a column almost always missing?); declare the column in a "
-                           "schema, give more records, or a larger epsilon")
+                           "schema, give more records, or a larger epsilon"
+                           + (" (its name reads as codes, so categories: --numeric bins it as numbers)"
+                              if kind == "categorical" and names_codes(r.name) else ""))
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
-    missing = not of_numbers and bool(r.kinds["missing"] >= MISSING_Z * r.kind_std)
+    missing = not of_numbers and has_missing(r, False)
     other = other if noticed or missing else None
     return CategoricalColumn(r.name, tuple(cats), missing, other=other)
+
+
+def has_missing(r: Release, of_numbers: bool) -> bool:
+    """Whether the column of the release ``r`` gets a missing code: the noisy count of what it
+    would code (blanks; in a column of numbers, ``of_numbers``, text too: two counts summed)
+    reaches the kinds' bar (:attr:`Release.kind_bar`: ``DECADE_Z`` stds under Gaussian noise,
+    the count an empty one passes as rarely under Laplace noise) times the square root of the
+    counts summed, which noise alone passes about once in 300,000 columns (under Laplace noise,
+    summed, more rarely still).  Two stds, the rule before, let 2.3% of the columns without
+    blanks gain a missing code that the model then fills with noise: 1-6% blank cells (hotel
+    rates' stays_in_weekend_nights 64, CPS1988's wage 56).  The price: a column whose blanks
+    are fewer than the bar loses them, each written as its first code; at epsilon 1 (half of it
+    on the schema) the bar is about 97 sqrt(d) blanks in a categorical column of a table of d
+    columns and 137 sqrt(d) blanks and text in one of numbers: 256 and 362 at 7 columns, 718
+    and 1,015 at 55.  In three schemas (epsilon 1, seeds 0-2) of each of the 12 tables of
+    benchmarks/real_tables.py (262 columns, 786 columns' schemas): none of the 606 without
+    blanks gets a missing code (18 at two stds: ames' Pool_Area, loans' issue_month, who's year,
+    ...); 33 of the 180 with blanks lose it (26 at two stds), the 7 more: hotel rates' country (164 blanks
+    of 15,402 rows, in 2 more schemas), loans' emp_length (817 of 10,000, in 1 more),
+    txhousing's sales (568 of 8,602, in 1) and weather's wind_dir (460 of 26,115, in 3)."""
+    kinds = ("missing", "text") if of_numbers else ("missing",)
+    return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * r.kind_bar)
+
+
+def names_codes(name: str) -> bool:
+    """Whether the column name ``name`` (public: it heads the output) says the column holds codes
+    (one of ``CODE_WORDS``, or a word ending in "code", words split at what is not a letter or a
+    digit and where a capital follows a small letter: ``zip_code``, ``ZIPCode``, ``postcode``):
+    :func:`~ektelo_pgm.schema.infer` reads such a column as categories unless its kind is given,
+    so that no synthetic ZIP code is one no record holds."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return any(w in CODE_WORDS or w.endswith("code") for w in re.split(r"[^a-z0-9]+", words.lower()) if w)
 
 
 def public_column(name: str, t: Tally) -> CategoricalColumn:

@@ -15,7 +15,7 @@ from ..table_io import MISSING, as_frame
 from .counts import tallies, timed
 from .declared import Declared, undeclared
 from .histogram import Unreleasable, float_below, release
-from .kinds import BINS, OTHER, column_from, public_column
+from .kinds import BINS, OTHER, column_from, names_codes, public_column
 from .numbers import fine_charges, refine
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
@@ -31,7 +31,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
     can make (:func:`fine_charges`: a column of small whole numbers makes one, a fractional one
     ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
-    columns it names (``"categorical"`` or ``"numeric"``) and ``other`` labels a categorical
+    columns it names (``"categorical"`` or ``"numeric"``; a column whose name says it holds codes,
+    :func:`names_codes`, is categorical unless named) and ``other`` labels a categorical
     column's values not released (see :func:`column_from`).  A column of which nothing can be
     released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
     encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
@@ -45,6 +46,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     if wrong:
         raise InputError(f"kinds {wrong}: each must name a column of the table {list(frame.columns)} and be "
                          "'categorical' or 'numeric'")
+    kinds = {**{c: "categorical" for c in frame.columns if names_codes(str(c))}, **kinds}
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
