@@ -1,7 +1,8 @@
 """Dates and times written as text: the formats a column of times is read in (TIME_FORMATS),
 the first format that reads each value (:func:`time_formats`), values read as whole seconds
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
-(:func:`time_texts`, :func:`time_text`)."""
+(:func:`time_texts`, :func:`time_text`); the units times are written in (TIME_UNITS, the finest a
+format writes :func:`finest_unit`, the coarsest each time is a multiple of :func:`time_units`)."""
 from __future__ import annotations
 
 import functools
@@ -19,6 +20,8 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
                 "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
                 "%b %d, %Y")
 
+#: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
+TIME_UNITS = (86400, 3600, 60, 1)
 
 #: English month abbreviations, as ``%b`` writes them (and reads them, in any case).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -50,6 +53,22 @@ def _time_pattern(fmt: str) -> re.Pattern:
     groups, a run of white space for each in it, in any case."""
     return re.compile("".join(f"(?P<{p[1]}>{_TIME_CODES[p[1]]})" if p.startswith("%") else
                               r"\s+" if p.isspace() else re.escape(p) for p in _time_pieces(fmt)), re.IGNORECASE)
+
+
+def finest_unit(fmt: str) -> int:
+    """The finest of TIME_UNITS the time format ``fmt`` writes, in seconds: a second with %S, a
+    minute with %M, an hour with %H, else a day (a date: every time it reads is a midnight)."""
+    pieces = _time_pieces(fmt)
+    return next((unit for code, unit in (("%S", 1), ("%M", 60), ("%H", 3600)) if code in pieces), 86400)
+
+
+def time_units(seconds: np.ndarray) -> np.ndarray:
+    """For whole ``seconds`` since 1970-01-01T00:00:00 (exact ints of any size; +-inf, a year past
+    what Python reads, counts as a midnight), the index in TIME_UNITS of the coarsest unit each is
+    a multiple of (0: a midnight, 3: a time with seconds)."""
+    return np.array([next(k for k, unit in enumerate(TIME_UNITS) if int(s) % unit == 0)
+                     if isinstance(s, (int, np.integer)) else 0 for s in np.asarray(seconds, dtype=object)],
+                    dtype=np.int64)
 
 
 def _days(year, month, day):
