@@ -2,10 +2,12 @@
 the first format that reads each value (:func:`time_formats`), values read as whole seconds
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
 (:func:`time_texts`, :func:`time_text`); the units times are written in (TIME_UNITS, the finest a
-format writes :func:`finest_unit`, the coarsest each time is a multiple of :func:`time_units`)."""
+format writes :func:`finest_unit`, the coarsest each time is a multiple of :func:`time_units`) and
+the starts of days, months or years in a range of times (:func:`calendar_marks`)."""
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -93,6 +95,25 @@ def _date(days):
     shifted = (5 * of_year + 2) // 153
     month = shifted + 3 - 12 * (shifted >= 10)
     return year_of_era + era * 400 + (month <= 2), month, of_year - (153 * shifted + 2) // 5 + 1
+
+
+def calendar_marks(lo: float, hi: float, most: int) -> np.ndarray:
+    """The starts (seconds since 1970-01-01T00:00:00) of the days strictly between ``lo`` and ``hi``
+    seconds when they are at most ``most``, else of the months when they are, else of the years
+    when they are; else none (and none for a range past 2^53 seconds)."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and max(abs(lo), abs(hi)) < 2.0 ** 53 and lo < hi):
+        return np.empty(0)
+    first, last = math.floor(lo / 86400) + 1, math.ceil(hi / 86400) - 1  # the days starting inside
+    if last - first + 1 <= most:
+        return np.arange(first, last + 1) * 86400.0
+    (y0, m0, d0), (y1, m1, _) = (tuple(int(x) for x in _date(np.int64(day))) for day in (first, last))
+    months = np.arange(12 * y0 + m0 - 1 + (d0 > 1), 12 * y1 + m1)  # 12 * year + month - 1, starting inside
+    if months.size <= most:
+        return _days(months // 12, months % 12 + 1, np.ones_like(months)) * 86400.0
+    years = np.arange(y0 + ((m0, d0) > (1, 1)), y1 + 1)
+    if years.size <= most:
+        return _days(years, np.ones_like(years), np.ones_like(years)) * 86400.0
+    return np.empty(0)
 
 
 def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:

