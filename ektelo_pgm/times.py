@@ -68,9 +68,16 @@ def time_units(seconds: np.ndarray) -> np.ndarray:
     """For whole ``seconds`` since 1970-01-01T00:00:00 (exact ints of any size; +-inf, a year past
     what Python reads, counts as a midnight), the index in TIME_UNITS of the coarsest unit each is
     a multiple of (0: a midnight, 3: a time with seconds)."""
-    return np.array([next(k for k, unit in enumerate(TIME_UNITS) if int(s) % unit == 0)
-                     if isinstance(s, (int, np.integer)) else 0 for s in np.asarray(seconds, dtype=object)],
-                    dtype=np.int64)
+    seconds = np.asarray(seconds, dtype=object)
+    try:
+        whole = seconds.astype(np.int64)
+    except OverflowError:  # past int64, or infinite: one at a time
+        return np.array([next(k for k, unit in enumerate(TIME_UNITS) if int(s) % unit == 0)
+                         if isinstance(s, (int, np.integer)) else 0 for s in seconds], dtype=np.int64)
+    units = np.full(whole.size, len(TIME_UNITS) - 1, dtype=np.int64)
+    for k in range(len(TIME_UNITS) - 2, -1, -1):  # the coarsest last
+        units[whole % TIME_UNITS[k] == 0] = k
+    return units
 
 
 def _days(year, month, day):
