@@ -120,9 +120,9 @@ def _finest_noticed(noisy: np.ndarray, scale: float, budget: Budget, r: Release)
 def fine_charges(r: Release, integer: bool) -> int:
     """The charges :func:`refine` makes at most on the release ``r``: one for the number of
     distinct whole numbers, for the decimals or for the unit of times written with a clock (none
-    for a column of dates), and one per depth
-    of digits its sure cells can be split to (whole numbers: down to parts one wide, so none
-    for cells one wide).  Post-processing of ``r``'s noisy counts."""
+    for a column of dates), and one per depth of digits its sure cells can be split to (whole
+    numbers: down to parts one wide, so none for cells one wide).  Post-processing of ``r``'s
+    noisy counts."""
     cells = _sure_cells(r, integer)
     if not integer:
         depths = FINE_DEPTH if cells.size else 0
