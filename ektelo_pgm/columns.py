@@ -152,7 +152,8 @@ class NumericColumn:
     ``len(edges) - 1``, stands for a missing value.  ``decimals`` (fractional columns): decoded
     values are rounded to that many decimals, as the column's numbers are written (None: not
     rounded).  ``time_format``: the numbers are whole seconds since 1970-01-01T00:00:00, read
-    from and written as text in that format (:func:`as_times`).
+    from and written as text in that format (:func:`as_times`); ``time_unit``: decoded times are
+    whole multiples of that many seconds (86400: midnights, 3600: on the hour; None: any second).
     """
 
     name: str
@@ -161,6 +162,7 @@ class NumericColumn:
     missing: bool
     decimals: int | None = None
     time_format: str | None = None
+    time_unit: int | None = None
 
     kind = "numeric"
 
@@ -302,8 +304,9 @@ class NumericColumn:
         ``within_bin="midpoint"`` gives the middle of the bin (for whole
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
-        uniformly among the bin's whole numbers).  A bin one float wide (a point mass) gives
-        its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
+        uniformly among the bin's whole numbers; of a column of times, among its multiples of
+        ``time_unit``, or its whole seconds where it holds none).  A bin one float wide (a point
+        mass) gives its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
         integers binned at fractional edges): the integers inside each bin, or the integer
         nearest its middle when it holds none, so that a value re-encodes to its code.
         """
@@ -321,10 +324,15 @@ class NumericColumn:
             empty = stop <= first
             first = np.where(empty, np.round((lo + hi) / 2), first)
             lo, hi = first, np.where(empty, first + 1, stop)
+            step = np.ones(codes.shape)
+            if self.time_unit is not None and self.time_unit > 1:  # in units: the multiples of the bin
+                first, stop = np.ceil(lo / self.time_unit), np.ceil(hi / self.time_unit)
+                step = np.where(stop > first, float(self.time_unit), 1.0)
+                lo, hi = np.where(stop > first, first, lo), np.where(stop > first, stop, hi)
             if within_bin == "midpoint":
-                values = np.floor((lo + hi - 1) / 2)
+                values = np.floor((lo + hi - 1) / 2) * step
             else:
-                values = lo + np.floor(rng.random(codes.shape) * (hi - lo))
+                values = (lo + np.floor(rng.random(codes.shape) * (hi - lo))) * step
             values[absent] = np.nan
             values = pd.Series(values, name=self.name).astype("Int64")
             if self.time_format is None:
@@ -351,7 +359,7 @@ class NumericColumn:
     def to_dict(self) -> dict:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
-        optional = {"decimals": self.decimals, "time_format": self.time_format}
+        optional = {"decimals": self.decimals, "time_format": self.time_format, "time_unit": self.time_unit}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

@@ -81,7 +81,7 @@ def _column_from_dict(spec: dict):
                                  bool(spec.get("public", False)))
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
-                             spec.get("decimals"), spec.get("time_format"))
+                             spec.get("decimals"), spec.get("time_format"), spec.get("time_unit"))
     raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

@@ -1,10 +1,13 @@
 """Dates and times written as text: the formats a column of times is read in (TIME_FORMATS),
 the first format that reads each value (:func:`time_formats`), values read as whole seconds
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
-(:func:`time_texts`, :func:`time_text`)."""
+(:func:`time_texts`, :func:`time_text`); the units times are written in (TIME_UNITS, the finest a
+format writes :func:`finest_unit`, the coarsest each time is a multiple of :func:`time_units`) and
+the starts of days, months or years in a range of times (:func:`calendar_marks`)."""
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -19,6 +22,8 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
                 "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
                 "%b %d, %Y")
 
+#: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
+TIME_UNITS = (86400, 3600, 60, 1)
 
 #: English month abbreviations, as ``%b`` writes them (and reads them, in any case).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -52,6 +57,29 @@ def _time_pattern(fmt: str) -> re.Pattern:
                               r"\s+" if p.isspace() else re.escape(p) for p in _time_pieces(fmt)), re.IGNORECASE)
 
 
+def finest_unit(fmt: str) -> int:
+    """The finest of TIME_UNITS the time format ``fmt`` writes, in seconds: a second with %S, a
+    minute with %M, an hour with %H, else a day (a date: every time it reads is a midnight)."""
+    pieces = _time_pieces(fmt)
+    return next((unit for code, unit in (("%S", 1), ("%M", 60), ("%H", 3600)) if code in pieces), 86400)
+
+
+def time_units(seconds: np.ndarray) -> np.ndarray:
+    """For whole ``seconds`` since 1970-01-01T00:00:00 (exact ints of any size; +-inf, a year past
+    what Python reads, counts as a midnight), the index in TIME_UNITS of the coarsest unit each is
+    a multiple of (0: a midnight, 3: a time with seconds)."""
+    seconds = np.asarray(seconds, dtype=object)
+    try:
+        whole = seconds.astype(np.int64)
+    except OverflowError:  # past int64, or infinite: one at a time
+        return np.array([next(k for k, unit in enumerate(TIME_UNITS) if int(s) % unit == 0)
+                         if isinstance(s, (int, np.integer)) else 0 for s in seconds], dtype=np.int64)
+    units = np.full(whole.size, len(TIME_UNITS) - 1, dtype=np.int64)
+    for k in range(len(TIME_UNITS) - 2, -1, -1):  # the coarsest last
+        units[whole % TIME_UNITS[k] == 0] = k
+    return units
+
+
 def _days(year, month, day):
     """Days from 1970-01-01 to dates of the proleptic Gregorian calendar (year 0 being 1 BC),
     exactly (Hinnant's days_from_civil): elementwise on integer arrays, or on object arrays of
@@ -74,6 +102,25 @@ def _date(days):
     shifted = (5 * of_year + 2) // 153
     month = shifted + 3 - 12 * (shifted >= 10)
     return year_of_era + era * 400 + (month <= 2), month, of_year - (153 * shifted + 2) // 5 + 1
+
+
+def calendar_marks(lo: float, hi: float, most: int) -> np.ndarray:
+    """The starts (seconds since 1970-01-01T00:00:00) of the days strictly between ``lo`` and ``hi``
+    seconds when they are at most ``most``, else of the months when they are, else of the years
+    when they are; else none (and none for a range past 2^53 seconds)."""
+    if not (math.isfinite(lo) and math.isfinite(hi) and max(abs(lo), abs(hi)) < 2.0 ** 53 and lo < hi):
+        return np.empty(0)
+    first, last = math.floor(lo / 86400) + 1, math.ceil(hi / 86400) - 1  # the days starting inside
+    if last - first + 1 <= most:
+        return np.arange(first, last + 1) * 86400.0
+    (y0, m0, d0), (y1, m1, _) = (tuple(int(x) for x in _date(np.int64(day))) for day in (first, last))
+    months = np.arange(12 * y0 + m0 - 1 + (d0 > 1), 12 * y1 + m1)  # 12 * year + month - 1, starting inside
+    if months.size <= most:
+        return _days(months // 12, months % 12 + 1, np.ones_like(months)) * 86400.0
+    years = np.arange(y0 + ((m0, d0) > (1, 1)), y1 + 1)
+    if years.size <= most:
+        return _days(years, np.ones_like(years), np.ones_like(years)) * 86400.0
+    return np.empty(0)
 
 
 def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:

@@ -451,3 +451,25 @@ def test_time_formats_read_ordinary_text_as_pandas_did():
         theirs = [None if pd.isna(p) else int(p.to_datetime64().astype("datetime64[ns]").astype(np.int64) // 10**9)
                   for p in parsed]
         assert list(as_times(np.array(texts, dtype=object), fmt)) == theirs, fmt
+
+
+def test_times_decode_in_their_unit_and_round_trip():
+    """A column of times with ``time_unit`` 3600 writes each time on the hour inside its bin, a bin
+    holding no hour its whole seconds (declared edges need not be on the unit), at midpoints too;
+    the unit is written to and read back from the schema's JSON."""
+    start = 1356998400  # 2013-01-01 00:00:00
+    column = NumericColumn("at", (start + 1800, start + 7 * 3600 + 60, start + 7 * 3600 + 660, start + 9 * 3600), True,
+                           False, time_format="%Y-%m-%d %H:%M:%S", time_unit=3600)
+    codes = np.repeat([0, 1, 2], 400)
+    for within in WITHIN_BIN:
+        written = column.decode(codes, within, np.random.default_rng(0))
+        stamps = pd.to_datetime(written, format=column.time_format)
+        seconds = stamps.to_numpy().astype("datetime64[s]").astype(np.int64)
+        assert (np.searchsorted(column.edges, seconds, side="right") - 1 == codes).all(), within
+        on_hour = (stamps.dt.minute == 0) & (stamps.dt.second == 0)
+        assert on_hour[codes != 1].all() and not on_hour[codes == 1].any(), within
+    assert set(pd.to_datetime(column.decode(codes[:400], "uniform", np.random.default_rng(1)),
+                              format=column.time_format).dt.hour) == set(range(1, 8))
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"at": column}
+    assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["at"] == column

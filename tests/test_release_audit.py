@@ -80,6 +80,13 @@ def stamped(rows):
     return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
 
 
+def hourly(rows):
+    """The base rows with a time of 2019 on the hour in place of the country."""
+    hours = np.random.default_rng(9).integers(0, 365 * 24, len(rows))
+    times = (np.datetime64("2019-01-01T00:00:00") + (hours * 3600).astype("timedelta64[s]")).astype(str)
+    return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
+
+
 def tropez(rows):
     """The base rows with a city written as database dumps write a quote in a field (a backslash
     before it), one record in 5: a category released."""
@@ -183,6 +190,8 @@ CASES = {
     # issue 52: values
     "time of year 3000": Case(substitute("country", "3000-01-01 00:00:00"), base=stamped),
     "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
+    # issue 56: a time's unit
+    "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
@@ -280,7 +289,8 @@ def run(command: str, table, case: Case, seed: int, out) -> Run:
 
 def shape(value: str) -> str:
     """The form of one CSV field: empty, a whole number, a decimal with its number of decimals
-    (6 or more alike: a random float has 6 to 17), a number with an exponent, or text."""
+    (6 or more alike: a random float has 6 to 17), a number with an exponent, a time (on the
+    hour or not), or text."""
     if value == "":
         return "empty"
     if re.fullmatch(r"-?\d+", value):
@@ -289,6 +299,8 @@ def shape(value: str) -> str:
         return f"decimals {min(len(m.group(1)), 6)}"
     if re.fullmatch(r"-?\d*\.?\d+[eE][-+]?\d+", value):
         return "exponent"
+    if m := re.fullmatch(r"-?\d{4,}-\d\d-\d\d \d\d:(\d\d):(\d\d)", value):
+        return "time on the hour" if m.groups() == ("00", "00") else "time"
     return "text"
 
 
@@ -314,9 +326,11 @@ def csv_features(name: str, data: bytes) -> dict:
 def schema_features(name: str, schema: dict) -> dict:
     """A schema's columns: their names, kinds and whether they have a missing code, all together
     and column by column (so that what one record decides of a column shows whatever the noise
-    decides of the others)."""
+    decides of the others), and the unit of a column of times on its own."""
     found = {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
     found.update({f"{name}: column {c['name']}": (c["kind"], c["missing"]) for c in schema["columns"]})
+    found.update({f"{name}: column {c['name']} time unit": c["time_unit"] for c in schema["columns"]
+                  if "time_unit" in c})
     return found
 
 
@@ -637,3 +651,23 @@ def test_no_output_overwrites_the_input(tmp_path, capsys):
         assert main(["synth", str(path), "--header", *outputs, "--epsilon", "1"]) == 1
         assert "would overwrite the input" in capsys.readouterr().err
     assert table.read_bytes() == model.read_bytes() == before and not (tmp_path / "out.csv").exists()
+
+
+def test_the_audit_sees_a_unit_of_times_read_exactly(tmp_path, monkeypatch):
+    """Power for issue 56's unit of times: taken from the table exactly (the coarsest unit all its
+    times are multiples of) in place of its noisy counts, the one record at odd seconds among
+    times on the hour decides the schema's unit, and the audit flags it."""
+    from dataclasses import replace
+
+    from ektelo_pgm.schema import numbers
+    from ektelo_pgm.times import TIME_UNITS, time_units
+
+    noisy = numbers.refine
+
+    def exact(r, t, *args):
+        refined = noisy(r, t, *args)
+        return refined if r.time_format is None else replace(refined, time_unit=TIME_UNITS[time_units(t.values).max()])
+
+    monkeypatch.setattr("ektelo_pgm.schema.table.refine", exact)
+    found = audit(tmp_path, CASES["time at odd seconds among times on the hour"], "schema")
+    assert any(line.startswith("schema.json: column country time unit = '3600'") for line in found), found

@@ -20,7 +20,9 @@ alike (:func:`release`) and the rest where columns of numbers need it (:func:`re
   digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent grid (negatives
   mirrored, zero apart, ``k`` in DECADES);
 * for a column binned as numbers, the digits past the cell's two where the mass is, the
-  number of distinct whole numbers, or the numbers' decimals (:func:`refine`).
+  number of distinct whole numbers, the numbers' decimals, or for a column of times written
+  with a clock, each time's unit: the coarsest of day, hour, minute and second it is a
+  multiple of (:func:`refine`; a column of dates has none to count).
 
 Everything else is post-processing of those noisy counts:
 
@@ -29,7 +31,8 @@ Everything else is post-processing of those noisy counts:
   of numbers would be lost) and released values that are all numbers; it holds *whole numbers*
   when at most ``TEXT_SHARE`` of its numbers are fractional (up to ``NOISE_Z`` noise stds); a
   column *of times* has nearly only text in one format (:func:`_time_format`): its numbers are
-  whole seconds, binned, and written back in that format;
+  whole seconds, binned, and written back in that format, in the finest unit a noticeable
+  count of its times holds (the decimals' rule below; a date's unit is a day);
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
   stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
   are kept, and next to them, one at a time, the decade with the larger noisy count while they
@@ -63,7 +66,10 @@ Everything else is post-processing of those noisy counts:
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
   of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
-  decimals its numbers have;
+  decimals its numbers have (the most held by a noticeable count: the decades' bar and
+  ``TEXT_SHARE`` of the numbers); a column of times has its edges on multiples of its unit,
+  its inner edge nearest each start of a day, month or year (the finest of which it has
+  fewer starts than bins) moved onto it, and is written in its unit;
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count), or that has a missing code, codes them together as one category,
   labelled ``other`` (never a blank); a column has a missing code only where the noisy count of

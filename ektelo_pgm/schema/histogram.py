@@ -55,8 +55,9 @@ class Release:
     cells it split (the ``index``-th of the ``10 ** depth`` equal parts of the cell), ``fine_bar``,
     the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those
     counts, ``decimals``, the decimals that tell the column's numbers apart (None: full
-    precision), and ``distinct``, the noisy number of distinct whole numbers.  ``time_format``:
-    a column of times in that format, whose numbers are whole seconds (:func:`column_values`)."""
+    precision), ``distinct``, the noisy number of distinct whole numbers, and ``time_unit``, the
+    unit in seconds (of TIME_UNITS) that a column of times is written in.  ``time_format``: a
+    column of times in that format, whose numbers are whole seconds (:func:`column_values`)."""
 
     name: str
     kinds: dict
@@ -74,6 +75,7 @@ class Release:
     decimals: int | None = None
     distinct: float | None = None
     time_format: str | None = None
+    time_unit: int | None = None
 
 
 def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:

@@ -13,6 +13,7 @@ import numpy as np
 from ..columns import NumericColumn, json_value
 from ..privacy import Budget
 from ..table_io import as_float
+from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
 from .counts import Tally
 from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
@@ -50,16 +51,21 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     column of whole numbers, the number of distinct numbers (sensitivity 1 too), which tells an
     identifier (:func:`column_from`), and for a fractional column the count of numbers per
     number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
-    decimals held by a noticeable count (the decades' bar, which noise alone lets pass in about
-    one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
-    fractional column in a hundred with made-up decimals).  Which nodes are split depends on
-    earlier noisy counts only; a depth that would split no node spends nothing."""
+    decimals held by a noticeable count (:func:`_finest_noticed`: the decades' bar, which noise
+    alone lets pass in about one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three
+    stds would write one fractional column in a hundred with made-up decimals); and for a column
+    of times in a format with a clock, the count of times per coarsest unit each is a multiple of
+    (:func:`~ektelo_pgm.times.time_units`: day, hour, minute, second), which gives
+    ``r.time_unit``: the finest unit held by a noticeable count, by the same rule (none noticed:
+    the finest the format writes), so that times on the hour are written on the hour.  Which
+    nodes are split depends on earlier noisy counts only; a depth that would split no node
+    spends nothing."""
     whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
     fractional = np.array([isinstance(v, float) for v in t.values], dtype=bool)
     numbers = np.array([as_float(v) for v in t.values[whole | fractional]], dtype=float)
     weights = t.counts[whole | fractional]
     cells = cell_of(numbers)
-    fine, decimals, distinct, fine_std = {}, None, None, math.inf
+    fine, decimals, distinct, time_unit, fine_std = {}, None, None, None, math.inf
     if integer and r.time_format is None:
         count = np.array([float(whole.sum())])
         noisy, _, fine_std = noisy_counts(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
@@ -70,10 +76,14 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
                              minlength=MAX_DECIMALS + 2).astype(float)
         counts[0] += t.counts[whole].sum()
         noisy, scale, _ = noisy_counts(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
-        total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
-        noticed = np.flatnonzero(noisy >= max(noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), TEXT_SHARE * total))
-        most = int(noticed[-1]) if noticed.size else 0
+        most = _finest_noticed(noisy, scale, budget, r)
+        most = 0 if most is None else most
         decimals = most if most <= MAX_DECIMALS else None
+    elif finest_unit(r.time_format) < TIME_UNITS[0]:  # a column of times with a clock
+        counts = np.bincount(time_units(t.values), weights=t.counts, minlength=len(TIME_UNITS)).astype(float)
+        noisy, scale, _ = noisy_counts(counts, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
+        finest = _finest_noticed(noisy, scale, budget, r)
+        time_unit = max(TIME_UNITS[-1 if finest is None else finest], finest_unit(r.time_format))
     bar = math.inf
     nodes = [(int(c), 0, 0) for c in _sure_cells(r, integer)]
     for depth in range(1, FINE_DEPTH + 1):
@@ -94,21 +104,32 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
         children = [(c, depth, 10 * i + j) for c, _, i in nodes for j in range(10)]
         fine.update(zip(children, noisy))
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
-    return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct)
+    return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct,
+                   time_unit=time_unit)
+
+
+def _finest_noticed(noisy: np.ndarray, scale: float, budget: Budget, r: Release) -> int | None:
+    """Index of the last of the ``noisy`` counts (of the numbers of ``r``, noise scale ``scale``)
+    that is noticeable: at least the decades' bar and ``TEXT_SHARE`` of the numbers; None when
+    none is.  Post-processing of the counts."""
+    total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
+    noticed = np.flatnonzero(noisy >= max(noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), TEXT_SHARE * total))
+    return int(noticed[-1]) if noticed.size else None
 
 
 def fine_charges(r: Release, integer: bool) -> int:
     """The charges :func:`refine` makes at most on the release ``r``: one for the number of
-    distinct whole numbers or for the decimals (none for a column of times), and one per depth
-    of digits its sure cells can be split to (whole numbers: down to parts one wide, so none
-    for cells one wide).  Post-processing of ``r``'s noisy counts."""
+    distinct whole numbers, for the decimals or for the unit of times written with a clock (none
+    for a column of dates), and one per depth of digits its sure cells can be split to (whole
+    numbers: down to parts one wide, so none for cells one wide).  Post-processing of ``r``'s
+    noisy counts."""
     cells = _sure_cells(r, integer)
     if not integer:
         depths = FINE_DEPTH if cells.size else 0
     else:
         widths = [_width((int(c), 0, 0)) for c in cells]
         depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
-    return int(r.time_format is None or not integer) + depths
+    return int(r.time_format is None or not integer or finest_unit(r.time_format) < TIME_UNITS[0]) + depths
 
 
 def _decimals(x: float) -> int:
@@ -330,13 +351,29 @@ def whole_span(r: Release):
     return (lo, hi) if lo <= hi else None
 
 
+def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
+    """The inner edges ``inner`` of a column of times with the calendar ``marks`` (the starts of its
+    days, months or years, :func:`~ektelo_pgm.times.calendar_marks`) in place of the edge nearest
+    each (both kept where one edge is the nearest to two): no bin straddles a month, so a time
+    drawn in a bin keeps the month its code stands for (weather's time_hour agreed with its month
+    column in 76% of synthetic rows, mean of 6 seeds, where its bins alone allowed 82%; 86% with
+    edges on its months, where they allow 99.5%)."""
+    if not marks.size or not inner.size:
+        return np.concatenate([inner, marks])
+    nearest = np.abs(inner[None, :] - marks[:, None]).argmin(axis=1)
+    return np.concatenate([np.delete(inner, nearest), marks])
+
+
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
     The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`_end`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
     finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
-    the column's ``decimals``."""
+    the column's ``decimals``; a column of times keeps its ``time_unit`` (when :func:`refine` did
+    not learn it, the finest its format writes), its edges rounded up to multiples of it, so
+    that every bin holds times written in it, and its inner edges moved onto the starts of its
+    days, months or years (:func:`_on_calendar`)."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
@@ -362,13 +399,18 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
-                                 upper.size - 1)] if upper.size else []
+                                 upper.size - 1)] if upper.size else np.empty(0)
+        if r.time_format is not None:
+            inner = _on_calendar(inner, calendar_marks(lo, hi, bins - 1))
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
     if not edges:
         raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
                          "declare its bounds in a schema, give more records, or a larger epsilon")
-    edges = np.unique(np.ceil(edges) if integer else np.array(edges, dtype=float))
+    unit = None if r.time_format is None else r.time_unit or finest_unit(r.time_format)
+    step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
+    edges = np.unique(np.ceil(np.array(edges, dtype=float) / step) * step if integer else np.array(edges, dtype=float))
     if edges.size == 1:
-        edges = np.append(edges, edges[0] + 1.0 if integer else np.nextafter(edges[0], math.inf))
+        edges = np.append(edges, edges[0] + step if integer else np.nextafter(edges[0], math.inf))
     decimals = None if integer else r.decimals
-    return NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format)
+    return NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
+                         unit)
