@@ -615,6 +615,12 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
     assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
     assert joined.edges[-1] == 1609372800 + 1  # 2020-12-31 in seconds, whole seconds up to it
     assert meta.kinds == {"income": "numeric", "colour": "categorical", "seen": "numeric"}
+    counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000]},
+                                        "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14}}}).declared
+    assert counts.columns["n"].edges[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and counts.columns["n"].edges[-1] == 17001
+    assert {1063, 2126, 15939} <= set(counts.columns["n"].edges) and len(counts.columns["n"].edges) <= 33
+    assert counts.columns["x"].edges[:4] == (0, 5e-324, 1, 10) and len(counts.columns["x"].edges) <= 15  # 0 alone
+    assert set(counts.columns["x"].edges) >= {10000, 100000 / 7, 100000}
     assert meta.public == ("state",) and meta.regenerate == ("user_id",)
     assert list(meta.left_out) == ["email", "notes"]
     assert all(f"column {c!r}: sdtype" in why for c, why in meta.left_out.items())

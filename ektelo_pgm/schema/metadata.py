@@ -6,8 +6,10 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 ``EXTENSION_KEYS``.  Each sdtype maps to what the schema knows for free:
 
 * ``numerical`` with ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) or ``"edges"``: a declared
-  numeric column (``computer_representation`` ``Int*``: whole numbers, ``Float``: fractional);
-  without: its kind is fixed numeric and its range inferred privately (``--numeric``);
+  numeric column (``computer_representation`` ``Int*``: whole numbers, ``Float``: fractional),
+  its bounds cut into ``"bins"`` equal bins, half of them by decades instead (:func:`decade_edges`)
+  where the bounds span decades from zero or one as counts and amounts do; without: its kind is fixed numeric and its
+  range inferred privately (``--numeric``);
 * ``categorical`` with ``"values"`` (or ``"categories"``): a declared categorical column; with
   ``"public": true`` and no values: its categories read from the table as public
   (``--public-categories``); else its kind is fixed categorical (``--categorical``);
@@ -25,12 +27,13 @@ data; an error is one line naming the file and the column."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..columns import NumericColumn
+from ..columns import NumericColumn, check_bounds, json_value
 from ..errors import InputError
 from ..times import TIME_FORMATS, as_times
 from .declared import ColumnSpec, Declared
@@ -49,6 +52,11 @@ REPRESENTATIONS = ("Float", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16"
 SDTYPES = ("numerical", "categorical", "boolean", "datetime", "id")
 #: The two values of a boolean column without ``"values"``, as pandas, SDV and Parquet write them.
 BOOLEAN = ("False", "True")
+#: Declared bounds ``0 <= lo < hi`` with ``hi`` above this many times ``max(lo, 1)`` are cut by
+#: decades (:func:`decade_edges`): equal bins would put most counts or amounts in the first.
+SPREAD = 100
+#: The steps of a decade that its bins start at, the finest that the column's bins allow.
+DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1, 3), (1,))
 
 
 @dataclass(frozen=True)
@@ -225,10 +233,37 @@ def _column(name: str, sdtype: str, spec: dict):
         whole = None if representation is None else representation != "Float"
         if bounds is not None and whole is not None:
             bounds = _typed(name, bounds, whole)
-        return ColumnSpec(name, "numeric", bounds=bounds, bins=spec.get("bins", BINS), edges=edges, integer=whole,
-                          missing=missing).column()
+        column = ColumnSpec(name, "numeric", bounds=bounds, bins=spec.get("bins", BINS), edges=edges, integer=whole,
+                            missing=missing).column()
+        decades = None if edges is not None else decade_edges(*check_bounds(name, bounds), spec.get("bins", BINS))
+        return column if decades is None else NumericColumn(name, decades, column.integer, column.missing)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
     return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
+
+
+def decade_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
+    """Bin edges from ``lo`` to ``hi`` for numbers spread over decades, or None (equal bins)
+    unless ``0 <= lo`` and ``hi > SPREAD * max(lo, 1)``: ``bins - bins // 2`` equal bins, cut
+    again where the decades ``[10^k, 10^(k+1))`` between the bounds start their steps, the finest
+    of DECADE_STEPS that make at most ``bins // 2`` bins (``1, 2, 5, 10, 20, ...``; None where none
+    does): small numbers keep their detail, large ones their range.  Whole numbers only in a column of them (its last
+    edge ``hi + 1``); a fractional column from 0 keeps 0 in a bin of its own (one float wide: zeros
+    stay zeros).  Chosen from the bounds alone, no data."""
+    if lo < 0 or hi <= SPREAD * max(lo, 1):
+        return None
+    top = hi + 1 if integer else hi
+    zero = [float(np.nextafter(0.0, 1.0))] if lo == 0 and not integer else []
+    decades = range(math.floor(math.log10(max(lo, 1))), math.ceil(math.log10(hi)) + 1)
+    inner = []
+    for steps in DECADE_STEPS:
+        inner = {json_value(m * 10 ** k) for k in decades for m in steps
+                 if lo < m * 10 ** k < top and (not integer or float(m * 10 ** k).is_integer())}
+        if len(zero) + len(inner) + 1 <= bins // 2:
+            break
+    else:
+        return None
+    equal = NumericColumn.from_bounds("", (lo, hi), bins - bins // 2).edges
+    return tuple(sorted({*equal, *zero, *inner}))
 
 
 def _typed(name: str, bounds, whole: bool):
