@@ -309,19 +309,18 @@ def schema(args) -> None:
     unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
     if unknown:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
-    known = None if known is None else known.without(args.drop)
+    fixed, public, left_out, thresholds = kinds(args), args.public_categories, {}, {}
     if known is not None:
+        known = known.without(args.drop)
         known.check(frame.columns)
+        fixed, public, ids = known.joined(fixed, public)
+        left_out = {**known.left_out, **{c: f"column {c!r}: an id in {known.source}, written afresh by synth"
+                                         for c in ids}}
+    kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
-    left_out, thresholds = dict(known.left_out) if known else {}, {}
-    left_out.update({c: f"column {c!r}: an id in {known.source}, written afresh by synth" for c in
-                     (known.regenerate if known else ())})
-    out = {*args.drop, *(known.left_out if known else ()), *(known.regenerate if known else ())}
-    kept = frame[[c for c in frame.columns if c not in out]]
     encoder = learn(kept, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
-                    known.declared if known else None, [*args.public_categories, *(known.public if known else ())],
-                    kinds={**kinds(args), **(known.kinds if known else {})}, other=args.other_label,
-                    left_out=left_out, thresholds=thresholds)
+                    known and known.declared, public, kinds=fixed, other=args.other_label, left_out=left_out,
+                    thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
@@ -430,9 +429,9 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     declared = p.add_mutually_exclusive_group()
-    declared.add_argument("--metadata", type=path, help="SDV's metadata of the table (JSON: sdtypes, with optional \"values\", "
-                   "\"bounds\", \"public\", \"missing\"); nothing is spent on the columns it declares, ids are "
-                   "written afresh, other personal sdtypes left out")
+    declared.add_argument("--metadata", type=path, help="SDV's metadata of the table (JSON: sdtypes, with optional "
+                          "\"values\", \"bounds\", \"public\", \"missing\"); nothing is spent on the columns it "
+                          "declares, ids are written afresh, other personal sdtypes left out")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help=f"memory: read the table whole; parts: read it part by part, memory bounded whatever its "
                         f"size; auto (default): parts for a folder, a glob, or files larger than "
@@ -445,8 +444,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
                        "Ctrl-C, SIGTERM, SIGHUP)")
         p.add_argument("--mechanism", type=mechanism_name, default="aim",
                        help=f"one of {', '.join(sorted(mechanisms()))} (default aim)")
-        declared.add_argument("--schema", type=path, help="declared schema (JSON) of some or all columns; nothing is spent on "
-                       "the columns it fixes, the others are inferred privately (not with --metadata)")
+        declared.add_argument("--schema", type=path, help="declared schema (JSON) of some or all columns; nothing is "
+                              "spent on the columns it fixes, the others are inferred privately (not with --metadata)")
         p.add_argument("--regenerate", type=columns, default=[], help="comma-separated identifier columns "
                        "left out of the model and written afresh (1, 2, ..., n)")
         p.add_argument("--schema-share", type=fraction, default=SCHEMA_SHARE,

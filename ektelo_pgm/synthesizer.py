@@ -212,14 +212,7 @@ class Synthesizer:
         self.public = tuple(public)
         self.metadata = None if metadata is None else schemas.Metadata.read(metadata).without(self.drop)
         if self.metadata is not None:
-            named = set(self.metadata.columns)
-            twice = sorted(c for c in (*self.kinds, *self.regenerate, *self.public) if c in named)
-            if twice:
-                raise InputError(f"{self.metadata.source}: columns {twice} are in the metadata and also given a kind, "
-                                 "regenerated or public")
-            self.kinds = {**self.kinds, **self.metadata.kinds}
-            self.public += self.metadata.public
-            self.regenerate += self.metadata.regenerate
+            self.kinds, self.public, self.regenerate = self.metadata.joined(self.kinds, self.public, self.regenerate)
         self.left_out: dict[str, str] = {}
         self.thresholds: dict[str, float] = {}
         self.order: list[str] = []

@@ -110,5 +110,5 @@ from .table import infer, learn
 
 __all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "Metadata", "undeclared", "public_column",
            "Unreleasable", "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values",
-           "Release", "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "BOUNDARIES",
-           "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]
+           "Release", "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from",
+           "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

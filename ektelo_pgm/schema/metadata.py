@@ -138,6 +138,15 @@ class Metadata:
         if absent:
             raise InputError(f"{self.source}: column {absent[0]!r} is not in the table")
 
+    def joined(self, kinds: dict, public=(), regenerate=()) -> tuple[dict, tuple, tuple]:
+        """The ``kinds``, ``public`` and ``regenerate`` columns a user gives joined with this
+        metadata's; a column that both name is refused."""
+        twice = sorted(c for c in (*kinds, *public, *regenerate) if c in set(self.columns))
+        if twice:
+            raise InputError(f"{self.source}: columns {twice} are in the metadata and also given a kind, regenerated "
+                             "or public")
+        return {**kinds, **self.kinds}, (*public, *self.public), (*regenerate, *self.regenerate)
+
     def without(self, columns) -> "Metadata":
         """This metadata less ``columns`` (dropped by the user)."""
         gone = set(columns)
