@@ -607,14 +607,18 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
     declared = meta.declared.columns
     assert list(declared) == ["age", "fee", "tier", "active", "paid", "joined"]
     assert declared["age"].kind == "numeric" and declared["age"].integer and declared["age"].edges[::8] == (17, 91)
-    assert not declared["fee"].integer and declared["fee"].edges[::32] == (0.0, 10.0) and not declared["fee"].missing
+    fee = declared["fee"]  # fractional from 0: zeros in a bin of their own, then 31 equal bins
+    assert not fee.integer and fee.edges[:3] == (0, 5e-324, 10 / 31) and fee.edges[-1] == 10 and not fee.missing
     assert declared["tier"].categories == ("gold", "silver") and declared["tier"].other == "rest"
     assert declared["active"].categories == ("False", "True") and declared["active"].missing  # as pandas writes bools
     assert declared["paid"].categories == (0, 1) and declared["paid"].size == 2
     joined = declared["joined"]
     assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
-    assert joined.edges[-1] == 1609372800 + 1  # 2020-12-31 in seconds, whole seconds up to it
+    assert joined.edges[-1] == 1609459200 and all(e % 86400 == 0 for e in joined.edges)  # whole days, to 2021
     assert meta.kinds == {"income": "numeric", "colour": "categorical", "seen": "numeric"}
+    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y",
+                                             "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
+    assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
     counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000]},
                                         "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14}}}).declared
     assert counts.columns["n"].edges[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and counts.columns["n"].edges[-1] == 17001
@@ -666,6 +670,8 @@ def test_sdvs_own_metadata_forms_are_read_alike(tmp_path):
     ({"sdtype": "datetime", "datetime_format": "%y", "bounds": ["20", "21"]}, r"column 'x': time format '%y'"),
     ({"sdtype": "datetime", "datetime_format": "%Y", "bounds": ["2020-01-01", "2021-01-01"]},
      r"column 'x': bounds .* are not times in its datetime_format '%Y'"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "bounds": ["2021", "2020"]},
+     r"column 'x': bounds must be two times, the first before the second"),
     ({"sdtype": "id", "values": [1]}, r"column 'x': a id column takes \[\]"),
 ])
 def test_a_bad_metadata_file_is_one_line_naming_the_file_and_the_column(tmp_path, column, message):

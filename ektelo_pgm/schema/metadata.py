@@ -7,8 +7,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 
 * ``numerical`` with ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) or ``"edges"``: a declared
   numeric column (``computer_representation`` ``Int*``: whole numbers, ``Float``: fractional),
-  its bounds cut into ``"bins"`` equal bins, half of them by decades instead (:func:`decade_edges`)
-  where the bounds span decades from zero or one as counts and amounts do; without: its kind is fixed numeric and its
+  its bounds cut into ``"bins"`` equal bins, but zeros of a fractional column alone and, where the
+  bounds span decades as counts and amounts do, half of them by decades (:func:`spread_edges`); without: its kind is fixed numeric and its
   range inferred privately (``--numeric``);
 * ``categorical`` with ``"values"`` (or ``"categories"``): a declared categorical column; with
   ``"public": true`` and no values: its categories read from the table as public
@@ -16,7 +16,7 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * ``boolean``: a declared categorical column of two values, ``"values"`` or else ``False`` and
   ``True`` as pandas, SDV and Parquet write them;
 * ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
-  declared, else its kind fixed numeric and its range inferred privately (the format must then be
+  declared, its bins whole periods of the finest the format writes (:func:`time_edges`), else its kind fixed numeric and its range inferred privately (the format must then be
   one of :data:`~ektelo_pgm.times.TIME_FORMATS`, the ones inference reads);
 * ``id``: regenerated (written afresh 1, 2, ..., n, as ``--regenerate``);
 * any other sdtype (``email``, ``address``, ``unknown``, ...): left out, with a note.
@@ -29,13 +29,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..columns import NumericColumn, check_bounds, json_value
 from ..errors import InputError
-from ..times import TIME_FORMATS, as_times
+from ..times import TIME_FORMATS, as_times, time_text
 from .declared import ColumnSpec, Declared
 from .kinds import BINS
 
@@ -53,8 +54,8 @@ SDTYPES = ("numerical", "categorical", "boolean", "datetime", "id")
 #: The two values of a boolean column without ``"values"``, as pandas, SDV and Parquet write them.
 BOOLEAN = ("False", "True")
 #: Declared bounds ``0 <= lo < hi`` with ``hi`` above this many times ``max(lo, 1)`` are cut by
-#: decades (:func:`decade_edges`): equal bins would put most counts or amounts in the first.
-SPREAD = 100
+#: decades too (:func:`spread_edges`): equal bins would put most counts or amounts in the first.
+SPREAD = 10
 #: The steps of a decade that its bins start at, the finest that the column's bins allow.
 DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1, 3), (1,))
 
@@ -244,35 +245,59 @@ def _column(name: str, sdtype: str, spec: dict):
             bounds = _typed(name, bounds, whole)
         column = ColumnSpec(name, "numeric", bounds=bounds, bins=spec.get("bins", BINS), edges=edges, integer=whole,
                             missing=missing).column()
-        decades = None if edges is not None else decade_edges(*check_bounds(name, bounds), spec.get("bins", BINS))
-        return column if decades is None else NumericColumn(name, decades, column.integer, column.missing)
+        spread = None if edges is not None else spread_edges(*check_bounds(name, bounds), spec.get("bins", BINS))
+        return column if spread is None else NumericColumn(name, spread, column.integer, column.missing)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
     return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
 
 
-def decade_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
-    """Bin edges from ``lo`` to ``hi`` for numbers spread over decades, or None (equal bins)
-    unless ``0 <= lo`` and ``hi > SPREAD * max(lo, 1)``: ``bins - bins // 2`` equal bins, cut
-    again where the decades ``[10^k, 10^(k+1))`` between the bounds start their steps, the finest
-    of DECADE_STEPS that make at most ``bins // 2`` bins (``1, 2, 5, 10, 20, ...``; None where none
-    does): small numbers keep their detail, large ones their range.  Whole numbers only in a column of them (its last
-    edge ``hi + 1``); a fractional column from 0 keeps 0 in a bin of its own (one float wide: zeros
-    stay zeros).  Chosen from the bounds alone, no data."""
-    if lo < 0 or hi <= SPREAD * max(lo, 1):
-        return None
+def spread_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
+    """Bin edges from ``lo`` to ``hi`` chosen from the bounds alone (no data), or None (``bins``
+    equal bins).  A fractional column from 0 keeps 0 in a bin of its own (one float wide: zeros
+    stay zeros); where ``0 <= lo`` and ``hi > SPREAD * max(lo, 1)`` (counts, amounts), half of the
+    bins are equal and the others start at the steps of the decades ``[10^k, 10^(k+1))`` between
+    the bounds, the finest of DECADE_STEPS that make at most ``bins // 2`` bins (``1, 2, 5, 10,
+    20, ...``): small numbers keep their detail, large ones their range.  Whole numbers only in a
+    column of them (its last edge ``hi + 1``)."""
     top = hi + 1 if integer else hi
     zero = [float(np.nextafter(0.0, 1.0))] if lo == 0 and not integer else []
-    decades = range(math.floor(math.log10(max(lo, 1))), math.ceil(math.log10(hi)) + 1)
     inner = []
-    for steps in DECADE_STEPS:
-        inner = {json_value(m * 10 ** k) for k in decades for m in steps
-                 if lo < m * 10 ** k < top and (not integer or float(m * 10 ** k).is_integer())}
-        if len(zero) + len(inner) + 1 <= bins // 2:
-            break
-    else:
+    if lo >= 0 and hi > SPREAD * max(lo, 1):
+        decades = range(math.floor(math.log10(max(lo, 1))), math.ceil(math.log10(hi)) + 1)
+        for steps in DECADE_STEPS:
+            inner = {json_value(m * 10 ** k) for k in decades for m in steps
+                     if lo < m * 10 ** k < top and (not integer or float(m * 10 ** k).is_integer())}
+            if len(zero) + len(inner) + 1 <= bins // 2:
+                break
+        else:
+            inner = []
+    if not zero and not inner:
         return None
-    equal = NumericColumn.from_bounds("", (lo, hi), bins - bins // 2).edges
+    equal = NumericColumn.from_bounds("", (lo, hi), bins - bins // 2 if inner else max(bins - 1, 1)).edges
     return tuple(sorted({*equal, *zero, *inner}))
+
+
+#: Seconds in each period a time format may write last, finest first (months and years vary).
+PERIODS = (("S", 1), ("M", 60), ("H", 3600), ("d", 86400))
+
+
+def time_edges(lo: int, hi: int, fmt: str, bins: int = BINS) -> tuple:
+    """At most ``bins`` bins (edges in seconds) from ``lo`` to ``hi`` made of whole periods of
+    the finest the format ``fmt`` writes: seconds, minutes, hours, days, months or years, so
+    that a time drawn in a bin is written as one of the periods the bin holds (a month's records
+    come out in that month)."""
+    codes = set(re.findall(r"%(.)", fmt))
+    unit = next((seconds for code, seconds in PERIODS if code in codes), None)
+    if unit is not None:
+        steps = np.unique(np.ceil(np.linspace(lo // unit, hi // unit + 1, bins + 1)))
+        return tuple(int(step) * unit for step in steps)
+    months = 1 if codes & {"m", "b"} else 12
+    year, month = (int(part) for part in time_text(lo, "%Y-%m").rsplit("-", 1))
+    end_year, end_month = (int(part) for part in time_text(hi, "%Y-%m").rsplit("-", 1))
+    periods = ((end_year - year) * 12 + end_month - month) // months + 1  # whole periods from lo's to hi's
+    starts = np.unique(np.round(np.linspace(0, periods, min(bins, periods) + 1)).astype(int)) * months + month - 1
+    texts = np.array([f"{year + s // 12:04d}-{s % 12 + 1:02d}" for s in starts], dtype=object)
+    return tuple(int(t) for t in as_times(texts, "%Y-%m"))
 
 
 def _typed(name: str, bounds, whole: bool):
@@ -313,5 +338,7 @@ def _times(name: str, fmt, bounds, bins, missing):
         raise InputError(f'column {name!r}: "missing" must be true or false, got {missing!r}')
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
         raise InputError(f'column {name!r}: "bins" must be a positive integer, got {bins!r}')
-    column = NumericColumn.from_bounds(name, (int(seconds[0]), int(seconds[1])), bins)
-    return NumericColumn(name, column.edges, True, missing, time_format=candidate)
+    if not seconds[0] < seconds[1]:
+        raise InputError(f"column {name!r}: bounds must be two times, the first before the second, got {bounds!r}")
+    return NumericColumn(name, time_edges(seconds[0], seconds[1], candidate, bins), True, missing,
+                         time_format=candidate)
