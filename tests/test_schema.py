@@ -620,11 +620,13 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
                                              "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
     assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
     counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000]},
-                                        "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14}}}).declared
-    assert counts.columns["n"].edges[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and counts.columns["n"].edges[-1] == 17001
-    assert {1063, 2126, 15939} <= set(counts.columns["n"].edges) and len(counts.columns["n"].edges) <= 33
-    assert counts.columns["x"].edges[:4] == (0, 5e-324, 1, 10) and len(counts.columns["x"].edges) <= 15  # 0 alone
-    assert set(counts.columns["x"].edges) >= {10000, 100000 / 7, 100000}
+                                        "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14},
+                                        "years": {"sdtype": "numerical", "bounds": [0, 18]},
+                                        "loan": {"sdtype": "numerical", "bounds": [1000, 40000]}}}).declared.columns
+    n = counts["n"].edges  # decades from zero (1-2-5), equal bins above
+    assert n[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and len(n) == 33 and n[-1] == 17001 and {895, 1790, 16107} <= set(n)
+    assert counts["x"].edges[:7] == (0, 5e-324, 1, 10, 100, 1000, 10000) and counts["x"].edges[7:9] == (12500, 25000)
+    assert counts["years"].edges == tuple(range(20)) and len(counts["loan"].edges) == 33  # one code each; equal bins
     assert meta.public == ("state",) and meta.regenerate == ("user_id",)
     assert list(meta.left_out) == ["email", "notes"]
     assert all(f"column {c!r}: sdtype" in why for c, why in meta.left_out.items())

@@ -53,9 +53,9 @@ REPRESENTATIONS = ("Float", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16"
 SDTYPES = ("numerical", "categorical", "boolean", "datetime", "id")
 #: The two values of a boolean column without ``"values"``, as pandas, SDV and Parquet write them.
 BOOLEAN = ("False", "True")
-#: Declared bounds ``0 <= lo < hi`` with ``hi`` above this many times ``max(lo, 1)`` are cut by
-#: decades too (:func:`spread_edges`): equal bins would put most counts or amounts in the first.
-SPREAD = 10
+#: Declared bounds ``0 <= lo < hi`` with ``hi`` above this many times ``max(lo, 0.1)`` are cut
+#: by decades too (:func:`spread_edges`): equal bins would put most counts or amounts in the first.
+SPREAD = 100
 #: The steps of a decade that its bins start at, the finest that the column's bins allow.
 DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1, 3), (1,))
 
@@ -253,16 +253,19 @@ def _column(name: str, sdtype: str, spec: dict):
 
 def spread_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
     """Bin edges from ``lo`` to ``hi`` chosen from the bounds alone (no data), or None (``bins``
-    equal bins).  A fractional column from 0 keeps 0 in a bin of its own (one float wide: zeros
-    stay zeros); where ``0 <= lo`` and ``hi > SPREAD * max(lo, 1)`` (counts, amounts), half of the
-    bins are equal and the others start at the steps of the decades ``[10^k, 10^(k+1))`` between
-    the bounds, the finest of DECADE_STEPS that make at most ``bins // 2`` bins (``1, 2, 5, 10,
-    20, ...``): small numbers keep their detail, large ones their range.  Whole numbers only in a
-    column of them (its last edge ``hi + 1``)."""
+    equal bins; one per whole number where the span has at most ``bins`` of them).  A fractional
+    column from 0 keeps 0 in a bin of its own (one float wide: zeros stay zeros); where
+    ``0 <= lo`` and ``hi > SPREAD * max(lo, 0.1)`` (counts, amounts, long tails), the steps of the
+    decades ``[10^k, 10^(k+1))`` between the bounds are edges too, the finest of DECADE_STEPS that
+    make at most ``bins // 2`` bins (``1, 2, 5, 10, 20, ...``), and equal bins the rest: small
+    numbers keep their detail, large ones their range.  Whole numbers only in a column of them
+    (its last edge ``hi + 1``)."""
+    if integer and hi - lo < bins:
+        return None
     top = hi + 1 if integer else hi
     zero = [float(np.nextafter(0.0, 1.0))] if lo == 0 and not integer else []
     inner = []
-    if lo >= 0 and hi > SPREAD * max(lo, 1):
+    if lo >= 0 and hi > SPREAD * max(lo, 0.1):
         decades = range(math.floor(math.log10(max(lo, 1))), math.ceil(math.log10(hi)) + 1)
         for steps in DECADE_STEPS:
             inner = {json_value(m * 10 ** k) for k in decades for m in steps
@@ -273,7 +276,7 @@ def spread_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
             inner = []
     if not zero and not inner:
         return None
-    equal = NumericColumn.from_bounds("", (lo, hi), bins - bins // 2 if inner else max(bins - 1, 1)).edges
+    equal = NumericColumn.from_bounds("", (lo, hi), max(bins - len(zero) - len(inner), 1)).edges
     return tuple(sorted({*equal, *zero, *inner}))
 
 
