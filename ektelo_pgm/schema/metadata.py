@@ -7,8 +7,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 
 * ``numerical`` with ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) or ``"edges"``: a declared
   numeric column (``computer_representation`` ``Int*``: whole numbers, ``Float``: fractional),
-  its bounds cut into ``"bins"`` equal bins, but zeros of a fractional column alone and, where the
-  bounds span decades as counts and amounts do, half of them by decades (:func:`spread_edges`); without: its kind is fixed numeric and its
+  its bounds cut into ``"bins"`` bins chosen from them alone (:func:`spread_edges`: equal, with
+  zeros apart and decades where they span many); without: its kind is fixed numeric and its
   range inferred privately (``--numeric``);
 * ``categorical`` with ``"values"`` (or ``"categories"``): a declared categorical column; with
   ``"public": true`` and no values: its categories read from the table as public
@@ -16,8 +16,9 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * ``boolean``: a declared categorical column of two values, ``"values"`` or else ``False`` and
   ``True`` as pandas, SDV and Parquet write them;
 * ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
-  declared, its bins whole periods of the finest the format writes (:func:`time_edges`), else its kind fixed numeric and its range inferred privately (the format must then be
-  one of :data:`~ektelo_pgm.times.TIME_FORMATS`, the ones inference reads);
+  declared, its bins whole periods of the finest the format writes (:func:`time_edges`); else its
+  kind fixed numeric and its range inferred privately (the format must then be one of
+  :data:`~ektelo_pgm.times.TIME_FORMATS`, the ones inference reads);
 * ``id``: regenerated (written afresh 1, 2, ..., n, as ``--regenerate``);
 * any other sdtype (``email``, ``address``, ``unknown``, ...): left out, with a note.
 
