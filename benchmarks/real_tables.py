@@ -19,8 +19,11 @@ Each run is one fresh process, at most ``--jobs`` at once, under ``nice``, cut o
   table has blanks, ``preprocessor_eps`` (``--preprocessor-share`` of epsilon) paying for its
   private bounds of continuous columns; the table read as ours reads it, blanks as missing.
 
-Variants: ``as-is`` (the table as fetched) and ``cut`` (its id, text and date columns removed
-beforehand, as a steward has to when the tool cannot take them).
+Variants: ``as-is`` (the table as fetched), ``cut`` (its id, text and date columns removed
+beforehand, as a steward has to when the tool cannot take them) and, ours only, ``metadata`` (the
+table as fetched with ``--metadata``: SDV's metadata written from the manifest's kinds and, for
+this measurement only, the real table's bounds, categories and blanks, so that no column's schema
+costs anything; ids regenerated, text left out).
 
 Recorded per run: the exit code and, when it fails, the last line of its output (a table that
 aborts is a result, not a reason to stop); wall and CPU seconds and peak resident memory of the
@@ -97,7 +100,7 @@ CORPUS = harness.VENVS / "real_tables"
 OURS_CLI = REPO / ".venv" / "bin" / "ektelo-pgm"
 MECHANISMS = ("mst", "aim")
 SIDES = ("ours", "smartnoise")
-VARIANTS = ("as-is", "cut")
+VARIANTS = ("as-is", "cut", "metadata")
 CUT_KINDS = ("id", "text", "date")
 MODELLED = ("numeric", "categorical", "date")
 EPSILON = 1.0
@@ -129,26 +132,65 @@ def read_table(path: Path):
 
 def variant_columns(entry: dict, variant: str) -> list[dict]:
     """The manifest's columns that a variant of the table keeps."""
-    return [c for c in entry["columns"] if variant == "as-is" or c["kind"] not in CUT_KINDS]
+    return [c for c in entry["columns"] if variant != "cut" or c["kind"] not in CUT_KINDS]
 
 
 def variant_file(corpus: Path, table: str, entry: dict, variant: str, folder: Path) -> Path:
     """The CSV of a variant: the corpus file itself, or the table less its cut columns, written
     into ``folder`` by a process of its own (this orchestrator stays small: a child inherits its
-    size as a floor of its peak memory)."""
+    size as a floor of its peak memory); the metadata variant's file ``metadata.json`` beside it."""
     source = corpus / entry["file"]
     if variant == "as-is":
         return source
-    path = folder / entry["file"]
+    path = folder / ("metadata.json" if variant == "metadata" else entry["file"])
     harness.child(Path(__file__).resolve(), "--prepare", "--table-name", table, "--variant", variant,
                   "--corpus", corpus, "--out", path, check=True)
-    return path
+    return source if variant == "metadata" else path
 
 
 def prepare_worker(args) -> None:
     entry = load_manifest(args.corpus)[args.table_name]
     frame = read_table(args.corpus / entry["file"])
+    if args.variant == "metadata":
+        Path(args.out).write_text(json.dumps(metadata_of(entry, frame)))
+        return
     frame[[c["name"] for c in variant_columns(entry, args.variant)]].to_csv(args.out, index=False)
+
+
+def metadata_of(entry: dict, frame) -> dict:
+    """SDV's single-table metadata of a corpus table: the manifest's kinds, with the real table's
+    bounds, categories and whether it has blanks as ``ektelo-pgm`` reads them (not private: for
+    measuring what a metadata file that declares every column gives)."""
+    from ektelo_pgm.table_io import MISSING, canonical_value
+    from ektelo_pgm.times import as_times, time_text
+
+    columns = {}
+    for column in entry["columns"]:
+        name, kind = column["name"], column["kind"]
+        values = [canonical_value(v) for v in frame[name].dropna().astype(str).str.strip() if v not in MISSING]
+        missing = len(values) < len(frame)
+        if kind in ("id", "text"):
+            columns[name] = {"sdtype": "id" if kind == "id" else "unknown"}
+        elif kind == "categorical":
+            present = sorted(set(values), key=lambda v: (isinstance(v, str), v))
+            columns[name] = {"sdtype": "categorical", "values": present, "missing": missing}
+        elif kind == "date":
+            seconds = [s for s in as_times(np.array(values, dtype=object), column["format"]) if isinstance(s, int)]
+            columns[name] = {"sdtype": "datetime", "datetime_format": column["format"], "missing": missing,
+                             "bounds": [time_text(min(seconds), column["format"]),
+                                        time_text(max(seconds), column["format"])]}
+        else:
+            numbers = [v for v in values if isinstance(v, (int, float)) and np.isfinite(v)]
+            whole = all(isinstance(v, int) for v in numbers)
+            columns[name] = {"sdtype": "numerical", "computer_representation": "Int64" if whole else "Float",
+                             "missing": missing or len(numbers) < len(values)}
+            if numbers and min(numbers) < max(numbers):
+                columns[name]["bounds"] = [min(numbers), max(numbers)]
+            elif numbers:  # a constant: its one value
+                columns[name] = {"sdtype": "categorical", "values": [numbers[0]], "missing": columns[name]["missing"]}
+            else:  # no number to declare: inferred
+                columns[name] = {"sdtype": "numerical"}
+    return {"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "columns": columns}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,6 +365,7 @@ def one_run(args, side, mechanism, table, variant, seed, entry) -> dict:
             command = [str(args.ours), "synth", str(table_file), "--header", "-o", str(synthetic),
                        "--epsilon", f"{EPSILON:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
                        "--seed", str(seed)]
+            command += ["--metadata", str(out / "metadata.json")] if variant == "metadata" else []
             env = None
         else:
             command = [str(args.smartnoise_python), str(Path(__file__).resolve()), "--worker", "--mechanism",
@@ -367,7 +410,7 @@ def grid(args, runs: list[dict], manifest: dict) -> list[tuple]:
     cells = []
     for seed, side, variant, table, mechanism in itertools.product(range(args.seeds), args.sides, args.variants,
                                                                  args.tables, args.mechanisms):
-        if side == "smartnoise" and mechanism != "mst":
+        if side == "smartnoise" and (mechanism != "mst" or variant == "metadata"):
             continue
         if variant == "cut" and len(variant_columns(manifest[table], variant)) == len(manifest[table]["columns"]):
             continue
@@ -645,7 +688,7 @@ def parse_args(argv=None):
     parser.add_argument("--tables", nargs="+", help="table names (default: every table of the corpus)")
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), choices=MECHANISMS)
     parser.add_argument("--sides", nargs="+", default=list(SIDES), choices=SIDES)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=["as-is", "cut"], choices=VARIANTS)
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 (repetitions for smartnoise)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once")

@@ -115,7 +115,8 @@ ranges and bins of numbers) is inferred privately from the data, spending --sche
 budget: reading categories or ranges off the data without noise would leak them.  Categories
 held by too few records to survive the noise, and numbers beyond the private range, are then
 encoded as missing or clipped.  With --schema FILE (written by 'ektelo-pgm schema' and edited,
-or by hand) nothing is spent on the schema and it is released as declared.
+or by hand) nothing is spent on the schema and it is released as declared; so with --metadata
+FILE (SDV's metadata) on the columns it gives bounds or categories.
 
 Records are drawn from the fitted model with --sampling round (default: the counts of each of
 its conditional tables are roundings of their expected counts, values assigned to records at
@@ -208,6 +209,18 @@ def declared_schema(args):
         raise InputError(f"--schema {args.schema}: not a readable schema ({' '.join(str(err).split())})") from None
 
 
+def metadata(args):
+    """The --metadata file read before any data is read (a ``Metadata``), or None."""
+    from .schema import Metadata
+
+    if args.metadata is None:
+        return None
+    try:
+        return Metadata.read(args.metadata)
+    except OSError as err:
+        raise InputError(f"--metadata {args.metadata}: not readable ({' '.join(str(err).split())})") from None
+
+
 def read_input(args):
     """The input table, read whole or part by part as ``--engine`` says
     (:func:`~ektelo_pgm.table_io.open_table`), and whether it has a header line (Parquet:
@@ -227,7 +240,8 @@ def fitted(args, frame, **options):
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
-                        regenerate=args.regenerate, public=args.public_categories, **options)  # no --seed: secure noise
+                        regenerate=args.regenerate, public=args.public_categories, metadata=args.metadata,
+                        **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.declared, cache=args.cache)
     notes(args, synth.left_out, synth.encoder, synth.thresholds)
     return synth
@@ -297,7 +311,7 @@ def say(args, message: str) -> None:
 
 def synth(args) -> None:
     check_output(args, TABLE_FORMATS)
-    args.declared = declared_schema(args)
+    args.declared, args.metadata = declared_schema(args), metadata(args)
     frame, header = read_input(args)
     model = fitted(args, frame, sampling=args.sampling)
     rows = model.write(args.output, args.rows, header)
@@ -308,7 +322,7 @@ def synth(args) -> None:
 
 def answer(args) -> None:
     check_output(args, (".csv", ".json"))
-    args.declared = declared_schema(args)
+    args.declared, args.metadata = declared_schema(args), metadata(args)
     frame, _ = read_input(args)
     model = fitted(args, frame)
     table = model.answer(args.k, args.level)
@@ -323,6 +337,7 @@ def schema(args) -> None:
     from .schema import learn
 
     check_output(args, (".json",))
+    known = metadata(args)
     frame, _ = read_input(args)
     unknown = [c for c in args.drop if c not in frame.columns]
     if unknown:
@@ -330,12 +345,18 @@ def schema(args) -> None:
     unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
     if unknown:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
+    fixed, public, left_out, thresholds = kinds(args), args.public_categories, {}, {}
+    if known is not None:
+        known = known.without(args.drop)
+        known.check(frame.columns)
+        fixed, public, ids = known.joined(fixed, public)
+        left_out = {**known.left_out, **{c: f"column {c!r}: an id in {known.source}, written afresh by synth"
+                                         for c in ids}}
+    kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
     budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
-    left_out, thresholds = {}, {}
-    kept = frame[[c for c in frame.columns if c not in args.drop]]
-    encoder = learn(kept, budget, None, args.delta / 2, np.random.default_rng(args.seed),
-                    args.bins, public=args.public_categories, kinds=kinds(args), other=args.other_label,
-                    left_out=left_out, thresholds=thresholds)
+    encoder = learn(kept, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
+                    known and known.declared, public, kinds=fixed, other=args.other_label, left_out=left_out,
+                    thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
@@ -456,6 +477,10 @@ def table_arguments(p, mechanism: bool = True) -> None:
     p.add_argument("--seed", type=seed, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    declared = p.add_mutually_exclusive_group()
+    declared.add_argument("--metadata", type=path, help="SDV's metadata of the table (JSON: sdtypes, with optional "
+                          "\"values\", \"bounds\", \"public\", \"missing\"); nothing is spent on the columns it "
+                          "declares, ids are written afresh, other personal sdtypes left out")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="memory: read the table whole, whatever --max-memory; parts: read it part by part, in parts "
                         "sized to --max-memory; auto (default): parts for a folder, a glob, or a table that read "
@@ -470,8 +495,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
                        "Ctrl-C, SIGTERM, SIGHUP)")
         p.add_argument("--mechanism", type=mechanism_name, default="aim",
                        help=f"one of {', '.join(sorted(mechanisms()))} (default aim)")
-        p.add_argument("--schema", type=path, help="declared schema (JSON) of some or all columns; nothing is spent on "
-                       "the columns it fixes, the others are inferred privately")
+        declared.add_argument("--schema", type=path, help="declared schema (JSON) of some or all columns; nothing is "
+                              "spent on the columns it fixes, the others are inferred privately (not with --metadata)")
         p.add_argument("--regenerate", type=columns, default=[], help="comma-separated identifier columns "
                        "left out of the model and written afresh (1, 2, ..., n)")
         p.add_argument("--schema-share", type=fraction, default=SCHEMA_SHARE,

@@ -175,6 +175,11 @@ class Synthesizer:
     public : columns whose categories the user declares public knowledge: read from the table as
         they are, without noise (:func:`ektelo_pgm.schema.public_column`; a declared assumption,
         not a private release, listed in :attr:`public`).
+    metadata : SDV's metadata of the table (a path of its JSON, a dict, or a
+        :class:`~ektelo_pgm.schema.Metadata`), read as :mod:`ektelo_pgm.schema.metadata` says: its
+        declared columns cost nothing, its kinds, public categories and ids join ``kinds``,
+        ``public`` and ``regenerate``, and the columns of other sdtypes are left out (in
+        :attr:`left_out`); not with a ``schema`` given to :meth:`fit`.
 
     After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
     the noisy count a category needed to be released, for each inferred column with an
@@ -186,7 +191,7 @@ class Synthesizer:
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
                  schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
                  progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
-                 regenerate=(), public=(), **mechanism_options):
+                 regenerate=(), public=(), metadata=None, **mechanism_options):
         mechanism_entry(mechanism)
         if sampling not in SAMPLING:
             raise InputError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
@@ -205,6 +210,9 @@ class Synthesizer:
         self.drop, self.kinds, self.other, self.regenerate = tuple(drop), dict(kinds or {}), str(other), \
             tuple(regenerate)
         self.public = tuple(public)
+        self.metadata = None if metadata is None else schemas.Metadata.read(metadata).without(self.drop)
+        if self.metadata is not None:
+            self.kinds, self.public, self.regenerate = self.metadata.joined(self.kinds, self.public, self.regenerate)
         self.left_out: dict[str, str] = {}
         self.thresholds: dict[str, float] = {}
         self.order: list[str] = []
@@ -252,12 +260,18 @@ class Synthesizer:
     def _fit(self, table, schema, cache) -> "Synthesizer":
         frame = as_frame(table)
         entry = mechanism_entry(self.mechanism)
+        metadata = self.metadata
+        if metadata is not None:
+            metadata.check(frame.columns)
+            if schema is not None:
+                raise InputError(f"{metadata.source}: give a schema or metadata, not both")
         unknown = [c for c in (*self.drop, *self.kinds, *self.regenerate, *self.public) if c not in frame.columns]
         if unknown:
             raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
-        table_order = [c for c in frame.columns if c not in self.drop]
-        frame = frame[[c for c in frame.columns if c not in self.drop and c not in self.regenerate]]
-        declared = None if schema is None else schemas.Declared.read(schema)
+        out = set(self.drop) | set(metadata.left_out if metadata else ())
+        table_order = [c for c in frame.columns if c not in out]
+        frame = frame[[c for c in frame.columns if c not in out and c not in self.regenerate]]
+        declared = metadata.declared if metadata else None if schema is None else schemas.Declared.read(schema)
         fixed = {} if declared is None else declared.columns
         twice = [c for c in self.public if c in fixed or c in self.kinds or c in self.drop or c in self.regenerate]
         if twice:
@@ -278,7 +292,8 @@ class Synthesizer:
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
         self.schema_declared = declared is not None
-        self.left_out, self.order = left_out, [c for c in table_order if c in columns or c in self.regenerate]
+        self.left_out = {**(metadata.left_out if metadata else {}), **left_out}
+        self.order = [c for c in table_order if c in columns or c in self.regenerate]
         self.thresholds = {c: t for c, t in thresholds.items() if getattr(columns.get(c), "other", None) is not None}
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
@@ -444,7 +459,7 @@ class Synthesizer:
         synth.order = state.get("order", list(synth.encoder.columns))  # saved before columns were regenerated
         synth.drop, synth.kinds = tuple(state.get("drop", ())), state.get("column_kinds", {})
         synth.other, synth.regenerate = state.get("other", schemas.OTHER), tuple(state.get("regenerate", ()))
-        synth.public = tuple(state.get("public", ()))
+        synth.public, synth.metadata = tuple(state.get("public", ())), None  # its effects are saved
         synth.left_out, synth.thresholds = state.get("left_out", {}), state.get("thresholds", {})
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])

@@ -622,3 +622,39 @@ def test_evaluate_refuses_tables_past_max_memory_naming_their_size(tmp_path, tab
     assert not any(str(v) in err.replace(str(table), "").replace(str(synthetic), "") for v in frame.iloc[:50, 0])
     code, out, _ = run(capsys, "evaluate", table, synthetic, "--max-memory", "1GiB")
     assert code == 0 and out
+
+
+def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
+    """--metadata (SDV's, with bounds and values): nothing spent on what it declares, the email
+    left out with a note, ids written afresh; the schema command writes its columns as declared;
+    a bad file is one line naming the file and the column."""
+    from test_synthesizer import GUESTS_METADATA, guests
+
+    guests(2000).to_csv(tmp_path / "guests.csv", index=False)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps(GUESTS_METADATA))
+    common = [tmp_path / "guests.csv", "--header", "--epsilon", 1, "--seed", 0, "--metadata", meta]
+    code, _, err = run(capsys, "synth", *common, "-o", tmp_path / "out.csv", "--mechanism", "mst", "--rows", 300)
+    assert code == 0 and "note: left out column 'guest_email': sdtype 'email'" in err and "schema declared" in err
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert list(out.columns) == ["guest_id", "has_rewards", "room_type", "room_rate", "checkin_date"]
+    assert list(out.guest_id) == list(range(1, 301)) and set(out.has_rewards) <= {True, False}
+    code, _, err = run(capsys, "answer", *common, "-o", tmp_path / "answers.csv", "--mechanism", "mst", "--k", 1)
+    assert code == 0 and set(pd.read_csv(tmp_path / "answers.csv").marginal) == {
+        "has_rewards", "room_type", "room_rate", "checkin_date"}
+    code, _, err = run(capsys, "schema", *common, "-o", tmp_path / "schema.json")
+    assert code == 0 and "note: left out column 'guest_id': an id" in err
+    written = {c["name"]: c for c in json.loads((tmp_path / "schema.json").read_text())["columns"]}
+    assert list(written) == ["has_rewards", "room_type", "room_rate", "checkin_date"]
+    assert written["room_type"]["categories"] == ["BASIC", "DELUXE", "SUITE"]
+    assert written["checkin_date"]["time_format"] == "%d %b %Y"
+    bad = json.loads(json.dumps(GUESTS_METADATA))
+    bad["columns"]["room_rate"]["bounds"] = [400, 0]
+    meta.write_text(json.dumps(bad))
+    for command, output in (("synth", "bad.csv"), ("answer", "bad.csv"), ("schema", "bad.json")):
+        code, _, err = run(capsys, command, *common, "-o", tmp_path / output)
+        assert code == 1 and err.count("\n") == 1 and not (tmp_path / output).exists()
+        assert err.startswith(f"ektelo-pgm: error: {meta}: column 'room_rate': bounds must be")
+    with pytest.raises(SystemExit) as stop:
+        run(capsys, "synth", *common, "-o", tmp_path / "bad.csv", "--schema", tmp_path / "schema.json")
+    assert stop.value.code == 2 and "--schema: not allowed with argument --metadata" in capsys.readouterr().err

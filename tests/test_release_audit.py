@@ -128,6 +128,19 @@ SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62,
 
 #: The memory cap between what the base table and its neighbour with a field of 200,000 characters take read whole.
 MAX_MEMORY = "1.2MB"
+#: SDV's metadata of the base table: age and city declared, income's kind fixed, country left out.
+METADATA = {"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1",
+            "columns": {"age": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [18, 79],
+                                "missing": False},
+                        "city": {"sdtype": "categorical", "values": ["Paris", "Lyon", "Nice", "Lille"]},
+                        "income": {"sdtype": "numerical", "computer_representation": "Float"},
+                        "country": {"sdtype": "country_code"}}}
+#: ... of the stamped table (SDV 1.x's form): age an id, city's kind fixed, income and the time declared.
+STAMPED_METADATA = {"METADATA_SPEC_VERSION": "V1", "tables": {"people": {"primary_key": "age", "columns": {
+    "age": {"sdtype": "id"}, "city": {"sdtype": "categorical"},
+    "income": {"sdtype": "numerical", "bounds": [0.0, 200000.0], "missing": False},
+    "country": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d %H:%M:%S",
+                "bounds": ["2019-01-01 00:00:00", "2019-12-31 23:59:59"], "missing": False}}}}}
 
 
 @dataclass(frozen=True)
@@ -147,6 +160,7 @@ class Case:
     sep: str = ","  # the input's field separator
     encoding: str = "utf-8"  # the input's text encoding
     form: str = "csv"  # the input: a CSV file, a Parquet file or a folder of CSV parts (:func:`write`)
+    metadata: dict | None = None  # SDV's metadata, given to every command with --metadata
 
     def tables(self) -> tuple[list, list]:
         rows = base_rows() if self.base is None else self.base(base_rows())
@@ -210,6 +224,10 @@ CASES = {
     "a number far beyond the range, clipped": Case(substitute("age", "150")),
     "a new ZIP code in a column named zip_code": Case(substitute("country", "99999"), base=zipped, header=False,
                                                       flag=False, common=("--names", "age,city,income,zip_code")),
+    # issue 56: SDV's metadata
+    "SDV metadata, a category outside its values": Case(substitute("city", "Zanzibar"), metadata=METADATA),
+    "SDV metadata, a time past its bounds, an id": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped,
+                                                        metadata=STAMPED_METADATA),
 }
 
 
@@ -270,6 +288,9 @@ def run(command: str, table, case: Case, seed: int, out) -> Run:
         old.unlink()
     argv = [command, str(table)] + (["--header" if case.header else "--no-header"] if case.flag else []) + [
         "--epsilon", str(EPSILON), "--delta", str(DELTA), "--seed", str(seed), *case.common]
+    if case.metadata is not None:
+        (out.parent / "metadata.json").write_text(json.dumps(case.metadata))
+        argv += ["--metadata", str(out.parent / "metadata.json")]
     if command != "schema":
         argv += ["--mechanism", case.mechanism, "--schema-share", "0.5", *case.options]
         if case.schema is not None:

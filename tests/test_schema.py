@@ -1,4 +1,7 @@
+import dataclasses
+import json
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -696,3 +699,140 @@ def test_the_schema_package_is_layered_short_and_imports_no_private_name():
                 assert node.level > 1 or node.module in order[:at], f"schema/{name}.py imports .{node.module}"
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 assert not private, f"schema/{name}.py imports {private} from {'.' * node.level}{node.module}"
+
+
+#: SDV's own example of single-table metadata (docs.sdv.dev, "Single Table Metadata JSON"): the
+#: fake hotel guests, with our keys added to two columns.
+HOTEL_METADATA = {
+    "primary_key": "guest_email", "alternate_keys": ["credit_card_number"], "METADATA_SPEC_VERSION": "SINGLE_TABLE_V1",
+    "columns": {"guest_email": {"sdtype": "email", "pii": True}, "has_rewards": {"sdtype": "boolean"},
+                "room_type": {"sdtype": "categorical", "values": ["BASIC", "DELUXE", "SUITE"], "missing": False},
+                "amenities_fee": {"sdtype": "numerical", "computer_representation": "Float"},
+                "checkin_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y"},
+                "checkout_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y",
+                                  "bounds": ["01 Jan 2020", "31 Dec 2020"], "bins": 12},
+                "room_rate": {"sdtype": "numerical", "bounds": [0, 500]},
+                "billing_address": {"sdtype": "address", "pii": True},
+                "credit_card_number": {"sdtype": "credit_card_number", "pii": True}},
+    "column_relationships": []}
+
+
+def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
+    from ektelo_pgm.schema import Metadata
+
+    columns = {
+        "age": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [17.0, 90.0], "bins": 8},
+        "fee": {"sdtype": "numerical", "computer_representation": "Float", "min": 0, "max": 10, "missing": False},
+        "income": {"sdtype": "numerical", "computer_representation": "Float"},
+        "tier": {"sdtype": "categorical", "values": ["gold", "silver"], "other": "rest"},
+        "colour": {"sdtype": "categorical"},
+        "state": {"sdtype": "categorical", "public": True},
+        "active": {"sdtype": "boolean"},
+        "paid": {"sdtype": "boolean", "values": [0, 1], "missing": False},
+        "joined": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "bounds": ["2020-01-01", "2020-12-31"]},
+        "seen": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d %H:%M:%S"},
+        "user_id": {"sdtype": "id", "regex_format": "U_[0-9]{3}"},
+        "email": {"sdtype": "email", "pii": True},
+        "notes": {"sdtype": "unknown"}}
+    meta = Metadata.read({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "primary_key": "user_id", "columns": columns})
+    declared = meta.declared.columns
+    assert list(declared) == ["age", "fee", "tier", "active", "paid", "joined"]
+    assert declared["age"].kind == "numeric" and declared["age"].integer and declared["age"].edges[::8] == (17, 91)
+    fee = declared["fee"]  # fractional from 0: zeros in a bin of their own, then 31 equal bins
+    assert not fee.integer and fee.edges[:3] == (0, 5e-324, 10 / 31) and fee.edges[-1] == 10 and not fee.missing
+    assert declared["tier"].categories == ("gold", "silver") and declared["tier"].other == "rest"
+    assert declared["active"].categories == ("False", "True") and declared["active"].missing  # as pandas writes bools
+    assert declared["paid"].categories == (0, 1) and declared["paid"].size == 2
+    joined = declared["joined"]
+    assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
+    assert joined.edges[-1] == 1609459200 and all(e % 86400 == 0 for e in joined.edges)  # whole days, to 2021
+    assert meta.kinds == {"income": "numeric", "colour": "categorical", "seen": "numeric"}
+    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y",
+                                             "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
+    assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
+    counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000]},
+                                        "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14},
+                                        "years": {"sdtype": "numerical", "bounds": [0, 18]},
+                                        "loan": {"sdtype": "numerical", "bounds": [1000, 40000]}}}).declared.columns
+    n = counts["n"].edges  # decades from zero (1-2-5), equal bins above
+    assert n[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and len(n) == 33 and n[-1] == 17001 and {895, 1790, 16107} <= set(n)
+    assert counts["x"].edges[:7] == (0, 5e-324, 1, 10, 100, 1000, 10000) and counts["x"].edges[7:9] == (12500, 25000)
+    assert counts["years"].edges == tuple(range(20)) and len(counts["loan"].edges) == 33  # one code each; equal bins
+    assert meta.public == ("state",) and meta.regenerate == ("user_id",)
+    assert list(meta.left_out) == ["email", "notes"]
+    assert all(f"column {c!r}: sdtype" in why for c, why in meta.left_out.items())
+
+
+def test_sdvs_own_metadata_forms_are_read_alike(tmp_path):
+    """SDV's single-table JSON, SDV 1.x's Metadata form (``"tables"`` holding one table) and
+    SDMetrics' (no version) give the same declaration; a declared schema refuses metadata."""
+    from ektelo_pgm.schema import Metadata
+
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(HOTEL_METADATA))
+    table = {k: v for k, v in HOTEL_METADATA.items() if k != "METADATA_SPEC_VERSION"}
+    forms = [Metadata.read(single), Metadata.read({"METADATA_SPEC_VERSION": "V1", "relationships": [],
+                                                   "tables": {"guests": table}}), Metadata.read(table)]
+    same = lambda m: dataclasses.replace(m, source="", left_out=list(m.left_out))  # noqa: E731
+    assert all(same(m) == same(forms[0]) for m in forms)
+    meta = forms[0]
+    assert list(meta.declared.columns) == ["has_rewards", "room_type", "checkout_date", "room_rate"]
+    assert meta.declared.columns["checkout_date"].time_format == "%d %b %Y"
+    assert meta.kinds == {"amenities_fee": "numeric", "checkin_date": "numeric"}
+    assert sorted(meta.left_out) == ["billing_address", "credit_card_number", "guest_email"]
+    assert str(single) in meta.left_out["guest_email"]
+    with pytest.raises(ValueError, match=r"SDV's metadata .* give it as metadata \(--metadata\)"):
+        Declared.read(str(single))
+
+
+@pytest.mark.parametrize("column, message", [
+    ({"type": "numerical"}, r"column 'x': needs \"sdtype\""),
+    ({"sdtype": "numerical", "bound": [0, 1]}, r"column 'x': unknown keys \['bound'\]"),
+    ({"sdtype": "numerical", "bounds": [5, 1]}, r"column 'x': bounds must be finite numbers with lo < hi"),
+    ({"sdtype": "numerical", "min": 0}, r"column 'x': \"min\" needs \"max\""),
+    ({"sdtype": "numerical", "bins": 4}, r"column 'x': \['bins'\] need \"bounds\" or \"edges\""),
+    ({"sdtype": "numerical", "computer_representation": "Int64", "bounds": [0, 1.5]},
+     r"column 'x': an integer column's bounds are whole numbers"),
+    ({"sdtype": "numerical", "computer_representation": "Double"}, r"column 'x': computer_representation 'Double'"),
+    ({"sdtype": "numerical", "values": [1, 2]}, r"column 'x': a numerical column takes .* not \['values'\]"),
+    ({"sdtype": "categorical", "values": []}, r"column 'x': a categorical column needs a non-empty list"),
+    ({"sdtype": "categorical", "values": ["a"], "categories": ["a"]}, r"column 'x': give \"values\" or \"categories\""),
+    ({"sdtype": "categorical", "bounds": [0, 1]}, r"column 'x': a categorical column takes \['public'\]"),
+    ({"sdtype": "boolean", "values": ["y", "n", "?"]}, r"column 'x': a boolean column's \"values\" are its two"),
+    ({"sdtype": "datetime", "datetime_format": "%d/%m/%Y"}, r"column 'x': its datetime_format '%d/%m/%Y' is not one"),
+    ({"sdtype": "datetime", "datetime_format": "%y", "bounds": ["20", "21"]}, r"column 'x': time format '%y'"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "bounds": ["2020-01-01", "2021-01-01"]},
+     r"column 'x': bounds .* are not times in its datetime_format '%Y'"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "bounds": ["2021", "2020"]},
+     r"column 'x': bounds must be two times, the first before the second"),
+    ({"sdtype": "id", "values": [1]}, r"column 'x': a id column takes \[\]"),
+])
+def test_a_bad_metadata_file_is_one_line_naming_the_file_and_the_column(tmp_path, column, message):
+    from ektelo_pgm.schema import Metadata
+
+    path = tmp_path / "meta.json"
+    path.write_text(json.dumps({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "columns": {"x": column}}))
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ": " + message) as err:
+        Metadata.read(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("metadata, message", [
+    ({"tables": {"a": {"columns": {}}, "b": {"columns": {}}}}, r"\"tables\" holds 2 tables"),
+    ({"tables": {"a": {"columns": {"x": {"sdtype": "id"}}}}, "relationships": [{"parent_table_name": "a"}]},
+     "relationships between tables are not synthesized"),
+    ({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "primary_key": "k", "columns": {"x": {"sdtype": "id"}}},
+     "the primary key 'k' is not one of its columns"),
+    ({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "colums": {}}, r"unknown keys \['colums'\]"),
+    ({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "columns": {}}, "metadata needs \"columns\""),
+])
+def test_a_bad_metadata_table_is_named(tmp_path, metadata, message):
+    from ektelo_pgm.schema import Metadata
+
+    path = tmp_path / "meta.json"
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ": " + message):
+        Metadata.read(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ": not JSON metadata"):
+        Metadata.read(path)

@@ -451,3 +451,66 @@ def test_public_categories_get_a_missing_code_whatever_the_records_hold():
     fits = [Synthesizer("mst", epsilon=1.0, seed=0, public=["city"]).fit(f, schema=None) for f in (frame, blank)]
     columns = [model.encoder.columns["city"] for model in fits]
     assert columns[0] == columns[1] and columns[0].missing and columns[0].categories == ("Lyon", "Nice", "Paris")
+
+
+def guests(n=3000, seed=0):
+    """A table like SDV's fake hotel guests: an id, an email, a boolean, a category, amounts and
+    dates written "%d %b %Y"."""
+    rng = np.random.default_rng(seed)
+    room = rng.choice(["BASIC", "DELUXE", "SUITE"], n, p=[0.6, 0.3, 0.1])
+    days = rng.integers(0, 360, n)
+    checkin = pd.Timestamp("2020-01-01") + pd.to_timedelta(days, unit="D")
+    return pd.DataFrame({"guest_id": np.arange(1, n + 1), "guest_email": [f"g{i}@example.com" for i in range(n)],
+                         "has_rewards": rng.random(n) < np.where(room == "BASIC", 0.2, 0.6), "room_type": room,
+                         "room_rate": np.round(np.where(room == "BASIC", 100.0, 250.0) + rng.normal(0, 20, n), 2),
+                         "checkin_date": checkin.strftime("%d %b %Y")})
+
+
+GUESTS_METADATA = {
+    "METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "primary_key": "guest_id",
+    "columns": {"guest_id": {"sdtype": "id"}, "guest_email": {"sdtype": "email", "pii": True},
+                "has_rewards": {"sdtype": "boolean", "missing": False},
+                "room_type": {"sdtype": "categorical", "values": ["BASIC", "DELUXE", "SUITE"], "missing": False},
+                "room_rate": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, 400],
+                              "missing": False},
+                "checkin_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y",
+                                 "bounds": ["01 Jan 2020", "31 Dec 2020"], "missing": False}}}
+
+
+def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
+    """SDV's metadata with bounds and values on every column: the whole budget (and delta) goes to
+    the mechanism, ids come out afresh, the email is left out with a note, booleans and dates are
+    written as the table writes them."""
+    table = guests()
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, metadata=GUESTS_METADATA).fit(table)
+    assert not any(c.label.startswith("schema") for c in synth.ledger) and not synth.schema_inferred
+    assert synth.total == Fraction(repr(approx_to_zcdp(1.0, 1e-9))) and "schema declared" in synth.settings()
+    assert list(synth.left_out) == ["guest_email"] and "sdtype 'email'" in synth.left_out["guest_email"]
+    out = synth.sample(1000)
+    assert list(out.columns) == ["guest_id", "has_rewards", "room_type", "room_rate", "checkin_date"]
+    assert list(out["guest_id"]) == list(range(1, 1001))
+    assert set(out["has_rewards"]) <= {"False", "True"} and abs((out["has_rewards"] == "True").mean()
+                                                                - table["has_rewards"].mean()) < 0.1
+    assert set(out["room_type"]) <= {"BASIC", "DELUXE", "SUITE"} and out["room_rate"].between(0, 400).all()
+    dates = pd.to_datetime(out["checkin_date"], format="%d %b %Y")
+    assert dates.between("2020-01-01", "2020-12-31").all() and out.notna().all().all()
+
+
+def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():
+    meta = json.loads(json.dumps(GUESTS_METADATA))
+    del meta["columns"]["room_rate"]["bounds"], meta["columns"]["room_rate"]["missing"]
+    meta["columns"]["room_type"] = {"sdtype": "categorical"}
+    synth = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta).fit(guests())
+    assert synth.schema_inferred and synth.kinds == {"room_type": "categorical", "room_rate": "numeric"}
+    charged = {re.match(r"schema of column '(\w+)'", c.label).group(1) for c in synth.ledger
+               if c.label.startswith("schema")}
+    assert charged == {"room_type", "room_rate"}
+    assert synth.encoder.columns["room_rate"].kind == "numeric"
+    with pytest.raises(ValueError, match=r"metadata: columns \['room_type'\] are in the metadata and also given"):
+        Synthesizer(metadata=meta, kinds={"room_type": "numeric"})
+    with pytest.raises(ValueError, match="metadata: give a schema or metadata, not both"):
+        Synthesizer("mst", metadata=meta).fit(guests(), schema=PEOPLE_SCHEMA)
+    with pytest.raises(ValueError, match="metadata: column 'guest_id' is not in the table"):
+        Synthesizer("mst", metadata=meta).fit(guests().drop(columns="guest_id"))
+    dropped = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta, drop=["guest_email", "checkin_date"])
+    assert list(dropped.fit(guests(1000)).sample(10).columns) == ["guest_id", "has_rewards", "room_type", "room_rate"]

@@ -105,6 +105,7 @@ of decades, tenths and cells), :mod:`.counts` (a raw column's exact tally, never
 :mod:`.histogram` (a column's noisy histograms, their noise, thresholds and bars),
 :mod:`.numbers` (a column of numbers: its refined digits, range, span and bins), :mod:`.kinds`
 (the column a release describes; public categories), :mod:`.declared` (the declared form),
+:mod:`.metadata` (SDV's metadata, read as declared columns, fixed kinds, ids and columns left out),
 :mod:`.codes` (the rows' codes) and :mod:`.table` (:func:`infer` and :func:`learn`).  This face
 names what the rest of the project imports.
 """
@@ -114,10 +115,11 @@ from .declared import ColumnSpec, Declared, undeclared
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
 from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
 from .kinds import BINS, OTHER, WHOLE_CODES, column_from, names_codes, public_column
+from .metadata import Metadata
 from .numbers import fine_charges, refine
 from .table import infer, learn
 
-__all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "undeclared", "public_column", "Unreleasable",
-           "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values", "Release",
-           "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "names_codes",
-           "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]
+__all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "Metadata", "undeclared", "public_column",
+           "Unreleasable", "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values",
+           "Release", "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from",
+           "names_codes", "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

@@ -128,6 +128,9 @@ class Declared:
             encoder.clip = True
             return cls(encoder.columns, _settings(encoder))
         specs = schema.get("columns")
+        if "METADATA_SPEC_VERSION" in schema or "tables" in schema or isinstance(specs, dict) and any(
+                isinstance(spec, dict) and "sdtype" in spec for spec in specs.values()):
+            raise InputError("this is SDV's metadata (sdtypes), not a schema: give it as metadata (--metadata)")
         if not isinstance(specs, dict) or not specs:
             raise InputError('a schema needs "columns": {name: {"kind": "categorical" or "numeric", ...}}')
         return cls({str(name): ColumnSpec.from_json(str(name), spec).column() for name, spec in specs.items()})
