@@ -18,6 +18,7 @@ from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
                       memory, path, seed, separator, text_encoding)
 from .privacy import Budget
+from .schema import column_changes
 from .stopping import stopped_by_signals
 from .table_io import PARQUET, write_table
 from .uncertainty import LEVEL
@@ -249,7 +250,7 @@ def fitted(args, frame, **options):
 
 def notes(args, left_out: dict, encoder, thresholds: dict) -> None:
     """One line per column left out, per column whose categories were declared public, and per
-    other column of the schema: what the schema does to its values (:func:`column_changes`)."""
+    other column of the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`)."""
     for why in left_out.values():
         say(args, f"note: left out {why}")
     fixed = kinds(args)
@@ -260,40 +261,6 @@ def notes(args, left_out: dict, encoder, thresholds: dict) -> None:
         else:
             say(args, f"note: column {column.name!r}: " + "; ".join(column_changes(column, thresholds.get(column.name),
                                                                                   column.name in fixed)))
-
-
-def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
-    """What the schema does to a column's values, from the schema alone (its kind, range,
-    categories, other and missing codes; ``threshold``, the release threshold of a column with
-    an other code; ``fixed``, whether the user gave its kind): numbers read as categories by the
-    column's name, numbers clipped to the range or to the nearest category, rare values written
-    as the other label, blanks kept or not."""
-    from .columns import json_value
-    from .schema import names_codes
-    from .times import time_text
-
-    changes = []
-    if column.kind == "numeric":
-        top = column.edges[-1] - 1 if column.integer else column.edges[-1]
-        ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
-                for e in (column.edges[0], top)]
-        changes.append(f"{'times' if column.time_format else 'numbers'} clipped to [{ends[0]}, {ends[1]}]")
-    else:
-        numbers = [c for c in column.categories if isinstance(c, (int, float))]
-        if numbers and not fixed and names_codes(column.name):
-            changes.append("number-like codes read as categories (--numeric to bin them as numbers)")
-        if column.other is not None and threshold is not None:
-            changes.append(f"categories held by fewer than about {threshold:.0f} records (the release threshold at "
-                           f"this budget) are written as {column.other!r}; --public-categories keeps them if they are "
-                           "public")
-        elif column.other is not None:
-            changes.append(f"values outside its {len(column.categories)} categories are written as {column.other!r}")
-        elif numbers and not column.missing:
-            lo, hi = min(numbers), max(numbers)
-            changes.append(f"every number written as {lo}" if lo == hi else
-                           f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
-    changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
-    return changes
 
 
 def kinds(args) -> dict:
@@ -377,7 +344,8 @@ def read_compared(path: str, args):
 def check_compared(paths: list[str], args) -> None:
     """Refuse, before any is read, tables for ``evaluate`` (which reads them whole) that would take more
     than --max-memory together (:func:`~ektelo_pgm.table_io.decoded_bytes`), naming their size in MB."""
-    from .table_io import decoded_bytes, memory_cap, table_files
+    from .memory import memory_cap
+    from .table_io import decoded_bytes, table_files
 
     cap, need = memory_cap(args.max_memory), sum(decoded_bytes(table_files(p)) for p in paths)
     if need > cap:
@@ -505,7 +473,7 @@ def table_arguments(p, mechanism: bool = True) -> None:
 
 def max_memory_argument(p) -> None:
     """The --max-memory option of the commands that read tables."""
-    from .table_io import MAX_DEFAULT_CAP, MEMORY_SHARE
+    from .memory import MAX_DEFAULT_CAP, MEMORY_SHARE
 
     p.add_argument("--max-memory", type=memory, help=f"the memory a run may take reading its tables, a number and a "
                    f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory, at "

@@ -9,6 +9,7 @@ import glob
 import os
 
 from .errors import InputError
+from .memory import memory_size
 
 
 def positive(text: str) -> float:
@@ -62,8 +63,6 @@ def whole(text: str, least: int, most: int | None = None) -> int:
 
 def memory(text: str) -> int:
     """An argparse type: a memory size (``4GiB``, ``512MB``; no unit: MB), in bytes."""
-    from .table_io import memory_size
-
     try:
         return memory_size(text)
     except InputError:

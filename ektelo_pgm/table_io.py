@@ -16,7 +16,6 @@ import importlib.util
 import io
 import math
 import os
-import re
 from fractions import Fraction
 
 import numpy as np
@@ -26,6 +25,7 @@ from .dask_dataset import is_dask_collection
 from .csv_dialect import csv_frames, csv_names
 from .errors import InputError
 from .files import atomic_write
+from .memory import memory_cap
 
 
 def pandas_module():
@@ -260,12 +260,6 @@ def write_parts(parts, path: str, header: bool = True) -> None:
                 part.to_csv(f, index=False, header=header and k == 0)
 
 
-#: The default memory cap: this share of the machine's physical memory, at most ``MAX_DEFAULT_CAP``
-#: bytes (:func:`memory_cap`).  Part by part was as fast as whole and leaner at every size measured
-#: (docs/big_data.md: 1M rows x 11 columns of text, 24 s and 694 MB against 26 s and 887 MB; 5M rows,
-#: 71 s and 959 MB against 87 s and 2,576 MB), so only a table that is small read whole is read whole.
-MEMORY_SHARE = 1 / 4
-MAX_DEFAULT_CAP = 2**30
 ENGINES = ("auto", "memory", "parts")
 #: Bytes one cell of a table takes at the peak of a fit that reads it whole (pandas' values, the
 #: schema's tallies, the codes), besides the interpreter's 350 MB: ``synth --mechanism mst --engine
@@ -277,34 +271,6 @@ CELL_BYTES = 48
 CSV_FACTOR = 6
 #: The fewest rows of a part, whatever the cap (a part of fewer costs more in overhead than in data).
 MIN_PART_ROWS = 10_000
-#: Units of :func:`memory_size`, bytes each: MB and GB are 2**20 and 2**30 bytes, as every MB of the package.
-UNITS = {"b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "": 2**20, "m": 2**20, "mb": 2**20, "mib": 2**20,
-         "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
-
-
-def memory_size(text) -> int:
-    """Bytes of a memory size written as a number and a unit (``"4GiB"``, ``"512 MB"``, ``"1.5g"``; no
-    unit: MB; a number of bytes as an int), at least 1 MB; an InputError naming the problem otherwise."""
-    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
-        size = int(text)
-    else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
-        if match is None or match.group(2).lower() not in UNITS or not math.isfinite(float(match.group(1))):
-            raise InputError(f"memory size {str(text)!r}: give a number and a unit, e.g. 4GiB or 512MB")
-        size = int(float(match.group(1)) * UNITS[match.group(2).lower()])
-    if size < 2**20:
-        raise InputError(f"memory size {str(text)!r}: at least 1 MB")
-    return size
-
-
-def memory_cap(max_memory=None) -> int:
-    """Bytes a run may hold reading its table: ``max_memory`` (:func:`memory_size`), or by default
-    ``MEMORY_SHARE`` of this machine's physical memory, at most ``MAX_DEFAULT_CAP``."""
-    if max_memory is None:
-        return int(min(MEMORY_SHARE * _memory_bytes(), MAX_DEFAULT_CAP))
-    return memory_size(max_memory)
-
-
 def decoded_bytes(files: list[str]) -> int:
     """Bytes the table in ``files`` takes at the peak of a fit that reads it whole, estimated
     before any value is read: Parquet, from each file's metadata, rows x columns x ``CELL_BYTES``
@@ -369,14 +335,6 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
         progress.note(f"note: reading {path} part by part ({table.rows:,} rows at a time): read whole it would take "
                       f"more than the memory cap (--max-memory, {cap / 2**20:,.0f} MB)")
     return table
-
-
-def _memory_bytes() -> int:
-    """This machine's physical memory in bytes (16 GiB where the system does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 16 * 2**30
 
 
 def has_header(path) -> bool:

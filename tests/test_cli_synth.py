@@ -347,7 +347,7 @@ def test_zip_codes_stay_categories_and_every_schema_change_is_a_note(tmp_path, c
     assert code == 0 and set(out["zip_code"]) <= {str(z) for z in zips} | {OTHER}, set(out["zip_code"]) - set(zips)
     assert "note: column 'zip_code': number-like codes read as categories (--numeric to bin them as numbers)" in err
     assert not (out[["nights", "price", "city"]] == "").any().any()  # complete columns gain no blanks
-    from ektelo_pgm.cli import column_changes
+    from ektelo_pgm.schema import column_changes
 
     model = Synthesizer.load(tmp_path / "model.npz")
     notes = [line for line in err.splitlines() if line.startswith("ektelo-pgm: note: column")]

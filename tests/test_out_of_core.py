@@ -301,7 +301,7 @@ def test_the_engine_is_chosen_from_the_decoded_size_against_the_memory_cap(tmp_p
 
 
 def test_memory_sizes_are_read_with_their_units_and_refused_by_name():
-    from ektelo_pgm.table_io import memory_cap, memory_size
+    from ektelo_pgm.memory import memory_cap, memory_size
 
     assert memory_size("4GiB") == memory_size("4 gb") == 4 * 2**30
     assert memory_size("512") == memory_size("512MB") == 512 * 2**20

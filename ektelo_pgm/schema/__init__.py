@@ -106,8 +106,9 @@ of decades, tenths and cells), :mod:`.counts` (a raw column's exact tally, never
 :mod:`.numbers` (a column of numbers: its refined digits, range, span and bins), :mod:`.kinds`
 (the column a release describes; public categories), :mod:`.declared` (the declared form),
 :mod:`.metadata` (SDV's metadata, read as declared columns, fixed kinds, ids and columns left out),
-:mod:`.codes` (the rows' codes) and :mod:`.table` (:func:`infer` and :func:`learn`).  This face
-names what the rest of the project imports.
+:mod:`.codes` (the rows' codes), :mod:`.table` (:func:`infer` and :func:`learn`) and :mod:`.notes`
+(what the schema does to each column, in words).  This face names what the rest of the project
+imports.
 """
 from .codes import encoded
 from .counts import Tally, column_values, merged, tallies, tally
@@ -117,9 +118,10 @@ from .histogram import Release, Unreleasable, noise_tail, release, release_thres
 from .kinds import BINS, OTHER, WHOLE_CODES, column_from, names_codes, public_column
 from .metadata import Metadata
 from .numbers import fine_charges, refine
+from .notes import column_changes
 from .table import infer, learn
 
 __all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "Metadata", "undeclared", "public_column",
            "Unreleasable", "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values",
            "Release", "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from",
-           "names_codes", "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]
+           "names_codes", "column_changes", "BOUNDARIES", "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

@@ -1,0 +1,37 @@
+"""What a schema does to each column's values, in words: one note per column that the command
+line prints (:func:`column_changes`), read from the schema alone (post-processing of its release)."""
+from __future__ import annotations
+
+from ..columns import json_value
+from ..times import time_text
+from .kinds import names_codes
+
+
+def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
+    """What the schema does to a column's values, from the schema alone (its kind, range,
+    categories, other and missing codes; ``threshold``, the release threshold of a column with
+    an other code; ``fixed``, whether the user gave its kind): numbers read as categories by the
+    column's name, numbers clipped to the range or to the nearest category, rare values written
+    as the other label, blanks kept or not."""
+    changes = []
+    if column.kind == "numeric":
+        top = column.edges[-1] - 1 if column.integer else column.edges[-1]
+        ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
+                for e in (column.edges[0], top)]
+        changes.append(f"{'times' if column.time_format else 'numbers'} clipped to [{ends[0]}, {ends[1]}]")
+    else:
+        numbers = [c for c in column.categories if isinstance(c, (int, float))]
+        if numbers and not fixed and names_codes(column.name):
+            changes.append("number-like codes read as categories (--numeric to bin them as numbers)")
+        if column.other is not None and threshold is not None:
+            changes.append(f"categories held by fewer than about {threshold:.0f} records (the release threshold at "
+                           f"this budget) are written as {column.other!r}; --public-categories keeps them if they are "
+                           "public")
+        elif column.other is not None:
+            changes.append(f"values outside its {len(column.categories)} categories are written as {column.other!r}")
+        elif numbers and not column.missing:
+            lo, hi = min(numbers), max(numbers)
+            changes.append(f"every number written as {lo}" if lo == hi else
+                           f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
+    changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
+    return changes
