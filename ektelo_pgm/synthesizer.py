@@ -438,12 +438,12 @@ class Synthesizer:
             "encoder": self.encoder.to_dict(), "schema_inferred": self.schema_inferred,
             "schema_declared": self.schema_declared, "order": self.order,
             "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
-            "public": list(self.public), "person": self.person, "max_rows": self.max_rows,
-            "left_out": self.left_out, "thresholds": self.thresholds,
+            "public": list(self.public), "left_out": self.left_out, "thresholds": self.thresholds,
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
             "estimate": estimate, "error_bars": bars,
+            **({} if self.person is None else {"person": self.person, "max_rows": self.max_rows}),
         }
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
