@@ -17,7 +17,7 @@ from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
                       memory, path, seed, separator, text_encoding)
-from .privacy import Budget
+from .privacy import ADD_REMOVE, Budget
 from .schema import column_changes
 from .stopping import stopped_by_signals
 from .table_io import PARQUET, write_table
@@ -242,7 +242,7 @@ def fitted(args, frame, **options):
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
                         seed=args.seed, drop=args.drop, kinds=kinds(args), other=args.other_label,
                         regenerate=args.regenerate, public=args.public_categories, metadata=args.metadata,
-                        **options)  # no --seed: secure noise
+                        person=args.person, max_rows=args.max_rows_per_person, **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.declared, cache=args.cache)
     notes(args, synth.left_out, synth.encoder, synth.thresholds)
     return synth
@@ -301,11 +301,15 @@ def answer(args) -> None:
 def schema(args) -> None:
     import numpy as np
 
+    from .privacy.contribution import bound_rows, person_relation
     from .schema import learn
 
     check_output(args, (".json",))
     known = metadata(args)
     frame, _ = read_input(args)
+    person, rng = person_relation(args.person, args.max_rows_per_person), np.random.default_rng(args.seed)
+    if person is not None:
+        frame = bound_rows(frame, args.person, person.max_rows, rng, secure=args.seed is None)
     unknown = [c for c in args.drop if c not in frame.columns]
     if unknown:
         raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
@@ -314,20 +318,19 @@ def schema(args) -> None:
         raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
     fixed, public, left_out, thresholds = kinds(args), args.public_categories, {}, {}
     if known is not None:
-        known = known.without(args.drop)
+        known = known.without([*args.drop, *([args.person] if person else [])])
         known.check(frame.columns)
         fixed, public, ids = known.joined(fixed, public)
         left_out = {**known.left_out, **{c: f"column {c!r}: an id in {known.source}, written afresh by synth"
                                          for c in ids}}
     kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
-    budget = Budget.approx(args.epsilon, args.delta / 2, secure=args.seed is None)
-    encoder = learn(kept, budget, None, args.delta / 2, np.random.default_rng(args.seed), args.bins,
-                    known and known.declared, public, kinds=fixed, other=args.other_label, left_out=left_out,
-                    thresholds=thresholds)
+    budget = Budget.approx(args.epsilon, args.delta / 2, person or ADD_REMOVE, secure=args.seed is None)
+    encoder = learn(kept, budget, None, args.delta / 2, rng, args.bins, known and known.declared, public,
+                    kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "
-              f"(({args.epsilon:g}, {args.delta:g})-DP)")
+              f"(({args.epsilon:g}, {args.delta:g})-DP{'' if person is None else f', {person}'})")
 
 
 def read_compared(path: str, args):
@@ -444,6 +447,11 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    f"(default {OTHER!r}; missing values stay missing)")
     p.add_argument("--seed", type=seed, help="seed of every random step (same seed, same output; keep it as secret "
                    "as the data); without it the noise comes from the operating system's secure generator")
+    p.add_argument("--person", help="column naming each row's person: the guarantee then holds per person (at most "
+                   "--max-rows-per-person rows each, the others left out at random before anything reads the table); "
+                   "the column is left out (--regenerate writes it afresh)")
+    p.add_argument("--max-rows-per-person", type=count, help="most rows of one person kept (with --person); choose "
+                   "it without looking at the data (docs/privacy.md)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     declared = p.add_mutually_exclusive_group()
     declared.add_argument("--metadata", type=path, help="SDV's metadata of the table (JSON: sdtypes, with optional "

@@ -16,6 +16,9 @@ count (substitute neighbours): its budget is ``epsilon`` (pure), of which the sc
 schema that fixes every column nothing is spent on it, the whole budget goes to the mechanism
 and, on zCDP, to ``delta`` itself; one that fixes some columns leaves the others to the private
 schema, which spends ``schema_share`` on them.  Every charge is in :attr:`Synthesizer.ledger`, exactly (fractions).
+With ``person`` and ``max_rows`` the guarantee is per person: at most ``max_rows`` rows of each
+person are kept (:func:`~ektelo_pgm.privacy.contribution.bound_rows`) before anything reads the
+table, and every sensitivity is taken under ``Person(max_rows)`` (zCDP mechanisms only).
 
 ``save``/``load`` write and read one ``.npz`` file of numpy arrays and JSON text; loading
 never unpickles anything (``allow_pickle=False``).
@@ -41,7 +44,8 @@ from .errors import InputError, NotFittedError
 from .estimate import SAMPLING, Estimate
 from .files import atomic_write, private_folder
 from .params import as_data
-from .privacy import Budget, Charge, approx_to_zcdp
+from .privacy import ADD_REMOVE, Budget, Charge, Person, approx_to_zcdp
+from .privacy.contribution import bound_rows, person_relation
 from .table_io import PART_ROWS, Partitions, as_frame, open_table, pandas_module, typed, write_parts
 from .uncertainty import LEVEL, ErrorBars
 
@@ -132,6 +136,17 @@ def mechanism_entry(name: str) -> Entry:
     return table[name]
 
 
+def _person(mechanism: str, person, max_rows) -> tuple:
+    """``(person, max_rows)`` checked (:func:`~ektelo_pgm.privacy.contribution.person_relation`);
+    refused with a pure mechanism (PrivBayes needs substitute neighbours, a public record count,
+    which one person's rows change)."""
+    relation = person_relation(person, max_rows)
+    if relation is not None and mechanism_entry(mechanism).notion == "pure":
+        raise InputError(f"--person: {mechanism} needs a public record count (substitute neighbours), which "
+                         "one person's rows change: choose a zCDP mechanism")
+    return (None, None) if relation is None else (str(person), relation.max_rows)
+
+
 def _generators(seed):
     """Independent generators for the fit and for the sampling, spawned from ``seed`` (an int, or
     a Generator whose next draw seeds them): what the sampling draws tells nothing of the fit's
@@ -180,6 +195,11 @@ class Synthesizer:
         declared columns cost nothing, its kinds, public categories and ids join ``kinds``,
         ``public`` and ``regenerate``, and the columns of other sdtypes are left out (in
         :attr:`left_out`); not with a ``schema`` given to :meth:`fit`.
+    person, max_rows : the column naming each row's person and the most rows of a person kept
+        (both or neither): the rows of each person beyond ``max_rows`` are left out at random
+        before anything reads the table, the column is left out of the model (written afresh
+        if also in ``regenerate``), and the guarantee holds per person (``Person(max_rows)``
+        neighbours) instead of per row.  Not for a table read part by part, nor PrivBayes.
 
     After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
     the noisy count a category needed to be released, for each inferred column with an
@@ -191,8 +211,10 @@ class Synthesizer:
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
                  schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
                  progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
-                 regenerate=(), public=(), metadata=None, **mechanism_options):
+                 regenerate=(), public=(), metadata=None, person: str | None = None, max_rows: int | None = None,
+                 **mechanism_options):
         mechanism_entry(mechanism)
+        self.person, self.max_rows = _person(mechanism, person, max_rows)
         if sampling not in SAMPLING:
             raise InputError(f"sampling must be one of {', '.join(SAMPLING)}, got {sampling!r}")
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) \
@@ -270,6 +292,11 @@ class Synthesizer:
             raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
         out = set(self.drop) | set(metadata.left_out if metadata else ())
         table_order = [c for c in frame.columns if c not in out]
+        if self.person is not None:
+            if self.person in (*self.drop, *self.kinds, *self.public):
+                raise InputError(f"--person {self.person!r} is also dropped, given a kind or public categories")
+            frame = bound_rows(frame, self.person, self.max_rows, self.fit_rng, self.secure)
+            metadata = metadata and metadata.without([self.person])
         frame = frame[[c for c in frame.columns if c not in out and c not in self.regenerate]]
         declared = metadata.declared if metadata else None if schema is None else schemas.Declared.read(schema)
         fixed = {} if declared is None else declared.columns
@@ -303,7 +330,9 @@ class Synthesizer:
         schema_delta = self.schema_share * self.delta if inferred else 0.0
         if notion == "pure":
             return Budget.pure(self.epsilon, neighbours="substitute", secure=self.secure), schema_delta
-        return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta), secure=self.secure), schema_delta
+        neighbours = ADD_REMOVE if self.person is None else Person(self.max_rows)
+        return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta), neighbours, self.secure), \
+            schema_delta
 
     def _fitted(self):
         if self.estimate is None:
@@ -404,7 +433,8 @@ class Synthesizer:
         if self.unit == "epsilon":
             extra = f", delta {self.schema_share * self.delta:g} for the schema" if self.schema_inferred else ""
             return f"epsilon {self.epsilon:g} (pure, substitute neighbours{extra})"
-        return f"({self.epsilon:g}, {self.delta:g})-DP (rho {float(self.total):.6g} zCDP)"
+        per = "" if self.max_rows is None else f", {Person(self.max_rows)}"
+        return f"({self.epsilon:g}, {self.delta:g})-DP (rho {float(self.total):.6g} zCDP{per})"
 
     # persistence -------------------------------------------------------------
     def save(self, path) -> None:
@@ -429,6 +459,7 @@ class Synthesizer:
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
             "estimate": estimate, "error_bars": bars,
+            **({} if self.person is None else {"person": self.person, "max_rows": self.max_rows}),
         }
         path = os.fspath(path)
         path = path if path.endswith(".npz") else path + ".npz"
@@ -460,6 +491,7 @@ class Synthesizer:
         synth.drop, synth.kinds = tuple(state.get("drop", ())), state.get("column_kinds", {})
         synth.other, synth.regenerate = state.get("other", schemas.OTHER), tuple(state.get("regenerate", ()))
         synth.public, synth.metadata = tuple(state.get("public", ())), None  # its effects are saved
+        synth.person, synth.max_rows = state.get("person"), state.get("max_rows")  # saved before: per row
         synth.left_out, synth.thresholds = state.get("left_out", {}), state.get("thresholds", {})
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])

@@ -658,3 +658,32 @@ def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         run(capsys, "synth", *common, "-o", tmp_path / "bad.csv", "--schema", tmp_path / "schema.json")
     assert stop.value.code == 2 and "--schema: not allowed with argument --metadata" in capsys.readouterr().err
+
+
+def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
+    """Issue 54: --person COL --max-rows-per-person K on the three commands: the column left out,
+    the guarantee said per person; one without the other, or a table read part by part, refused
+    in one line naming the options, before anything is written."""
+    from test_synthesizer import visits
+
+    visits(800)[0].to_csv(tmp_path / "people.csv", index=False)
+    person = ("--person", "who", "--max-rows-per-person", 2)
+    code, _, err = run(capsys, "synth", tmp_path / "people.csv", "--header", "-o", tmp_path / "out.csv",
+                       "--epsilon", 2, "--mechanism", "mst", "--seed", 0, *person)
+    assert code == 0 and "per person (at most 2 rows each)" in err
+    assert list(pd.read_csv(tmp_path / "out.csv").columns) == ["city", "age", "income", "member"]
+    code, _, err = run(capsys, "answer", tmp_path / "people.csv", "--header", "-o", tmp_path / "answers.csv",
+                       "--epsilon", 2, "--mechanism", "mst", "--seed", 0, *person)
+    assert code == 0 and "per person (at most 2 rows each)" in err
+    assert not pd.read_csv(tmp_path / "answers.csv").marginal.str.contains("who").any()
+    code, _, err = run(capsys, "schema", tmp_path / "people.csv", "--header", "-o", tmp_path / "schema.json",
+                       "--epsilon", 2, "--seed", 0, *person)
+    assert code == 0 and "(2, 1e-09)-DP, per person (at most 2 rows each))" in err
+    assert "who" not in [c["name"] for c in json.loads((tmp_path / "schema.json").read_text())["columns"]]
+    for argv, message in (((*person[:2],), "--person and --max-rows-per-person go together"),
+                          ((*person, "--engine", "parts"), "--person: a table read part by part")):
+        for command, output in (("synth", "x.csv"), ("schema", "x.json")):
+            code, _, err = run(capsys, command, tmp_path / "people.csv", "--header", "-o", tmp_path / output,
+                               "--epsilon", 2, *argv)
+            assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
+            assert not (tmp_path / output).exists()

@@ -9,6 +9,8 @@ Each case runs a mechanism, selection, measurement or learner twice on the same 
 same seed, under add/remove then substitute neighbours, with every listed primitive replaced by
 a spy that records the sensitivity passed and draws with sensitivity 1 instead: both runs then
 see the same noise, take the same path and make the same calls, which are compared one by one.
+Under ``Person(K)`` (one person, at most K rows: issue 54) every sensitivity is K times its
+add/remove one, checked the same way and against brute force on tables one person apart.
 """
 import ast
 import importlib
@@ -30,7 +32,7 @@ from ektelo_pgm.mechanisms.framework import SCORE_SENSITIVITY
 from ektelo_pgm.mechanisms.privbayes import mutual_information_sensitivity
 from ektelo_pgm.operators.measure import Gaussian, Laplace
 from ektelo_pgm.operators.select import WorstApproximated
-from ektelo_pgm.privacy import ADD_REMOVE, SUBSTITUTE, Budget, samplers
+from ektelo_pgm.privacy import ADD_REMOVE, SUBSTITUTE, Budget, Person, samplers
 from ektelo_pgm.schema import infer
 from ektelo_pgm.workload import Query, kway_marginals
 
@@ -109,9 +111,10 @@ MEASURE, SELECT = "ektelo_pgm.operators.measure", "ektelo_pgm.operators.select"
 FRAMEWORK, COLUMNS, SCHEMA = "ektelo_pgm.mechanisms.framework", "ektelo_pgm.columns", "ektelo_pgm.schema.histogram"
 
 
-def _table(n=400, seed=0):
+def _table(n=400, seed=0, decimals=0):
+    """Incomes (rounded to ``decimals``: -3 for values each many records hold) and jobs."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"income": np.round(rng.lognormal(10.0, 0.5, n)).astype(int),
+    return pd.DataFrame({"income": np.round(rng.lognormal(10.0, 0.5, n), decimals).astype(int),
                          "job": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])})
 
 
@@ -151,6 +154,10 @@ CASES = {
         .fit(_table(), budget=b, rng=0, threshold=20), {(COLUMNS, "laplace"), (COLUMNS, "exponential")}),
     "schema.infer, zCDP": ("zcdp", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "gaussian")}),
     "schema.infer, pure": ("pure", 1e4, lambda _, b: infer(_table(), b, None, 1e-9, rng=0), {(SCHEMA, "laplace")}),
+    "schema.infer, zCDP, values many hold": ("zcdp", 1e4, lambda _, b: infer(_table(decimals=-3), b, None, 1e-9,
+                                                                                rng=0), {(SCHEMA, "gaussian")}),
+    "schema.infer, pure, values many hold": ("pure", 1e4, lambda _, b: infer(_table(decimals=-3), b, None, 1e-9,
+                                                                                rng=0), {(SCHEMA, "laplace")}),
 }
 
 
@@ -174,6 +181,58 @@ def test_every_sensitivity_goes_through_the_budgets_relation(case, spied):
         assert other == SITES[module][primitive] * one, f"{module}.{primitive} ({label}): {one} -> {other}"
 
 
+#: Cases whose values one record each holds: under Person(K) their release threshold (K + t) keeps
+#: fewer values, so the run takes another path; the cases of values many hold cover the schema.
+ONE_RECORD_VALUES = ("schema.infer, zCDP", "schema.infer, pure")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c not in ONE_RECORD_VALUES])
+def test_every_sensitivity_scales_by_the_rows_of_one_person(case, spied):
+    """Under Person(K) each call's sensitivity is K times its add/remove one (KWorst's scores
+    included), at every site, in the same calls."""
+    notion, total, run, sites = CASES[case]
+    runs = {}
+    for neighbours in (ADD_REMOVE, Person(3)):
+        spied.clear()
+        run(toy(), Budget(total, notion, neighbours))
+        runs[neighbours] = list(spied)
+    add_remove, person = runs[ADD_REMOVE], runs[Person(3)]
+    assert {(m, p) for m, p, _, _ in add_remove} == sites
+    assert [c[:3] for c in person] == [c[:3] for c in add_remove]
+    for (module, primitive, label, one), (_, _, _, other) in zip(add_remove, person):
+        assert other == 3 * one, f"{module}.{primitive} ({label}): {one} -> {other}"
+
+
+def _one_person_apart(data: Dataset, rows: np.ndarray) -> Dataset:
+    """``data`` with one more person, whose records are ``rows``."""
+    return Dataset(np.concatenate([data.records, rows]), data.domain)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_brute_force_changes_one_person_apart_match_the_budgets_sensitivity(k):
+    """Every table one person of at most k rows apart from a small one (the person's rows all in one
+    cell, or spread at random): each marginal's L1 and L2 change and KWorst's score change is at
+    most what Budget(Person(k)) gives from the per-record sensitivities (1 for a marginal in both
+    norms, SCORE_SENSITIVITY), and reaches it when the rows share a cell."""
+    budget, data = Budget.zcdp(1.0, neighbours=Person(k)), toy()
+    rng, estimate = np.random.default_rng(k), FactoredEstimate.uniform(DOMAIN, N)
+    worst = {1: 0.0, 2: 0.0, "score": 0.0}
+    for trial in range(40):
+        rows = rng.integers(0, DOMAIN.shape, size=(int(rng.integers(1, k + 1)), len(DOMAIN)))
+        if trial % 2:
+            rows = np.repeat(rows[:1], k, axis=0)  # all k rows in one cell
+        other = _one_person_apart(data, rows)
+        for attrs in WORKLOAD.cliques:
+            change = (other.marginal(attrs) - data.marginal(attrs)).ravel()
+            worst[1] = max(worst[1], np.abs(change).sum())
+            worst[2] = max(worst[2], np.linalg.norm(change))
+            fitted = estimate.project(attrs).ravel()
+            worst["score"] = max(worst["score"], abs(np.abs(other.marginal(attrs).ravel() - fitted).max()
+                                                     - np.abs(data.marginal(attrs).ravel() - fitted).max()))
+    assert worst[1] == worst[2] == budget.sensitivity(1.0) == k
+    assert worst["score"] <= SCORE_SENSITIVITY * budget.max_rows
+
+
 def test_the_score_sensitivity_of_kworst_holds_under_substitution():
     """KWorst's documented value: substituting a record moves each cell count by at most 1."""
     data = toy()
@@ -193,9 +252,10 @@ def _binary(n=300, seed=0):
     return Dataset(np.stack([x, x ^ (rng.random(n) < 0.2), rng.integers(2, size=n)], axis=1), BINARY)
 
 
-def test_privbayes_and_dualquery_refuse_add_remove_budgets_before_charging(spied):
-    for run, budget in ((lambda b: PrivBayes().run(_binary(), b, 0), Budget.pure(1.0)),
-                        (lambda b: DualQuery(WORKLOAD, rounds=3).run(toy(), b, 0), Budget.pure(1.0))):
+@pytest.mark.parametrize("neighbours", [ADD_REMOVE, Person(2)])
+def test_privbayes_and_dualquery_refuse_add_remove_budgets_before_charging(spied, neighbours):
+    for run, budget in ((lambda b: PrivBayes().run(_binary(), b, 0), Budget.pure(1.0, neighbours)),
+                        (lambda b: DualQuery(WORKLOAD, rounds=3).run(toy(), b, 0), Budget.pure(1.0, neighbours))):
         with pytest.raises(ValueError, match="substitute"):
             run(budget)
         assert budget.spent == 0 and not spied

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from ektelo_pgm.privacy import (Budget, BudgetExceededError, approx_to_zcdp,
+from ektelo_pgm.privacy import (Budget, Person, BudgetExceededError, approx_to_zcdp,
                                 approx_to_zcdp_simple, exponential, exponential_probabilities,
                                 gaussian, gaussian_sigma, gaussian_std, laplace, laplace_scale,
                                 laplace_std, permute_and_flip, zcdp_delta, zcdp_to_approx,
@@ -212,6 +212,18 @@ def test_neighbouring_relation_is_declared_on_the_budget():
     assert sub.public_total and sub.sensitivity(1.5) == 3.0 and Budget.pure(1.0).sensitivity(1.5) == 1.5
     with pytest.raises(ValueError, match="neighbours"):
         Budget.pure(1.0, neighbours="bounded")
+
+
+def test_the_person_relation_scales_every_sensitivity_by_its_rows():
+    """Person(K) (issue 54): K records added or removed, so K times the add/remove sensitivity, the
+    record count private; K a positive integer; the relation in the budget's words."""
+    person = Budget.zcdp(1.0, neighbours=Person(4))
+    assert person.sensitivity(1.5) == 6.0 and person.max_rows == 4 and not person.public_total
+    assert Budget.pure(1.0).max_rows == Budget.pure(1.0, neighbours="substitute").max_rows == 1
+    assert str(Person(4)) == "per person (at most 4 rows each)" and "Person(max_rows=4)" in repr(person)
+    for bad in (0, -2, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="max-rows-per-person"):
+            Person(bad)
 
 # ---------------------------------------------------------------- conversions
 

@@ -119,6 +119,27 @@ def extra_field(row: int):
     return change
 
 
+#: Rows per person of the tables of people (issue 54), and the most rows of one person kept.
+VISITS, PER_PERSON = 2, 3
+
+
+def people(rows):
+    """The base rows with a person's identifier in place of the country, ``VISITS`` rows each."""
+    return [r[:3] + [f"p{i // VISITS:05d}"] for i, r in enumerate(rows)]
+
+
+def person_added(count: int, spread: bool):
+    """The change of one person: ``count`` rows more, of a new person, in a city no one else
+    lives in (all in one cell), or each in a city of their own with ages apart (spread)."""
+    def change(rows):
+        new = [[str(18 + j % 60), f"Zanzibar{j}" if spread else "Zanzibar", rows[j][2], "pnew"] for j in range(count)]
+        return rows + new
+    return change
+
+
+PERSON = ("--person", "country", "--max-rows-per-person", str(PER_PERSON))
+
+
 SCHEMA = {"columns": {"age": {"kind": "numeric", "bounds": [18, 79], "bins": 62, "missing": False},
                       "city": {"kind": "categorical", "categories": ["Paris", "Lyon", "Nice", "Lille"],
                                "missing": False},
@@ -228,6 +249,14 @@ CASES = {
     "SDV metadata, a category outside its values": Case(substitute("city", "Zanzibar"), metadata=METADATA),
     "SDV metadata, a time past its bounds, an id": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped,
                                                         metadata=STAMPED_METADATA),
+    # issue 54: one person apart, at most PER_PERSON rows each
+    "a person of one row added": Case(person_added(1, False), base=people, common=PERSON),
+    "a person of K rows in one new cell added": Case(person_added(PER_PERSON, False), base=people, common=PERSON),
+    "a person of K rows spread over new cells added": Case(person_added(PER_PERSON, True), base=people, common=PERSON),
+    "a person of 10K rows in one new cell added": Case(person_added(10 * PER_PERSON, False), base=people,
+                                                       common=PERSON),
+    "a person of 10K rows, the person column regenerated": Case(person_added(10 * PER_PERSON, False), base=people,
+                                                                common=PERSON, options=("--regenerate", "country")),
 }
 
 
@@ -547,6 +576,23 @@ def test_the_audit_sees_the_old_readers_leaks(tmp_path, monkeypatch, case):
 
     monkeypatch.setattr(table_io, "read_table", read_the_old_way)
     assert audit(tmp_path, CASES[case], "synth")
+
+
+def test_the_audit_sees_a_person_whose_rows_are_not_bounded(tmp_path, monkeypatch):
+    """Power for issue 54: with every row of each person kept (the relation still Person(K), the
+    column still dropped), a person of 2,500 rows in a city of their own (the city's release
+    threshold is about 1,700 records at epsilon 0.2 and K = 3) gets it released: flagged on
+    ``synth``; with the rows bounded, never released."""
+    from ektelo_pgm import synthesizer
+
+    case = Case(person_added(2500, False), base=people, common=PERSON)
+    (tmp_path / "check").mkdir()
+    (out := tmp_path / "check" / "out").mkdir()
+    for seed, table in enumerate(case.tables()):
+        result = run("synth", write(tmp_path / "check", table, case, changed=False), case, seed, out)
+        assert result.exit == 0 and b"Zanzibar" not in result.files["synthetic.csv"]
+    monkeypatch.setattr(synthesizer, "bound_rows", lambda frame, person, *_: frame.drop(columns=[person]))
+    assert audit(tmp_path, case, "synth")
 
 
 # the leaks the audit was built for, each shown directly ----------------------------------------

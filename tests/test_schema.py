@@ -10,7 +10,7 @@ import pytest
 
 from ektelo_pgm.columns import CategoricalColumn, NumericColumn
 from ektelo_pgm.encoding import TableEncoder
-from ektelo_pgm.privacy import Budget
+from ektelo_pgm.privacy import Budget, Person
 from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, WHOLE_CODES, cell_of, column_from,
                                ColumnSpec, Declared, encoded, infer, learn, noise_tail, release, release_threshold,
                                refine, tally, Unreleasable)
@@ -34,6 +34,34 @@ def test_a_value_held_by_one_record_passes_with_probability_at_most_delta(scale,
             assert exact <= bound * (1 + 1e-9) and bound <= exact * (1.5 if scale >= 3 else 4), (notion, t)
     # lower than the sub-Gaussian threshold it replaces, by about 5% at the scales a table meets
     assert release_threshold("zcdp", 123.0, 1e-11) < 0.95 * (1 + 123.0 * math.sqrt(2 * math.log(1e11)))
+
+
+@pytest.mark.parametrize("scale, delta", [(0.7, 1e-2), (3.0, 1e-4), (10.0, 1e-6)])
+@pytest.mark.parametrize("k", [2, 3, 10])
+def test_the_values_one_person_of_k_rows_holds_pass_with_probability_at_most_delta(scale, delta, k):
+    """Under Person(k) (issue 54): whichever way a person's k rows hold values no one else holds
+    (one value of count k, k values of count 1, or between), one of them passes with probability
+    at most delta (exact tails by summation, independent noise per value); with k = 1 the
+    threshold is the per-record one."""
+    x = np.arange(-40000, 40001)
+    for notion, weights in (("zcdp", np.exp(-x ** 2 / (2 * scale ** 2))), ("pure", np.exp(-np.abs(x) / scale))):
+        weights = weights / weights.sum()
+        tau = release_threshold(notion, scale, delta, k)
+        assert tau == int(tau) and tau >= k
+        assert release_threshold(notion, scale, delta, 1) == release_threshold(notion, scale, delta)
+        for counts in ([k], [1] * k, [k - 1, 1], [2] * (k // 2)):
+            none = np.prod([1.0 - weights[c + x >= tau].sum() for c in counts])
+            assert 1.0 - none <= delta, (notion, counts)
+        assert weights[k + x >= tau - 1].sum() > delta / (3 * k)  # one lower would not do for count k
+
+
+def test_the_schemas_release_threshold_follows_the_budgets_relation():
+    """release() takes the threshold for the budget's max_rows: K + t under Person(K)."""
+    table = pd.DataFrame({"job": ["a"] * 300 + ["b"] * 100})
+    for neighbours, k in (("add/remove", 1), (Person(4), 4)):
+        r = release("job", tally(table.job, frozenset()), Budget.zcdp(1.0, neighbours), 0.5, 1e-6, 0)
+        assert r.std == k / math.sqrt(2.0 * 0.5 * 4 / 5)  # sensitivity k, 4/5 of the amount on the values
+        assert r.threshold == release_threshold("zcdp", r.std, 1e-6, k) >= release_threshold("zcdp", r.std, 1e-6) + k - 1
 
 
 def test_cells_levels_and_boundaries():

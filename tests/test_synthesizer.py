@@ -514,3 +514,50 @@ def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():
         Synthesizer("mst", metadata=meta).fit(guests().drop(columns="guest_id"))
     dropped = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta, drop=["guest_email", "checkin_date"])
     assert list(dropped.fit(guests(1000)).sample(10).columns) == ["guest_id", "has_rewards", "room_type", "room_rate"]
+
+
+def visits(persons=1500, seed=0):
+    """``people`` with a person column: person p has 1 + p % 4 rows (1 to 4)."""
+    rows = 1 + np.arange(persons) % 4
+    table = people(int(rows.sum()), seed)
+    return table.assign(who=np.repeat([f"p{p}" for p in range(persons)], rows)), rows
+
+
+def test_per_person_fit_keeps_at_most_k_rows_and_states_the_relation(tmp_path):
+    """Issue 54: at most K rows of each person are modelled (the estimated count near their number,
+    not the table's), the person column is left out, every sensitivity is K times (the noise of a
+    measurement K times a row's at the same charge), the ledger spends the budget exactly as per
+    row, and the guarantee says per person; saved and loaded alike."""
+    table, rows = visits()
+    kept = int(np.minimum(rows, 2).sum())
+    per_row = Synthesizer("mst", epsilon=2.0, delta=1e-9, schema_share=0.25, seed=0, drop=["who"]).fit(table)
+    synth = Synthesizer("mst", epsilon=2.0, delta=1e-9, schema_share=0.25, seed=0, person="who", max_rows=2)
+    synth.fit(table, schema=PEOPLE_SCHEMA)  # declared: the same columns, the same charges
+    declared = Synthesizer("mst", epsilon=2.0, delta=1e-9, seed=0, drop=["who"]).fit(table, schema=PEOPLE_SCHEMA)
+    assert [(c.label, c.amount) for c in synth.ledger] == [(c.label, c.amount) for c in declared.ledger]
+    assert synth.total == declared.total == Fraction(repr(approx_to_zcdp(2.0, 1e-9)))
+    assert synth.total - synth.spent < synth.total * Fraction(1, 10 ** 12) and synth.spent <= synth.total
+    ours = {m.attrs: m.std for m in synth.error_bars.measurements}
+    theirs = {m.attrs: m.std for m in declared.error_bars.measurements}
+    assert set(ours) & set(theirs) and all(ours[a] == 2 * theirs[a] for a in set(ours) & set(theirs))
+    assert abs(synth.estimate.total - kept) < 0.05 * kept and abs(declared.estimate.total - len(table)) < 0.05 * len(table)
+    assert "who" not in synth.sample(100).columns
+    assert synth.guarantee() == f"(2, 1e-09)-DP (rho {float(synth.total):.6g} zCDP, per person (at most 2 rows each))"
+    assert "per person" not in per_row.guarantee() and "per person (at most 2 rows each)" in synth.settings()
+    synth.save(tmp_path / "model.npz")
+    assert Synthesizer.load(tmp_path / "model.npz").guarantee() == synth.guarantee()
+
+
+def test_per_person_fit_regenerates_the_person_column_and_refuses_what_it_cannot_do():
+    table, _ = visits(300)
+    out = Synthesizer("mst", epsilon=2.0, seed=0, person="who", max_rows=2, regenerate=["who"]).fit(table).sample(50)
+    assert list(out.columns) == list(table.columns) and list(out["who"]) == list(range(1, 51))
+    for options, message in (({"person": "who"}, "go together"), ({"max_rows": 2}, "go together"),
+                             ({"person": "who", "max_rows": 0}, "max-rows-per-person"),
+                             ({"mechanism": "privbayes", "person": "who", "max_rows": 2}, "public record count")):
+        with pytest.raises(ValueError, match=message):
+            Synthesizer(**{"mechanism": "mst", **options})
+    with pytest.raises(ValueError, match=r"--person 'who' is also dropped"):
+        Synthesizer("mst", person="who", max_rows=2, drop=["who"]).fit(table)
+    with pytest.raises(ValueError, match=r"^--person 'nobody': no such column in the table$"):
+        Synthesizer("mst", person="nobody", max_rows=2).fit(table)

@@ -35,6 +35,8 @@ SELECTIONS = ("exponential", "permute_and_flip")
 #: Sensitivity (counts) of KWorst's scores under add/remove and substitute neighbours alike: a
 #: record added or removed moves one cell of each marginal by 1, a record substituted moves two
 #: cells by 1 each, so a cell's absolute error, or the largest over a marginal, moves by at most 1.
+#: Under ``Person(K)`` a person's K records move a cell by up to K: :meth:`KWorst.select` takes
+#: ``budget.max_rows`` times it.
 SCORE_SENSITIVITY = 1.0
 
 
@@ -129,7 +131,8 @@ class KWorst:
     spending ``1/k`` of the amount (sec. 3.1, proof of Theorem 1).  Candidates are every marginal
     (``unit='marginal'``, scored by its largest cell error: appendix A.1) or every cell
     (``unit='query'``); scores are absolute errors of cells in counts, of sensitivity
-    :data:`SCORE_SENSITIVITY` under either neighbouring relation."""
+    :data:`SCORE_SENSITIVITY` under add/remove and substitute neighbours, ``K`` times it under
+    ``Person(K)``."""
 
     def __init__(self, workload, k: int = 1, unit: str = "marginal", mechanism: str = "exponential"):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -175,7 +178,8 @@ class KWorst:
         for i in range(self.k):
             what = (label or "select") + (f" ({i + 1}/{self.k})" if self.k > 1 else "")
             select = exponential if self.mechanism == "exponential" else permute_and_flip
-            pick = select(scores[left], SCORE_SENSITIVITY, epsilon, rng=rng, budget=budget, label=what)
+            pick = select(scores[left], SCORE_SENSITIVITY * budget.max_rows, epsilon, rng=rng, budget=budget,
+                          label=what)
             index = int(left[pick])
             left = np.delete(left, pick)
             j = int(np.searchsorted(offsets, index, side="right") - 1)

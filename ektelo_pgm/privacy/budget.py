@@ -26,7 +26,11 @@ A budget also fixes the neighbouring relation that every sensitivity is
 computed under: ``'add/remove'`` (one record added or removed; the default,
 under which the number of records is private) or ``'substitute'`` (one record
 replaced by another; the number of records is then public, and a query's
-sensitivity is at most twice its add/remove sensitivity).
+sensitivity is at most twice its add/remove sensitivity) or :class:`Person` ``(K)`` (one
+person added or removed with all of their records, at most ``K``, as
+:func:`ektelo_pgm.privacy.contribution.bound_rows` keeps; the number of records is private, and
+by the triangle inequality a query's L1 or L2 sensitivity, and a selection score's, is at most
+``K`` times its add/remove sensitivity, attained when the ``K`` records fall in one cell).
 
 A budget is safe to share between threads: the check and the charge happen
 under one lock.  It is charged only in the process that made it: a copy in a
@@ -53,6 +57,23 @@ MECHANISMS = ("pure", "exponential", "gaussian")
 ADD_REMOVE = "add/remove"
 SUBSTITUTE = "substitute"
 NEIGHBOURS = (ADD_REMOVE, SUBSTITUTE)
+
+
+@dataclass(frozen=True)
+class Person:
+    """The neighbouring relation "one person, at most ``max_rows`` rows": neighbouring tables differ
+    by one person's records, at most ``max_rows`` of them (the table's rows grouped by person and
+    each group cut to ``max_rows`` before anything reads it)."""
+
+    max_rows: int
+
+    def __post_init__(self):
+        if isinstance(self.max_rows, bool) or not isinstance(self.max_rows, (int, np.integer)) or self.max_rows < 1:
+            raise InputError(f"--max-rows-per-person (max_rows) must be a positive integer, got {self.max_rows!r}")
+        object.__setattr__(self, "max_rows", int(self.max_rows))
+
+    def __str__(self) -> str:
+        return f"per person (at most {self.max_rows} rows each)"
 
 
 class BudgetExceededError(ExpectedError, RuntimeError):
@@ -213,7 +234,7 @@ class Budget:
     only ever drawn through a budget (see :mod:`ektelo_pgm.privacy.noise`).
 
     ``neighbours`` is the neighbouring relation every sensitivity is computed
-    under: ``'add/remove'`` (default) or ``'substitute'``.  ``secure=True``
+    under: ``'add/remove'`` (default), ``'substitute'`` or ``Person(K)``.  ``secure=True``
     makes every draw charged to this budget come from the operating system's
     cryptographically secure generator instead of the ``rng`` given.
 
@@ -224,8 +245,8 @@ class Budget:
     def __init__(self, total, notion: str, neighbours: str = ADD_REMOVE, secure: bool = False):
         if notion not in (PURE, ZCDP):
             raise InputError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
-        if neighbours not in NEIGHBOURS:
-            raise InputError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        if not isinstance(neighbours, Person) and neighbours not in NEIGHBOURS:
+            raise InputError(f"neighbours must be one of {NEIGHBOURS} or Person(max_rows), got {neighbours!r}")
         self.notion = notion
         self.neighbours = neighbours
         self.secure = bool(secure)
@@ -259,8 +280,15 @@ class Budget:
     def sensitivity(self, add_remove: float) -> float:
         """Sensitivity, under this budget's neighbouring relation, of a query whose
         sensitivity to adding or removing one record is ``add_remove``: the same under
-        ``'add/remove'``, twice it under ``'substitute'`` (a removal then an addition)."""
-        return float(add_remove) * (2.0 if self.neighbours == SUBSTITUTE else 1.0)
+        ``'add/remove'``, twice it under ``'substitute'`` (a removal then an addition), ``K``
+        times it under ``Person(K)`` (``K`` additions or removals: the triangle inequality, for
+        any norm)."""
+        return float(add_remove) * (2.0 if self.neighbours == SUBSTITUTE else self.max_rows)
+
+    @property
+    def max_rows(self) -> int:
+        """Most records one neighbouring step adds or removes: ``K`` under ``Person(K)``, else 1."""
+        return self.neighbours.max_rows if isinstance(self.neighbours, Person) else 1
 
     @property
     def public_total(self) -> bool:

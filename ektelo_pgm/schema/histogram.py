@@ -84,8 +84,9 @@ def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`shows_numbers` of the noisy kinds, or ``kind``
     ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
-    count reaches the threshold that one record's value passes with probability at most
-    ``delta``.  Infinite numbers count as fractional, in the outer cells."""
+    count reaches the threshold that the values of one neighbouring step (one record's, or one
+    person's under ``Person(K)``: :func:`release_threshold` with ``budget.max_rows``) pass with
+    probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells."""
     whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
     number = whole | np.array([isinstance(v, float) for v in t.values], dtype=bool)
     times = np.bincount(time_formats(t.values) + 1, weights=t.counts, minlength=len(TIME_FORMATS) + 1)
@@ -112,7 +113,7 @@ def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind
         parts += [np.bincount(group, weights=cells) for group in LEVELS]
     answers = np.concatenate(parts).astype(float)
     noisy, scale, std = noisy_counts(answers, len(parts), budget, float_below(exact * (1 - KIND_SHARE)), rng, label)
-    threshold = release_threshold(budget.notion, scale, delta)
+    threshold = release_threshold(budget.notion, scale, delta, budget.max_rows)
     values, *levels = np.split(noisy, np.cumsum([part.size for part in parts])[:-1])
     levels = levels or [np.zeros(group.max() + 1) for group in LEVELS]
     released = {key: c for key, c in zip(t.values, values) if c >= threshold}
@@ -151,7 +152,8 @@ def shows_numbers(kinds: dict, std: float, bar: float) -> bool:
 def noisy_counts(answers: np.ndarray, per_record: int, budget: Budget, amount, rng, label: str):
     """``(noisy answers, noise scale, noise std)`` of counts to which a record adds one to at
     most ``per_record`` of them, spending ``amount`` of ``budget`` in one charge: discrete
-    Gaussian noise under zCDP, discrete Laplace under pure DP."""
+    Gaussian noise under zCDP, discrete Laplace under pure DP, at the sensitivity the budget's
+    relation gives (``K`` records of one person: ``K`` times a record's)."""
     if budget.notion == "zcdp":
         sensitivity = budget.sensitivity(math.sqrt(per_record))
         scale = sensitivity / math.sqrt(2.0 * float(amount))
@@ -177,11 +179,19 @@ def float_below(exact: Fraction) -> float:
     return share
 
 
-def release_threshold(notion: str, scale: float, delta: float) -> float:
-    """The noisy count a value needs to be released: ``1 + t`` for the least whole ``t`` at which
-    the noise ``X`` (integers) has ``P[X >= t] <= delta``, so that a value one record holds
-    (count 1) passes with probability at most ``delta``; by :func:`noise_tail`."""
-    tail = lambda t: noise_tail(notion, scale, t) * (1.0 + TAIL_MARGIN) <= delta  # noqa: E731
+def release_threshold(notion: str, scale: float, delta: float, rows: int = 1) -> float:
+    """The noisy count a value needs to be released: ``rows + t`` for the least whole ``t`` at
+    which the noise ``X`` (integers) has ``P[X >= t] <= delta / rows``, so that the values that
+    only one neighbouring step of at most ``rows`` records holds pass, together, with probability
+    at most ``delta``; by :func:`noise_tail`.
+
+    With ``rows = 1`` (one record): its one value, of count 1, passes with probability at most
+    ``P[X >= t] <= delta``.  With ``rows = K`` (one person, ``Person(K)``): the person holds at
+    most ``K`` values no one else holds, of counts ``c_i >= 1`` with ``sum c_i <= K``, absent
+    (never released) without them; by the union bound any of them passes with probability at most
+    ``sum_i P[X >= rows + t - c_i] <= K P[X >= t] <= delta``.  Every other value's count moves by
+    at most ``K``, which the noise's sensitivity (``budget.sensitivity``) covers."""
+    tail = lambda t: noise_tail(notion, scale, t) * (1.0 + TAIL_MARGIN) * rows <= delta  # noqa: E731
     hi = 1
     while not tail(hi):
         hi *= 2
@@ -189,7 +199,7 @@ def release_threshold(notion: str, scale: float, delta: float) -> float:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if tail(mid) else (mid, hi)
-    return float(1 + (0 if tail(0) else hi))
+    return float(rows + (0 if tail(0) else hi))
 
 
 def noise_tail(notion: str, scale: float, t: int) -> float:

@@ -1,0 +1,80 @@
+"""Contribution bounding (issue 54): at most K rows of each person kept, chosen uniformly."""
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from ektelo_pgm.privacy import Person
+from ektelo_pgm.privacy.contribution import bound_rows, person_relation
+from ektelo_pgm.table_io import Partitions
+
+
+def _visits(rows_per_person=(6, 1, 3, 9), seed=0):
+    """A table of visits: person ``p`` has ``rows_per_person[p]`` rows, numbered in ``row``."""
+    ids = np.repeat([f"p{i}" for i in range(len(rows_per_person))], rows_per_person)
+    order = np.random.default_rng(seed).permutation(len(ids))
+    return pd.DataFrame({"who": ids[order], "row": np.arange(len(ids)), "x": np.arange(len(ids)) % 3})
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_at_most_k_rows_of_each_person_are_kept_in_order_without_the_column(secure):
+    table = _visits()
+    for k in (1, 2, 3, 9, 20):
+        kept = bound_rows(table, "who", k, np.random.default_rng(k), secure=secure)
+        assert list(kept.columns) == ["row", "x"] and kept.index.equals(pd.RangeIndex(len(kept)))
+        assert kept.row.is_monotonic_increasing and set(kept.row) <= set(table.row)
+        per = table.set_index("row").loc[kept.row, "who"].value_counts()
+        assert per.to_dict() == {p: min(k, n) for p, n in table.who.value_counts().items()}
+
+
+def test_the_kept_rows_of_a_person_are_a_uniform_choice():
+    """Person p0 has 6 rows, K = 2: each of the 15 pairs is kept about equally often (chi-square over
+    2,000 draws from one seeded generator); so are the single rows of person p3 (9 rows) at K = 1."""
+    table = _visits()
+    rng = np.random.default_rng(54)
+    rows = {p: sorted(table.row[table.who == p]) for p in ("p0", "p3")}
+    pairs = {pair: 0 for pair in itertools.combinations(rows["p0"], 2)}
+    singles = {r: 0 for r in rows["p3"]}
+    for _ in range(2000):
+        kept = set(bound_rows(table, "who", 2, rng).row)
+        pairs[tuple(sorted(kept & set(rows["p0"])))] += 1
+        (single,) = set(bound_rows(table, "who", 1, rng).row) & set(rows["p3"])
+        singles[single] += 1
+    assert stats.chisquare(list(pairs.values())).pvalue > 1e-3
+    assert stats.chisquare(list(singles.values())).pvalue > 1e-3
+    assert stats.chisquare(list(pairs.values()), [1000.0] + [1000.0 / 14] * 14).pvalue < 1e-6  # it can fail
+
+
+def test_blank_ids_are_one_person():
+    table = pd.DataFrame({"who": [None, "a", None, np.nan, "a", None], "x": range(6)})
+    kept = bound_rows(table, "who", 1, np.random.default_rng(0))
+    assert len(kept) == 2
+
+
+def test_one_person_changes_only_their_own_kept_rows():
+    """A person added to a table changes the kept rows by theirs alone, at most K (same draws for the
+    others: the kept set of each person depends on their rows' relative order only)."""
+    table = _visits((5, 4, 7), seed=3)
+    more = pd.concat([table, pd.DataFrame({"who": ["new"] * 8, "row": range(100, 108), "x": [0] * 8})],
+                     ignore_index=True)
+    for k in (1, 3, 8):
+        kept = bound_rows(more, "who", k, np.random.default_rng(1))
+        assert (kept.row >= 100).sum() == min(k, 8) and len(kept) - min(k, 8) == sum(min(k, n) for n in (5, 4, 7))
+
+
+def test_refusals_are_one_line_and_name_the_option(tmp_path):
+    table = _visits()
+    with pytest.raises(ValueError, match=r"^--person 'nobody': no such column in the table$"):
+        bound_rows(table, "nobody", 2)
+    with pytest.raises(ValueError, match="--max-rows-per-person"):
+        bound_rows(table, "who", 0)
+    with pytest.raises(ValueError, match="go together"):
+        person_relation("who", None)
+    with pytest.raises(ValueError, match="go together"):
+        person_relation(None, 3)
+    assert person_relation(None, None) is None and person_relation("who", 3) == Person(3)
+    table.to_csv(tmp_path / "visits.csv", index=False)
+    with pytest.raises(ValueError, match=r"^--person: a table read part by part .* \(--engine memory\)$"):
+        bound_rows(Partitions(tmp_path / "visits.csv", header=True), "who", 2)
