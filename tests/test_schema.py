@@ -565,3 +565,47 @@ def test_the_schema_package_is_layered_short_and_imports_no_private_name():
                 assert node.level > 1 or node.module in order[:at], f"schema/{name}.py imports .{node.module}"
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 assert not private, f"schema/{name}.py imports {private} from {'.' * node.level}{node.module}"
+
+
+def test_the_schema_share_the_columns_need_falls_with_rows_and_budget_and_is_less_for_categories():
+    """needed_share: a function of public settings and a noisy count only, between its bounds."""
+    from ektelo_pgm.schema import needed_share
+
+    kinds = [None] * 8
+    shares = [needed_share(kinds, rows, 0.0144, "zcdp") for rows in (2000, 20000, 40000, 200000)]
+    assert shares[0] == Fraction(1, 2) and shares[-1] == Fraction(1, 10)  # the bounds
+    assert all(a >= b for a, b in zip(shares, shares[1:])) and Fraction(1, 10) < shares[1] < Fraction(1, 2)
+    assert needed_share(kinds, 20000, 0.1, "zcdp") < shares[1]  # a larger budget: a smaller share of it
+    assert needed_share(["categorical"] * 8, 20000, 0.0144, "zcdp") < shares[1]  # one count per record, not four
+    assert needed_share(kinds, 20000, 1.0, "pure") <= Fraction(1, 2)
+
+
+def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatch):
+    """Neighbouring tables (one record removed, another changed) given the same noisy count of
+    records (the same draw) spend exactly the same amounts on every column: the rule reads
+    nothing else of the table."""
+    import ektelo_pgm.schema.table as table_module
+    from ektelo_pgm.schema import AUTO
+
+    real = table_module.noisy_counts
+
+    def same_draw(answers, per_record, budget, amount, rng, label):
+        if label == "schema: number of records":
+            answers = np.array([20000.0])  # the noise is then the same draw on both tables
+        return real(answers, per_record, budget, amount, rng, label)
+
+    monkeypatch.setattr(table_module, "noisy_counts", same_draw)
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 20000), "b": rng.integers(0, 50, 20000),
+                          "c": np.round(rng.lognormal(3, 1, 20000), 2)})
+    neighbour = table.iloc[1:].copy()
+    neighbour.iloc[0] = ["w", 10 ** 6, -5.5]
+    ledgers = []
+    for frame in (table, neighbour):
+        budget = Budget.zcdp(0.0144)
+        learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), kinds={"a": "categorical"})
+        refining = (": digit", ": distinct", ": decimals")  # their number follows noisy counts (a filter)
+        ledgers.append([(c.label, c.amount) for c in budget.ledger if not any(r in c.label for r in refining)])
+    assert ledgers[0] == ledgers[1]
+    amounts = dict(ledgers[0])
+    assert amounts["schema of column 'a'"] < amounts["schema of column 'c'"]  # one count per record, not four

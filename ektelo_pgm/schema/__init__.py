@@ -104,9 +104,9 @@ from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
 from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
 from .kinds import BINS, OTHER, WHOLE_CODES, column_from, public_column
 from .numbers import fine_charges, refine
-from .table import infer, learn
+from .table import AUTO, ROWS_SHARE, infer, learn, needed_share
 
-__all__ = ["learn", "infer", "encoded", "Declared", "ColumnSpec", "undeclared", "public_column", "Unreleasable",
+__all__ = ["learn", "infer", "AUTO", "ROWS_SHARE", "needed_share", "encoded", "Declared", "ColumnSpec", "undeclared", "public_column", "Unreleasable",
            "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged", "tallies", "column_values", "Release",
            "release", "release_threshold", "noise_tail", "refine", "fine_charges", "column_from", "BOUNDARIES",
            "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

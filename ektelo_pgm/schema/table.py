@@ -1,8 +1,10 @@
 """A whole table's schema: :func:`infer`, every column learnt privately from its noisy histograms
-(the budget shared among the columns, then among the charges that refine their numbers), and
-:func:`learn`, the one way in (the declared columns, the public ones, the others inferred)."""
+(the budget shared among the columns, then among the charges that refine their numbers),
+:func:`learn`, the one way in (the declared columns, the public ones, the others inferred), and
+:func:`needed_share`, the share of a budget the columns inferred need (``amount=AUTO``)."""
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -12,14 +14,52 @@ from ..encoding import TableEncoder
 from ..errors import InputError
 from ..privacy import Budget
 from ..table_io import MISSING, as_frame
-from .counts import tallies, timed
+from .counts import Tally, tallies, timed
 from .declared import Declared, undeclared
-from .histogram import Unreleasable, float_below, release
+from .grid import LEVELS
+from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
 from .kinds import BINS, OTHER, column_from, public_column
 from .numbers import fine_charges, refine
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
 FINE_SHARE = Fraction(1, 4)
+#: ``amount=AUTO`` (:func:`learn`): the schema's share of the budget chosen by :func:`needed_share`.
+AUTO = "auto"
+#: Share of the budget that counts the records for :func:`needed_share` (noise std 65 records at
+#: epsilon 1, delta 1e-9).
+ROWS_SHARE = Fraction(1, 100)
+#: The noise std, as a share of the records, that each inferred column's counts of values need
+#: (:func:`needed_share`).
+RESOLUTION = 0.004
+#: Least and most share of the budget :func:`needed_share` gives the schema, its record count included.
+SHARE_BOUNDS = (Fraction(1, 10), Fraction(1, 2))
+
+
+def weight(kind: str | None) -> int:
+    """Counts a record adds to at most in a column's histogram of values (:func:`release`): one
+    in a column whose kind is fixed categorical, one per level of the grid more for numbers (or
+    a column whose kind is not known before its noisy kinds are read).  :func:`infer` shares its
+    amount among the columns in proportion to it: the same noise std in every column's counts."""
+    return 1 if kind == "categorical" else 1 + len(LEVELS)
+
+
+def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fraction:
+    """The share of a budget of ``total`` (its unit; ``notion`` ``"zcdp"`` or ``"pure"``) that
+    the schema of columns of fixed ``kinds`` (one per column inferred, each ``"categorical"``,
+    ``"numeric"`` or None) needs on a table of ``rows`` records (a noisy count): the amount at
+    which every column's counts of values have a noise std of ``RESOLUTION * rows`` (its
+    :func:`weight` counts per record, ``KIND_SHARE`` of its histograms' amount on the kinds,
+    ``FINE_SHARE`` of the schema's on refining numbers), plus ``ROWS_SHARE`` for the count of
+    rows, between the ``SHARE_BOUNDS``.  A function of public settings and a noisy count only:
+    post-processing, no privacy cost (docs/privacy.md)."""
+    std = RESOLUTION * max(float(rows), 1.0)
+    values = (1 - KIND_SHARE) * (1 - FINE_SHARE)  # share of a column's amount on its values
+    if notion == "zcdp":  # discrete Gaussian, L2 sensitivity sqrt(weight): rho = weight / (2 std^2)
+        amounts = [Fraction(weight(k)) / Fraction(repr(2 * std * std)) for k in kinds]
+    else:  # discrete Laplace, L1 sensitivity weight: std = sqrt(2) weight / epsilon
+        amounts = [Fraction(weight(k)) * Fraction(repr(math.sqrt(2.0) / std)) for k in kinds]
+    need = ROWS_SHARE + sum(amounts, Fraction(0)) / values / Fraction(repr(float(total)))
+    return min(max(need, SHARE_BOUNDS[0]), SHARE_BOUNDS[1])
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
@@ -27,7 +67,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
-    spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
+    spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
+    same noise std in every column's counts) and an equal part of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
     can make (:func:`fine_charges`: a column of small whole numbers makes one, a fractional one
     ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
@@ -48,12 +89,14 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
+    weights = {name: weight(kinds.get(name)) for name in frame.columns}
     counted = tallies(frame, frozenset(missing)) if counts is None else counts
     releases, columns, why = {}, {}, {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
             releases[name] = release(name, counted[name], budget,
-                                     float_below(total * (1 - FINE_SHARE) / d), delta / d, rng, kinds.get(name))
+                                     float_below(total * (1 - FINE_SHARE) * weights[name] / sum(weights.values())),
+                                     delta / d, rng, kinds.get(name))
             try:
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
             except Unreleasable as reason:
@@ -92,7 +135,9 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
     ``amount`` of ``budget`` and ``delta``; nothing when no column is left, and ``budget`` may
-    then be None), in table order.  ``kinds``, ``other``, ``left_out`` and ``thresholds`` are
+    then be None), in table order.  ``amount=AUTO``: the share of the budget those columns need
+    (:func:`needed_share`), from a noisy count of the records that spends ``ROWS_SHARE`` of it
+    first (the exact count where the budget's neighbours keep it public, at no cost).  ``kinds``, ``other``, ``left_out`` and ``thresholds`` are
     :func:`infer`'s.  The encoder has the declared schema's settings, else ``bins`` and
     clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
@@ -109,6 +154,9 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     read = [c for c in frame.columns if c in open_ or c in public]
     counted = tallies(frame[read], frozenset(missing)) if read else {}
     fixed.update({c: public_column(c, counted[c]) for c in public})
+    if open_ and amount == AUTO:
+        rng = np.random.default_rng(rng)
+        amount = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
                      left_out=left_out, thresholds=thresholds, counts=counted) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
@@ -121,3 +169,17 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     encoder = inferred or TableEncoder(bins=bins, clip=True)
     encoder.columns = ordered
     return encoder
+
+
+def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> float:
+    """The amount of ``budget`` (its unit) that the schema of columns of ``kinds`` needs
+    (:func:`needed_share` of what remains), from the number of records of a column's Tally
+    ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact count where it
+    is public, ``budget.public_total``); that charge is part of the share."""
+    remaining = Fraction(repr(budget.remaining))
+    rows = float(t.counts.sum() + t.missing)
+    if not budget.public_total:
+        rows = float(noisy_counts(np.array([rows]), 1, budget, float_below(remaining * ROWS_SHARE), rng,
+                                  "schema: number of records")[0][0])
+    share = needed_share(kinds, rows, float(remaining), budget.notion)
+    return float_below(remaining * share - (remaining - Fraction(repr(budget.remaining))))
