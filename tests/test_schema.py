@@ -609,3 +609,27 @@ def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatc
     assert ledgers[0] == ledgers[1]
     amounts = dict(ledgers[0])
     assert amounts["schema of column 'a'"] < amounts["schema of column 'c'"]  # one count per record, not four
+
+
+def test_auto_draws_again_only_the_columns_with_values_not_released():
+    """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
+    too rare for it) is drawn again with what is left up to half the budget and releases more
+    of them; a column of two values is not; the whole schema spends at most half the budget."""
+    from ektelo_pgm.schema import AUTO
+
+    rng = np.random.default_rng(0)
+    n = 50000
+    breeds = np.array([f"breed {i}" for i in range(300)])
+    weights = 1.0 / np.arange(1, 301)
+    frame = pd.DataFrame({"breed": rng.choice(breeds, n, p=weights / weights.sum()), "yes": rng.choice(["y", "n"], n)})
+    budget = Budget.zcdp(0.0144)
+    thresholds = {}
+    encoder = learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), thresholds=thresholds)
+    labels = [c.label for c in budget.ledger]
+    assert labels.count("schema of column 'breed'") == 2 and labels.count("schema of column 'yes'") == 1
+    assert sum(c.amount for c in budget.ledger) <= Fraction(repr(0.0144)) / 2
+    once = Budget.zcdp(0.0144)  # the first draw alone, at the rule's share, releases fewer breeds
+    stage = (budget.ledger[1].amount + budget.ledger[2].amount) * 2 / Fraction(3, 4)  # FINE_SHARE aside
+    first = infer(frame, once, float(stage), 0.5e-9, rng=0)
+    assert len(encoder.columns["breed"].categories) > len(first.columns["breed"].categories) + 10
+    assert encoder.columns["yes"].categories == ("n", "y")

@@ -64,7 +64,8 @@ def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fractio
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=MISSING, kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None,
+          extra=None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
@@ -78,7 +79,13 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
     ``thresholds[name]`` is the noisy count a value of the column needed to be released (set by
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
-    the caller has them (else read from ``table``, a pandas or partitioned table).  The encoder
+    the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``: an
+    amount more (the budget's unit) for the columns whose first histograms need it, the
+    categorical columns with noticeably many values not released (an other code): their
+    histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
+    histogram then spends half of a column's part of ``delta``.  Which columns draw again
+    depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
+    whatever they are (a privacy filter, as for :func:`refine`).  The encoder
     clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
@@ -91,17 +98,31 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
     weights = {name: weight(kinds.get(name)) for name in frame.columns}
     counted = tallies(frame, frozenset(missing)) if counts is None else counts
+    topping = extra is not None and float(extra) > 0
+    each_delta = delta / (2 * d) if topping else delta / d
     releases, columns, why = {}, {}, {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
             releases[name] = release(name, counted[name], budget,
                                      float_below(total * (1 - FINE_SHARE) * weights[name] / sum(weights.values())),
-                                     delta / d, rng, kinds.get(name))
+                                     each_delta, rng, kinds.get(name))
             try:
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
+    needy = [name for name, column in columns.items() if getattr(column, "other", None) is not None]
+    if topping and needy:
+        more = Fraction(repr(float(extra)))
+        for name in needy:
+            releases[name] = release(name, counted[name], budget,
+                                     float_below(more * weights[name] / sum(weights[c] for c in needy)),
+                                     each_delta, rng, kinds.get(name))
+            try:
+                columns[name] = column_from(releases[name], bins, kinds.get(name), other)
+            except Unreleasable as reason:
+                why[name] = reason
+                del columns[name]
     charges = {name: fine_charges(releases[name], column.integer) for name, column in columns.items()
                if column.kind == "numeric"}
     each = float_below(total * FINE_SHARE / max(sum(charges.values()), 1))
@@ -137,9 +158,10 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     ``amount`` of ``budget`` and ``delta``; nothing when no column is left, and ``budget`` may
     then be None), in table order.  ``amount=AUTO``: the share of the budget those columns need
     (:func:`needed_share`), from a noisy count of the records that spends ``ROWS_SHARE`` of it
-    first (the exact count where the budget's neighbours keep it public, at no cost).  ``kinds``, ``other``, ``left_out`` and ``thresholds`` are
-    :func:`infer`'s.  The encoder has the declared schema's settings, else ``bins`` and
-    clipping; :func:`encoded` codes the rows."""
+    first (the exact count where the budget's neighbours keep it public, at no cost), and up to
+    ``SHARE_BOUNDS[1]`` for the columns that show they need more (:func:`infer`'s ``extra``).
+    ``kinds``, ``other``, ``left_out`` and ``thresholds`` are :func:`infer`'s.  The encoder has
+    the declared schema's settings, else ``bins`` and clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
     fixed = {} if declared is None else dict(declared.columns)
@@ -154,11 +176,12 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     read = [c for c in frame.columns if c in open_ or c in public]
     counted = tallies(frame[read], frozenset(missing)) if read else {}
     fixed.update({c: public_column(c, counted[c]) for c in public})
+    extra = None
     if open_ and amount == AUTO:
         rng = np.random.default_rng(rng)
-        amount = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
+        amount, extra = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
-                     left_out=left_out, thresholds=thresholds, counts=counted) if open_ else None
+                     left_out=left_out, thresholds=thresholds, counts=counted, extra=extra) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
         reasons = "; ".join((left_out or {}).values())
@@ -171,15 +194,17 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     return encoder
 
 
-def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> float:
-    """The amount of ``budget`` (its unit) that the schema of columns of ``kinds`` needs
-    (:func:`needed_share` of what remains), from the number of records of a column's Tally
-    ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact count where it
-    is public, ``budget.public_total``); that charge is part of the share."""
+def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, float]:
+    """``(amount, extra)`` of ``budget`` (its unit) for :func:`infer`: what the schema of columns of
+    ``kinds`` needs (:func:`needed_share` of what remains), from the number of records of a
+    column's Tally ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact
+    count where it is public, ``budget.public_total``), a charge that is part of the share; and
+    what is left up to the most share, ``SHARE_BOUNDS[1]``, for columns whose values need more."""
     remaining = Fraction(repr(budget.remaining))
     rows = float(t.counts.sum() + t.missing)
     if not budget.public_total:
         rows = float(noisy_counts(np.array([rows]), 1, budget, float_below(remaining * ROWS_SHARE), rng,
                                   "schema: number of records")[0][0])
     share = needed_share(kinds, rows, float(remaining), budget.notion)
-    return float_below(remaining * share - (remaining - Fraction(repr(budget.remaining))))
+    counted = remaining - Fraction(repr(budget.remaining))
+    return float_below(remaining * share - counted), float_below(remaining * (SHARE_BOUNDS[1] - share))
