@@ -81,7 +81,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
     the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``: an
     amount more (the budget's unit) for the columns whose first histograms need it, the
-    categorical columns with noticeably many values not released (an other code): their
+    categorical columns with noticeably many values not released (an other code) and those of
+    which nothing could be released: their
     histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
     histogram then spends half of a column's part of ``delta``.  Which columns draw again
     depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
@@ -111,18 +112,19 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
-    needy = [name for name, column in columns.items() if getattr(column, "other", None) is not None]
+    needy = [name for name in frame.columns if name in why or getattr(columns.get(name), "other", None) is not None]
     if topping and needy:
         more = Fraction(repr(float(extra)))
         for name in needy:
             releases[name] = release(name, counted[name], budget,
                                      float_below(more * weights[name] / sum(weights[c] for c in needy)),
                                      each_delta, rng, kinds.get(name))
+            columns.pop(name, None)
+            why.pop(name, None)
             try:
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
             except Unreleasable as reason:
                 why[name] = reason
-                del columns[name]
     charges = {name: fine_charges(releases[name], column.integer) for name, column in columns.items()
                if column.kind == "numeric"}
     each = float_below(total * FINE_SHARE / max(sum(charges.values()), 1))
@@ -199,7 +201,10 @@ def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, f
     ``kinds`` needs (:func:`needed_share` of what remains), from the number of records of a
     column's Tally ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact
     count where it is public, ``budget.public_total``), a charge that is part of the share; and
-    what is left up to the most share, ``SHARE_BOUNDS[1]``, for columns whose values need more."""
+    what is left up to the most share, ``SHARE_BOUNDS[1]``, for columns whose values need more.
+    Where that is less than the share itself (``extra`` None), the most share at once: a second
+    draw that replaces a first holding more would lose (a column of 120 towns of 72 records,
+    some released at half the budget, none in two draws)."""
     remaining = Fraction(repr(budget.remaining))
     rows = float(t.counts.sum() + t.missing)
     if not budget.public_total:
@@ -207,4 +212,6 @@ def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, f
                                   "schema: number of records")[0][0])
     share = needed_share(kinds, rows, float(remaining), budget.notion)
     counted = remaining - Fraction(repr(budget.remaining))
+    if share > SHARE_BOUNDS[1] / 2:
+        return float_below(remaining * SHARE_BOUNDS[1] - counted), None
     return float_below(remaining * share - counted), float_below(remaining * (SHARE_BOUNDS[1] - share))
