@@ -191,7 +191,7 @@ class Synthesizer:
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
-                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
+                 schema_share: float | str = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
                  progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
                  regenerate=(), public=(), **mechanism_options):
         mechanism_entry(mechanism)
