@@ -16,7 +16,7 @@ from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
-                      memory, path, seed, separator, text_encoding)
+                      memory, path, seed, separator, share, text_encoding)
 from .privacy import ADD_REMOVE, Budget
 from .schema import column_changes
 from .stopping import stopped_by_signals
@@ -475,8 +475,9 @@ def table_arguments(p, mechanism: bool = True) -> None:
                               "spent on the columns it fixes, the others are inferred privately (not with --metadata)")
         p.add_argument("--regenerate", type=columns, default=[], help="comma-separated identifier columns "
                        "left out of the model and written afresh (1, 2, ..., n)")
-        p.add_argument("--schema-share", type=fraction, default=SCHEMA_SHARE,
-                       help=f"share of the budget that infers the schema without --schema (default {SCHEMA_SHARE})")
+        p.add_argument("--schema-share", type=share, default=SCHEMA_SHARE,
+                       help=f"share of the budget that infers the schema without --schema, in (0, 1), or auto "
+                            f"(default {SCHEMA_SHARE}: what its columns need for the table's noisy number of rows)")
 
 
 def max_memory_argument(p) -> None:

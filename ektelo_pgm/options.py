@@ -47,6 +47,11 @@ def fraction(text: str) -> float:
     return value
 
 
+def share(text: str):
+    """An argparse type: ``auto`` or a :func:`fraction` (a share of the budget)."""
+    return text if text == "auto" else fraction(text)
+
+
 def whole(text: str, least: int, most: int | None = None) -> int:
     """A whole number from ``least`` (to ``most``), or an argparse error saying so."""
     try:

@@ -6,13 +6,15 @@ mechanism on the integer-coded records, and decodes the mechanism's synthetic re
 the table's columns and value types.
 
 Privacy: the whole fit is (epsilon, delta)-DP.  On the zCDP mechanisms (all but PrivBayes) the
-budget is ``rho = approx_to_zcdp(epsilon, (1 - schema_share) delta)``; the private schema
-(:mod:`ektelo_pgm.schema`) spends ``schema_share`` of rho and is ``schema_share * delta``-
-approximately zCDP, and the mechanism spends the rest of rho; approximate zCDP composes by
+budget is ``rho = approx_to_zcdp(epsilon, (1 - d) delta)``, ``d`` the schema's share of delta
+(``schema_share``, or ``AUTO_DELTA_SHARE`` when it is ``"auto"``); the private schema
+(:mod:`ektelo_pgm.schema`) spends ``schema_share`` of rho (``"auto"``: the share its columns need,
+:func:`ektelo_pgm.schema.needed_share`, from a noisy count of the records charged first) and is
+``d * delta``-approximately zCDP, and the mechanism spends the rest of rho; approximate zCDP composes by
 adding rho and delta (Bun and Steinke 2016, sec. 8), and converts to (epsilon, delta)-DP by
 Canonne, Kamath and Steinke (2020, Cor. 13).  PrivBayes is pure epsilon-DP with a public record
 count (substitute neighbours): its budget is ``epsilon`` (pure), of which the schema spends
-``schema_share`` with Laplace noise, ``schema_share * delta``-approximately.  With a declared
+``schema_share`` with Laplace noise, ``d * delta``-approximately.  With a declared
 schema that fixes every column nothing is spent on it, the whole budget goes to the mechanism
 and, on zCDP, to ``delta`` itself; one that fixes some columns leaves the others to the private
 schema, which spends ``schema_share`` on them.  Every charge is in :attr:`Synthesizer.ledger`, exactly (fractions).
@@ -50,15 +52,18 @@ from .table_io import PART_ROWS, Partitions, as_frame, open_table, pandas_module
 from .uncertainty import LEVEL, ErrorBars
 
 _FORMAT = "ektelo_pgm.Synthesizer"
-#: Default share of the budget (and of delta) that infers the schema when none is declared.  The
-#: schema's resolution (ranges, bins, categories released) weighs more than the mechanism's last
-#: fifth of rho where a table has many columns or rare categories for its rows: at epsilon 1, over
-#: the eight tables of benchmarks/real_tables.py (2 seeds) the mean 2-way TVD is 0.217 at share
-#: 0.3 and 0.198 at 0.5 with MST (AIM: 0.210 and 0.197), loans' numeric columns on target 58 and
-#: 64 of 86 (AIM: 58 and 69); raw Adult's (16 quantile bins), whose schema 0.3 already resolves,
-#: 0.054 and 0.055 with MST (AIM: 0.044 and 0.043).  From 0.1 to 0.3 both fell (Adult 0.061 to
-#: 0.043 with AIM).
-SCHEMA_SHARE = 0.5
+#: Default share of the budget that infers the schema when none is declared: ``"auto"``, what its
+#: columns need (:func:`ektelo_pgm.schema.needed_share`: a noise std of a fixed share of a noisy
+#: count of the records in each column's counts, between a tenth and a half of the budget, and a
+#: second draw for categorical columns that show they need more).  A fixed half starved the
+#: mechanism on long tables: AER's CPS1988 (7 columns, 28,155 rows) at epsilon 1 with AIM has a
+#: mean 2-way TVD of 0.034 at share 0.5, 0.026 with "auto" (3 seeds; at epsilon 3, 0.021 and
+#: 0.018); wide, short tables (ames: 75 columns, 2,930 rows) need the half and get it.  A number
+#: fixes the share.
+SCHEMA_SHARE = "auto"
+#: The schema's share of delta when ``schema_share`` is ``"auto"`` (fixed before any count: the
+#: mechanism's rho is set by the rest of delta).
+AUTO_DELTA_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,9 @@ class Synthesizer:
         ``gem`` with torch).
     epsilon, delta : the (epsilon, delta)-DP guarantee of the whole fit.
     schema_share : share of the budget and of delta that infers the columns a declared schema does
-        not fix (all of them when none is declared).
+        not fix (all of them when none is declared), a number in (0, 1); or ``"auto"`` (default):
+        the share they need (:func:`ektelo_pgm.schema.needed_share`), of which a noisy count of
+        the records spends ``ROWS_SHARE``, and ``AUTO_DELTA_SHARE`` of delta.
     bins : most bins of an inferred numeric column (besides one per point mass).
     sampling : how :meth:`sample` draws records from the fitted estimate: ``"round"`` (default)
         keeps the counts of each of its conditional tables at roundings of their expected counts,
@@ -209,7 +216,7 @@ class Synthesizer:
     """
 
     def __init__(self, mechanism: str = "aim", epsilon: float = 1.0, delta: float = 1e-9,
-                 schema_share: float = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
+                 schema_share: float | str = SCHEMA_SHARE, bins: int = schemas.BINS, sampling: str = "round", seed=None,
                  progress: bool | None = None, drop=(), kinds: dict | None = None, other: str = schemas.OTHER,
                  regenerate=(), public=(), metadata=None, person: str | None = None, max_rows: int | None = None,
                  **mechanism_options):
@@ -222,12 +229,14 @@ class Synthesizer:
             raise InputError(f"epsilon must be a positive number, got {epsilon!r}")
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
             raise InputError(f"delta must lie in (0, 1), got {delta!r}")
-        if isinstance(schema_share, bool) or not isinstance(schema_share, (int, float)) or not 0 < schema_share < 1:
-            raise InputError(f"schema_share must lie in (0, 1), got {schema_share!r}")
+        if schema_share != schemas.AUTO and (isinstance(schema_share, bool) or not isinstance(schema_share, (int, float))
+                                             or not 0 < schema_share < 1):
+            raise InputError(f"schema_share must be {schemas.AUTO!r} or lie in (0, 1), got {schema_share!r}")
         if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
             raise InputError(f"bins must be a positive integer, got {bins!r}")
         self.mechanism, self.epsilon, self.delta = mechanism, float(epsilon), float(delta)
-        self.schema_share, self.bins, self.progress = float(schema_share), int(bins), progress
+        self.schema_share = schema_share if schema_share == schemas.AUTO else float(schema_share)
+        self.bins, self.progress = int(bins), progress
         self.sampling = sampling
         self.drop, self.kinds, self.other, self.regenerate = tuple(drop), dict(kinds or {}), str(other), \
             tuple(regenerate)
@@ -307,7 +316,8 @@ class Synthesizer:
         open_ = schemas.undeclared(frame.columns, declared, self.public)
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
         left_out, thresholds = {}, {}
-        amount = budget.fraction(self.schema_share) if open_ else None
+        amount = None if not open_ else schemas.AUTO if self.schema_share == schemas.AUTO \
+            else budget.fraction(self.schema_share)
         encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
                                 left_out=left_out, thresholds=thresholds)
@@ -327,12 +337,21 @@ class Synthesizer:
 
     def _budget(self, notion: str, inferred: bool) -> tuple[Budget, float]:
         """The mechanism's budget and the delta left to the schema (module docstring)."""
-        schema_delta = self.schema_share * self.delta if inferred else 0.0
+        schema_delta = self._delta_share() * self.delta if inferred else 0.0
         if notion == "pure":
             return Budget.pure(self.epsilon, neighbours="substitute", secure=self.secure), schema_delta
         neighbours = ADD_REMOVE if self.person is None else Person(self.max_rows)
         return Budget.zcdp(approx_to_zcdp(self.epsilon, self.delta - schema_delta), neighbours, self.secure), \
             schema_delta
+
+    def _delta_share(self) -> float:
+        """The schema's share of delta when it infers columns."""
+        return AUTO_DELTA_SHARE if self.schema_share == schemas.AUTO else self.schema_share
+
+    def schema_spent(self) -> Fraction:
+        """The share of the budget the fit's schema spent (its charges in :attr:`ledger`, exactly)."""
+        self._fitted()
+        return sum((c.amount for c in self.ledger if (c.label or "").startswith("schema")), Fraction(0)) / self.total
 
     def _fitted(self):
         if self.estimate is None:
@@ -422,7 +441,8 @@ class Synthesizer:
     def settings(self) -> str:
         """The fit's mechanism, guarantee and schema, in words (a report's first line)."""
         self._fitted()
-        inferred = f"inferred with {self.schema_share:g} of the budget"
+        chosen = " (auto)" if self.schema_share == schemas.AUTO else ""
+        inferred = f"inferred with {float(self.schema_spent()):.3g} of the budget{chosen}"
         schema = "schema declared" if not self.schema_inferred else \
             f"schema declared, undeclared columns {inferred}" if self.schema_declared else f"schema {inferred}"
         return f"{self.mechanism}, {self.guarantee()}, {schema}"
@@ -431,7 +451,7 @@ class Synthesizer:
         """The privacy guarantee of the fit, in words."""
         self._fitted()
         if self.unit == "epsilon":
-            extra = f", delta {self.schema_share * self.delta:g} for the schema" if self.schema_inferred else ""
+            extra = f", delta {self._delta_share() * self.delta:g} for the schema" if self.schema_inferred else ""
             return f"epsilon {self.epsilon:g} (pure, substitute neighbours{extra})"
         per = "" if self.max_rows is None else f", {Person(self.max_rows)}"
         return f"({self.epsilon:g}, {self.delta:g})-DP (rho {float(self.total):.6g} zCDP{per})"

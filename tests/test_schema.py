@@ -864,3 +864,71 @@ def test_a_bad_metadata_table_is_named(tmp_path, metadata, message):
     path.write_text("{not json")
     with pytest.raises(ValueError, match=re.escape(str(path)) + ": not JSON metadata"):
         Metadata.read(path)
+
+
+def test_the_schema_share_the_columns_need_falls_with_rows_and_budget_and_is_less_for_categories():
+    """needed_share: a function of public settings and a noisy count only, between its bounds."""
+    from ektelo_pgm.schema import needed_share
+
+    kinds = [None] * 8
+    shares = [needed_share(kinds, rows, 0.0144, "zcdp") for rows in (2000, 20000, 40000, 200000)]
+    assert shares[0] == Fraction(1, 2) and shares[-1] == Fraction(1, 10)  # the bounds
+    assert all(a >= b for a, b in zip(shares, shares[1:])) and Fraction(1, 10) < shares[1] < Fraction(1, 2)
+    assert needed_share(kinds, 20000, 0.1, "zcdp") < shares[1]  # a larger budget: a smaller share of it
+    assert needed_share(["categorical"] * 8, 20000, 0.0144, "zcdp") < shares[1]  # one count per record, not four
+    assert needed_share(kinds, 20000, 1.0, "pure") <= Fraction(1, 2)
+
+
+def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatch):
+    """Neighbouring tables (one record removed, another changed) given the same noisy count of
+    records (the same draw) spend exactly the same amounts on every column: the rule reads
+    nothing else of the table."""
+    import ektelo_pgm.schema.table as table_module
+    from ektelo_pgm.schema import AUTO
+
+    real = table_module.noisy_counts
+
+    def same_draw(answers, per_record, budget, amount, rng, label):
+        if label == "schema: number of records":
+            answers = np.array([20000.0])  # the noise is then the same draw on both tables
+        return real(answers, per_record, budget, amount, rng, label)
+
+    monkeypatch.setattr(table_module, "noisy_counts", same_draw)
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 20000), "b": rng.integers(0, 50, 20000),
+                          "c": np.round(rng.lognormal(3, 1, 20000), 2)})
+    neighbour = table.iloc[1:].copy()
+    neighbour.iloc[0] = ["w", 10 ** 6, -5.5]
+    ledgers = []
+    for frame in (table, neighbour):
+        budget = Budget.zcdp(0.0144)
+        learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), kinds={"a": "categorical"})
+        refining = (": digit", ": distinct", ": decimals")  # their number follows noisy counts (a filter)
+        ledgers.append([(c.label, c.amount) for c in budget.ledger if not any(r in c.label for r in refining)])
+    assert ledgers[0] == ledgers[1]
+    amounts = dict(ledgers[0])
+    assert amounts["schema of column 'a'"] < amounts["schema of column 'c'"]  # one count per record, not four
+
+
+def test_auto_draws_again_only_the_columns_with_values_not_released():
+    """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
+    too rare for it) is drawn again with what is left up to half the budget and releases more
+    of them; a column of two values is not; the whole schema spends at most half the budget."""
+    from ektelo_pgm.schema import AUTO
+
+    rng = np.random.default_rng(0)
+    n = 50000
+    breeds = np.array([f"breed {i}" for i in range(300)])
+    weights = 1.0 / np.arange(1, 301)
+    frame = pd.DataFrame({"breed": rng.choice(breeds, n, p=weights / weights.sum()), "yes": rng.choice(["y", "n"], n)})
+    budget = Budget.zcdp(0.0144)
+    thresholds = {}
+    encoder = learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), thresholds=thresholds)
+    labels = [c.label for c in budget.ledger]
+    assert labels.count("schema of column 'breed'") == 2 and labels.count("schema of column 'yes'") == 1
+    assert sum(c.amount for c in budget.ledger) <= Fraction(repr(0.0144)) / 2
+    once = Budget.zcdp(0.0144)  # the first draw alone, at the rule's share, releases fewer breeds
+    stage = (budget.ledger[1].amount + budget.ledger[2].amount) * 2 / Fraction(3, 4)  # FINE_SHARE aside
+    first = infer(frame, once, float(stage), 0.5e-9, rng=0)
+    assert len(encoder.columns["breed"].categories) > len(first.columns["breed"].categories) + 10
+    assert encoder.columns["yes"].categories == ("n", "y")

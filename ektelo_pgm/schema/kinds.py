@@ -29,9 +29,12 @@ OTHER = "(other)"
 #: such columns make a 2-way marginal of about a million cells (8 MB of float64), which every
 #: mechanism here measures; AIM leaves out larger 3-way candidates by its model-size cap.
 WHOLE_CODES = 32
-#: ... and holding at least this many numbers per integer of the span on average: fewer, and a
-#: code per integer holds mostly noise (counts of cases over 1-999, three per integer), which
-#: bins pool; the years of a small table (2,930 houses over 139 years) keep theirs.
+#: ... and holding at least this many numbers per integer of the span on average, and at least
+#: the noise std of a count of the schema's values (a proxy of the mechanism's, set by the same
+#: budget and columns): fewer, and a code per integer holds mostly noise (counts of cases over
+#: 1-999, three per integer), which bins pool.  Hotel bookings' lead times (0-399 days, 38
+#: bookings a day, noise std 116 at epsilon 1) came out of MST as noise spread over 400 codes,
+#: their median 141 days for 45.
 WHOLE_DENSITY = 10
 #: A column of whole numbers of which no value is released and at least this share is distinct
 #: (noisy counts, surely: by ID_Z noise stds of the difference) is an identifier: left out, or
@@ -70,7 +73,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
                              or noticed or missing)  # as categorical it would need an other code
     span = whole_span(r) if of_numbers and integer and not timed else None
     dense = span is not None and span[1] - span[0] < WHOLE_CODES * bins \
-        and whole + fractional >= WHOLE_DENSITY * (span[1] - span[0] + 1)
+        and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
     if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
     if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \

@@ -1,8 +1,10 @@
 """A whole table's schema: :func:`infer`, every column learnt privately from its noisy histograms
-(the budget shared among the columns, then among the charges that refine their numbers), and
-:func:`learn`, the one way in (the declared columns, the public ones, the others inferred)."""
+(the budget shared among the columns, then among the charges that refine their numbers),
+:func:`learn`, the one way in (the declared columns, the public ones, the others inferred), and
+:func:`needed_share`, the share of a budget the columns inferred need (``amount=AUTO``)."""
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -12,22 +14,62 @@ from ..encoding import TableEncoder
 from ..errors import InputError
 from ..privacy import Budget
 from ..table_io import MISSING, as_frame
-from .counts import tallies, timed
+from .counts import Tally, tallies, timed
 from .declared import Declared, undeclared
-from .histogram import Unreleasable, float_below, release
+from .grid import LEVELS
+from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
 from .kinds import BINS, OTHER, column_from, names_codes, public_column
 from .numbers import fine_charges, refine
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
 FINE_SHARE = Fraction(1, 4)
+#: ``amount=AUTO`` (:func:`learn`): the schema's share of the budget chosen by :func:`needed_share`.
+AUTO = "auto"
+#: Share of the budget that counts the records for :func:`needed_share` (noise std 65 records at
+#: epsilon 1, delta 1e-9).
+ROWS_SHARE = Fraction(1, 100)
+#: The noise std, as a share of the records, that each inferred column's counts of values need
+#: (:func:`needed_share`).
+RESOLUTION = 0.004
+#: Least and most share of the budget :func:`needed_share` gives the schema, its record count included.
+SHARE_BOUNDS = (Fraction(1, 10), Fraction(1, 2))
+
+
+def weight(kind: str | None) -> int:
+    """Counts a record adds to at most in a column's histogram of values (:func:`release`): one
+    in a column whose kind is fixed categorical, one per level of the grid more for numbers (or
+    a column whose kind is not known before its noisy kinds are read).  :func:`infer` shares its
+    amount among the columns in proportion to it: the same noise std in every column's counts."""
+    return 1 if kind == "categorical" else 1 + len(LEVELS)
+
+
+def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fraction:
+    """The share of a budget of ``total`` (its unit; ``notion`` ``"zcdp"`` or ``"pure"``) that
+    the schema of columns of fixed ``kinds`` (one per column inferred, each ``"categorical"``,
+    ``"numeric"`` or None) needs on a table of ``rows`` records (a noisy count): the amount at
+    which every column's counts of values have a noise std of ``RESOLUTION * rows`` (its
+    :func:`weight` counts per record, ``KIND_SHARE`` of its histograms' amount on the kinds,
+    ``FINE_SHARE`` of the schema's on refining numbers), plus ``ROWS_SHARE`` for the count of
+    rows, between the ``SHARE_BOUNDS``.  A function of public settings and a noisy count only:
+    post-processing, no privacy cost (docs/privacy.md)."""
+    std = RESOLUTION * max(float(rows), 1.0)
+    values = (1 - KIND_SHARE) * (1 - FINE_SHARE)  # share of a column's amount on its values
+    if notion == "zcdp":  # discrete Gaussian, L2 sensitivity sqrt(weight): rho = weight / (2 std^2)
+        amounts = [Fraction(weight(k)) / Fraction(repr(2 * std * std)) for k in kinds]
+    else:  # discrete Laplace, L1 sensitivity weight: std = sqrt(2) weight / epsilon
+        amounts = [Fraction(weight(k)) * Fraction(repr(math.sqrt(2.0) / std)) for k in kinds]
+    need = ROWS_SHARE + sum(amounts, Fraction(0)) / values / Fraction(repr(float(total)))
+    return min(max(need, SHARE_BOUNDS[0]), SHARE_BOUNDS[1])
 
 
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=MISSING, kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None,
+          extra=None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
-    spending an equal part of ``1 - FINE_SHARE`` of ``amount`` and of ``delta``; then the columns
+    spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
+    same noise std in every column's counts) and an equal part of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
     can make (:func:`fine_charges`: a column of small whole numbers makes one, a fractional one
     ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
@@ -38,7 +80,14 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
     ``thresholds[name]`` is the noisy count a value of the column needed to be released (set by
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
-    the caller has them (else read from ``table``, a pandas or partitioned table).  The encoder
+    the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``: an
+    amount more (the budget's unit) for the columns whose first histograms need it, the
+    categorical columns with noticeably many values not released (an other code) and those of
+    which nothing could be released: their
+    histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
+    histogram then spends half of a column's part of ``delta``.  Which columns draw again
+    depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
+    whatever they are (a privacy filter, as for :func:`refine`).  The encoder
     clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
@@ -50,17 +99,34 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
+    weights = {name: weight(kinds.get(name)) for name in frame.columns}
     counted = tallies(frame, frozenset(missing)) if counts is None else counts
+    topping = extra is not None and float(extra) > 0
+    each_delta = delta / (2 * d) if topping else delta / d
     releases, columns, why = {}, {}, {}
     with progress.bar(d, "schema", "column") as shown:
         for name in frame.columns:
             releases[name] = release(name, counted[name], budget,
-                                     float_below(total * (1 - FINE_SHARE) / d), delta / d, rng, kinds.get(name))
+                                     float_below(total * (1 - FINE_SHARE) * weights[name] / sum(weights.values())),
+                                     each_delta, rng, kinds.get(name))
             try:
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
+    needy = [name for name in frame.columns if name in why or getattr(columns.get(name), "other", None) is not None]
+    if topping and needy:
+        more = Fraction(repr(float(extra)))
+        for name in needy:
+            releases[name] = release(name, counted[name], budget,
+                                     float_below(more * weights[name] / sum(weights[c] for c in needy)),
+                                     each_delta, rng, kinds.get(name))
+            columns.pop(name, None)
+            why.pop(name, None)
+            try:
+                columns[name] = column_from(releases[name], bins, kinds.get(name), other)
+            except Unreleasable as reason:
+                why[name] = reason
     charges = {name: fine_charges(releases[name], column.integer) for name, column in columns.items()
                if column.kind == "numeric"}
     each = float_below(total * FINE_SHARE / max(sum(charges.values()), 1))
@@ -94,9 +160,12 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
     ``amount`` of ``budget`` and ``delta``; nothing when no column is left, and ``budget`` may
-    then be None), in table order.  ``kinds``, ``other``, ``left_out`` and ``thresholds`` are
-    :func:`infer`'s.  The encoder has the declared schema's settings, else ``bins`` and
-    clipping; :func:`encoded` codes the rows."""
+    then be None), in table order.  ``amount=AUTO``: the share of the budget those columns need
+    (:func:`needed_share`), from a noisy count of the records that spends ``ROWS_SHARE`` of it
+    first (the exact count where the budget's neighbours keep it public, at no cost), and up to
+    ``SHARE_BOUNDS[1]`` for the columns that show they need more (:func:`infer`'s ``extra``).
+    ``kinds``, ``other``, ``left_out`` and ``thresholds`` are :func:`infer`'s.  The encoder has
+    the declared schema's settings, else ``bins`` and clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
     fixed = {} if declared is None else dict(declared.columns)
@@ -111,8 +180,12 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     read = [c for c in frame.columns if c in open_ or c in public]
     counted = tallies(frame[read], frozenset(missing)) if read else {}
     fixed.update({c: public_column(c, counted[c]) for c in public})
+    extra = None
+    if open_ and amount == AUTO:
+        rng = np.random.default_rng(rng)
+        amount, extra = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
-                     left_out=left_out, thresholds=thresholds, counts=counted) if open_ else None
+                     left_out=left_out, thresholds=thresholds, counts=counted, extra=extra) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
         reasons = "; ".join((left_out or {}).values())
@@ -123,3 +196,24 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     encoder = inferred or TableEncoder(bins=bins, clip=True)
     encoder.columns = ordered
     return encoder
+
+
+def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, float]:
+    """``(amount, extra)`` of ``budget`` (its unit) for :func:`infer`: what the schema of columns of
+    ``kinds`` needs (:func:`needed_share` of what remains), from the number of records of a
+    column's Tally ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact
+    count where it is public, ``budget.public_total``), a charge that is part of the share; and
+    what is left up to the most share, ``SHARE_BOUNDS[1]``, for columns whose values need more.
+    Where that is less than the share itself (``extra`` None), the most share at once: a second
+    draw that replaces a first holding more would lose (a column of 120 towns of 72 records,
+    some released at half the budget, none in two draws)."""
+    remaining = Fraction(repr(budget.remaining))
+    rows = float(t.counts.sum() + t.missing)
+    if not budget.public_total:
+        rows = float(noisy_counts(np.array([rows]), 1, budget, float_below(remaining * ROWS_SHARE), rng,
+                                  "schema: number of records")[0][0])
+    share = needed_share(kinds, rows, float(remaining), budget.notion)
+    counted = remaining - Fraction(repr(budget.remaining))
+    if share > SHARE_BOUNDS[1] / 2:
+        return float_below(remaining * SHARE_BOUNDS[1] - counted), None
+    return float_below(remaining * share - counted), float_below(remaining * (SHARE_BOUNDS[1] - share))
