@@ -550,8 +550,9 @@ def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():
     synth = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta).fit(guests())
     assert synth.schema_inferred and synth.kinds == {"room_type": "categorical", "room_rate": "numeric"}
     charged = {re.match(r"schema of column '(\w+)'", c.label).group(1) for c in synth.ledger
-               if c.label.startswith("schema")}
+               if c.label.startswith("schema of column")}
     assert charged == {"room_type", "room_rate"}
+    assert [c.label for c in synth.ledger if c.label.startswith("schema:")] == ["schema: number of records"]
     assert synth.encoder.columns["room_rate"].kind == "numeric"
     with pytest.raises(ValueError, match=r"metadata: columns \['room_type'\] are in the metadata and also given"):
         Synthesizer(metadata=meta, kinds={"room_type": "numeric"})
