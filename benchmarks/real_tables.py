@@ -102,11 +102,11 @@ DOC = harness.Doc(
 bash benchmarks/setup_table_peers.sh              # smartnoise-synth 1.0.8 and dpmm 0.1.9, outside the repository
 .venv/bin/python benchmarks/real_tables.py         # tables x (as-is, cut) x epsilon 0.3, 1, 3 x 3 seeds, every side""",
     reading="""
-Every table runs as-is through the one command (ids, text and dates included) and exits 0; smartnoise MST
-fails on four of the eight ("could not find bounds").  Where both run, ours is 18-41x faster in CPU seconds
-and its mean 2-way TVD is lower on every table.  The 1-way targets hold on mpls_stops, movies and tweets;
-the wide tables (loans, who, ames) and the rare categories of police_force and txhousing miss them, as
-"What the 1-way targets need" below explains.""",
+Peers at epsilon 1, seed 0 (other seeds and epsilons not run yet): our default's 2-way TVD is the lowest on weather,
+hotel_rates and txhousing, above dpmm's on CPS1988 (0.035 against its AIM's 0.026) and seattle_pets (0.160 against
+0.140); ours takes 2-9 CPU s, dpmm 41-176 s (MST) and 70 to over 600 s (AIM), smartnoise 17-114 s.  Ours' categories
+a real column lacks are its "(other)" cell.  Issue 27's tables: every table runs as-is; smartnoise fails on four of the
+first eight; the wide tables and rare categories miss the 1-way targets ("What the 1-way targets need" below).""",
     results=("real_tables.json",), superseded=("real_tables_c6fadff.json", "real_tables_5299bbf.json"))
 
 
