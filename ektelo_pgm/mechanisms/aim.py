@@ -72,8 +72,9 @@ def errors(marginal, model: GraphicalModel, candidates) -> np.ndarray:
     """The model's L1 error ``||M_c(data) - M_c(model)||_1`` (counts) on each candidate ``c``;
     ``marginal(c)`` gives the data's counts on ``c``.  Adding or removing a record moves each by
     at most 1."""
-    return np.array([np.abs(marginal(c) - estimated).sum() for c, estimated in zip(candidates, model.projections(candidates))],
-                    dtype=np.float64).reshape(len(candidates))
+    pairs = zip(candidates, model.projections(candidates))
+    return np.array([np.abs(marginal(c) - estimated).sum() for c, estimated in pairs], dtype=np.float64).reshape(
+        len(candidates))
 
 
 def quality(marginal, model: GraphicalModel, candidates, weights, sigma: float, error=None) -> np.ndarray:
@@ -88,22 +89,28 @@ def quality(marginal, model: GraphicalModel, candidates, weights, sigma: float, 
                      for c, e in zip(candidates, error)], dtype=np.float64).reshape(len(candidates))
 
 
-def clique_drift(previous: GraphicalModel, current: GraphicalModel) -> np.ndarray | None:
-    """``||M_C(current) - M_C(previous)||_1`` (counts) on each clique ``C`` of ``current``'s junction
-    tree, or None when ``previous`` does not factor over that tree (one of its parameter cliques
-    lies in no clique of it).  Both models then factor over the tree as
-    ``prod_C M_C / prod_S M_S``, which :func:`drift_bounds` needs."""
+def clique_drift(previous: GraphicalModel, current: GraphicalModel) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(cliques, separators)``: ``||M_C(current) - M_C(previous)||_1`` (counts) on each clique
+    ``C`` of ``current``'s junction tree, and the same on each clique's separator with its parent
+    (the total for the root and across an empty separator); None when ``previous`` does not factor
+    over that tree (one of its parameter cliques lies in no clique of it).  Both models then
+    factor over the tree as ``prod_C M_C / prod_S M_S``, which :func:`drift_bounds` needs."""
     tree = current.tree
     if any(tree.host(c) is None for c in previous.cliques):
         return None
-    return np.array([np.abs(current.project(clique) - before).sum()
-                     for clique, before in zip(tree.cliques, previous.projections(tree.cliques))], dtype=np.float64)
+    cliques, separators = [], []
+    for k, (clique, before) in enumerate(zip(tree.cliques, previous.projections(tree.cliques))):
+        after = current.project(clique)
+        cliques.append(np.abs(after - before).sum())
+        summed = tuple(i for i, a in enumerate(clique) if a not in tree.separator(k))
+        separators.append(np.abs(after.sum(axis=summed) - before.sum(axis=summed)).sum())
+    return np.array(cliques, dtype=np.float64), np.array(separators, dtype=np.float64)
 
 
 def spans(tree, candidates) -> list[tuple[int, ...]]:
     """For each candidate, a connected set of the junction tree's cliques holding all its
-    attributes: its smallest host clique, else the paths joining the shallowest clique holding
-    each attribute (from the root)."""
+    attributes, its shallowest clique (toward the root) first: its smallest host clique, else the
+    paths joining the shallowest clique holding each attribute."""
     parent = tree.parent
     depth = np.zeros(len(parent), dtype=np.int64)
     for c in tree.order[::-1]:
@@ -126,22 +133,24 @@ def spans(tree, candidates) -> list[tuple[int, ...]]:
             deepest = max(frontier, key=lambda c: (depth[c], c))
             frontier = (frontier - {deepest}) | {int(parent[deepest])}
             span.add(int(parent[deepest]))
-        found.append(tuple(sorted(span)))
+        (meeting,) = frontier
+        found.append((meeting, *sorted(span - {meeting})))
     return found
 
 
-def drift_bounds(drift: np.ndarray, spanned) -> np.ndarray:
+def drift_bounds(drift: tuple[np.ndarray, np.ndarray], spanned) -> np.ndarray:
     """A bound on ``||M_c(current) - M_c(previous)||_1`` (counts) for each candidate whose
-    :func:`spans` is ``spanned``, from the cliques' drift ``d_C`` (:func:`clique_drift`):
-    ``2 sum_{C in span} d_C - max_{C in span} d_C``.
+    :func:`spans` is ``spanned``, from the drifts ``(d_C, d_S)`` of :func:`clique_drift`: the sum
+    of ``d_C`` over the span's cliques and of ``d_S`` over its separators (each clique's with its
+    parent, but the first's).
 
     Why: over a connected set ``T`` of the tree both models' counts on ``T``'s attributes are
-    ``M_R prod_{C != R} p(x_C | x_S)`` (rooted at any ``R`` of ``T``, ``S`` each clique's separator
-    toward ``R``).  Swapping the factors one at a time, the swap of ``C``'s costs
-    ``sum_s M'_S(s) ||p(.|s) - p'(.|s)||_1 <= d_S + d_C <= 2 d_C`` (a separator's counts are a sum
-    of its clique's) and the root's ``d_R``; a candidate's counts are a sum of ``T``'s, which
-    moves them no more in L1.  Root: the clique of largest drift."""
-    return np.array([2.0 * drift[list(s)].sum() - drift[list(s)].max() for s in spanned], dtype=np.float64)
+    ``M_R prod_{C != R} p(x_C | x_S)`` (``R``: ``T``'s first clique, ``S`` each clique's separator
+    with its parent).  Swapping the factors one at a time, the swap of ``C``'s costs
+    ``sum_s M'_S(s) ||p(.|s) - p'(.|s)||_1 <= d_S + d_C`` and the root's ``d_R``; a candidate's
+    counts are a sum of ``T``'s, which moves them no more in L1."""
+    cliques, separators = drift
+    return np.array([cliques[list(s)].sum() + separators[list(s[1:])].sum() for s in spanned], dtype=np.float64)
 
 
 class AIM(Adaptive):
