@@ -98,6 +98,7 @@ def worker(name: str, epsilon: float, seed: int, out: Path) -> None:
                        "scored": scored.get("count", 0), "reused": state.memo.get("reused", 0),
                        **{p: spent[p] - last[p] for p in PHASES}})
         last.update(at=now, **spent)
+        print(json.dumps({"cpu": time.process_time(), **rounds[-1]}), flush=True)  # progress, read while it runs
 
     with harness.clock() as whole:
         result = aim.AIM(max_mb=MAX_MB, callback=callback).run(data, Budget.approx(epsilon, DELTA), rng=seed)

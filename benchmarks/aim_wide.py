@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +76,13 @@ def worker(setting: str, epsilon: float, seed: int, out: Path) -> None:
     data = dataset(*table())
     rounds = []
     aim = mechanism(setting, data.domain)
-    aim.callback = lambda state: rounds.append(int(state.estimate.tree.cells)) and False
+
+    def callback(state):
+        rounds.append(int(state.estimate.tree.cells))
+        print(json.dumps({"round": state.round, "cpu": time.process_time(), "cells": rounds[-1],
+                          "reused": state.memo.get("reused")}), flush=True)  # progress, read while it runs
+
+    aim.callback = callback
     with harness.clock() as whole:
         result = aim.run(data, Budget.approx(epsilon, DELTA), rng=seed)
         synthetic = result.estimate.synthetic_data(len(data), rng=seed, method="round")
