@@ -424,11 +424,11 @@ def test_the_registry_builds_each_class_with_its_own_defaults_and_the_stewards_s
     registry passes them explicitly; everything else is the class's default; the user's options
     win over both."""
     from ektelo_pgm import Domain
-    from ektelo_pgm.synthesizer import AIM_CANDIDATES, mechanism_entry
+    from ektelo_pgm.synthesizer import mechanism_entry
 
     domain = Domain(["a", "b", "c"], [2, 3, 4])
     aim = mechanism_entry("aim").build(domain, {})
-    assert aim.get_params() == {**type(aim)().get_params(), "max_mb": 32.0, "max_candidates": AIM_CANDIDATES}
+    assert aim.get_params() == {**type(aim)().get_params(), "max_mb": 32.0}
     assert mechanism_entry("aim").build(domain, {"max_mb": 8.0}).max_mb == 8.0
     wide = Domain([f"c{i}" for i in range(40)], [2] * 40)
     assert mechanism_entry("aim").build(wide, {}).workload is None  # every 3-way marginal, however wide
