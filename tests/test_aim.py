@@ -273,13 +273,11 @@ def test_aims_reused_errors_stay_within_the_tolerance_in_every_round(monkeypatch
 
 
 def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
-    """On a 40-column table the steward's AIM keeps every 3-way marginal of the workload and
-    scores at most its candidate budget each round: every 1- and 2-way candidate allowed and a
-    sample of the 3-way ones, the same sample for the same seed."""
-    from ektelo_pgm.synthesizer import mechanism_entry
-
+    """On a 40-column table AIM keeps every 3-way marginal of its workload and scores at most its
+    candidate budget each round: every 1- and 2-way candidate allowed and a sample of the 3-way
+    ones, the same sample for the same seed."""
     wide = Domain([f"c{i:02d}" for i in range(40)], [2] * 40)
-    mechanism = mechanism_entry("aim").build(wide, {})
+    mechanism = AIM()
     weights = mechanism.candidates(wide)
     assert sum(len(c) == 3 for c in weights) == math.comb(40, 3)
     budget = mechanism.max_candidates
