@@ -42,9 +42,9 @@ DOC = harness.Doc(
     reading="""
 Each row is one run of the code in its `code` column (when it ran is in the JSON).  On adult the refits take
 most of a run.  On bn40 (40 attributes, about 100 rounds) scoring the candidates dominated; scoring at most 4,000
-a round (every 1- and 2-way one, a sample of the 3-way ones) took 265 CPU s against 838, but on a machine loaded
-5-12 deep (wall not comparable; CPU only roughly: idle cores add threads' work), 2-way TVD 0.0094 (one seed).
-Errors reused within the 5% tolerance were 2%: each refit moves the whole model.""",
+a round (every 1- and 2-way one, a sample of the 3-way ones) took 252-265 CPU s against 838, on a machine loaded
+2-12 deep (wall not comparable with the idle runs), 2-way TVD 0.0094 against 0.0092 (one seed).  Errors reused
+within the 5% tolerance were 2%: each refit moves the whole model.""",
     results=("aim_rounds.json",))
 
 
