@@ -287,6 +287,10 @@ def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
     assert all(c in first for c in weights if len(c) <= 2)
     assert sum(len(c) == 3 for c in first) == budget - sum(len(c) <= 2 for c in weights)
     assert first != mechanism.sampled(list(weights), np.random.default_rng(1))
+    pairs = [c for c in weights if len(c) == 2]  # more pairs than the budget: a sample of them, not the first
+    few = AIM(max_candidates=100).sampled(pairs, np.random.default_rng(0))
+    assert len(set(few)) == 100 and few != pairs[:100] and few != AIM(max_candidates=100).sampled(
+        pairs, np.random.default_rng(1))
     rng = np.random.default_rng(5)
     records = rng.integers(0, 2, (2000, 40))
     records[:, 1] = records[:, 0] ^ records[:, 2]

@@ -289,16 +289,20 @@ class AIM(Adaptive):
 
     def sampled(self, candidates: list, rng) -> list:
         """``candidates``, or when more than ``max_candidates``: every one of at most two attributes
-        (at most ``max_candidates``, the first) and a uniform sample without replacement of the
-        others to fill ``max_candidates``, in their order.  Privacy: the sample is drawn
-        independently of the data, so the exponential mechanism over it keeps its guarantee."""
+        and a uniform sample without replacement of the others to fill ``max_candidates`` (a
+        uniform sample of those of at most two attributes when they alone are more), in their
+        order.  Privacy: the sample is drawn independently of the data, so the exponential
+        mechanism over it keeps its guarantee."""
         limit = self.max_candidates
         if limit is None or len(candidates) <= limit:
             return candidates
-        small = [i for i, c in enumerate(candidates) if len(c) <= 2][:limit]
+        small = [i for i, c in enumerate(candidates) if len(c) <= 2]
         large = [i for i, c in enumerate(candidates) if len(c) > 2]
-        picked = rng.choice(len(large), limit - len(small), replace=False) if limit > len(small) else []
-        return [candidates[i] for i in sorted(small + [large[j] for j in picked])]
+        if len(small) >= limit:
+            kept = [small[j] for j in rng.choice(len(small), limit, replace=False)]
+        else:
+            kept = small + [large[j] for j in rng.choice(len(large), limit - len(small), replace=False)]
+        return [candidates[i] for i in sorted(kept)]
 
     def errors(self, state: State, data: Dataset, candidates: list, epsilon: float, sensitivity: float) -> np.ndarray:
         """The model's L1 error on each candidate (counts, :func:`errors`), reused from an earlier
