@@ -12,10 +12,15 @@ from scipy import stats
 
 from ektelo_pgm import Dataset, Domain, sample_data
 from ektelo_pgm.mechanisms import AIM
-from ektelo_pgm.mechanisms.aim import HALF_NORMAL_MEAN, candidate_weights, downward_closure, fits, quality
+from ektelo_pgm.mechanisms.adaptive import State
+from ektelo_pgm.mechanisms.aim import (HALF_NORMAL_MEAN, candidate_weights, clique_drift, downward_closure,
+                                       drift_bounds, errors, fits, quality, spans)
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.metrics import total_variation
 from ektelo_pgm.operators.reconstruct import PGM
+from ektelo_pgm.pgm.clique_vector import CliqueVector
+from ektelo_pgm.pgm.factor import Factor
+from ektelo_pgm.pgm.model import GraphicalModel
 from ektelo_pgm.pgm.junction_tree import triangulated_mb
 from ektelo_pgm.privacy import Budget, exponential, exponential_probabilities
 from ektelo_pgm.workload import Query
@@ -90,10 +95,15 @@ def test_quality_is_the_weighted_error_minus_the_expected_noise_and_selection_fo
     assert stats.chisquare(observed, exact * draws).pvalue > 1e-3
 
 
-def test_aim_spends_the_whole_budget_exactly_with_quadrupling_rounds_and_a_replay_charges_the_same():
+# reused errors and a sampled candidate set leave the selection's charges as they were
+SELECTION_OPTIONS = [{}, {"reuse_tolerance": 0.0}, {"reuse_tolerance": 1.0, "max_candidates": 12}]
+
+
+@pytest.mark.parametrize("options", SELECTION_OPTIONS)
+def test_aim_spends_the_whole_budget_exactly_with_quadrupling_rounds_and_a_replay_charges_the_same(options):
     data, total = toy(), 0.02
     budget = Budget.zcdp(total)
-    result = AIM(rounds=12, iters=100).run(data, budget, rng=5)
+    result = AIM(rounds=12, iters=100, **options).run(data, budget, rng=5)
     ledger = budget.ledger
     assert result.charges == ledger
     assert result.spent == sum((c.amount for c in ledger), Fraction(0))
@@ -126,9 +136,10 @@ def test_aim_spends_the_whole_budget_exactly_with_quadrupling_rounds_and_a_repla
     assert rounds[-1][0].amount == pytest.approx(last / 10, rel=1e-9)
 
 
-def test_aim_repeats_with_a_seed_and_differs_with_another():
+@pytest.mark.parametrize("options", SELECTION_OPTIONS)
+def test_aim_repeats_with_a_seed_and_differs_with_another(options):
     data = toy()
-    runs = [AIM(rounds=8, iters=50).run(data, Budget.zcdp(0.05), rng=s) for s in (1, 1, 2)]
+    runs = [AIM(rounds=8, iters=50, **options).run(data, Budget.zcdp(0.05), rng=s) for s in (1, 1, 2)]
     first, again, other = runs
     assert [q.attrs for q in first.queries] == [q.attrs for q in again.queries]
     for m, r in zip(first.measurements, again.measurements):
@@ -156,6 +167,10 @@ def test_aim_refuses_bad_budgets_and_options():
         AIM(rounds=3).run(toy(), Budget.zcdp(1.0))
     with pytest.raises(ValueError, match="select_fraction"):
         AIM(select_fraction=1.0)
+    with pytest.raises(ValueError, match="reuse_tolerance"):
+        AIM(reuse_tolerance=-1.0)
+    with pytest.raises(ValueError, match="max_candidates"):
+        AIM(max_candidates=0)
 
 
 def test_aim_on_titanic_end_to_end():
@@ -164,3 +179,130 @@ def test_aim_on_titanic_end_to_end():
     assert result.estimate.tree.mb <= 1.0
     synthetic = result.estimate.synthetic_data(rng=0)
     assert synthetic.domain == data.domain and len(synthetic) > 0
+
+
+def random_model(domain, cliques, seed, total=1000.0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    potentials = CliqueVector({cl: Factor(domain.project(cl), scale * rng.normal(size=domain.project(cl).shape))
+                               for cl in cliques})
+    return GraphicalModel(domain, cliques, potentials, total=total)
+
+
+CHAIN = Domain(["a", "b", "c", "d", "e", "f"], [3, 2, 4, 2, 3, 2])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_drift_bounds_bound_every_candidates_move_brute_force(seed):
+    """After a refit (here: any new potentials, one more clique closing a cycle, another total),
+    the model's counts on every candidate move by at most its drift bound."""
+    before = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f")]
+    previous = random_model(CHAIN, before, seed)
+    current = random_model(CHAIN, before + [("a", "e")], seed + 100, total=1000.0 + 37 * seed, scale=0.3 + seed / 4)
+    drift = clique_drift(previous, current)
+    candidates = downward_closure([tuple(CHAIN.attrs)])
+    bounds = drift_bounds(drift, spans(current.tree, candidates))
+    moved = np.array([np.abs(current.project(c) - previous.project(c)).sum() for c in candidates])
+    assert np.all(moved <= bounds * (1 + 1e-9))
+    assert np.all(bounds <= drift[0].sum() + drift[1].sum())
+    for c, span in zip(candidates, spans(current.tree, candidates)):
+        held = set().union(*(current.tree.cliques[k] for k in span))
+        assert set(c) <= held
+
+
+def test_no_drift_when_the_previous_model_does_not_factor_over_the_new_tree():
+    previous = random_model(CHAIN, [("a", "b", "c")], 0)
+    current = random_model(CHAIN, [("a", "b"), ("c", "d")], 1)
+    assert clique_drift(previous, current) is None
+
+
+def scoring_state(domain, data, model):
+    state = State(domain, None)
+    state.memo.update(weights=candidate_weights(domain, itertools.combinations(domain.attrs, 3)), marginal={})
+    state.estimate = model
+    return state
+
+
+@pytest.mark.parametrize("tolerance", [0.0, 0.5])
+def test_reused_errors_equal_fresh_ones_where_exact_and_stay_within_the_tolerance(tolerance):
+    """Two parts of the model, one refitted: with tolerance 0 the errors on candidates of the part
+    that did not move are reused and equal the freshly computed ones (brute force); with a
+    tolerance every reused error is within it of the fresh one, in selection terms."""
+    data = toy()
+    first = random_model(DOMAIN, [("a", "b"), ("c", "d")], 0, total=len(data))
+    nudge = np.random.default_rng(1).normal(scale=0.01, size=(3, 4))
+    moved = CliqueVector({("a", "b"): Factor(DOMAIN.project(("a", "b")), first.potentials[("a", "b")].values + nudge),
+                          ("c", "d"): first.potentials[("c", "d")]})
+    second = GraphicalModel(DOMAIN, first.cliques, moved, total=len(data))
+    mechanism = AIM(reuse_tolerance=tolerance)
+    state = scoring_state(DOMAIN, data, first)
+    candidates = list(state.memo["weights"])
+    epsilon, sensitivity = 0.01, max(state.memo["weights"].values())
+    mechanism.errors(state, data, candidates, epsilon, sensitivity)
+    assert state.memo["reused"] == 0
+    state.estimate = second
+    reused = mechanism.errors(state, data, candidates, epsilon, sensitivity)
+    fresh = np.array([np.abs(data.marginal(c) - second.project(c)).sum() for c in candidates])
+    untouched = [i for i, c in enumerate(candidates) if set(c) <= {"c", "d"}]
+    if tolerance == 0:
+        assert state.memo["reused"] == len(untouched) == 3
+        np.testing.assert_allclose(reused, fresh, rtol=1e-12)
+    else:
+        assert state.memo["reused"] > len(untouched)
+        weights = np.array([state.memo["weights"][c] for c in candidates])
+        assert np.all(weights * np.abs(reused - fresh) <= tolerance * sensitivity / epsilon * (1 + 1e-9))
+        np.testing.assert_allclose(reused[untouched], fresh[untouched], rtol=1e-12)
+
+
+def test_aims_reused_errors_stay_within_the_tolerance_in_every_round(monkeypatch):
+    """Over whole runs, each round's errors (some reused) against fresh ones: within the
+    tolerance's bound on the selection's scores."""
+    tolerance, checked = 0.5, []
+    original = AIM.errors
+
+    def checking(self, state, data, candidates, epsilon, sensitivity):
+        found = original(self, state, data, candidates, epsilon, sensitivity)
+        fresh = errors(state.memo["marginal"].__getitem__, state.estimate, candidates)
+        weights = np.array([state.memo["weights"][c] for c in candidates])
+        assert np.all(weights * np.abs(found - fresh) <= tolerance * sensitivity / epsilon * (1 + 1e-9) + 1e-6)
+        checked.append(state.memo["reused"])
+        return found
+
+    monkeypatch.setattr(AIM, "errors", checking)
+    AIM(rounds=12, iters=30, reuse_tolerance=tolerance).run(toy(), Budget.zcdp(0.02), rng=1)
+    assert len(checked) > 3 and sum(checked) > 0
+
+
+def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
+    """On a 40-column table AIM keeps every 3-way marginal of its workload and scores at most its
+    candidate budget each round: every 1- and 2-way candidate allowed and a sample of the 3-way
+    ones, the same sample for the same seed."""
+    wide = Domain([f"c{i:02d}" for i in range(40)], [2] * 40)
+    mechanism = AIM()
+    weights = mechanism.candidates(wide)
+    assert sum(len(c) == 3 for c in weights) == math.comb(40, 3)
+    budget = mechanism.max_candidates
+    assert budget is not None and len(weights) > budget > sum(len(c) <= 2 for c in weights)
+    first = mechanism.sampled(list(weights), np.random.default_rng(0))
+    assert len(first) == budget and first == mechanism.sampled(list(weights), np.random.default_rng(0))
+    assert all(c in first for c in weights if len(c) <= 2)
+    assert sum(len(c) == 3 for c in first) == budget - sum(len(c) <= 2 for c in weights)
+    assert first != mechanism.sampled(list(weights), np.random.default_rng(1))
+    pairs = [c for c in weights if len(c) == 2]  # more pairs than the budget: a sample of them, not the first
+    few = AIM(max_candidates=100).sampled(pairs, np.random.default_rng(0))
+    assert len(set(few)) == 100 and few != pairs[:100] and few != AIM(max_candidates=100).sampled(
+        pairs, np.random.default_rng(1))
+    rng = np.random.default_rng(5)
+    records = rng.integers(0, 2, (2000, 40))
+    records[:, 1] = records[:, 0] ^ records[:, 2]
+    seen = []
+    original = AIM.errors
+
+    def watching(self, state, data, candidates, epsilon, sensitivity):
+        seen.append(candidates)
+        return original(self, state, data, candidates, epsilon, sensitivity)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AIM, "errors", watching)
+        AIM(max_candidates=900, callback=lambda state: state.round >= 3, iters=5, final_iters=5).run(
+            Dataset(records, wide), Budget.zcdp(1.0), rng=0)
+    assert seen and all(len(s) <= 900 and any(len(c) == 3 for c in s) for s in seen)
