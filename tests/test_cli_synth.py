@@ -687,3 +687,24 @@ def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
                                "--epsilon", 2, *argv)
             assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
             assert not (tmp_path / output).exists()
+
+
+def test_schema_releases_a_noisy_histogram_of_rows_per_person(tmp_path, capsys):
+    """Issue 54: schema --rows-per-person-histogram writes and prints the noisy number of persons by
+    their rows, all of them (before at most K are kept: persons of 3 and 4 rows counted at K = 2),
+    never the exact counts; without --person it is refused in one line, nothing written."""
+    from test_synthesizer import visits
+
+    visits(800)[0].to_csv(tmp_path / "people.csv", index=False)  # 200 persons each of 1, 2, 3 and 4 rows
+    common = (tmp_path / "people.csv", "--header", "-o", tmp_path / "schema.json", "--epsilon", 2, "--seed", 0)
+    code, _, err = run(capsys, "schema", *common, "--person", "who", "--max-rows-per-person", 2,
+                       "--rows-per-person-histogram", tmp_path / "rows.json")
+    assert code == 0, err
+    written = json.loads((tmp_path / "rows.json").read_text())
+    noisy, std = np.array(written["persons"]), written["noise_std"]
+    exact = np.array([200, 200, 200, 200] + [0] * 18)
+    assert 5 < std < 20 and (noisy != exact).sum() >= 11 and np.abs(noisy - exact).max() <= 6 * std
+    assert ", ".join(f"{r}: {n}" for r, n in zip(written["rows"], written["persons"])) in err
+    code, _, err = run(capsys, "schema", *common, "--rows-per-person-histogram", tmp_path / "other.json")
+    assert code == 1 and "--rows-per-person-histogram needs --person" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "other.json").exists()

@@ -1,13 +1,15 @@
 """Contribution bounding (issue 54): at most K rows of each person kept, chosen uniformly."""
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from ektelo_pgm.privacy import Person
-from ektelo_pgm.privacy.contribution import bound_rows, person_relation
+from ektelo_pgm.privacy import Budget, Person
+from ektelo_pgm.privacy.contribution import BUCKETS, bound_rows, person_relation, rows_histogram, rows_per_person
+from ektelo_pgm.privacy.noise import gaussian_std
 from ektelo_pgm.table_io import Partitions
 
 
@@ -78,3 +80,42 @@ def test_refusals_are_one_line_and_name_the_option(tmp_path):
     table.to_csv(tmp_path / "visits.csv", index=False)
     with pytest.raises(ValueError, match=r"^--person: a table read part by part .* \(--engine memory\)$"):
         bound_rows(Partitions(tmp_path / "visits.csv", header=True), "who", 2)
+
+
+def test_one_person_changes_one_count_of_the_rows_histogram_by_one():
+    """Brute force: removing any one person, of 1 to 120 rows (every kind of bucket, blanks one
+    person), changes the exact histogram of rows per person by one in one bucket: L1 and L2
+    sensitivity 1, whatever K."""
+    rows = (1, 2, 3, 4, 4, 7, 20, 21, 35, 50, 51, 120)
+    table = _visits(rows)
+    table.loc[table.who == "p5", "who"] = None  # the person of 7 rows: blank ids
+    full = rows_per_person(table, "who")
+    expected = np.zeros(len(BUCKETS), int)
+    expected[[0, 1, 2, 3, 6, 19, 20, 21]] = [1, 1, 1, 2, 1, 1, 3, 2]
+    assert full.tolist() == expected.tolist()
+    for person in table.who.unique():
+        rest = table[table.who.notna()] if pd.isna(person) else table[table.who != person]
+        change = full - rows_per_person(rest, "who")
+        assert np.abs(change).sum() == 1 and change.max() == 1
+
+
+@pytest.mark.parametrize("k", [1, 10])
+def test_the_rows_histogram_is_one_charge_at_sensitivity_one_and_written_noisy(tmp_path, k):
+    """A tenth of what remains, one ledger line, noise of sensitivity 1 whatever K (one person is
+    in one bucket); the counts written and printed are noisy, never the exact ones."""
+    table = _visits(tuple(1 + np.arange(400) % 30))
+    budget = Budget.zcdp(0.5, Person(k))
+    line = rows_histogram(table, "who", budget, np.random.default_rng(k), tmp_path / "h.json")
+    [charge] = budget.ledger
+    assert (charge.label, charge.mechanism) == ("rows per person histogram", "gaussian")
+    assert charge.parameter == pytest.approx(0.05) and budget.remaining == pytest.approx(0.45)
+    written = json.loads((tmp_path / "h.json").read_text())
+    assert written["rows"][:2] == ["1", "2"] and written["rows"][-2:] == ["21-50", "51+"]
+    assert written["noise_std"] == pytest.approx(gaussian_std(1.0, 0.05)) and 3 < written["noise_std"] < 3.3
+    exact = rows_per_person(table, "who")
+    noisy = np.array(written["persons"])
+    assert (noisy >= 0).all() and (noisy != exact).sum() >= len(BUCKETS) // 2
+    assert np.abs(noisy - exact).max() <= 6 * written["noise_std"]
+    assert line.endswith(", ".join(f"{r}: {n}" for r, n in zip(written["rows"], written["persons"])))
+    with pytest.raises(ValueError, match=r"^--rows-per-person-histogram needs --person and --max-rows-per-person$"):
+        rows_histogram(table, None, budget)
