@@ -1,5 +1,6 @@
 """Contribution bounding (issue 54): at most K rows of each person kept, chosen uniformly."""
 import itertools
+import os
 import json
 
 import numpy as np
@@ -119,3 +120,30 @@ def test_the_rows_histogram_is_one_charge_at_sensitivity_one_and_written_noisy(t
     assert line.endswith(", ".join(f"{r}: {n}" for r, n in zip(written["rows"], written["persons"])))
     with pytest.raises(ValueError, match=r"^--rows-per-person-histogram needs --person and --max-rows-per-person$"):
         rows_histogram(table, None, budget)
+
+
+def test_a_table_read_part_by_part_is_bounded_by_person_in_its_private_folder(tmp_path):
+    """Partitions in parts of 7 rows, the memory cap forcing 8 groups by person: at most K rows of
+    each person kept, the person column left out, parts of at most 7 rows, the groups' files 0600
+    in the private folder and gone with it."""
+    from ektelo_pgm.files import private_folder
+    from ektelo_pgm.table_io import Partitions as Parts
+
+    rows = tuple(1 + np.arange(60) % 9)
+    table = _visits(rows, seed=5)
+    table.to_csv(tmp_path / "visits.csv", index=False)
+    parts = Parts(tmp_path / "visits.csv", header=True, rows=7)
+    parts.cap = parts.bytes
+    who = table.set_index("row").who
+    for k in (1, 4):
+        with private_folder(tmp_path / "cache") as folder:
+            bounded = bound_rows(parts, "who", k, np.random.default_rng(k), folder=folder)
+            assert isinstance(bounded, Parts) and bounded.columns == ["row", "x"] and len(bounded.files) > 1
+            pieces = list(bounded)
+            assert all(len(p) <= 7 and list(p.columns) == ["row", "x"] for p in pieces)
+            kept = pd.concat(pieces).row.astype(int)
+            assert who.loc[kept].value_counts().to_dict() == {f"p{p}": min(k, n) for p, n in enumerate(rows)}
+            assert list(bounded[["x"]])[0].columns.tolist() == ["x"]
+            assert {oct(os.stat(f).st_mode & 0o777) for f in bounded.files} == {"0o600"}
+            assert sorted(os.listdir(folder)) == sorted(os.path.basename(f) for f in bounded.files)
+        assert not (tmp_path / "cache").exists()

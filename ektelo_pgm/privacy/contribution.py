@@ -12,11 +12,13 @@ choose ``K`` from a private release rather than from the table.
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
 from ..errors import InputError
-from ..files import atomic_write
+from ..files import atomic_write, private_file
+from ..table_io import Partitions
 from .budget import Budget, Person
 from .noise import gaussian, gaussian_std
 from .samplers import Source
@@ -35,19 +37,21 @@ def person_relation(person, max_rows) -> Person | None:
     return None if person is None else Person(max_rows)
 
 
-def bound_rows(frame, person: str, max_rows: int, rng=None, secure: bool = False):
+def bound_rows(frame, person: str, max_rows: int, rng=None, secure: bool = False, folder=None):
     """The rows of the DataFrame ``frame`` with at most ``max_rows`` of each value of its column
     ``person`` (blanks: one person), chosen uniformly at random among that person's rows (a
     uniformly random order of all rows, from :class:`~ektelo_pgm.privacy.samplers.Source` with
     ``rng`` or, ``secure=True``, the operating system's secure generator: the first ``max_rows``
     of each person in it), in their order in ``frame``, without the column ``person``.  A table
-    read part by part (a Dask DataFrame, :class:`~ektelo_pgm.table_io.Partitions`) is refused:
-    grouping by person over parts is not built yet."""
+    read part by part (:class:`~ektelo_pgm.table_io.Partitions`) is bounded by
+    :func:`bound_parts` in the private ``folder``; refused without one, and for a Dask DataFrame."""
     import pandas as pd
 
+    if isinstance(frame, Partitions) and folder is not None:
+        return bound_parts(frame, person, max_rows, rng, secure, folder)
     if not isinstance(frame, pd.DataFrame):
         raise InputError("--person: a table read part by part (--engine parts, a folder or glob, a Dask DataFrame) "
-                         "cannot be grouped by person yet: read it whole (--engine memory)")
+                         "cannot be grouped by person here: read it whole (--engine memory)")
     if person not in frame.columns:
         raise InputError(f"--person {person!r}: no such column in the table")
     max_rows = Person(max_rows).max_rows
@@ -56,6 +60,61 @@ def bound_rows(frame, person: str, max_rows: int, rng=None, secure: bool = False
     rank = ids.groupby(ids, dropna=False, sort=False).cumcount().to_numpy()
     kept = np.sort(order[rank < max_rows])
     return frame.iloc[kept].drop(columns=[person]).reset_index(drop=True)
+
+
+class PersonParts(Partitions):
+    """A table read part by part once bounded by person (:func:`bound_parts`): its bounded groups,
+    pickled DataFrames in a private folder, read one at a time in parts of at most ``rows`` rows
+    (selecting columns as :class:`~ektelo_pgm.table_io.Partitions` does)."""
+
+    def __init__(self, files, columns, rows: int, cap: int):
+        self.files, self.columns, self.rows, self.cap = list(files), list(columns), int(rows), cap
+        self.bytes, self.parquet, self._names = sum(os.path.getsize(p) for p in self.files), False, self.columns
+
+    def __iter__(self):
+        import pandas as pd
+
+        for path in self.files:
+            group = pd.read_pickle(path)
+            for start in range(0, len(group), self.rows):
+                yield group.iloc[start:start + self.rows][self.columns].reset_index(drop=True)
+
+
+def bound_parts(parts, person: str, max_rows: int, rng, secure: bool, folder) -> PersonParts:
+    """:func:`bound_rows` over a table read part by part, its memory bounded as the table's: the
+    rows are split by a hash of the person into groups of about a quarter of the memory cap each
+    (every row of a person in one group), written to ``folder`` (private: the caller's
+    :func:`~ektelo_pgm.files.private_folder`, files 0600), then each group is read whole and
+    bounded alone.  One person's rows stay in one group, so each person's kept rows are still a
+    uniform choice of theirs (one person's rows past a group's memory are not planned for)."""
+    import pandas as pd
+
+    if person not in parts.columns:
+        raise InputError(f"--person {person!r}: no such column in the table")
+    groups = max(1, int(np.ceil(8 * parts.bytes / parts.cap)))  # text on disk takes about twice in memory
+    pieces = [[] for _ in range(groups)]
+    for k, part in enumerate(parts):
+        group = pd.util.hash_pandas_object(part[person], index=False).to_numpy() % groups
+        for g in np.unique(group):
+            pieces[g].append(_pickled(part[group == g], os.path.join(folder, f"person-{g:05d}-{k:05d}.pkl")))
+    files, columns = [], [c for c in parts.columns if c != person]
+    for g, paths in enumerate(pieces):
+        if paths:
+            rows = pd.concat([pd.read_pickle(p) for p in paths], ignore_index=True)
+            for p in paths:
+                os.remove(p)
+            files.append(_pickled(bound_rows(rows, person, max_rows, rng, secure),
+                                  os.path.join(folder, f"person-{g:05d}.pkl")))
+    if not files:
+        raise InputError("the table has no rows")
+    return PersonParts(files, columns, parts.rows, parts.cap)
+
+
+def _pickled(frame, path: str) -> str:
+    """``path``, a new file only this user can read (0600) holding the DataFrame ``frame``."""
+    with private_file(path) as f:
+        frame.to_pickle(f)
+    return path
 
 
 def rows_per_person(frame, person: str) -> np.ndarray:
