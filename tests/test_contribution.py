@@ -147,3 +147,22 @@ def test_a_table_read_part_by_part_is_bounded_by_person_in_its_private_folder(tm
             assert {oct(os.stat(f).st_mode & 0o777) for f in bounded.files} == {"0o600"}
             assert sorted(os.listdir(folder)) == sorted(os.path.basename(f) for f in bounded.files)
         assert not (tmp_path / "cache").exists()
+
+
+def test_a_person_whose_id_changes_type_between_parts_stays_one_person(tmp_path):
+    """Two Parquet files of one table: person 7 an integer in one, a float in the other (its
+    blanks too): grouped over 50 groups, still at most K rows of person 7, and of the blanks."""
+    pytest.importorskip("pyarrow", reason="Parquet needs pyarrow (the 'parquet' extra)")
+    from ektelo_pgm.files import private_folder
+    from ektelo_pgm.table_io import Partitions as Parts
+
+    (tmp_path / "t").mkdir()
+    pd.DataFrame({"who": np.repeat([7, 8], 3), "x": range(6)}).to_parquet(tmp_path / "t" / "a.parquet")
+    pd.DataFrame({"who": [7.0, 7.0, 9.0, np.nan, np.nan], "x": range(6, 11)}).to_parquet(tmp_path / "t" / "b.parquet")
+    parts = Parts(tmp_path / "t", rows=2)
+    parts.cap = max(1, parts.bytes // 6)  # 48 groups or more
+    for seed in range(20):
+        with private_folder(tmp_path / "cache") as folder:
+            kept = pd.concat(list(bound_rows(parts, "who", 2, np.random.default_rng(seed), folder=folder))).x
+        assert kept.isin([0, 1, 2, 6, 7]).sum() == 2 and kept.isin([3, 4, 5]).sum() == 2  # persons 7 and 8
+        assert kept.isin([9, 10]).sum() == 2 and 8 in set(kept) and len(kept) == 7  # the blanks, person 9

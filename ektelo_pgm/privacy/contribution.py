@@ -94,7 +94,7 @@ def bound_parts(parts, person: str, max_rows: int, rng, secure: bool, folder) ->
     groups = max(1, int(np.ceil(8 * parts.bytes / parts.cap)))  # text on disk takes about twice in memory
     pieces = [[] for _ in range(groups)]
     for k, part in enumerate(parts):
-        group = pd.util.hash_pandas_object(part[person], index=False).to_numpy() % groups
+        group = _groups_of(part[person], groups)
         for g in np.unique(group):
             pieces[g].append(_pickled(part[group == g], os.path.join(folder, f"person-{g:05d}-{k:05d}.pkl")))
     files, columns = [], [c for c in parts.columns if c != person]
@@ -108,6 +108,16 @@ def bound_parts(parts, person: str, max_rows: int, rng, secure: bool, folder) ->
     if not files:
         raise InputError("the table has no rows")
     return PersonParts(files, columns, parts.rows, parts.cap)
+
+
+def _groups_of(ids, groups: int) -> np.ndarray:
+    """The group of each row by Python's hash of its person (this process's): values a pandas
+    grouping takes for one person hash alike whatever type a part gives them (7, 7.0, an Int64
+    7), and every blank goes to group 0, so no person is split over groups."""
+    blank = ids.isna().to_numpy()
+    hashes = np.fromiter((0 if b else hash(v) for v, b in zip(ids.to_numpy(dtype=object), blank)),
+                         dtype=np.int64, count=len(ids))
+    return hashes % groups
 
 
 def _pickled(frame, path: str) -> str:
