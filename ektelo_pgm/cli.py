@@ -299,17 +299,15 @@ def answer(args) -> None:
 
 
 def schema(args) -> None:
-    import numpy as np
-
-    from .privacy.contribution import bound_rows, person_relation
+    from numpy.random import default_rng
+    from .privacy.contribution import bound_rows, person_relation, rows_histogram
     from .schema import learn
 
     check_output(args, (".json",))
     known = metadata(args)
-    frame, _ = read_input(args)
-    person, rng = person_relation(args.person, args.max_rows_per_person), np.random.default_rng(args.seed)
-    if person is not None:
-        frame = bound_rows(frame, args.person, person.max_rows, rng, secure=args.seed is None)
+    raw, _ = read_input(args)
+    person, rng = person_relation(args.person, args.max_rows_per_person), default_rng(args.seed)
+    frame = raw if person is None else bound_rows(raw, args.person, person.max_rows, rng, secure=args.seed is None)
     unknown = [c for c in args.drop if c not in frame.columns]
     if unknown:
         raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
@@ -325,6 +323,8 @@ def schema(args) -> None:
                                          for c in ids}}
     kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
     budget = Budget.approx(args.epsilon, args.delta / 2, person or ADD_REMOVE, secure=args.seed is None)
+    if args.rows_per_person_histogram:  # every row of each person, read before any was left out
+        say(args, rows_histogram(raw, args.person, budget, rng, args.rows_per_person_histogram))
     encoder = learn(kept, budget, None, args.delta / 2, rng, args.bins, known and known.declared, public,
                     kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
@@ -528,6 +528,7 @@ def parser() -> argparse.ArgumentParser:
     table_arguments(p, mechanism=False)
     p.add_argument("--bins", type=bins, default=BINS, help=f"most bins of a numeric column (default {BINS}, at most "
                    f"{MAX_BINS:,})")
+    p.add_argument("--rows-per-person-histogram", type=path, help="with --person: a noisy histogram of rows per person")
     p.set_defaults(handler=schema)
 
     p = commands.add_parser("evaluate", help="compare a synthetic table with the real one: error table and "

@@ -206,7 +206,9 @@ class Synthesizer:
         (both or neither): the rows of each person beyond ``max_rows`` are left out at random
         before anything reads the table, the column is left out of the model (written afresh
         if also in ``regenerate``), and the guarantee holds per person (``Person(max_rows)``
-        neighbours) instead of per row.  Not for a table read part by part, nor PrivBayes.
+        neighbours) instead of per row.  A table read part by part is grouped by person in the
+        fit's private folder (:func:`~ektelo_pgm.privacy.contribution.bound_parts`); not for a
+        Dask DataFrame, nor PrivBayes.
 
     After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
     the noisy count a category needed to be released, for each inferred column with an
@@ -304,7 +306,7 @@ class Synthesizer:
         if self.person is not None:
             if self.person in (*self.drop, *self.kinds, *self.public):
                 raise InputError(f"--person {self.person!r} is also dropped, given a kind or public categories")
-            frame = bound_rows(frame, self.person, self.max_rows, self.fit_rng, self.secure)
+            frame = bound_rows(frame, self.person, self.max_rows, self.fit_rng, self.secure, cache)
             metadata = metadata and metadata.without([self.person])
         frame = frame[[c for c in frame.columns if c not in out and c not in self.regenerate]]
         declared = metadata.declared if metadata else None if schema is None else schemas.Declared.read(schema)

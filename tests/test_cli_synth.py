@@ -662,8 +662,9 @@ def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
 
 def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
     """Issue 54: --person COL --max-rows-per-person K on the three commands: the column left out,
-    the guarantee said per person; one without the other, or a table read part by part, refused
-    in one line naming the options, before anything is written."""
+    the guarantee said per person; one without the other, or schema of a table read part by part,
+    refused in one line naming the options, before anything is written; synth groups by person
+    over parts."""
     from test_synthesizer import visits
 
     visits(800)[0].to_csv(tmp_path / "people.csv", index=False)
@@ -680,10 +681,37 @@ def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
                        "--epsilon", 2, "--seed", 0, *person)
     assert code == 0 and "(2, 1e-09)-DP, per person (at most 2 rows each))" in err
     assert "who" not in [c["name"] for c in json.loads((tmp_path / "schema.json").read_text())["columns"]]
-    for argv, message in (((*person[:2],), "--person and --max-rows-per-person go together"),
-                          ((*person, "--engine", "parts"), "--person: a table read part by part")):
-        for command, output in (("synth", "x.csv"), ("schema", "x.json")):
+    for argv, commands, message in (((*person[:2],), ("synth", "schema"), "--person and --max-rows-per-person go "
+                                     "together"), ((*person, "--engine", "parts"), ("schema",),
+                                                   "--person: a table read part by part")):
+        for command in commands:
+            output = {"synth": "x.csv", "schema": "x.json"}[command]
             code, _, err = run(capsys, command, tmp_path / "people.csv", "--header", "-o", tmp_path / output,
                                "--epsilon", 2, *argv)
             assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
             assert not (tmp_path / output).exists()
+    code, _, err = run(capsys, "synth", tmp_path / "people.csv", "--header", "-o", tmp_path / "parts.csv",
+                       "--epsilon", 2, "--mechanism", "mst", "--seed", 0, "--engine", "parts", *person)
+    assert code == 0 and "per person (at most 2 rows each)" in err, err  # grouped by person over parts
+    assert list(pd.read_csv(tmp_path / "parts.csv").columns) == ["city", "age", "income", "member"]
+
+
+def test_schema_releases_a_noisy_histogram_of_rows_per_person(tmp_path, capsys):
+    """Issue 54: schema --rows-per-person-histogram writes and prints the noisy number of persons by
+    their rows, all of them (before at most K are kept: persons of 3 and 4 rows counted at K = 2),
+    never the exact counts; without --person it is refused in one line, nothing written."""
+    from test_synthesizer import visits
+
+    visits(800)[0].to_csv(tmp_path / "people.csv", index=False)  # 200 persons each of 1, 2, 3 and 4 rows
+    common = (tmp_path / "people.csv", "--header", "-o", tmp_path / "schema.json", "--epsilon", 2, "--seed", 0)
+    code, _, err = run(capsys, "schema", *common, "--person", "who", "--max-rows-per-person", 2,
+                       "--rows-per-person-histogram", tmp_path / "rows.json")
+    assert code == 0, err
+    written = json.loads((tmp_path / "rows.json").read_text())
+    noisy, std = np.array(written["persons"]), written["noise_std"]
+    exact = np.array([200, 200, 200, 200] + [0] * 18)
+    assert 5 < std < 20 and (noisy != exact).sum() >= 11 and np.abs(noisy - exact).max() <= 6 * std
+    assert ", ".join(f"{r}: {n}" for r, n in zip(written["rows"], written["persons"])) in err
+    code, _, err = run(capsys, "schema", *common, "--rows-per-person-histogram", tmp_path / "other.json")
+    assert code == 1 and "--rows-per-person-histogram needs --person" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "other.json").exists()
