@@ -228,9 +228,8 @@ def read_input(args):
     always; a CSV: as the user says, never guessed)."""
     from .table_io import open_table
 
-    names = args.names
-    header = True if args.header else False if args.no_header or names else None
-    frame = open_table(args.input, header=header, names=names, sep=args.sep, encoding=args.encoding,
+    header = True if args.header else False if args.no_header or args.names else None
+    frame = open_table(args.input, header=header, names=args.names, sep=args.sep, encoding=args.encoding,
                        engine=args.engine, max_memory=args.max_memory)
     return frame, header is not False
 
@@ -300,33 +299,34 @@ def answer(args) -> None:
 
 def schema(args) -> None:
     from numpy.random import default_rng
+    from .files import private_folder
     from .privacy.contribution import bound_rows, person_relation, rows_histogram
     from .schema import learn
 
     check_output(args, (".json",))
-    known = metadata(args)
-    raw, _ = read_input(args)
+    known, (raw, _) = metadata(args), read_input(args)  # the metadata file read first
     person, rng = person_relation(args.person, args.max_rows_per_person), default_rng(args.seed)
-    frame = raw if person is None else bound_rows(raw, args.person, person.max_rows, rng, secure=args.seed is None)
-    unknown = [c for c in args.drop if c not in frame.columns]
-    if unknown:
-        raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
-    unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
-    if unknown:
-        raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
-    fixed, public, left_out, thresholds = kinds(args), args.public_categories, {}, {}
-    if known is not None:
-        known = known.without([*args.drop, *([args.person] if person else [])])
-        known.check(frame.columns)
-        fixed, public, ids = known.joined(fixed, public)
-        left_out = {**known.left_out, **{c: f"column {c!r}: an id in {known.source}, written afresh by synth"
-                                         for c in ids}}
-    kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
-    budget = Budget.approx(args.epsilon, args.delta / 2, person or ADD_REMOVE, secure=args.seed is None)
-    if args.rows_per_person_histogram:  # every row of each person, read before any was left out
-        say(args, rows_histogram(raw, args.person, budget, rng, args.rows_per_person_histogram))
-    encoder = learn(kept, budget, None, args.delta / 2, rng, args.bins, known and known.declared, public,
-                    kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds)
+    with private_folder() as folder:  # a table read part by part, grouped by person
+        frame = raw if person is None else bound_rows(raw, args.person, person.max_rows, rng, args.seed is None, folder)
+        unknown = [c for c in args.drop if c not in frame.columns]
+        if unknown:
+            raise InputError(f"columns {unknown} are not in the table {list(frame.columns)}")
+        unknown = [c for c in args.public_categories if c not in frame.columns or c in args.drop]
+        if unknown:
+            raise InputError(f"columns {unknown} given --public-categories are not in the table or are dropped")
+        fixed, public, left_out, thresholds = kinds(args), args.public_categories, {}, {}
+        if known is not None:
+            known = known.without([*args.drop, *([args.person] if person else [])])
+            known.check(frame.columns)
+            fixed, public, ids = known.joined(fixed, public)
+            left_out = {**known.left_out, **{c: f"column {c!r}: an id in {known.source}, written afresh by synth"
+                                             for c in ids}}
+        kept = frame[[c for c in frame.columns if c not in {*args.drop, *left_out}]]
+        budget = Budget.approx(args.epsilon, args.delta / 2, person or ADD_REMOVE, secure=args.seed is None)
+        if args.rows_per_person_histogram:  # every row of each person, read before any was left out
+            say(args, rows_histogram(raw, args.person, budget, rng, args.rows_per_person_histogram))
+        encoder = learn(kept, budget, None, args.delta / 2, rng, args.bins, known and known.declared, public,
+                        kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "

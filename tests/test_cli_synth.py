@@ -662,9 +662,9 @@ def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
 
 def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
     """Issue 54: --person COL --max-rows-per-person K on the three commands: the column left out,
-    the guarantee said per person; one without the other, or schema of a table read part by part,
-    refused in one line naming the options, before anything is written; synth groups by person
-    over parts."""
+    the guarantee said per person; one without the other refused in one line naming the options,
+    before anything is written; synth and schema group by person over parts, schema (and its
+    histogram of rows per person) to the same bytes as read whole."""
     from test_synthesizer import visits
 
     visits(800)[0].to_csv(tmp_path / "people.csv", index=False)
@@ -682,8 +682,7 @@ def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
     assert code == 0 and "(2, 1e-09)-DP, per person (at most 2 rows each))" in err
     assert "who" not in [c["name"] for c in json.loads((tmp_path / "schema.json").read_text())["columns"]]
     for argv, commands, message in (((*person[:2],), ("synth", "schema"), "--person and --max-rows-per-person go "
-                                     "together"), ((*person, "--engine", "parts"), ("schema",),
-                                                   "--person: a table read part by part")):
+                                     "together"),):
         for command in commands:
             output = {"synth": "x.csv", "schema": "x.json"}[command]
             code, _, err = run(capsys, command, tmp_path / "people.csv", "--header", "-o", tmp_path / output,
@@ -694,6 +693,13 @@ def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
                        "--epsilon", 2, "--mechanism", "mst", "--seed", 0, "--engine", "parts", *person)
     assert code == 0 and "per person (at most 2 rows each)" in err, err  # grouped by person over parts
     assert list(pd.read_csv(tmp_path / "parts.csv").columns) == ["city", "age", "income", "member"]
+    for engine in ("memory", "parts"):  # schema alike, whole or part by part (the engine decides no byte)
+        code, _, err = run(capsys, "schema", tmp_path / "people.csv", "--header", "-o", tmp_path / f"{engine}.json",
+                           "--epsilon", 2, "--seed", 0, "--engine", engine, *person,
+                           "--rows-per-person-histogram", tmp_path / f"{engine}-rows.json")
+        assert code == 0 and "per person (at most 2 rows each)" in err, err
+    assert (tmp_path / "memory.json").read_bytes() == (tmp_path / "parts.json").read_bytes()
+    assert (tmp_path / "memory-rows.json").read_bytes() == (tmp_path / "parts-rows.json").read_bytes()
 
 
 def test_schema_releases_a_noisy_histogram_of_rows_per_person(tmp_path, capsys):

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+from zlib import crc32
 
 import numpy as np
 
 from ..errors import InputError
 from ..files import atomic_write, private_file
-from ..table_io import Partitions
+from ..table_io import Partitions, canonical_value
 from .budget import Budget, Person
 from .noise import gaussian, gaussian_std
 from .samplers import Source
@@ -56,7 +57,7 @@ def bound_rows(frame, person: str, max_rows: int, rng=None, secure: bool = False
         raise InputError(f"--person {person!r}: no such column in the table")
     max_rows = Person(max_rows).max_rows
     order = Source(rng, secure=secure).permutation(len(frame))
-    ids = frame[person].iloc[order]
+    ids = person_keys(frame[person]).iloc[order]
     rank = ids.groupby(ids, dropna=False, sort=False).cumcount().to_numpy()
     kept = np.sort(order[rank < max_rows])
     return frame.iloc[kept].drop(columns=[person]).reset_index(drop=True)
@@ -110,14 +111,22 @@ def bound_parts(parts, person: str, max_rows: int, rng, secure: bool, folder) ->
     return PersonParts(files, columns, parts.rows, parts.cap)
 
 
-def _groups_of(ids, groups: int) -> np.ndarray:
-    """The group of each row by Python's hash of its person (this process's): values a pandas
-    grouping takes for one person hash alike whatever type a part gives them (7, 7.0, an Int64
-    7), and every blank goes to group 0, so no person is split over groups."""
+def person_keys(ids):
+    """The person of each row as one canonical value (:func:`~ektelo_pgm.table_io.canonical_value`:
+    ``7``, ``7.0``, ``"7"`` and an Int64 7 are one person, whichever part or format holds them;
+    blanks: None, one person), so that a table read whole and part by part group alike."""
+    import pandas as pd
+
     blank = ids.isna().to_numpy()
-    hashes = np.fromiter((0 if b else hash(v) for v, b in zip(ids.to_numpy(dtype=object), blank)),
-                         dtype=np.int64, count=len(ids))
-    return hashes % groups
+    return pd.Series([None if b else canonical_value(v) for v, b in zip(ids.to_numpy(dtype=object), blank)],
+                     index=ids.index, dtype=object)
+
+
+def _groups_of(ids, groups: int) -> np.ndarray:
+    """The group of each row: a hash of its person's canonical value (:func:`person_keys`) that is
+    the same in every process, so that a seeded run keeps the same rows; no person is split."""
+    return np.fromiter((crc32(repr(key).encode()) % groups for key in person_keys(ids)), dtype=np.int64,
+                       count=len(ids))
 
 
 def _pickled(frame, path: str) -> str:
@@ -127,17 +136,23 @@ def _pickled(frame, path: str) -> str:
     return path
 
 
-def rows_per_person(frame, person: str) -> np.ndarray:
-    """Exact number of persons (blanks: one person) of the DataFrame ``frame`` in each bucket of
-    :data:`BUCKETS` by their number of rows: private, only :func:`rows_histogram` releases it."""
-    rows = frame.groupby(frame[person], dropna=False, sort=False).size().to_numpy()
+def rows_per_person(table, person: str) -> np.ndarray:
+    """Exact number of persons (:func:`person_keys`) of ``table``, a DataFrame or a table read part
+    by part (its persons' counts merged over the parts: memory in proportion to the persons), in
+    each bucket of :data:`BUCKETS` by their number of rows: private, only :func:`rows_histogram`
+    releases it."""
+    import pandas as pd
+
+    parts = table[[person]] if isinstance(table, Partitions) else [table]
+    rows = pd.concat([person_keys(part[person]).value_counts(dropna=False) for part in parts])
+    rows = rows.groupby(level=0, dropna=False, sort=False).sum().to_numpy()
     bucket = np.searchsorted([least for least, _ in BUCKETS], rows, side="right") - 1
     return np.bincount(bucket, minlength=len(BUCKETS))
 
 
 def rows_histogram(frame, person: str | None, budget: Budget, rng=None, path=None) -> str:
-    """Release the number of persons with 1, 2, ..., 20, 21-50 and 51 or more rows in the DataFrame
-    ``frame`` (its column ``person``, read before any row is left out): each count plus discrete
+    """Release the number of persons with 1, 2, ..., 20, 21-50 and 51 or more rows in ``frame``
+    (:func:`rows_per_person`; its column ``person``, read before any row is left out): each count plus discrete
     Gaussian noise, spending :data:`HISTOGRAM_SHARE` of what remains of the zCDP ``budget`` in one
     charge.  Its L2 sensitivity is 1 whatever the budget's relation: one person, whatever their
     number of rows, is counted once, in one bucket.  Noisy counts below zero become zero
