@@ -5,14 +5,15 @@ multi-table form of SDV 1.x (``{"tables": {name: {...}}}``) holding one table.
 SDV's metadata gives kinds but no bounds or categories; a column may add them with the keys of
 ``EXTENSION_KEYS``.  Each sdtype maps to what the schema knows for free:
 
-* ``numerical`` with ``"edges"``: a declared numeric column (``computer_representation``
-  ``Int*``: whole numbers, ``Float``: fractional); with ``"bounds": [lo, hi]`` (or
-  ``"min"``/``"max"``): its kind fixed numeric and its range the bounds, its ``"bins"`` bins
-  placed privately inside them, as inference places them (point masses apart, quantiles of the
-  noisy counts: a share of the schema's budget), its edges clipped to the bounds
-  (``ranges``); where nothing can be placed, bins chosen from the bounds alone
-  (:func:`spread_edges`: equal, with zeros apart and decades where they span many); without
-  either: its kind is fixed numeric and its range inferred privately (``--numeric``);
+* ``numerical`` with ``"edges"``, or ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) and
+  ``"bins"``: a declared numeric column (``computer_representation`` ``Int*``: whole numbers,
+  ``Float``: fractional), its bounds cut into that many bins chosen from them alone
+  (:func:`spread_edges`: equal, with zeros apart and decades where they span many), costing
+  nothing; with bounds and no ``"bins"``: its kind fixed numeric and its range the bounds, its
+  bins placed privately inside them as inference places them (point masses apart, quantiles
+  of the noisy counts: the schema's charges on the column), clipped to the bounds
+  (``ranges``; where nothing can be placed, the bins of the bounds alone); without either: its
+  kind is fixed numeric and its range inferred privately (``--numeric``);
 * ``categorical`` with ``"values"`` (or ``"categories"``): a declared categorical column; with
   ``"public": true`` and no values: its categories read from the table as public
   (``--public-categories``); else its kind is fixed categorical (``--categorical``);
@@ -70,10 +71,10 @@ DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1
 class Metadata:
     """What a metadata file declares (module docstring): ``declared`` (the columns it fixes, or
     None), ``kinds`` (``{column: "categorical" | "numeric"}`` of the columns inferred with a
-    fixed kind), ``ranges`` (``{column: Ranged}`` of the numeric columns with declared
-    bounds, among ``kinds``: their bins placed privately and clipped to the bounds, :func:`within`), ``public`` (columns whose
-    categories are read as public), ``regenerate`` (id columns) and ``left_out``
-    (``{column: why}``); ``source`` names the file in errors."""
+    fixed kind), ``ranges`` (``{column: Ranged}`` of the numeric columns with declared bounds and
+    no bins, among ``kinds``: their bins placed privately and clipped to the bounds,
+    :func:`within`), ``public`` (columns whose categories are read as public), ``regenerate``
+    (id columns) and ``left_out`` (``{column: why}``); ``source`` names the file in errors."""
 
     source: str
     declared: Declared | None = None
@@ -257,11 +258,9 @@ def _column(name: str, sdtype: str, spec: dict):
             bounds = _typed(name, bounds, whole)
         column = ColumnSpec(name, "numeric", bounds=bounds, bins=spec.get("bins", BINS), edges=edges, integer=whole,
                             missing=missing).column()
-        if edges is not None:
-            return column
-        spread = spread_edges(*check_bounds(name, bounds), spec.get("bins", BINS))
-        return Ranged(column if spread is None else NumericColumn(name, spread, column.integer, column.missing),
-                      whole)
+        if edges is not None or "bins" in spec:
+            return column if edges is not None else _spread(column, bounds, spec["bins"])
+        return Ranged(_spread(column, bounds, BINS), whole)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
     return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
 
@@ -295,6 +294,12 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     decimals = None if whole else placed.decimals
     return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
                          placed.missing and declared.missing, decimals)
+
+
+def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:
+    """``column`` (its ``bounds`` cut into equal bins) with the bins of :func:`spread_edges`."""
+    spread = spread_edges(*check_bounds(column.name, bounds), bins)
+    return column if spread is None else NumericColumn(column.name, spread, column.integer, column.missing)
 
 
 def spread_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:
