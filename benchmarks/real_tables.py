@@ -32,7 +32,10 @@ Variants: ``as-is`` (the table as fetched), ``cut`` (its id, text and date colum
 beforehand, as a steward has to when the tool cannot take them) and, ours only, ``metadata`` (the
 table as fetched with ``--metadata``: SDV's metadata written from the manifest's kinds and, for
 this measurement only, the real table's bounds, categories and blanks, so that no column's schema
-costs anything; ids regenerated, text left out).
+costs anything; ids regenerated, text left out; line breaks inside text fields written as spaces,
+so that every record is one line as ours reads CSV: tweets' text holds 1,779 line breaks, read as
+as many records of fragments whose source takes its first code, Facebook: 8% of synthetic rows
+against 0.5%, a 1-way TVD of 0.085 that is the CSV dialect's, not the metadata's).
 
 Recorded per run: the exit code and, when it fails, the last line of its output (a table that
 aborts is a result, not a reason to stop); wall and CPU seconds and peak resident memory of the
@@ -79,6 +82,7 @@ unless --force; ``--results`` and ``--merge`` run parts of the grid side by side
 from __future__ import annotations
 
 import argparse
+import csv
 import hashlib
 import itertools
 import json
@@ -163,14 +167,15 @@ def variant_columns(entry: dict, variant: str) -> list[dict]:
 def variant_file(corpus: Path, table: str, entry: dict, variant: str, folder: Path) -> Path:
     """The CSV of a variant: the corpus file itself, or the table less its cut columns, written
     into ``folder`` by a process of its own (this orchestrator stays small: a child inherits its
-    size as a floor of its peak memory); the metadata variant's file ``metadata.json`` beside it."""
+    size as a floor of its peak memory); the metadata variant's file ``metadata.json`` beside it, its
+    CSV with line breaks inside fields written as spaces (module docstring)."""
     source = corpus / entry["file"]
     if variant == "as-is":
         return source
     path = folder / ("metadata.json" if variant == "metadata" else entry["file"])
     harness.child(Path(__file__).resolve(), "--prepare", "--table-name", table, "--variant", variant,
                   "--corpus", corpus, "--out", path, check=True)
-    return source if variant == "metadata" else path
+    return path.with_suffix(".csv") if variant == "metadata" else path
 
 
 def prepare_worker(args) -> None:
@@ -178,6 +183,10 @@ def prepare_worker(args) -> None:
     frame = read_table(args.corpus / entry["file"])
     if args.variant == "metadata":
         Path(args.out).write_text(json.dumps(metadata_of(entry, frame)))
+        with open(args.corpus / entry["file"], newline="", encoding="utf-8") as f, \
+                open(Path(args.out).with_suffix(".csv"), "w", newline="", encoding="utf-8") as out:
+            csv.writer(out, lineterminator="\n").writerows([" ".join(field.splitlines()) for field in record]
+                                                            for record in csv.reader(f))
         return
     frame[[c["name"] for c in variant_columns(entry, args.variant)]].to_csv(args.out, index=False)
 

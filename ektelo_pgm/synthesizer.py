@@ -322,7 +322,9 @@ class Synthesizer:
             else budget.fraction(self.schema_share)
         encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
-                                left_out=left_out, thresholds=thresholds)
+                                left_out=left_out, thresholds=thresholds,
+                                ranges={c: r for c, r in metadata.ranges.items() if c in frame.columns}
+                                if metadata else None)
         columns = encoder.columns
         data = schemas.encoded(frame, encoder, cache)
         mechanism = entry.build(data.domain, self.mechanism_options)

@@ -750,7 +750,9 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
 
     columns = {
         "age": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [17.0, 90.0], "bins": 8},
-        "fee": {"sdtype": "numerical", "computer_representation": "Float", "min": 0, "max": 10, "missing": False},
+        "fee": {"sdtype": "numerical", "computer_representation": "Float", "min": 0, "max": 10, "missing": False,
+                "bins": 32},
+        "length": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [1, 5220]},
         "income": {"sdtype": "numerical", "computer_representation": "Float"},
         "tier": {"sdtype": "categorical", "values": ["gold", "silver"], "other": "rest"},
         "colour": {"sdtype": "categorical"},
@@ -774,14 +776,17 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
     joined = declared["joined"]
     assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
     assert joined.edges[-1] == 1609459200 and all(e % 86400 == 0 for e in joined.edges)  # whole days, to 2021
-    assert meta.kinds == {"income": "numeric", "colour": "categorical", "seen": "numeric"}
+    assert meta.kinds == {"length": "numeric", "income": "numeric", "colour": "categorical", "seen": "numeric"}
+    assert list(meta.ranges) == ["length"] and meta.ranges["length"].integer  # bins placed privately, in bounds
+    assert meta.ranges["length"].column.edges[0] == 1 and meta.ranges["length"].column.edges[-1] == 5221
     month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y",
                                              "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
     assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
-    counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000]},
+    counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000], "bins": 32},
                                         "x": {"sdtype": "numerical", "bounds": [0.0, 1e5], "bins": 14},
-                                        "years": {"sdtype": "numerical", "bounds": [0, 18]},
-                                        "loan": {"sdtype": "numerical", "bounds": [1000, 40000]}}}).declared.columns
+                                        "years": {"sdtype": "numerical", "bounds": [0, 18], "bins": 32},
+                                        "loan": {"sdtype": "numerical", "bounds": [1000, 40000], "bins": 32}}}
+                           ).declared.columns
     n = counts["n"].edges  # decades from zero (1-2-5), equal bins above
     assert n[:8] == (0, 1, 2, 5, 10, 20, 50, 100) and len(n) == 33 and n[-1] == 17001 and {895, 1790, 16107} <= set(n)
     assert counts["x"].edges[:7] == (0, 5e-324, 1, 10, 100, 1000, 10000) and counts["x"].edges[7:9] == (12500, 25000)
@@ -804,9 +809,10 @@ def test_sdvs_own_metadata_forms_are_read_alike(tmp_path):
     same = lambda m: dataclasses.replace(m, source="", left_out=list(m.left_out))  # noqa: E731
     assert all(same(m) == same(forms[0]) for m in forms)
     meta = forms[0]
-    assert list(meta.declared.columns) == ["has_rewards", "room_type", "checkout_date", "room_rate"]
+    assert list(meta.declared.columns) == ["has_rewards", "room_type", "checkout_date"]
     assert meta.declared.columns["checkout_date"].time_format == "%d %b %Y"
-    assert meta.kinds == {"amenities_fee": "numeric", "checkin_date": "numeric"}
+    assert meta.kinds == {"amenities_fee": "numeric", "checkin_date": "numeric", "room_rate": "numeric"}
+    assert list(meta.ranges) == ["room_rate"]
     assert sorted(meta.left_out) == ["billing_address", "credit_card_number", "guest_email"]
     assert str(single) in meta.left_out["guest_email"]
     with pytest.raises(ValueError, match=r"SDV's metadata .* give it as metadata \(--metadata\)"):
@@ -932,3 +938,20 @@ def test_auto_draws_again_only_the_columns_with_values_not_released():
     first = infer(frame, once, float(stage), 0.5e-9, rng=0)
     assert len(encoder.columns["breed"].categories) > len(first.columns["breed"].categories) + 10
     assert encoder.columns["yes"].categories == ("n", "y")
+
+
+def test_bins_placed_inside_declared_bounds_keep_point_masses_at_the_ends():
+    """Issue 56: bins placed privately are clipped to declared bounds; a Float column of nearly
+    only whole numbers keeps them whole (0 its own code: loans' late fees, 0 in 98% of loans, were
+    drawn uniformly in [0, 1)), and a point mass at the upper bound keeps its own bin (a share of
+    100% was drawn in [97.1, 100])."""
+    from ektelo_pgm.schema.metadata import Ranged, within
+
+    declared = Ranged(NumericColumn.from_bounds("fee", (0.0, 53.0), 32), False)  # Float
+    fees = within(NumericColumn("fee", (0, 1, 60), True, False), declared)
+    assert fees.integer and fees.edges == (0, 1, 54)
+    top = float(np.nextafter(100.0, 200.0))
+    placed = NumericColumn("share", (10.0, 50.0, 100.0, top), False, True, 1)
+    share = within(placed, Ranged(NumericColumn.from_bounds("share", (14.3, 100.0), 32), None))
+    assert share.edges == (14.3, 50.0, 100.0, top) and not share.integer and share.decimals == 1
+    assert within(None, Ranged(NumericColumn.from_bounds("share", (14.3, 100.0), 8), None)).edges[::8] == (14.3, 100.0)

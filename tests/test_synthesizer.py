@@ -519,7 +519,7 @@ GUESTS_METADATA = {
                 "has_rewards": {"sdtype": "boolean", "missing": False},
                 "room_type": {"sdtype": "categorical", "values": ["BASIC", "DELUXE", "SUITE"], "missing": False},
                 "room_rate": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, 400],
-                              "missing": False},
+                              "bins": 32, "missing": False},
                 "checkin_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y",
                                  "bounds": ["01 Jan 2020", "31 Dec 2020"], "missing": False}}}
 
@@ -545,7 +545,8 @@ def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
 
 def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():
     meta = json.loads(json.dumps(GUESTS_METADATA))
-    del meta["columns"]["room_rate"]["bounds"], meta["columns"]["room_rate"]["missing"]
+    for key in ("bounds", "missing", "bins"):
+        del meta["columns"]["room_rate"][key]
     meta["columns"]["room_type"] = {"sdtype": "categorical"}
     synth = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta).fit(guests())
     assert synth.schema_inferred and synth.kinds == {"room_type": "categorical", "room_rate": "numeric"}
@@ -562,6 +563,31 @@ def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():
         Synthesizer("mst", metadata=meta).fit(guests().drop(columns="guest_id"))
     dropped = Synthesizer("mst", epsilon=2.0, seed=0, metadata=meta, drop=["guest_email", "checkin_date"])
     assert list(dropped.fit(guests(1000)).sample(10).columns) == ["guest_id", "has_rewards", "room_type", "room_rate"]
+
+
+def test_metadata_bounds_without_bins_place_the_bins_privately_inside_them():
+    """Issue 56: a numerical column of declared bounds and no bins (heaped lengths, 1 to 5,220
+    minutes, most 90, 95 or 100) keeps its heaps (bins from the bounds alone drew them uniformly
+    in [50, 100) and [100, 200)); its bins lie within the bounds; only its schema is charged, the
+    declared categorical column nothing."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    length = np.where(rng.random(n) < 0.7, rng.choice([90, 95, 100], n), rng.integers(60, 300, n))
+    length[:5] = [1, 3000, 4000, 5000, 5220]
+    table = pd.DataFrame({"length": length, "genre": rng.choice(["drama", "comedy"], n)})
+    meta = {"columns": {"length": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [1, 5220],
+                                   "missing": False},
+                        "genre": {"sdtype": "categorical", "values": ["comedy", "drama"], "missing": False}}}
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, metadata=meta).fit(table)
+    edges = synth.encoder.columns["length"].edges
+    assert edges[0] == 1 and edges[-1] == 5221 and synth.encoder.columns["genre"].categories == ("comedy", "drama")
+    out = synth.sample(n)
+    for heap in (90, 95, 100):
+        assert abs((out["length"] == heap).mean() - (table["length"] == heap).mean()) < 0.03, heap
+    assert out["length"].between(1, 5220).all()
+    charged = {re.match(r"schema of column '(\w+)'", c.label).group(1) for c in synth.ledger
+               if c.label.startswith("schema of column")}
+    assert charged == {"length"} and synth.schema_inferred
 
 
 def visits(persons=1500, seed=0):

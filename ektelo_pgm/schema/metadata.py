@@ -5,11 +5,15 @@ multi-table form of SDV 1.x (``{"tables": {name: {...}}}``) holding one table.
 SDV's metadata gives kinds but no bounds or categories; a column may add them with the keys of
 ``EXTENSION_KEYS``.  Each sdtype maps to what the schema knows for free:
 
-* ``numerical`` with ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) or ``"edges"``: a declared
-  numeric column (``computer_representation`` ``Int*``: whole numbers, ``Float``: fractional),
-  its bounds cut into ``"bins"`` bins chosen from them alone (:func:`spread_edges`: equal, with
-  zeros apart and decades where they span many); without: its kind is fixed numeric and its
-  range inferred privately (``--numeric``);
+* ``numerical`` with ``"edges"``, or ``"bounds": [lo, hi]`` (or ``"min"``/``"max"``) and
+  ``"bins"``: a declared numeric column (``computer_representation`` ``Int*``: whole numbers,
+  ``Float``: fractional), its bounds cut into that many bins chosen from them alone
+  (:func:`spread_edges`: equal, with zeros apart and decades where they span many), costing
+  nothing; with bounds and no ``"bins"``: its kind fixed numeric and its range the bounds, its
+  bins placed privately inside them as inference places them (point masses apart, quantiles
+  of the noisy counts: the schema's charges on the column), clipped to the bounds
+  (``ranges``; where nothing can be placed, the bins of the bounds alone); without either: its
+  kind is fixed numeric and its range inferred privately (``--numeric``);
 * ``categorical`` with ``"values"`` (or ``"categories"``): a declared categorical column; with
   ``"public": true`` and no values: its categories read from the table as public
   (``--public-categories``); else its kind is fixed categorical (``--categorical``);
@@ -24,7 +28,9 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 
 Every declared column takes ``"missing": false`` when it is never blank (default true: a missing
 code) and ``"bins"``; a categorical one ``"other"``.  Reading metadata spends nothing and reads no
-data; an error is one line naming the file and the column."""
+data; an error is one line naming the file and the column.  Bins from bounds alone put a heaped
+column (movies' lengths, 1 to 5,220 minutes, most 80-120) in one or two bins: 1-way TVD 0.34
+on its deciles, where placed privately 0.01."""
 from __future__ import annotations
 
 import json
@@ -65,12 +71,15 @@ DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1
 class Metadata:
     """What a metadata file declares (module docstring): ``declared`` (the columns it fixes, or
     None), ``kinds`` (``{column: "categorical" | "numeric"}`` of the columns inferred with a
-    fixed kind), ``public`` (columns whose categories are read as public), ``regenerate`` (id
-    columns) and ``left_out`` (``{column: why}``); ``source`` names the file in errors."""
+    fixed kind), ``ranges`` (``{column: Ranged}`` of the numeric columns with declared bounds and
+    no bins, among ``kinds``: their bins placed privately and clipped to the bounds,
+    :func:`within`), ``public`` (columns whose categories are read as public), ``regenerate``
+    (id columns) and ``left_out`` (``{column: why}``); ``source`` names the file in errors."""
 
     source: str
     declared: Declared | None = None
     kinds: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
     public: tuple = ()
     regenerate: tuple = ()
     left_out: dict = field(default_factory=dict)
@@ -105,7 +114,7 @@ class Metadata:
         key = table.get("primary_key")
         if key is not None and key not in specs:
             raise InputError(f"{source}: the primary key {key!r} is not one of its columns")
-        declared, kinds, public, regenerate, left_out = {}, {}, [], [], {}
+        declared, kinds, ranges, public, regenerate, left_out = {}, {}, {}, [], [], {}
         for name, spec in specs.items():
             name = str(name)
             try:
@@ -125,13 +134,15 @@ class Metadata:
                 column = _column(name, sdtype, spec)
             except InputError as err:
                 raise InputError(f"{source}: {err}") from None
-            if column in ("numeric", "categorical"):
+            if isinstance(column, Ranged):
+                kinds[name], ranges[name] = "numeric", column
+            elif column in ("numeric", "categorical"):
                 kinds[name] = column
             elif column == "public":
                 public.append(name)
             else:
                 declared[name] = column
-        return cls(source, Declared(declared) if declared else None, kinds, tuple(public), tuple(regenerate),
+        return cls(source, Declared(declared) if declared else None, kinds, ranges, tuple(public), tuple(regenerate),
                    left_out)
 
     def check(self, columns) -> None:
@@ -156,6 +167,7 @@ class Metadata:
             {c: column for c, column in self.declared.columns.items() if c not in gone}
         return replace(self, declared=Declared(kept, self.declared.options) if kept else None,
                        kinds={c: k for c, k in self.kinds.items() if c not in gone},
+                       ranges={c: r for c, r in self.ranges.items() if c not in gone},
                        public=tuple(c for c in self.public if c not in gone),
                        regenerate=tuple(c for c in self.regenerate if c not in gone),
                        left_out={c: why for c, why in self.left_out.items() if c not in gone})
@@ -246,10 +258,52 @@ def _column(name: str, sdtype: str, spec: dict):
             bounds = _typed(name, bounds, whole)
         column = ColumnSpec(name, "numeric", bounds=bounds, bins=spec.get("bins", BINS), edges=edges, integer=whole,
                             missing=missing).column()
-        spread = None if edges is not None else spread_edges(*check_bounds(name, bounds), spec.get("bins", BINS))
-        return column if spread is None else NumericColumn(name, spread, column.integer, column.missing)
+        if edges is not None or "bins" in spec:
+            return column if edges is not None else _spread(column, bounds, spec["bins"])
+        return Ranged(_spread(column, bounds, BINS), whole)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
     return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
+
+
+@dataclass(frozen=True)
+class Ranged:
+    """A numerical column of declared bounds (:meth:`Metadata.read`): ``column``, its bins from the
+    bounds alone; ``integer``, whether its representation is declared whole (None: not declared)."""
+
+    column: NumericColumn
+    integer: bool | None
+
+
+def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
+    """The bins ``placed`` privately, clipped to the declared range of ``ranged``: its edges inside
+    the range, the range's ends as its ends (a point mass at the upper bound kept in a bin of its
+    own); whole numbers where placed so or the representation is declared whole (a ``Float``
+    column of nearly only whole numbers keeps its point masses whole: loans' late fees, 0 in
+    98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), a missing code
+    where both have one; None placed (nothing could be placed): the bins from the bounds alone.  Post-processing: the range is public, the
+    edges noisy."""
+    declared, integer = ranged.column, ranged.integer
+    if placed is None:
+        return declared
+    lo, top = declared.edges[0], declared.edges[-1]
+    whole = placed.integer or bool(integer)
+    if whole and not declared.integer:
+        lo, top = math.floor(lo), math.floor(top) + 1
+    elif not whole and declared.integer:
+        top = top - 1
+    if not whole and top in placed.edges[:-1]:  # the largest number a bin of its own (a point mass)
+        top = float(np.nextafter(top, math.inf))
+    inner = [e for e in placed.edges if lo < e < top]
+    inner = sorted({math.ceil(e) for e in inner} - {lo, top}) if whole else inner
+    decimals = None if whole else placed.decimals
+    return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
+                         placed.missing and declared.missing, decimals)
+
+
+def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:
+    """``column`` (its ``bounds`` cut into equal bins) with the bins of :func:`spread_edges`."""
+    spread = spread_edges(*check_bounds(column.name, bounds), bins)
+    return column if spread is None else NumericColumn(column.name, spread, column.integer, column.missing)
 
 
 def spread_edges(lo, hi, integer: bool, bins: int = BINS) -> tuple | None:

@@ -19,6 +19,7 @@ from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
 from .kinds import BINS, OTHER, column_from, names_codes, public_column
+from .metadata import within
 from .numbers import fine_charges, refine
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
@@ -65,7 +66,7 @@ def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fractio
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None,
-          extra=None) -> TableEncoder:
+          extra=None, ranges: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
@@ -87,7 +88,10 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
     histogram then spends half of a column's part of ``delta``.  Which columns draw again
     depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
-    whatever they are (a privacy filter, as for :func:`refine`).  The encoder
+    whatever they are (a privacy filter, as for :func:`refine`).  ``ranges``: ``{column: Ranged}``
+    of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
+    their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
+    where nothing can be placed, the bins of the bounds alone: never left out).  The encoder
     clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
@@ -142,6 +146,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
                     why[name] = reason
                     del columns[name]
             shown.update()
+    for name, ranged in (ranges or {}).items():
+        columns[name] = within(columns.get(name), ranged)
+        why.pop(name, None)
     if why and left_out is None:
         raise next(iter(why.values()))
     if why:
@@ -155,7 +162,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
           public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None, thresholds: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
@@ -164,7 +171,7 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     (:func:`needed_share`), from a noisy count of the records that spends ``ROWS_SHARE`` of it
     first (the exact count where the budget's neighbours keep it public, at no cost), and up to
     ``SHARE_BOUNDS[1]`` for the columns that show they need more (:func:`infer`'s ``extra``).
-    ``kinds``, ``other``, ``left_out`` and ``thresholds`` are :func:`infer`'s.  The encoder has
+    ``kinds``, ``other``, ``left_out``, ``thresholds`` and ``ranges`` are :func:`infer`'s.  The encoder has
     the declared schema's settings, else ``bins`` and clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
@@ -185,7 +192,8 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
         rng = np.random.default_rng(rng)
         amount, extra = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
-                     left_out=left_out, thresholds=thresholds, counts=counted, extra=extra) if open_ else None
+                     left_out=left_out, thresholds=thresholds, counts=counted, extra=extra,
+                     ranges=ranges) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
         reasons = "; ".join((left_out or {}).values())
