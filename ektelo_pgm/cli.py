@@ -117,8 +117,7 @@ budget: reading categories or ranges off the data without noise would leak them.
 held by too few records to survive the noise, and numbers beyond the private range, are then
 encoded as missing or clipped.  With --schema FILE (written by 'ektelo-pgm schema' and edited,
 or by hand) nothing is spent on the schema and it is released as declared; so with --metadata
-FILE (SDV's metadata) on the columns it gives categories, or bounds with "bins" (bounds alone:
-the bins placed privately inside them, a small charge).
+FILE (SDV's metadata) on what it declares (numbers' bounds without bins: bins placed privately).
 
 Records are drawn from the fitted model with --sampling round (default: the counts of each of
 its conditional tables are roundings of their expected counts, values assigned to records at
@@ -456,9 +455,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
     p.add_argument("--quiet", action="store_true", help="print nothing but errors")
     declared = p.add_mutually_exclusive_group()
     declared.add_argument("--metadata", type=path, help="SDV's metadata of the table (JSON: sdtypes, with optional "
-                          "\"values\", \"bounds\", \"bins\", \"public\", \"missing\"); nothing is spent on the columns "
-                          "it declares (numbers' bounds without \"bins\": bins placed privately), ids are written "
-                          "afresh, other personal sdtypes left out")
+                          "\"values\", \"bounds\", \"bins\", \"public\", \"missing\"); free where it declares (bounds "
+                          "without \"bins\": bins placed privately), ids written afresh, personal sdtypes left out")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="memory: read the table whole, whatever --max-memory; parts: read it part by part, in parts "
                         "sized to --max-memory; auto (default): parts for a folder, a glob, or a table that read "
