@@ -663,8 +663,7 @@ def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
 def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
     """Issue 54: --person COL --max-rows-per-person K on the three commands: the column left out,
     the guarantee said per person; one without the other refused in one line naming the options,
-    before anything is written; synth and schema group by person over parts, schema (and its
-    histogram of rows per person) to the same bytes as read whole."""
+    before anything is written."""
     from test_synthesizer import visits
 
     visits(800)[0].to_csv(tmp_path / "people.csv", index=False)
@@ -689,6 +688,16 @@ def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
                                "--epsilon", 2, *argv)
             assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
             assert not (tmp_path / output).exists()
+
+
+def test_person_options_over_parts_on_synth_and_schema(tmp_path, capsys):
+    """Issue 54: synth and schema group by person over a table read part by part, schema (and its
+    histogram of rows per person) to the same bytes as read whole."""
+    pytest.importorskip("pyarrow", reason="reading part by part keeps codes as Parquet: pyarrow (the 'parquet' extra)")
+    from test_synthesizer import visits
+
+    visits(800)[0].to_csv(tmp_path / "people.csv", index=False)
+    person = ("--person", "who", "--max-rows-per-person", 2)
     code, _, err = run(capsys, "synth", tmp_path / "people.csv", "--header", "-o", tmp_path / "parts.csv",
                        "--epsilon", 2, "--mechanism", "mst", "--seed", 0, "--engine", "parts", *person)
     assert code == 0 and "per person (at most 2 rows each)" in err, err  # grouped by person over parts
