@@ -89,6 +89,16 @@ class ColumnSpec:
         return NumericColumn(self.name, column.edges, column.integer, self.missing)
 
 
+def read_json(path, what: str):
+    """The JSON value in the file ``path``; an InputError naming the file when it is not JSON
+    (``what``: what the file should hold, e.g. ``"a JSON schema"``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as err:
+        raise InputError(f"{os.fspath(path)}: not {what} ({err})") from None
+
+
 @dataclass(frozen=True)
 class Declared:
     """A declared schema: ``columns`` (name -> the encoder's CategoricalColumn or NumericColumn,
@@ -116,11 +126,7 @@ class Declared:
         if isinstance(schema, TableEncoder):
             return cls(dict(schema._fitted()), _settings(schema))
         if isinstance(schema, (str, os.PathLike)):
-            try:
-                with open(schema, encoding="utf-8") as f:
-                    schema = json.load(f)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{os.fspath(schema)}: not a JSON schema ({err})") from None
+            schema = read_json(schema, "a JSON schema")
         if not isinstance(schema, dict):
             raise TypeError(f"a schema is a TableEncoder, a dict or a JSON path, got {type(schema).__name__}")
         if "format" in schema:

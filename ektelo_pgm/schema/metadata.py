@@ -33,7 +33,6 @@ column (movies' lengths, 1 to 5,220 minutes, most 80-120) in one or two bins: 1-
 on its deciles, where placed privately 0.01."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -44,7 +43,7 @@ import numpy as np
 from ..columns import NumericColumn, check_bounds, json_value
 from ..errors import InputError
 from ..times import TIME_FORMATS, as_times, time_text
-from .declared import ColumnSpec, Declared
+from .declared import ColumnSpec, Declared, read_json
 from .kinds import BINS
 
 #: The top-level keys of SDV's single-table metadata (those besides ``columns`` are not used).
@@ -97,11 +96,7 @@ class Metadata:
             return metadata
         source = os.fspath(metadata) if isinstance(metadata, (str, os.PathLike)) else "metadata"
         if isinstance(metadata, (str, os.PathLike)):
-            try:
-                with open(metadata, encoding="utf-8") as f:
-                    metadata = json.load(f)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{source}: not JSON metadata ({err})") from None
+            metadata = read_json(metadata, "JSON metadata")
         if not isinstance(metadata, dict):
             raise InputError(f"{source}: metadata is a JSON object, got {type(metadata).__name__}")
         table = _one_table(source, metadata)
