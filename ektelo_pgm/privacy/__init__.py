@@ -2,7 +2,8 @@
 
 ``budget``: exact accounting, conversions, the neighbouring relation;
 ``noise``: the Laplace, Gaussian and exponential mechanisms and permute-and-flip
-(noise is only drawn through a Budget); ``samplers``: the exact integer samplers they use.
+(noise is only drawn through a Budget); ``samplers``: the exact integer samplers they use;
+``contribution``: at most K rows of each person (the ``Person(K)`` relation).
 """
 from .budget import (ADD_REMOVE, SUBSTITUTE, Budget, BudgetExceededError, Charge, Person,
                      approx_to_zcdp, approx_to_zcdp_simple, zcdp_delta, zcdp_to_approx,
