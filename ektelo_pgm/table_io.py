@@ -110,7 +110,7 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
             frame = frame if text else _numbers_typed(frame)
     except InputError:
         raise
-    except (OSError, ValueError, NotImplementedError, EOFError) as err:  # pyarrow's quote the file: only the kind
+    except (OSError, ValueError, NotImplementedError, EOFError) as err:  # messages may quote the file's bytes
         raise InputError(f"{path}: not a readable table ({type(err).__name__})") from None
     if frame.shape[1] < 1 or frame.shape[0] < 1:
         raise InputError(f"{path}: not a table (found {frame.shape[0]} rows and {frame.shape[1]} columns)")

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..files import atomic_write, private_file
-from ..table_io import Partitions, canonical_value
+from ..table_io import Partitions, canonical
 from .budget import Budget, Person
 from .noise import gaussian, gaussian_std
 from .samplers import Source
@@ -112,14 +112,12 @@ def bound_parts(parts, person: str, max_rows: int, rng, secure: bool, folder) ->
 
 
 def person_keys(ids):
-    """The person of each row as one canonical value (:func:`~ektelo_pgm.table_io.canonical_value`:
-    ``7``, ``7.0``, ``"7"`` and an Int64 7 are one person, whichever part or format holds them;
-    blanks: None, one person), so that a table read whole and part by part group alike."""
+    """The person of each row as :func:`~ektelo_pgm.table_io.canonical` reads any raw value (``7``,
+    ``7.0``, ``"7"`` and an Int64 7 are one person, whichever part or format holds them; blanks:
+    None, one person), so that a table read whole and part by part group alike."""
     import pandas as pd
 
-    blank = ids.isna().to_numpy()
-    return pd.Series([None if b else canonical_value(v) for v, b in zip(ids.to_numpy(dtype=object), blank)],
-                     index=ids.index, dtype=object)
+    return pd.Series(canonical(ids, frozenset()), index=ids.index, dtype=object)
 
 
 def _groups_of(ids, groups: int) -> np.ndarray:
