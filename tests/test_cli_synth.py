@@ -530,12 +530,25 @@ def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does_even_inside_an_import(tm
         signal.signal(signal.SIGHUP, previous)
 
 
+def sleeping(waited: list, before):
+    """A stand-in for a command: ``before()``, then 30 s of sleep, the seconds it slept appended
+    to ``waited`` however it ends."""
+    import time
+
+    def handler(args):
+        before()
+        start = time.monotonic()
+        try:
+            time.sleep(30)
+        finally:
+            waited.append(time.monotonic() - start)
+    return handler
+
+
 def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path, capsys, monkeypatch):
     """Raised inside an import, the interrupt could be lost in one of its callbacks ("Exception
     ignored": the run went on to the end) or become an ImportError: it now waits for the import."""
-    import signal
     import sys
-    import time
 
     from ektelo_pgm import cli
 
@@ -544,15 +557,10 @@ def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path, c
     monkeypatch.syspath_prepend(str(tmp_path))
     waited = []
 
-    def handler(args):
+    def imported():
         import signalled_while_imported  # noqa: F401
-        start = time.monotonic()
-        try:
-            time.sleep(30)
-        finally:
-            waited.append(time.monotonic() - start)
 
-    monkeypatch.setattr(cli, "synth", handler)
+    monkeypatch.setattr(cli, "synth", sleeping(waited, imported))
     try:
         assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
     finally:
@@ -566,7 +574,6 @@ def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_
     printed as "Exception ignored" and lost: the run went on to its end.  The signal comes again."""
     import signal
     import sys
-    import time
     import weakref
 
     from ektelo_pgm import cli, stopping
@@ -577,17 +584,12 @@ def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_
     class Part:
         pass
 
-    def handler(args):
+    def lost_in_a_callback():
         part = Part()
         gone = weakref.ref(part, lambda ref: signal.raise_signal(signal.SIGTERM))  # noqa: F841
         del part  # the callback runs, and its KeyboardInterrupt is lost
-        start = time.monotonic()
-        try:
-            time.sleep(30)
-        finally:
-            waited.append(time.monotonic() - start)
 
-    monkeypatch.setattr(cli, "synth", handler)
+    monkeypatch.setattr(cli, "synth", sleeping(waited, lost_in_a_callback))
     assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
     assert lost == [KeyboardInterrupt] and waited and stopping.RESEND_WAIT / 2 < waited[0] < 5
     assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
