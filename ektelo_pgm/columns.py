@@ -305,8 +305,10 @@ class NumericColumn:
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
         uniformly among the bin's whole numbers; of a column of times, among its multiples of
-        ``time_unit``, or its whole seconds where it holds none).  A bin one float wide (a point
-        mass) gives its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
+        ``time_unit``, or its whole seconds where it holds none; with ``decimals``, among the
+        bin's numbers of that many decimals, so that none is rounded into the next bin: a bin
+        ``[237.42, 237.43)`` gave 237.43 half the time).  A bin one float wide (a point mass)
+        gives its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
         integers binned at fractional edges): the integers inside each bin, or the integer
         nearest its middle when it holds none, so that a value re-encodes to its code.
         """
@@ -342,6 +344,12 @@ class NumericColumn:
             text[present] = time_texts(values[present].to_numpy(dtype=np.int64), self.time_format)
             return pd.Series(text, name=self.name, dtype=object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        if self.decimals is not None and within_bin == "uniform":  # among the bin's numbers of those decimals
+            scale = 10.0 ** self.decimals
+            first, stop = np.ceil(np.round(lo * scale, 6)), np.round(hi * scale, 6)
+            stop = np.ceil(stop) + ((bin_of == self.bins - 1) & (stop % 1 == 0))  # the closed last bin: hi too
+            values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first))) / scale,
+                              values)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo

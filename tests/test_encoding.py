@@ -473,3 +473,16 @@ def test_times_decode_in_their_unit_and_round_trip():
     encoder = TableEncoder(clip=True)
     encoder.columns = {"at": column}
     assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["at"] == column
+
+
+def test_decoded_numbers_of_a_few_decimals_stay_in_their_bins():
+    """With ``decimals`` a bin's numbers are drawn among those it holds at that many decimals: a
+    bin one hundredth wide gives its one number (rounding a uniform draw gave the next bin's half
+    the time), and the closed last bin its upper edge too."""
+    rng = np.random.default_rng(0)
+    column = NumericColumn("wage", (237.42, 237.43, 240.0, 241.0), False, False, decimals=2)
+    codes = np.repeat([0, 1, 2], 2000)
+    values = column.decode(codes, "uniform", rng)
+    assert np.array_equal(column.encode(values), codes)
+    assert set(values[codes == 0]) == {237.42}
+    assert set(np.round(values[codes == 2], 2)) == set(np.round(np.arange(240.0, 241.001, 0.01), 2))

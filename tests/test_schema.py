@@ -955,3 +955,16 @@ def test_bins_placed_inside_declared_bounds_keep_point_masses_at_the_ends():
     share = within(placed, Ranged(NumericColumn.from_bounds("share", (14.3, 100.0), 32), None))
     assert share.edges == (14.3, 50.0, 100.0, top) and not share.integer and share.decimals == 1
     assert within(None, Ranged(NumericColumn.from_bounds("share", (14.3, 100.0), 8), None)).edges[::8] == (14.3, 100.0)
+
+
+def test_a_number_on_a_refined_nodes_lower_edge_is_counted_in_that_node():
+    """A node's position is read past float error: 356.13 (CPS1988's heaped weekly wage) was
+    counted in [356.12, 356.13), so the bin edge placed after it cut the heap off its own values."""
+    from ektelo_pgm.schema.numbers import _edges, _position
+
+    numbers = np.round(np.arange(10.0, 2000.0, 0.01), 2)
+    cells = cell_of(numbers)
+    for depth in (1, 2, 3):
+        at = _position(numbers, cells, depth)
+        edges = np.array([_edges((int(c), depth, int(i))) for c, i in zip(cells, at)])
+        assert np.all((edges[:, 0] <= numbers) & (numbers < edges[:, 1])), depth

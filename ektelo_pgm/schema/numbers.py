@@ -166,9 +166,10 @@ def _edges(node) -> tuple[float, float]:
 
 
 def _position(numbers: np.ndarray, cells: np.ndarray, depth: int) -> np.ndarray:
-    """Index of each number's node at ``depth`` inside its cell."""
+    """Index of each number's node at ``depth`` inside its cell; a number on a node's lower edge
+    is in that node whatever the float error (356.13 in ``[356.13, 356.14)``, not the one below)."""
     parts = 10 ** depth
-    at = np.floor((numbers - LOWER[cells]) / (UPPER[cells] - LOWER[cells]) * parts)
+    at = np.floor(np.round((numbers - LOWER[cells]) / (UPPER[cells] - LOWER[cells]) * parts, 6))
     return np.clip(np.nan_to_num(at), 0, parts - 1).astype(np.int64)
 
 
