@@ -477,7 +477,7 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
                        "--epsilon", f"{epsilon:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
                        "--seed", str(seed)]
             command += ["--metadata", str(out / "metadata.json")] if variant == "metadata" else []
-            env = None
+            env = {"PYTHONPATH": ""}  # the library of --ours' own environment, not this checkout's
         else:
             python = args.smartnoise_python if side == "smartnoise" else args.dpmm_python
             command = [str(python), str(Path(__file__).resolve()), "--worker", side, "--mechanism",

@@ -45,3 +45,20 @@ def test_the_grid_runs_every_epsilon_and_each_peer_its_mechanisms():
         ("dpmm", "aim", 1.0), ("dpmm", "mst", 0.3), ("dpmm", "mst", 1.0), ("ours", "aim", 0.3), ("ours", "mst", 0.3),
         ("ours", "mst", 1.0), ("smartnoise", "mst", 0.3), ("smartnoise", "mst", 1.0)]
     assert {variant for _, _, _, variant, _, _ in cells} == {"as-is"}  # nothing to cut
+
+
+def test_ours_runs_the_library_of_the_command_given(monkeypatch, tmp_path):
+    """``--ours`` pointing at another checkout's command runs that checkout's library: the harness
+    put this checkout first on PYTHONPATH, so a "before" run imported the code under test."""
+    seen = {}
+
+    def run(command, env=None, **_):
+        seen["env"] = env
+        return types.SimpleNamespace(usage=lambda: {}, wall=0.0, cpu=0.0, peak_mb=0.0, cut=False, ok=False,
+                                     returncode=1, output="")
+
+    monkeypatch.setattr(real_tables.harness, "run", run)
+    args = types.SimpleNamespace(code="base", nice=0, memory_limit=0, timeout=1.0, corpus=tmp_path,
+                                 ours=Path("/elsewhere/ektelo-pgm"))
+    row = real_tables.one_run(args, "ours", "mst", "t", "as-is", 0, 1.0, {"file": "t.csv"})
+    assert row["status"] == "error" and seen["env"] == {"PYTHONPATH": ""}
