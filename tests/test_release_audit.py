@@ -161,9 +161,7 @@ STAMPED_METADATA = {"METADATA_SPEC_VERSION": "V1", "tables": {"people": {"primar
     "age": {"sdtype": "id"}, "city": {"sdtype": "categorical"},
     "income": {"sdtype": "numerical", "bounds": [0.0, 200000.0], "missing": False},
     "country": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d %H:%M:%S",
-                "bounds": ["2019-01-01 00:00:00", "2019-12-31 23:59:59"], "bins": 32, "missing": False}}}}}
-#: ... the same with the time's bins placed privately inside its bounds (no "bins").
-PLACED_METADATA = json.loads(json.dumps(STAMPED_METADATA).replace('"bins": 32, ', ""))
+                "bounds": ["2019-01-01 00:00:00", "2019-12-31 23:59:59"], "missing": False}}}}}
 
 
 @dataclass(frozen=True)
@@ -251,8 +249,6 @@ CASES = {
     "SDV metadata, a category outside its values": Case(substitute("city", "Zanzibar"), metadata=METADATA),
     "SDV metadata, a time past its bounds, an id": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped,
                                                         metadata=STAMPED_METADATA),
-    "SDV metadata, a time past bounds without bins": Case(substitute("country", "2099-12-31 23:59:59"), base=stamped,
-                                                          metadata=PLACED_METADATA),
     # issue 54: one person apart, at most PER_PERSON rows each
     "a person of one row added": Case(person_added(1, False), base=people, common=PERSON),
     "a person of K rows in one new cell added": Case(person_added(PER_PERSON, False), base=people, common=PERSON),

@@ -759,9 +759,7 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
         "state": {"sdtype": "categorical", "public": True},
         "active": {"sdtype": "boolean"},
         "paid": {"sdtype": "boolean", "values": [0, 1], "missing": False},
-        "joined": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "bounds": ["2020-01-01", "2020-12-31"],
-                   "bins": 32},
-        "renewed": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "bounds": ["2020-01-01", "2020-12-31"]},
+        "joined": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "bounds": ["2020-01-01", "2020-12-31"]},
         "seen": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d %H:%M:%S"},
         "user_id": {"sdtype": "id", "regex_format": "U_[0-9]{3}"},
         "email": {"sdtype": "email", "pii": True},
@@ -778,12 +776,10 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
     joined = declared["joined"]
     assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
     assert joined.edges[-1] == 1609459200 and all(e % 86400 == 0 for e in joined.edges)  # whole days, to 2021
-    assert meta.kinds == {"length": "numeric", "income": "numeric", "colour": "categorical", "renewed": "numeric",
-                          "seen": "numeric"}
-    assert list(meta.ranges) == ["length", "renewed"] and meta.ranges["length"].integer  # bins placed privately
+    assert meta.kinds == {"length": "numeric", "income": "numeric", "colour": "categorical", "seen": "numeric"}
+    assert list(meta.ranges) == ["length"] and meta.ranges["length"].integer  # bins placed privately, in bounds
     assert meta.ranges["length"].column.edges[0] == 1 and meta.ranges["length"].column.edges[-1] == 5221
-    assert meta.ranges["renewed"].column == dataclasses.replace(joined, name="renewed")  # in bounds, as declared
-    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y", "bins": 32,
+    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y",
                                              "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
     assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
     counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000], "bins": 32},
@@ -972,24 +968,3 @@ def test_a_number_on_a_refined_nodes_lower_edge_is_counted_in_that_node():
         at = _position(numbers, cells, depth)
         edges = np.array([_edges((int(c), depth, int(i))) for c, i in zip(cells, at)])
         assert np.all((edges[:, 0] <= numbers) & (numbers < edges[:, 1])), depth
-
-
-def test_declared_time_bounds_without_bins_get_bins_placed_privately_inside_them():
-    """A datetime column with bounds and no ``"bins"`` has its bins placed privately inside them, in
-    its declared format and unit: licences issued mostly in the last month of fifteen years were
-    drawn uniformly in equal periods of half a year (real: 60% in December 2018)."""
-    rng = np.random.default_rng(0)
-    late = pd.Timestamp("2018-12-01") + pd.to_timedelta(rng.integers(0, 31, 3000), unit="D")
-    early = pd.Timestamp("2003-01-01") + pd.to_timedelta(rng.integers(0, 5800, 2000), unit="D")
-    table = pd.DataFrame({"issued": np.concatenate([late, early]).astype("datetime64[s]").astype(str),
-                          "kind": rng.choice(["cat", "dog"], 5000)})
-    table["issued"] = table["issued"].str[:10]
-    metadata = {"columns": {"issued": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "missing": False,
-                                       "bounds": ["2003-01-01", "2018-12-31"]},
-                            "kind": {"sdtype": "categorical", "values": ["cat", "dog"], "missing": False}}}
-    synth = Synthesizer("mst", epsilon=1.0, seed=0, metadata=metadata).fit(table)
-    column = synth.encoder.columns["issued"]
-    assert column.time_format == "%Y-%m-%d" and column.time_unit == 86400
-    assert column.edges[0] == 1041379200 and column.edges[-1] == 1546300800  # the declared bounds' days
-    issued = pd.to_datetime(synth.sample()["issued"], format="%Y-%m-%d")
-    assert 0.5 < (issued >= "2018-12-01").mean() < 0.65

@@ -521,7 +521,7 @@ GUESTS_METADATA = {
                 "room_rate": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, 400],
                               "bins": 32, "missing": False},
                 "checkin_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y",
-                                 "bounds": ["01 Jan 2020", "31 Dec 2020"], "bins": 32, "missing": False}}}
+                                 "bounds": ["01 Jan 2020", "31 Dec 2020"], "missing": False}}}
 
 
 def test_metadata_declaring_every_column_spends_nothing_on_the_schema():

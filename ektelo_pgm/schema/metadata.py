@@ -20,12 +20,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * ``boolean``: a declared categorical column of two values, ``"values"`` or else ``False`` and
   ``True`` as pandas, SDV and Parquet write them;
 * ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
-  and ``"bins"`` declared, its bins whole periods of the finest the format writes
-  (:func:`time_edges`), costing nothing; with bounds and no ``"bins"``, its bins placed privately
-  inside them as a numerical column's (where the format is one inference reads, else those of
-  the bounds alone: seattlepets' licence dates, 2003-2018 and most in 2016-2018, had a 1-way TVD
-  of 0.029 on their deciles drawn uniformly in equal periods); else its kind fixed numeric and
-  its range inferred privately (the format must then be one of
+  declared, its bins whole periods of the finest the format writes (:func:`time_edges`); else its
+  kind fixed numeric and its range inferred privately (the format must then be one of
   :data:`~ektelo_pgm.times.TIME_FORMATS`, the ones inference reads);
 * ``id``: regenerated (written afresh 1, 2, ..., n, as ``--regenerate``);
 * any other sdtype (``email``, ``address``, ``unknown``, ...): left out, with a note.
@@ -261,15 +257,13 @@ def _column(name: str, sdtype: str, spec: dict):
             return column if edges is not None else _spread(column, bounds, spec["bins"])
         return Ranged(_spread(column, bounds, BINS), whole)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
-    column = _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
-    placed = isinstance(column, NumericColumn) and "bins" not in spec and column.time_format in TIME_FORMATS
-    return Ranged(column, True) if placed else column
+    return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
 
 
 @dataclass(frozen=True)
 class Ranged:
-    """A numerical or datetime column of declared bounds (:meth:`Metadata.read`): ``column``, its
-    bins from the bounds alone; ``integer``, whether its representation is declared whole (None: not declared)."""
+    """A numerical column of declared bounds (:meth:`Metadata.read`): ``column``, its bins from the
+    bounds alone; ``integer``, whether its representation is declared whole (None: not declared)."""
 
     column: NumericColumn
     integer: bool | None
@@ -281,11 +275,10 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     own); whole numbers where placed so or the representation is declared whole (a ``Float``
     column of nearly only whole numbers keeps its point masses whole: loans' late fees, 0 in
     98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), a missing code
-    where both have one, a column of times in its declared format and the unit placed; None
-    placed (nothing could be placed, or times read in another format): the bins from the bounds
-    alone.  Post-processing: the range is public, the edges noisy."""
+    where both have one; None placed (nothing could be placed): the bins from the bounds alone.  Post-processing: the range is public, the
+    edges noisy."""
     declared, integer = ranged.column, ranged.integer
-    if placed is None or placed.time_format != declared.time_format:
+    if placed is None:
         return declared
     lo, top = declared.edges[0], declared.edges[-1]
     whole = placed.integer or bool(integer)
@@ -299,8 +292,7 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     inner = sorted({math.ceil(e) for e in inner} - {lo, top}) if whole else inner
     decimals = None if whole else placed.decimals
     return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
-                         placed.missing and declared.missing, decimals, declared.time_format,
-                         placed.time_unit if placed.time_format == declared.time_format else None)
+                         placed.missing and declared.missing, decimals)
 
 
 def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:
