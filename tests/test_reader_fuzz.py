@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ektelo_pgm import table_io
-from ektelo_pgm.csv_dialect import block_frame, csv_fields, csv_records
+from ektelo_pgm.csv_dialect import block_frame, csv_fields, csv_records, record_fields
 from ektelo_pgm.table_io import Partitions, read_table
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -21,13 +21,13 @@ odd_lines = st.lists(st.text(alphabet='ab ,;\t"\\\r\x00é', max_size=12), min_si
 
 
 def defined(lines: list[str], sep: str, width: int) -> list[list[str]]:
-    """The records of ``lines`` by the definition, one line at a time, cut or padded to ``width``;
-    blank lines none."""
+    """The records of ``lines`` by the definition, one line at a time, cut or padded to ``width``,
+    a line whose quotes do not pair ``width`` empty fields; blank lines none."""
     out = []
     for line in lines:
         if line.rstrip("\r").strip(" "):
-            fields = csv_fields(line, sep)
-            out.append(fields[:width] + [""] * (width - len(fields)))
+            fields = record_fields(line, sep)
+            out.append([""] * width if fields is None else fields[:width] + [""] * (width - len(fields)))
     return out
 
 
