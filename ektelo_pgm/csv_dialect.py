@@ -15,17 +15,20 @@ data:
   holds the damage: a record that does not close within it is its first line alone, and the
   next record starts at the line after; a line can then take in at most ``SPAN_LINES - 1``
   lines after it (the guarantee rests on the claim, as ``--public-categories`` rests on its).
+  A writer's record past the bound is read so too, line by line: the guarantee is exact for
+  records within it (docs/privacy-details.md states the neighbouring relation).
 
 In both, a record whose quotes do not pair (a quoted field left open at its end, or an odd
-number of quotes inside unquoted fields: how each line of a record that spans lines reads as a
-line of its own) is read as a record with every field missing, never as values in the wrong
-columns: the damage shows in what is released (rows blank in every column), and no count of
-such records is shown (a count would tell whether one record is there).
+number of quotes outside quoted fields: how the first and the last line of a record that spans
+lines read as lines of their own) is read as a record with every field missing, never as values
+in the wrong columns: the damage shows in what is released (rows blank in every column), and no
+count of such records is shown (a count would tell whether one record is there).
 
-:func:`csv_fields` defines the fields of a line; :func:`csv_records` the records of a text, read
-by fast parsers where they read it as the definition does (checked); :func:`csv_frames` reads a
-file in blocks of whole records; :func:`csv_names` gives a table's columns at a width that no
-single record decides."""
+:func:`csv_fields`, :func:`record_fields` and :func:`defined_records` are the definition (the
+fields of a line, of a record, the records of lines); :func:`csv_records` gives the records of a
+text, read by fast parsers where they read it as the definition does (checked);
+:func:`csv_frames` reads a file in blocks of whole records; :func:`csv_names` gives a table's
+columns at a width that no single record decides."""
 from __future__ import annotations
 
 import csv

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import progress
 from .dask_dataset import is_dask_collection
-from .csv_dialect import csv_frames, csv_names
+from .csv_dialect import csv_frames, csv_names, defined_records
 from .errors import InputError
 from .files import atomic_write
 from .memory import memory_cap
@@ -343,11 +343,14 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
 def has_header(path) -> bool:
     """A guess, for ``evaluate`` only (not private), whether a CSV file's first line names its
     columns: some field of it is text where the lines below hold numbers, or none of its fields
-    repeats a value of its column below."""
+    repeats a value of its column below (over the records of the first 50 lines, read by pandas,
+    a record whose quoted fields run past them left out)."""
     pd = pandas_module()
     try:
         with open(path, encoding="utf-8") as f:
-            lines = [line for _, line in zip(range(50), f) if line.strip()]
+            lines = [line for _, line in zip(range(50), f)]
+        lines = lines[:defined_records([line.rstrip("\n") for line in lines], ",", True, final=False)[1]]
+        lines = [line for line in lines if line.strip()]
         if len(lines) < 2:
             return len(lines) == 1
         rows = pd.read_csv(io.StringIO("".join(lines)), header=None, skipinitialspace=True, dtype=str)

@@ -752,6 +752,8 @@ def test_quoted_newlines_reads_a_written_table_with_line_breaks_whole(tmp_path, 
     shares = []
     for option in (["--quoted-newlines"], []):
         assert run(capsys, "synth", *common, *option)[0] == 0
+        code, out, _ = run(capsys, "evaluate", tmp_path / "tweets.csv", tmp_path / "out.csv", *option)
+        assert code == 0 and ("real: 6,000 rows" in out) == bool(option)  # else 7,200: the lines
         synthetic = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
         assert set(synthetic["source"]) <= set(sources) | {"", OTHER}  # OTHER: rare categories, written as such
         shares.append(synthetic["source"].value_counts(normalize=True))
