@@ -97,8 +97,12 @@ def test_the_definition_with_quoted_line_breaks():
     assert record_fields('x"y,z', ",") is None and record_fields('say "hi",z', ",") == ['say "hi"', "z"]  # odd, even
 
 
-#: Values as a CSV writer may be given them: line breaks, quotes, separators, backslashes, CRs, NULs.
-written = st.text(alphabet='ab ,;"\\\n\r\x00é', max_size=12).map(lambda v: v.lstrip(" "))
+#: Values as a CSV writer may be given them: line breaks, quotes, separators, backslashes, CRs, NULs,
+#: and hostile ones (a quote that opens, escapes, past the csv module's field limit, 40 line breaks:
+#: a record of two spans 81 lines, within the bound).
+written = st.one_of(
+    st.text(alphabet='ab ,;"\\\n\r\x00é', max_size=12).map(lambda v: v.lstrip(" ")),
+    st.sampled_from(['"open', '"""', 'a,\\', '\\"', 'x"\n"y', "NA", "\n", "\r\n", "\n" * 40, "w" * 200_000]))
 
 
 @FUZZ
