@@ -126,13 +126,15 @@ def defined_records(lines: list[str], sep: str, quoted: bool = False, final: boo
     records, s, n = [], 0, len(lines)
     while s < n:
         k, size = 1, len(lines[s])
-        while quoted and _scan("\n".join(lines[s:s + k]).rstrip("\r"), sep, False)[1]:  # a quoted field open
+        left_open = quoted and '"' in lines[s] and _scan(lines[s].rstrip("\r"), sep, False)[1]
+        while left_open:  # a line without a quote leaves a quoted field open, read or not
             if s + k == n and not final:
                 return records, s
             if s + k == n or k == SPAN_LINES or size + 1 + len(lines[s + k]) > SPAN_CHARS:
                 k = 1  # no close within the bound: the first line alone, its quote left open
                 break
             size, k = size + 1 + len(lines[s + k]), k + 1
+            left_open = '"' not in lines[s + k - 1] or _scan("\n".join(lines[s:s + k]).rstrip("\r"), sep, False)[1]
         fields = record_fields("\n".join(lines[s:s + k]), sep, quoted)
         if k > 1 or fields is None or len(fields) > 1 or not _blank(lines[s]):
             records.append(fields)
@@ -141,12 +143,13 @@ def defined_records(lines: list[str], sep: str, quoted: bool = False, final: boo
 
 
 def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
-    """The records of ``lines`` as :func:`defined_records` reads them (all of them: None where a record
-    may run past them), by Python's csv module, in C, where it reads them as the definition does:
-    a separator of one character but a space, no CR, and without quoted line breaks no backslash;
-    else None.  A record is unpaired exactly where its quotes are odd in number (a quoted field
-    that closes holds an even number), or, its fields left open, where the csv module joins it
-    to the next line (without quoted line breaks: checked) or raises (with: strict)."""
+    """The records of ``lines`` as :func:`defined_records` reads them, by Python's csv module, in
+    C, where it reads them as the definition does: a separator of one character but a space, no
+    CR, without quoted line breaks no backslash, with them every record closed within the lines
+    and the bound; else None.  A record is unpaired exactly where its quotes are odd in number (a
+    quoted field that closes holds an even number), or, a field left open, where the csv module
+    joins it to the next line (without quoted line breaks: checked) or raises (strict: at the end
+    of the lines; it raises at text after a closing quote too, which the definition reads)."""
     if len(sep) != 1 or sep == " " or "\r" in text or (not quoted and "\\" in text):
         return None
     counts = [line.count('"') for line in lines]
@@ -154,7 +157,7 @@ def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
     try:
         if not quoted:
             even = [line for line, c in zip(lines, counts) if c % 2 == 0]
-            read = iter(csv.reader(even, delimiter=sep, skipinitialspace=True, strict=False))
+            read = iter(csv.reader(even, delimiter=sep, skipinitialspace=True, strict=True))
             records = [None if c % 2 else next(read) for c in counts]
             if next(read, None) is not None:  # a quote left open ran into the next line
                 return None
