@@ -560,9 +560,10 @@ def test_the_audit_sees_a_time_that_ends_the_run(tmp_path, monkeypatch):
     assert any(f.startswith("stderr = 'Traceback") for f in found), found  # its last line printed the value
 
 
-def read_the_old_way(path, header=None, names=None, sep=None, encoding="utf-8", text=True):
-    """A CSV read as before issue 52: pandas' C parser (a quote may run across lines), and where
-    a line has more fields than the header, the whole file again by pandas' python parser."""
+def read_the_old_way(path, header=None, names=None, sep=None, encoding="utf-8", text=True, quoted_newlines=False):
+    """A CSV read as before issue 52: pandas' C parser (a quote may run across lines, whatever
+    ``quoted_newlines`` says), and where a line has more fields than the header, the whole file
+    again by pandas' python parser."""
     import pandas as pd
 
     sep = sep or ","
