@@ -18,11 +18,11 @@ data:
   A writer's record past the bound is read so too, line by line: the guarantee is exact for
   records within it (docs/privacy-details.md states the neighbouring relation).
 
-In both, a record whose quotes do not pair (a quoted field left open at its end, or an odd
-number of quotes outside quoted fields: how the first and the last line of a record that spans
-lines read as lines of their own) is read as a record with every field missing, never as values
-in the wrong columns: the damage shows in what is released (rows blank in every column), and no
-count of such records is shown (a count would tell whether one record is there).
+In both, a record that leaves a quoted field open at its end (how the first line of a record
+that spans lines reads as a line of its own) is read as a record with every field missing, never
+as values in the wrong columns: the damage shows in what is released (rows blank in every
+column), and no count of such records is shown (a count would tell whether one record is there).
+A quote inside an unquoted field (``5'11"``) is itself, as every CSV reader reads it.
 
 :func:`csv_fields`, :func:`record_fields` and :func:`defined_records` are the definition (the
 fields of a line, of a record, the records of lines); :func:`csv_records` gives the records of a
@@ -51,12 +51,12 @@ _STOPS = {True: re.compile(r'["\\]'), False: re.compile('"')}  # in a quoted fie
 _BLANK = re.compile(r"^[ \t]+$", re.MULTILINE)
 
 
-def _scan(text: str, sep: str, escapes: bool) -> tuple[list[str], bool, bool]:
-    """``(fields, open, odd)`` of one record's text (its trailing CRs removed; line breaks inside
-    it are characters): the fields as :func:`csv_fields` defines them (``escapes``: ``\\"`` and
+def _scan(text: str, sep: str, escapes: bool) -> tuple[list[str], bool]:
+    """``(fields, open)`` of one record's text (its trailing CRs removed; line breaks inside it
+    are characters): the fields as :func:`csv_fields` defines them (``escapes``: ``\\"`` and
     ``\\\\`` are escapes in a quoted field, else only ``""``); whether a quoted field is left open
-    at the end; whether the quotes outside quoted fields are odd in number."""
-    fields, i, n, strays, stop_at = [], 0, len(text), 0, _STOPS[escapes]
+    at the end."""
+    fields, i, n, stop_at = [], 0, len(text), _STOPS[escapes]
     left_open = False
     while True:
         while i < n and text[i] == " ":
@@ -84,15 +84,13 @@ def _scan(text: str, sep: str, escapes: bool) -> tuple[list[str], bool, bool]:
             end = text.find(sep, i)
             end = n if end < 0 else end
             parts.append(text[i:end])
-            strays += text.count('"', i, end)
             fields.append("".join(parts))
         else:
             end = text.find(sep, i)
             end = n if end < 0 else end
-            strays += text.count('"', i, end)
             fields.append(text[i:end])
         if end >= n:
-            return fields, left_open, strays % 2 == 1
+            return fields, left_open
         i = end + len(sep)
 
 
@@ -110,11 +108,10 @@ def csv_fields(line: str, sep: str) -> list[str]:
 def record_fields(text: str, sep: str, quoted: bool = False) -> list[str] | None:
     """The fields of one record's text (its line break removed; a line, or with ``quoted`` line
     breaks the lines of a record, the line breaks between them kept), as :func:`csv_fields`
-    reads a line (with ``quoted``, a backslash is itself in a quoted field too), or None where its
-    quotes do not pair: a quoted field left open at its end, or an odd number of quotes outside
-    quoted fields.  Trailing CRs are the line break's."""
-    fields, left_open, odd = _scan(text.rstrip("\r"), sep, not quoted)
-    return None if left_open or odd else fields
+    reads a line (with ``quoted``, a backslash is itself in a quoted field too), or None where a
+    quoted field is left open at its end.  Trailing CRs are the line break's."""
+    fields, left_open = _scan(text.rstrip("\r"), sep, not quoted)
+    return None if left_open else fields
 
 
 def defined_records(lines: list[str], sep: str, quoted: bool = False, final: bool = True) -> tuple[list, int]:
@@ -146,10 +143,11 @@ def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
     """The records of ``lines`` as :func:`defined_records` reads them, by Python's csv module, in
     C, where it reads them as the definition does: a separator of one character but a space, no
     CR, without quoted line breaks no backslash, with them every record closed within the lines
-    and the bound; else None.  A record is unpaired exactly where its quotes are odd in number (a
-    quoted field that closes holds an even number), or, a field left open, where the csv module
-    joins it to the next line (without quoted line breaks: checked) or raises (strict: at the end
-    of the lines; it raises at text after a closing quote too, which the definition reads)."""
+    and the bound; else None.  Without quoted line breaks a line of an odd number of quotes is
+    read by the definition (a stray quote, or a field left open); a field left open on a line of
+    an even number joins the csv module's record to the next line (checked).  With them the csv
+    module raises where a field is left open at the end of the lines (strict; it raises at text
+    after a closing quote too, which the definition reads)."""
     if len(sep) != 1 or sep == " " or "\r" in text or (not quoted and "\\" in text):
         return None
     counts = [line.count('"') for line in lines]
@@ -158,7 +156,7 @@ def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
         if not quoted:
             even = [line for line, c in zip(lines, counts) if c % 2 == 0]
             read = iter(csv.reader(even, delimiter=sep, skipinitialspace=True, strict=True))
-            records = [None if c % 2 else next(read) for c in counts]
+            records = [record_fields(line, sep) if c % 2 else next(read) for line, c in zip(lines, counts)]
             if next(read, None) is not None:  # a quote left open ran into the next line
                 return None
             return [r for r, line in zip(records, lines) if r is None or len(r) > 1 or not _blank(line)]
@@ -169,7 +167,7 @@ def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
             if end - start > SPAN_LINES or sum(map(len, lines[start:end])) + end - start - 1 > SPAN_CHARS:
                 return None
             if end - start > 1 or len(fields) > 1 or not _blank(lines[start]):
-                records.append(None if sum(counts[start:end]) % 2 else fields)
+                records.append(fields)
             start = end
     except (csv.Error, StopIteration):  # open at the end, text after a closing quote, a field too long
         return None
@@ -178,7 +176,7 @@ def _fast(lines: list[str], text: str, sep: str, quoted: bool) -> list | None:
 
 def _records(text: str, sep: str, quoted: bool, final: bool) -> tuple[list, str]:
     """``(records, rest)``: the records of ``text`` (whole lines), each its fields or None where
-    its quotes do not pair (:func:`defined_records`), by :func:`_fast` where it can; ``rest``: the text
+    it leaves a quoted field open (:func:`defined_records`), by :func:`_fast` where it can; ``rest``: the text
     of a last record that may run past ``text`` (quoted line breaks, unless ``final``)."""
     lines = text.split("\n")
     if lines[-1] == "":
@@ -196,7 +194,7 @@ def _normal(text: str, quoted: bool) -> str:
 
 
 def _sized(records: list, width: int) -> list[list[str]]:
-    """``records`` cut to ``width`` fields or padded with empty ones; an unpaired one (None)
+    """``records`` cut to ``width`` fields or padded with empty ones; one left open (None)
     ``width`` empty fields."""
     if width > 1 and all(r is not None and len(r) == width for r in records):
         return records
@@ -207,7 +205,7 @@ def _sized(records: list, width: int) -> list[list[str]]:
 def csv_records(text: str, sep: str, width: int, quoted: bool = False) -> list[list[str]]:
     """The records of ``text`` (whole records), each of ``width`` fields: each line's
     :func:`csv_fields` (with ``quoted`` line breaks, each record's), cut to ``width`` or padded
-    with empty fields; a record whose quotes do not pair, ``width`` empty fields; a line of
+    with empty fields; a record left open, ``width`` empty fields; a line of
     nothing but spaces (or empty) is no record."""
     return _sized(_records(_normal(text, quoted), sep, quoted, True)[0], width)
 

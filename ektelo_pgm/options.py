@@ -220,4 +220,4 @@ def quoted_newlines_argument(p) -> None:
                    help="the CSV was written by a CSV writer (pandas, R, a database, a spreadsheet: every field holding "
                         "a quote, the separator or a line break quoted, its quotes doubled): a quoted field may hold line "
                         f"breaks, a record then spanning up to {SPAN_LINES} lines (default: a record is a line, and a line "
-                        "whose quotes do not pair is read as blank)")
+                        "that leaves a quoted field open is read as blank)")

@@ -27,7 +27,7 @@ odd_lines = st.lists(st.text(alphabet='ab ,;\t"\\\r\x00é', max_size=12), min_si
 
 def defined(lines: list[str], sep: str, width: int) -> list[list[str]]:
     """The records of ``lines`` by the definition, one line at a time, cut or padded to ``width``,
-    a line whose quotes do not pair ``width`` empty fields; blank lines none."""
+    a line that leaves a quoted field open ``width`` empty fields; blank lines none."""
     out = []
     for line in lines:
         if line.rstrip("\r").strip(" "):
@@ -93,8 +93,9 @@ def test_the_definition_with_quoted_line_breaks():
     assert defined_records(['1,"a\r', 'b"\r'], ",", quoted=True)[0] == [["1", "a\r\nb"]]  # inner CRs kept
     assert defined_records(['1,"a', "b"], ",", quoted=True, final=False) == ([], 0)  # may run past the lines
     with bounds(lines=2):  # no close within 2 lines: the first line alone, the next read from its start
-        assert defined_records(['1,"a', "b", 'c",2', "3,z"], ",", quoted=True)[0] == [None, ["b"], None, ["3", "z"]]
-    assert record_fields('x"y,z', ",") is None and record_fields('say "hi",z', ",") == ['say "hi"', "z"]  # odd, even
+        assert defined_records(['1,"a', "b", 'c",2', "3,z"], ",", quoted=True)[0] == [None, ["b"], ['c"', "2"], ["3", "z"]]
+    assert record_fields('x"y,z', ",") == ['x"y', "z"] and record_fields("5'11\",z", ",") == ["5'11\"", "z"]  # strays
+    assert record_fields('1,"a', ",") is None and record_fields('x"y,"z', ",") is None  # a quoted field left open
 
 
 #: Values as a CSV writer may be given them: line breaks, quotes, separators, backslashes, CRs, NULs,
@@ -146,7 +147,7 @@ def test_a_record_past_the_bound_is_its_first_line_alone(tmp_path):
     for read in (read_table(tmp_path / "far.csv", header=False, quoted_newlines=True),
                  pd.concat(list(Partitions(tmp_path / "far.csv", header=False, rows=7, quoted_newlines=True)))):
         got = read.to_numpy(dtype=object).tolist()
-        assert got[10] == ["", ""] and got[2 * span] == ["", ""]  # the open quote alone; x"y unpaired
+        assert got[10] == ["", ""] and got[2 * span] == ['x"y', "2"]  # the open quote alone; a stray is itself
         assert [r for k, r in enumerate(got) if k not in (10, 2 * span)] == \
             [r for k, r in enumerate(base) if k not in (10, 2 * span)]
     got = read_table(tmp_path / "near.csv", header=False, quoted_newlines=True).to_numpy(dtype=object).tolist()
