@@ -13,7 +13,9 @@ in their own virtual environments (``benchmarks/setup_table_peers.sh``):
 
 - ours: the steward's one command, as a user types it, on the table's CSV:
   ``ektelo-pgm synth TABLE.csv --header -o OUT.csv --epsilon E --delta 1e-09 --mechanism M
-  --seed S`` with every other option at its default (the schema inferred privately);
+  --seed S --quoted-newlines`` with every other option at its default (the schema inferred
+  privately); ``--quoted-newlines`` says what the steward knows of the file, that a CSV writer
+  (pandas, here) wrote it, so that a quoted field holding line breaks is one record (tweets);
 - dpmm: ``MSTPipeline`` or ``AIMPipeline(epsilon=0.9 E, delta=1e-9, proc_epsilon=0.1 E)``,
   ``.fit(frame, random_state=S)`` then ``.generate(n_records=len(frame), random_state=S)``
   (``../venvs/dpmm``), every other parameter at its default: no domain given, so the bounds of
@@ -475,7 +477,7 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
         if side == "ours":
             command = [str(args.ours), "synth", str(table_file), "--header", "-o", str(synthetic),
                        "--epsilon", f"{epsilon:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
-                       "--seed", str(seed)]
+                       "--seed", str(seed), "--quoted-newlines"]
             command += ["--metadata", str(out / "metadata.json")] if variant == "metadata" else []
             env = {"PYTHONPATH": ""}  # the library of --ours' own environment, not this checkout's
         else:

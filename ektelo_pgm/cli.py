@@ -16,7 +16,7 @@ from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
-                      memory, path, seed, separator, share, text_encoding)
+                      memory, path, quoted_newlines_argument, seed, separator, share, text_encoding)
 from .privacy import ADD_REMOVE, Budget
 from .schema import column_changes
 from .stopping import stopped_by_signals
@@ -223,15 +223,13 @@ def metadata(args):
 
 
 def read_input(args):
-    """The input table, read whole or part by part as ``--engine`` says
-    (:func:`~ektelo_pgm.table_io.open_table`), and whether it has a header line (Parquet:
-    always; a CSV: as the user says, never guessed)."""
+    """The input table, read whole or part by part (:func:`~ektelo_pgm.table_io.open_table`), and whether
+    it has a header line (Parquet: always; a CSV: as the user says, never guessed)."""
     from .table_io import open_table
 
     header = True if args.header else False if args.no_header or args.names else None
-    frame = open_table(args.input, header=header, names=args.names, sep=args.sep, encoding=args.encoding,
-                       engine=args.engine, max_memory=args.max_memory)
-    return frame, header is not False
+    return (open_table(args.input, header, args.names, args.sep, args.encoding, args.engine, args.max_memory,
+                       args.quoted_newlines), header is not False)
 
 
 def fitted(args, frame, **options):
@@ -334,14 +332,14 @@ def schema(args) -> None:
 
 
 def read_compared(path: str, args):
-    """A table given to ``evaluate``: a CSV's header line detected; ``--names`` name the columns
-    of one without (``--no-header``: it has none)."""
+    """A table given to ``evaluate``: a CSV's header line detected, ``--names`` naming the columns of one without."""
     from .table_io import has_header, is_parquet, read_table
 
     if is_parquet(path) or not os.path.isfile(path):
         return read_table(path)
     header = not args.no_header and has_header(path)
-    return read_table(path, header=header, names=None if header or not args.names else args.names.split(","))
+    names = None if header or not args.names else args.names.split(",")
+    return read_table(path, header=header, names=names, quoted_newlines=args.quoted_newlines)
 
 
 def check_compared(paths: list[str], args) -> None:
@@ -463,6 +461,7 @@ def table_arguments(p, mechanism: bool = True) -> None:
                         "whole would take more than --max-memory (from a Parquet file's metadata, a CSV's size). "
                         "The output is the same either way; a note on a terminal says when it reads part by part")
     max_memory_argument(p)
+    quoted_newlines_argument(p)
     if mechanism:
         p.add_argument("--cache", type=path, help="folder in which a table read part by part has its integer codes "
                        "written (default: the system's temporary folder; never the input folder, inside it or "
@@ -554,6 +553,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="a column to predict: models trained on the synthetic table and on REAL, both "
                    "tested on --holdout (needs scikit-learn: the 'ml' extra)")
     max_memory_argument(p)
+    quoted_newlines_argument(p)
     p.set_defaults(handler=evaluate)
 
     p = commands.add_parser("compare", help="plot each reconstruction's workload error against epsilon, on "

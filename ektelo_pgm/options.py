@@ -209,3 +209,15 @@ def matched(path: str, pattern: str) -> bool:
         return False
     folders = glob.glob(head) if glob.has_magic(head) else [head or "."]
     return os.path.realpath(os.path.dirname(os.path.abspath(path))) in {os.path.realpath(f) for f in folders}
+
+
+def quoted_newlines_argument(p) -> None:
+    """The --quoted-newlines option of the commands that read CSV tables
+    (:mod:`~ektelo_pgm.csv_dialect`)."""
+    from .csv_dialect import SPAN_LINES
+
+    p.add_argument("--quoted-newlines", action="store_true",
+                   help="the CSV was written by a CSV writer (pandas, R, a database, a spreadsheet: every field holding "
+                        "a quote, the separator or a line break quoted, its quotes doubled): a quoted field may hold line "
+                        f"breaks, a record then spanning up to {SPAN_LINES} lines (default: a record is a line, and a line "
+                        "that leaves a quoted field open is read as blank)")

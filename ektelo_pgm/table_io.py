@@ -22,7 +22,7 @@ import numpy as np
 
 from . import progress
 from .dask_dataset import is_dask_collection
-from .csv_dialect import csv_frames, csv_names
+from .csv_dialect import csv_frames, csv_names, defined_records
 from .errors import InputError
 from .files import atomic_write
 from .memory import memory_cap
@@ -72,7 +72,7 @@ MISSING = ("", "?", "NA", "N/A", "n/a", "NULL", "null", "None", "NaN", "nan", "-
 
 
 def read_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
-               text: bool = True):
+               text: bool = True, quoted_newlines: bool = False):
     """A DataFrame from a CSV or Parquet file (by extension, in any case: ``.parquet``/``.pq`` is
     Parquet), read in the one dialect of docs/privacy.md ("How files are read"), in which what one
     record holds changes only that record.
@@ -88,7 +88,9 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
     depends on one record (what every private step needs); ``text=False`` types each column
     whose present values are all numbers as numbers (a public table, or a TableEncoder fitted on
     declared categories and bounds).  Each line is one record, cut or padded with empty fields
-    to the table's width (:func:`~ektelo_pgm.csv_dialect.csv_records`).  Repeated column names are refused, by name.
+    to the table's width (:func:`~ektelo_pgm.csv_dialect.csv_records`); with ``quoted_newlines``
+    (the file written by a CSV writer) a quoted field may hold line breaks and a record spans
+    lines (:mod:`~ektelo_pgm.csv_dialect`).  Repeated column names are refused, by name.
 
     Parquet (:func:`parquet_frame`): whole numbers as nullable integers of any size, times and
     dates as text; a column of lists, structs or maps is refused by name before any value is read.
@@ -103,7 +105,7 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
             parquet_names(path)  # refuses nested columns before any value is read
             frame = parquet_frame(arrow()[1].read_table(path))
         else:
-            options = csv_options(path, header, names, sep, encoding, text)
+            options = csv_options(path, header, names, sep, encoding, text, quoted_newlines)
             columns = csv_names([path], options)
             frames = list(csv_frames(path, options, columns))
             frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
@@ -117,7 +119,8 @@ def read_table(path, header: bool | None = None, names=None, sep: str | None = N
     return frame
 
 
-def csv_options(path: str, header: bool | None, names, sep: str | None, encoding: str, text: bool) -> dict:
+def csv_options(path: str, header: bool | None, names, sep: str | None, encoding: str, text: bool,
+                quoted_newlines: bool = False) -> dict:
     """The options of a CSV file as :func:`read_table` reads it (its arguments), checked: the
     header said, the encoding known; the separator defaulted from the extension."""
     if header is None and names is not None:
@@ -133,7 +136,7 @@ def csv_options(path: str, header: bool | None, names, sep: str | None, encoding
         raise InputError(f"unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
     sep = sep or ("\t" if path.lower().endswith(TABS) else ",")
     return {"sep": sep, "header": bool(header), "names": None if names is None else [str(n) for n in names],
-            "encoding": encoding, "text": text}
+            "encoding": encoding, "text": text, "quoted_newlines": bool(quoted_newlines)}
 
 
 def _numbers_typed(frame):
@@ -297,7 +300,7 @@ def part_rows(columns: int, cap: int) -> int:
 
 
 def open_table(path, header: bool | None = None, names=None, sep: str | None = None, encoding: str = "utf-8",
-               engine: str = "auto", max_memory=None):
+               engine: str = "auto", max_memory=None, quoted_newlines: bool = False):
     """The table at ``path`` to fit on: a DataFrame read whole (``engine="memory"``,
     :func:`read_table`) or a :class:`Partitions` read part by part (``"parts"``, parts sized to the
     cap by :func:`part_rows`).  ``"auto"`` reads part by part a folder, a glob, or files whose
@@ -327,9 +330,9 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
                               f"{cap / 2**20:,.0f} MB); reading it part by part needs pyarrow: pip install "
                               "'ektelo_pgm[parquet]'")
     if engine == "memory":
-        return read_table(path, header, names, sep, encoding)
+        return read_table(path, header, names, sep, encoding, quoted_newlines=quoted_newlines)
     arrow()
-    table = Partitions(path, header, names, sep, encoding)
+    table = Partitions(path, header, names, sep, encoding, quoted_newlines=quoted_newlines)
     table.rows, table.cap = part_rows(len(table.columns), cap), cap
     if sized:
         progress.note(f"note: reading {path} part by part ({table.rows:,} rows at a time): read whole it would take "
@@ -340,11 +343,14 @@ def open_table(path, header: bool | None = None, names=None, sep: str | None = N
 def has_header(path) -> bool:
     """A guess, for ``evaluate`` only (not private), whether a CSV file's first line names its
     columns: some field of it is text where the lines below hold numbers, or none of its fields
-    repeats a value of its column below."""
+    repeats a value of its column below (over the records of the first 50 lines, read by pandas,
+    a record whose quoted fields run past them left out)."""
     pd = pandas_module()
     try:
         with open(path, encoding="utf-8") as f:
-            lines = [line for _, line in zip(range(50), f) if line.strip()]
+            lines = [line for _, line in zip(range(50), f)]
+        lines = lines[:defined_records([line.rstrip("\n") for line in lines], ",", True, final=False)[1]]
+        lines = [line for line in lines if line.strip()]
         if len(lines) < 2:
             return len(lines) == 1
         rows = pd.read_csv(io.StringIO("".join(lines)), header=None, skipinitialspace=True, dtype=str)
@@ -528,14 +534,14 @@ class Partitions:
     """A table read part by part, never whole (the out-of-core path): its ``files`` (a file, a
     folder or a glob, :func:`table_files`), Parquet read in batches of ``rows`` rows
     (:func:`parquet_frame`), CSV in parts of ``rows`` records read as :func:`read_table` reads a
-    CSV (its ``header``, ``names``, ``sep`` and ``encoding``; every field as text; a headerless
+    CSV (its ``header``, ``names``, ``sep``, ``encoding`` and ``quoted_newlines``; every field as text; a headerless
     table's width taken over its first records, whichever files hold them).  Iterating yields
     pandas DataFrames with the table's :attr:`columns`; each pass reads the files again.
     :attr:`bytes`: their size on disk; :attr:`cap`: the memory its run may take (bytes, the
     default of :func:`memory_cap` unless :func:`open_table` was given another)."""
 
     def __init__(self, path, header: bool | None = None, names=None, sep: str | None = None,
-                 encoding: str = "utf-8", rows: int = PART_ROWS):
+                 encoding: str = "utf-8", rows: int = PART_ROWS, quoted_newlines: bool = False):
         self.files, self.rows, self.cap = table_files(path), int(rows), memory_cap()
         self.bytes = sum(os.path.getsize(p) for p in self.files)
         self.parquet = is_parquet(self.files[0])
@@ -545,7 +551,7 @@ class Partitions:
             if other:
                 raise InputError(f"{other[0]}: its columns differ from those of {self.files[0]}")
         else:
-            self._options = csv_options(self.files[0], header, names, sep, encoding, text=True)
+            self._options = csv_options(self.files[0], header, names, sep, encoding, True, quoted_newlines)
             self._names = csv_names(self.files, self._options)
         self.columns = self._names
         repeated = sorted({c for c in self.columns if self.columns.count(c) > 1})

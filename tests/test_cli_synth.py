@@ -732,3 +732,30 @@ def test_schema_releases_a_noisy_histogram_of_rows_per_person(tmp_path, capsys):
     code, _, err = run(capsys, "schema", *common, "--rows-per-person-histogram", tmp_path / "other.json")
     assert code == 1 and "--rows-per-person-histogram needs --person" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "other.json").exists()
+
+
+def test_quoted_newlines_reads_a_written_table_with_line_breaks_whole(tmp_path, capsys):
+    """Issue 56: a table a CSV writer wrote, whose text field holds line breaks (the public tweets
+    table: 1,904 of them), was read a line per record; each piece of a tweet became a row with
+    text in its source column.  --quoted-newlines reads it whole: the source column keeps its
+    categories and shares; without it, the first line of each such tweet (its quote left open) is
+    a blank row (the damage shows), the second a row of its own (its quote a stray)."""
+    rng = np.random.default_rng(0)
+    n, sources = 6000, ["Web Client", "Android", "iPhone"]
+    frame = pd.DataFrame({"source": rng.choice(sources, n, p=[0.5, 0.3, 0.2]),
+                          "text": [f"tweet {i}, it said \"so\"" + (f"\nsecond line {i}" if i % 5 == 0 else "")
+                                   for i in range(n)],
+                          "retweets": rng.integers(0, 40, n)})
+    frame.to_csv(tmp_path / "tweets.csv", index=False)
+    common = [tmp_path / "tweets.csv", "--header", "--epsilon", 1, "--seed", 0, "--mechanism", "mst", "--drop",
+              "text", "-o", tmp_path / "out.csv"]
+    shares = []
+    for option in (["--quoted-newlines"], []):
+        assert run(capsys, "synth", *common, *option)[0] == 0
+        code, out, _ = run(capsys, "evaluate", tmp_path / "tweets.csv", tmp_path / "out.csv", *option)
+        assert code == 0 and ("real: 6,000 rows" in out) == bool(option)  # else 7,200: the lines
+        synthetic = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+        assert set(synthetic["source"]) <= set(sources) | {"", OTHER}  # OTHER: rare categories, written as such
+        shares.append(synthetic["source"].value_counts(normalize=True))
+    assert "" not in shares[0] and (shares[0][sources] - [0.5, 0.3, 0.2]).abs().max() < 0.03
+    assert 0.1 < shares[1][""] < 0.25  # 1 of the 6 lines of every 5 tweets, blank in every column

@@ -62,7 +62,8 @@ def test_a_file_that_is_not_a_table(tmp_path):
     with pytest.raises(ValueError, match=r"--header or --no-header"):
         read_table(tmp_path / "x.bin")
     frame = read_table(tmp_path / "x.bin", header=False)
-    assert list(frame.columns) == ["column_1", "column_2"] and len(frame) == 9  # a record per line, a comma in each
+    # a record per line (its quotes are characters), each holding one comma
+    assert list(frame.columns) == ["column_1", "column_2"] and len(frame) == 9
     (tmp_path / "empty.csv").write_bytes(b"")
     for header in (True, False):
         with pytest.raises(ValueError, match=r"empty.csv: not a"):
@@ -160,14 +161,37 @@ def test_an_extra_field_never_rereads_backslash_escaped_quotes(tmp_path):
     assert whole["city"].iloc[0] == 'Saint "Tropez" 0' and whole.iloc[1000].tolist() == ["1000", "Paris", "3"]
 
 
+@pytest.mark.parametrize("quoted", [False, True])
 @pytest.mark.parametrize("at", [10, 2500])
-def test_an_unclosed_quote_swallows_nothing(tmp_path, at):
+def test_an_unclosed_quote_swallows_nothing(tmp_path, at, quoted):
     """Issue 52, item 3: a quote left open at record 2,500 of 3,000 swallowed the 500 records
-    after it (at record 10, the whole table).  A record never runs past its line."""
+    after it (at record 10, the whole table).  A record never runs past its line, and one whose
+    quote is left open is read with every field missing (issue 56), never as values; with quoted
+    line breaks (--quoted-newlines) too, the quote closing nowhere within the bound."""
     lines = [f"{i},{'Lyon' if i % 2 else 'Nice'},{i % 7}" for i in range(3000)]
     base, changed = neighbours(tmp_path, lines, at, f'{at},"Lyon,{at % 7}')
-    assert_only_record_changes(base, changed, at, header=True)
-    assert read_table(changed, header=True).iloc[at].tolist() == [str(at), "Lyon,3" if at == 10 else "Lyon,1", ""]
+    assert_only_record_changes(base, changed, at, header=True, quoted_newlines=quoted)
+    assert read_table(changed, header=True, quoted_newlines=quoted).iloc[at].tolist() == ["", "", ""]
+
+
+def test_a_field_holding_a_line_break_is_read_exactly_with_quoted_newlines(tmp_path):
+    """Issue 56: a CSV writer quotes a field holding a line break; read a line per record, its two
+    lines became rows whose columns held pieces of it (the tweets table: 22,540 rows for 20,761).
+    Read a line per record, the first line (a quoted field left open) is read blank, the second
+    as written (its quote a stray, as in 5'11"), every other record as written; with
+    --quoted-newlines the table is read exactly, by both engines."""
+    rows = [[f"s{i % 3}", f'tweet {i}, "quoted"' + ("\nits second line" if i % 4 == 0 else ""), str(i % 50)]
+            for i in range(400)]
+    table = pd.DataFrame(rows, columns=["source", "text", "n"])
+    table.to_csv(tmp_path / "t.csv", index=False)
+    for read in both_engines(tmp_path / "t.csv", header=True):
+        first = read.isin([""]).all(axis=1)
+        second = read.source.str.startswith("its second line")
+        assert len(read) == 500 and first.sum() == 100 and second.sum() == 100  # of the 100 such records
+        kept = read[~first & ~second].reset_index(drop=True)
+        pd.testing.assert_frame_equal(kept, table[table.index % 4 != 0].reset_index(drop=True))
+    for read in both_engines(tmp_path / "t.csv", header=True, quoted_newlines=True):
+        pd.testing.assert_frame_equal(read, table)
 
 
 def test_a_huge_field_is_read_as_any_other(tmp_path):
