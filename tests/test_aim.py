@@ -272,6 +272,26 @@ def test_aims_reused_errors_stay_within_the_tolerance_in_every_round(monkeypatch
     assert len(checked) > 3 and sum(checked) > 0
 
 
+def test_aim_carries_only_the_errors_it_may_still_reuse(monkeypatch):
+    """After each round's scoring every error AIM keeps for reuse is within the round's slack:
+    those whose bound on the model's move passed it (here of candidates not sampled this round)
+    are dropped, not carried to later rounds."""
+    tolerance, carried = 0.05, []
+    original = AIM.errors
+
+    def checking(self, state, data, candidates, epsilon, sensitivity):
+        found = original(self, state, data, candidates, epsilon, sensitivity)
+        known, weights = state.memo["errors"], state.memo["weights"]
+        slack = tolerance * sensitivity / epsilon
+        assert all(weights[c] * bound <= slack for c, (_, bound) in known.items())
+        carried.append(len(known))
+        return found
+
+    monkeypatch.setattr(AIM, "errors", checking)
+    AIM(rounds=12, iters=30, reuse_tolerance=tolerance, max_candidates=6).run(toy(), Budget.zcdp(2.0), rng=1)
+    assert len(carried) > 3
+
+
 def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
     """On a 40-column table AIM keeps every 3-way marginal of its workload and scores at most its
     candidate budget each round: every 1- and 2-way candidate allowed and a sample of the 3-way
