@@ -14,7 +14,7 @@ from ektelo_pgm import Dataset, Domain, sample_data
 from ektelo_pgm.mechanisms import AIM
 from ektelo_pgm.mechanisms.adaptive import State
 from ektelo_pgm.mechanisms.aim import (HALF_NORMAL_MEAN, candidate_weights, clique_drift, downward_closure,
-                                       drift_bounds, errors, fits, quality, spans)
+                                       drift_bounds, drift_floor, errors, fits, quality, spans)
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.metrics import total_variation
 from ektelo_pgm.operators.reconstruct import PGM
@@ -204,6 +204,9 @@ def test_drift_bounds_bound_every_candidates_move_brute_force(seed):
     moved = np.array([np.abs(current.project(c) - previous.project(c)).sum() for c in candidates])
     assert np.all(moved <= bounds * (1 + 1e-9))
     assert np.all(bounds <= drift[0].sum() + drift[1].sum())
+    floor = drift_floor(drift, current.tree)  # no bound below its attributes' floors, each some clique's drift
+    assert all(max(floor[a] for a in c) <= bound for c, bound in zip(candidates, bounds))
+    assert set(floor.values()) <= set(drift[0].tolist())
     for c, span in zip(candidates, spans(current.tree, candidates)):
         held = set().union(*(current.tree.cliques[k] for k in span))
         assert set(c) <= held

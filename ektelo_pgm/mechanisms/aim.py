@@ -88,7 +88,8 @@ def quality(marginal, model: GraphicalModel, candidates, weights, sigma: float, 
     (:func:`errors`, or :meth:`AIM.errors` against an earlier model).  Adding or removing a record
     moves the score of ``c`` by at most ``w_c``."""
     error = errors(marginal, model, candidates) if error is None else np.asarray(error, dtype=np.float64)
-    return np.array([weights[c] * (e - HALF_NORMAL_MEAN * sigma * model.domain.size(c))
+    size = dict(zip(model.domain.attrs, model.domain.shape))
+    return np.array([weights[c] * (e - HALF_NORMAL_MEAN * sigma * math.prod(size[a] for a in c))
                      for c, e in zip(candidates, error)], dtype=np.float64).reshape(len(candidates))
 
 
@@ -154,6 +155,17 @@ def drift_bounds(drift: tuple[np.ndarray, np.ndarray], spanned) -> np.ndarray:
     counts are a sum of ``T``'s, which moves them no more in L1."""
     cliques, separators = drift
     return np.array([cliques[list(s)].sum() + separators[list(s[1:])].sum() for s in spanned], dtype=np.float64)
+
+
+def drift_floor(drift: tuple[np.ndarray, np.ndarray], tree) -> dict[str, float]:
+    """For each attribute, the least drift ``d_C`` (:func:`clique_drift`) of the ``tree``'s
+    cliques holding it: no candidate holding the attribute has a :func:`drift_bounds` below it
+    (every span holds a clique holding each of its attributes)."""
+    floor: dict[str, float] = {}
+    for clique, moved in zip(tree.cliques, drift[0]):
+        for a in clique:
+            floor[a] = min(floor.get(a, math.inf), float(moved))
+    return floor
 
 
 class AIM(Adaptive):
@@ -320,8 +332,8 @@ class AIM(Adaptive):
         ``exp(reuse_tolerance)``.  With ``reuse_tolerance = 0`` an error is reused only when its
         bound is 0: the model's counts on it are those it was computed from.  An error whose bound
         passes the slack is dropped (its bound only grows, the slack shrinks as the rounds' epsilon
-        grows), so the bounds carried each round are those of errors still reusable: on 75
-        attributes carrying every error ever scored took most of a round.
+        grows), first by :func:`drift_floor`, without finding its span: on 75 attributes carrying
+        every error ever scored took most of a round, and finding the spans of one round's half of it.
 
         Privacy: a reused error is ``||M_c(data) - M_c(earlier model)||_1``, the data's exact
         counts against a model that depends on released measurements only, chosen by bounds
@@ -340,10 +352,16 @@ class AIM(Adaptive):
             if drift is None:
                 known.clear()
             else:
-                kept = list(known)
+                floor = drift_floor(drift, model.tree)
+                kept = []
+                for c, (_, bound) in list(known.items()):  # bounds only grow: dropped, not carried (see above)
+                    if weights[c] * (bound + max(floor[a] for a in c)) > slack:
+                        del known[c]
+                    else:
+                        kept.append(c)
                 for c, bound in zip(kept, drift_bounds(drift, self.spans(state, model.tree, kept))):
                     known[c][1] += bound
-                    if weights[c] * known[c][1] > slack:  # bounds only grow: dropped, not carried (see above)
+                    if weights[c] * known[c][1] > slack:
                         del known[c]
         fresh = [c for c in candidates if c not in known or weights[c] * known[c][1] > slack]
         for c, e in zip(fresh, errors(truth.__getitem__, model, fresh)):
