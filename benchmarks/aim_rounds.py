@@ -42,9 +42,9 @@ DOC = harness.Doc(
     reading="""
 Each row is one run of the code in its `code` column (when it ran is in the JSON).  On adult the refits take
 most of a run.  On bn40 (40 attributes, about 100 rounds) scoring the candidates dominated; scoring at most 4,000
-a round (every 1- and 2-way one, a sample of the 3-way ones) took 252-265 CPU s against 838, on a machine loaded
-2-12 deep (wall not comparable with the idle runs), 2-way TVD 0.0094 against 0.0092 (one seed).  Errors reused
-within the 5% tolerance were 2%: each refit moves the whole model.""",
+a round (every 1- and 2-way one, a sample of the 3-way ones) took 252-304 CPU s against 838 (machine loaded 2-20
+deep: wall not comparable with the idle runs), 2-way TVD 0.0094, 0.0094, 0.0095 on seeds 0-2 against 0.0092 with
+every candidate (seed 0 only).  Errors reused within the 5% tolerance were 2%: each refit moves the whole model.""",
     results=("aim_rounds.json",))
 
 

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from ektelo_pgm import Dataset, Domain, sample_data
+from ektelo_pgm.errors import InputError
 from ektelo_pgm.mechanisms import AIM
 from ektelo_pgm.mechanisms.adaptive import State
 from ektelo_pgm.mechanisms.aim import (HALF_NORMAL_MEAN, candidate_weights, clique_drift, downward_closure,
-                                       drift_bounds, errors, fits, quality, spans)
+                                       drift_bounds, drift_floor, errors, fits, linked, quality, spans)
 from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.metrics import total_variation
 from ektelo_pgm.operators.reconstruct import PGM
@@ -204,6 +205,9 @@ def test_drift_bounds_bound_every_candidates_move_brute_force(seed):
     moved = np.array([np.abs(current.project(c) - previous.project(c)).sum() for c in candidates])
     assert np.all(moved <= bounds * (1 + 1e-9))
     assert np.all(bounds <= drift[0].sum() + drift[1].sum())
+    floor = drift_floor(drift, current.tree)  # no bound below its attributes' floors, each some clique's drift
+    assert all(max(floor[a] for a in c) <= bound for c, bound in zip(candidates, bounds))
+    assert set(floor.values()) <= set(drift[0].tolist())
     for c, span in zip(candidates, spans(current.tree, candidates)):
         held = set().union(*(current.tree.cliques[k] for k in span))
         assert set(c) <= held
@@ -272,6 +276,26 @@ def test_aims_reused_errors_stay_within_the_tolerance_in_every_round(monkeypatch
     assert len(checked) > 3 and sum(checked) > 0
 
 
+def test_aim_carries_only_the_errors_it_may_still_reuse(monkeypatch):
+    """After each round's scoring every error AIM keeps for reuse is within the round's slack:
+    those whose bound on the model's move passed it (here of candidates not sampled this round)
+    are dropped, not carried to later rounds."""
+    tolerance, carried = 0.05, []
+    original = AIM.errors
+
+    def checking(self, state, data, candidates, epsilon, sensitivity):
+        found = original(self, state, data, candidates, epsilon, sensitivity)
+        known, weights = state.memo["errors"], state.memo["weights"]
+        slack = tolerance * sensitivity / epsilon
+        assert all(weights[c] * bound <= slack for c, (_, bound) in known.items())
+        carried.append(len(known))
+        return found
+
+    monkeypatch.setattr(AIM, "errors", checking)
+    AIM(rounds=12, iters=30, reuse_tolerance=tolerance, max_candidates=6).run(toy(), Budget.zcdp(2.0), rng=1)
+    assert len(carried) > 3
+
+
 def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
     """On a 40-column table AIM keeps every 3-way marginal of its workload and scores at most its
     candidate budget each round: every 1- and 2-way candidate allowed and a sample of the 3-way
@@ -306,3 +330,51 @@ def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
         AIM(max_candidates=900, callback=lambda state: state.round >= 3, iters=5, final_iters=5).run(
             Dataset(records, wide), Budget.zcdp(1.0), rng=0)
     assert seen and all(len(s) <= 900 and any(len(c) == 3 for c in s) for s in seen)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3, unique=True), max_size=6))
+def test_a_triple_is_linked_when_two_of_its_pairs_were_measured_together(measured):
+    """:func:`linked` on 3-way candidates, against its definition: two or three of a triple's
+    pairs lie in one measured clique each."""
+    triples = list(itertools.combinations("abcdef", 3))
+    pairs = {frozenset(p) for clique in measured for p in itertools.combinations(clique, 2)}
+    expected = {t for t in triples if sum(frozenset(p) in pairs for p in itertools.combinations(t, 2)) >= 2}
+    assert linked([tuple(c) for c in measured], triples) == expected
+
+
+def test_linked_only_past_the_candidate_budget_keeps_the_triples_the_measured_cliques_link():
+    """``linked_only`` past ``max_candidates``: every 1- and 2-way candidate and the 3-way ones
+    linked by the measured cliques, a sample of those when they do not all fit, no other; in a
+    run, each round's 3-way candidates are linked by the cliques measured before it."""
+    wide = Domain([f"c{i:02d}" for i in range(40)], [2] * 40)
+    candidates = list(AIM().candidates(wide))
+    small = [c for c in candidates if len(c) <= 2]
+    assert AIM(linked_only=True).sampled(candidates, np.random.default_rng(0)) == small  # nothing measured yet
+    measured = [("c00", "c01"), ("c01", "c02"), ("c02", "c03", "c04")]
+    joined = linked(measured, [c for c in candidates if len(c) == 3])
+    assert joined == {("c00", "c01", "c02"), ("c01", "c02", "c03"), ("c01", "c02", "c04"), ("c02", "c03", "c04")}
+    kept = AIM(max_candidates=len(small) + 10, linked_only=True).sampled(candidates, np.random.default_rng(0), measured)
+    assert kept == [c for c in candidates if len(c) <= 2 or c in joined]
+    few = AIM(max_candidates=len(small) + 2, linked_only=True).sampled(candidates, np.random.default_rng(0), measured)
+    assert set(small) <= set(few) and len(few) == len(small) + 2 and set(few) - set(small) < joined
+    rng = np.random.default_rng(5)
+    records = rng.integers(0, 2, (2000, 40))
+    for k in (1, 2):  # a chain c00 - c01 - c02 of near copies
+        records[:, k] = records[:, k - 1] ^ (rng.random(2000) < 0.05)
+    seen = []
+    original = AIM.errors
+
+    def watching(self, state, data, candidates, epsilon, sensitivity):
+        triples = [c for c in candidates if len(c) == 3]
+        assert linked([m.attrs for m in state.measurements], triples) == set(triples)
+        seen.append((len(candidates), len(triples)))
+        return original(self, state, data, candidates, epsilon, sensitivity)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AIM, "errors", watching)
+        AIM(max_candidates=900, linked_only=True, rounds=60, callback=lambda state: state.round >= 12, iters=5,
+            final_iters=5).run(Dataset(records, wide), Budget.zcdp(1.0), rng=0)
+    assert seen and all(n <= 900 for n, _ in seen) and any(t > 0 for _, t in seen)
+    with pytest.raises(InputError, match="linked_only"):
+        AIM(linked_only="yes")
