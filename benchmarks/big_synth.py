@@ -136,8 +136,9 @@ def child(command: list[str], log: Path) -> dict:
 def tables(results: dict) -> str:
     data = results["big_synth.json"]
     lines = []
-    for table, what in ((data, ""), (data.get("defaults"), ""),
-                        (data.get("identifier"), ", the last of unique whole numbers (an identifier)")):
+    ident = ", the last of unique whole numbers (an identifier)"
+    for table, what in ((data, ""), (data.get("defaults"), ""), (data.get("identifier"), ident),
+                        (data.get("identifier_parts"), ident)):
         if table is None:
             continue
         files = f"{table['parts']} Parquet parts" if table["parts"] > 1 else "one Parquet file"
@@ -205,8 +206,8 @@ def main() -> None:
     parser.add_argument("--single", action="store_true", help="the table as one Parquet file --out (row groups of "
                         "1M rows, text as plain strings), its runs recorded under 'defaults' in the JSON beside the "
                         "folder's")
-    parser.add_argument("--identifier", action="store_true", help="with --single: a 12th column 'id' of unique "
-                        "whole numbers; the runs recorded under 'identifier'")
+    parser.add_argument("--identifier", action="store_true", help="a 12th column 'id' of unique whole numbers; the "
+                        "runs recorded under 'identifier' (with --single) or 'identifier_parts'")
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
@@ -231,8 +232,8 @@ def main() -> None:
             result.update(fidelity(output, counts))
         record["runs"][run] = result
         print(run, {k: v for k, v in result.items() if k != "stderr_tail"}, flush=True)
-    if args.single:  # the folder's runs kept, these beside them (and the runs of this table not made now)
-        key = "identifier" if args.identifier else "defaults"
+    if args.single or args.identifier:  # the folder's runs kept, these beside them (and those not made now)
+        key = ("identifier" if args.identifier else "defaults") + ("" if args.single else "_parts")
         old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         same = old.get(key, {}).get("bytes_on_disk") == record["bytes_on_disk"]
         record["runs"] = {**(old[key]["runs"] if same else {}), **record["runs"]}
