@@ -76,11 +76,12 @@ def labels() -> dict:
     return out
 
 
-def generate(out: Path, rows: int, single: bool = False, identifier: bool = False) -> None:
+def generate(out: Path, rows: int, single: bool = False, identifier: bool = False, drawn: int | None = None) -> None:
     """The raw table of ``rows`` records at ``out``: a folder of Parquet parts of ``PART_ROWS`` rows, its
     text as dictionaries (read back as pandas categories), or with ``single`` one Parquet file ``out`` of
     row groups that size, its text as plain strings; with ``identifier`` a last column ``id`` of unique
-    whole numbers (from 10,000,000, shuffled)."""
+    whole numbers (from 10,000,000, shuffled).  ``drawn``: only the first ``drawn`` parts are drawn from the
+    network, the next repeat them in turn (their own ids): faster, for a table that measures memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -91,10 +92,15 @@ def generate(out: Path, rows: int, single: bool = False, identifier: bool = Fals
     counts = {c: 0 for c in itertools.chain(((a,) for a in attrs), itertools.combinations(attrs, 2))}
     rng = np.random.default_rng(0)
     ids = np.random.default_rng(1).permutation(rows) + 10_000_000 if identifier else None
+    kept = []
     for k, start in enumerate(range(0, rows, PART_ROWS)):
         n = min(PART_ROWS, rows - start)
-        codes = network.synthetic_data(n, k, method="sample").records
-        codes = np.column_stack([codes, rng.integers(0, 7, n)])
+        if drawn is None or k < drawn:
+            codes = network.synthetic_data(n, k, method="sample").records
+            codes = np.column_stack([codes, rng.integers(0, 7, n)])
+            kept = kept + [codes] if drawn else []
+        else:
+            codes = kept[k % drawn][:n]
         columns = {}
         for j, a in enumerate(attrs):
             values = names[a]
@@ -208,10 +214,13 @@ def main() -> None:
                         "folder's")
     parser.add_argument("--identifier", action="store_true", help="a 12th column 'id' of unique whole numbers; the "
                         "runs recorded under 'identifier' (with --single) or 'identifier_parts'")
+    parser.add_argument("--drawn-parts", type=int, help="draw only this many parts of 1M rows from the network; "
+                        "the next repeat them in turn, each with its own ids (a table to measure memory, made fast)")
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
-        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single, args.identifier))
+        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single, args.identifier,
+                                                       args.drawn_parts))
         print(f"generated in {seconds:.0f} s", flush=True)
     files = [args.out] if args.single else list(args.out.glob("*.parquet"))
     record = {"rows": args.rows, "columns": 11 + args.identifier, "parts": len(files),

@@ -108,7 +108,7 @@ def _digest(t, fmt: str | None):
     and the records it holds.  Each a sum over the distinct values, so the same however ``t``
     is split."""
     distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(len(TIME_UNITS))
-    keys, weights = [np.empty(0, dtype=np.int64)], [np.empty(0)]
+    key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
     for c in chunks(t, fmt):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
         fractional = np.array([isinstance(v, float) for v in c.values], dtype=bool)
@@ -120,13 +120,13 @@ def _digest(t, fmt: str | None):
             units += np.bincount(time_units(c.values), weights=c.counts, minlength=len(TIME_UNITS))
         numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
         cells = cell_of(numbers)
-        key = cells.astype(np.int64)
-        for depth in range(1, FINE_DEPTH + 1):
-            key = key * 10 ** depth + _position(numbers, cells, depth)
-        keys.append(key)
-        weights.append(c.counts[whole | fractional].astype(float))
-    key, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-    weight = np.bincount(inverse, weights=np.concatenate(weights), minlength=key.size)
+        nodes = cells.astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):  # cells of no width: position 0
+            for depth in range(1, FINE_DEPTH + 1):
+                nodes = nodes * 10 ** depth + _position(numbers, cells, depth)
+        key, inverse = np.unique(np.concatenate([key, nodes]), return_inverse=True)
+        weight = np.bincount(inverse, weights=np.concatenate([weight, c.counts[whole | fractional]]),
+                             minlength=key.size)
     below = [10 ** sum(range(depth + 1, FINE_DEPTH + 1)) for depth in range(FINE_DEPTH + 1)]
     positions = [key // below[depth] % 10 ** depth for depth in range(1, FINE_DEPTH + 1)]
     return distinct, digits, units, key // below[0], positions, weight
