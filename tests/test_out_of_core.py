@@ -387,22 +387,26 @@ def test_a_column_past_the_cap_is_counted_range_by_range_with_the_same_release(t
     from ektelo_pgm.schema.counts import Spilled
 
     rng = np.random.default_rng(3)
-    n = 12_000
-    frame = messy(n).astype({"age": str})
+    n = 30_000
+    frame = messy(n).astype({"age": str}).drop(columns=["note", "price"])
     frame["stamp"] = (pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 10**7, n), unit="s")).strftime(
         "%Y-%m-%d %H:%M:%S")
     frame["ratio"] = np.round(rng.random(n), 4)
+    towns = rng.choice(200, n, p=np.arange(1, 201) / 20_100)  # 1 to 260 records each: some about the threshold
+    frame["town"] = [f"town {t}" if k % 8 else f"village {k}" for k, t in enumerate(towns)]  # and 3,750 once
     path = tmp_path / "t.parquet"
-    frame.to_parquet(path, row_group_size=2_500)
+    frame.to_parquet(path, row_group_size=6_000)
 
     def schema(table, folder=None):
-        budget, left_out, thresholds = Budget.approx(1.0, 1e-9), {}, {}
+        budget, left_out, thresholds = Budget.approx(4.0, 1e-9), {}, {}
         encoder = schemas.learn(table, budget, schemas.AUTO, 1e-10, 0, left_out=left_out, thresholds=thresholds,
                                 folder=folder)
         return encoder.to_dict(), left_out, thresholds, [c.label for c in budget.ledger]
 
     whole = schema(pd.read_parquet(path))
     assert "id" in whole[1] and "identifier" in whole[1]["id"]
+    town = next(c for c in whole[0]["columns"] if c["name"] == "town")
+    assert 100 < len(town["categories"]) < 200 and town["other"] is not None  # towns about the threshold
     for cap, ranges in (("1GiB", 1), ("1MB", 2)):
         table = open_table(path, max_memory=cap, engine="parts")
         folder = tmp_path / cap
