@@ -105,8 +105,10 @@ def tallies(frame, markers: frozenset, folder=None) -> dict:
     held: dict[str, int] = {}  # distinct values held per column, over the parts read
     cap = frame.cap if isinstance(frame, Partitions) else None
     most = None if cap is None else max(cap // (2 * VALUE_BYTES), 1)  # distinct values held at most
+    names: list = []  # the columns, in the table's order
     with progress.bar(None, "schema counts", "part") as shown:
         for part in parts:
+            names = names or list(part)
             for name, t in part.items():
                 if name in spilled:
                     spilled[name].add(t)
@@ -133,8 +135,8 @@ def tallies(frame, markers: frozenset, folder=None) -> dict:
             shown.update()
     if not columns and not spilled:
         raise InputError("the table has no rows")
-    out = {name: merged(ts) for name, ts in columns.items()}
-    return {name: out[name] if name in out else spilled[name] for name in [*columns, *spilled]}
+    out = {**{name: merged(ts) for name, ts in columns.items()}, **spilled}
+    return {name: out[name] for name in names}
 
 
 #: Groups of the values by the top bits of :func:`value_hashes` in which a :class:`Spilled` column
@@ -185,6 +187,7 @@ class Spilled:
 
     @property
     def records(self) -> int:
+        """The records of the column, missing or not."""
         return self.present + self.missing
 
     def add(self, t: Tally) -> None:
