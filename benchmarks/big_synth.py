@@ -18,8 +18,10 @@ With ``--single`` the table is one Parquet file of plain text columns (what pand
 issue 53's 5M-row table), and ``--runs mst-defaults mst-memory`` run the command with every option at
 its default (the engine chosen against the memory cap) and with ``--engine memory`` (the table read
 whole, as the default did before); these runs go under ``defaults`` in the JSON, beside the folder's.
-``--single --identifier`` adds a column of unique whole numbers (``identifier`` in the JSON), and
-``--runs mst-defaults mst-drop-id`` measures what it costs.
+``--identifier`` adds a column of unique whole numbers (``identifier`` in the JSON with ``--single``,
+``identifier_parts`` for a folder, ``identifier_parts_5m`` for one of 5M rows), and ``--runs mst-defaults
+mst-drop-id`` measures what it costs; ``--drawn-parts 5`` draws only the first five parts from the network and
+repeats them, each with its own ids (a 50M-row table in 13 minutes on the shared machine, not 100).
 
 Writes ``benchmarks/results/big_synth.json``.
 
@@ -28,6 +30,8 @@ Writes ``benchmarks/results/big_synth.json``.
         --runs mst-defaults mst-memory
     nice -n 10 python benchmarks/big_synth.py --rows 2000000 --out /work/runs/raw2m-id.parquet --single \
         --identifier --runs mst-defaults mst-drop-id
+    nice -n 10 python benchmarks/big_synth.py --rows 5000000 --out /work/runs/id5m --identifier --drawn-parts 5 \
+        --runs mst-defaults mst-drop-id      # and --rows 50000000 --out /work/runs/id50m ... --runs mst-defaults
 """
 from __future__ import annotations
 
@@ -50,13 +54,15 @@ DOC = harness.Doc(
     title="A steward's table past memory, end to end",
     rerun="nice -n 10 python benchmarks/big_synth.py [--rows 50000000] [--out /work/runs/raw50m]; "
           "nice -n 10 python benchmarks/big_synth.py --rows 5000000 --out /work/runs/raw5m.parquet --single "
-          "--runs mst-defaults mst-memory",
+          "--runs mst-defaults mst-memory; nice -n 10 python benchmarks/big_synth.py --rows 5000000 --out "
+          "/work/runs/id5m --identifier --drawn-parts 5 --runs mst-defaults mst-drop-id (and --rows 50000000 --out "
+          "/work/runs/id50m --runs mst-defaults)",
     reading="""
-Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes each
-on two cores and under 1 GB; mean 2-way TVD 0.014 (MST) and 0.0014 (AIM).  Issue 53's table (5M rows of plain
-text, one Parquet file): `synth` with its defaults reads it part by part (cap 1 GiB here), under 1 GB; `--engine
-memory`, the old default's choice, 2.6 GB for the same records.  A unique id on 2M rows doubles the memory
-(about 440 bytes a distinct value, the schema's counts): `--drop id` keeps it under 1 GB.""",
+Both runs write 50 million rows from a 50M-row raw Parquet table read part by part, in about four minutes each on
+two cores and under 1 GB; mean 2-way TVD 0.014 (MST) and 0.0014 (AIM).  Issue 53's 5M rows of plain text in one
+file: `synth` with its defaults reads it part by part, under 1 GB (`--engine memory`: 2.6 GB).  A unique id took about
+440 bytes a distinct value in the schema's counts (2M rows: 1.7 GB); now kept on disk by ranges of a hash of its
+values: 5M rows 1.0 GB (0.85 GB with `--drop id`), 50M rows 1.07 GB and 389 CPU s (load 15 to 21: compare CPU s).""",
     results=("big_synth.json",))
 
 
@@ -76,11 +82,12 @@ def labels() -> dict:
     return out
 
 
-def generate(out: Path, rows: int, single: bool = False, identifier: bool = False) -> None:
+def generate(out: Path, rows: int, single: bool = False, identifier: bool = False, drawn: int | None = None) -> None:
     """The raw table of ``rows`` records at ``out``: a folder of Parquet parts of ``PART_ROWS`` rows, its
     text as dictionaries (read back as pandas categories), or with ``single`` one Parquet file ``out`` of
     row groups that size, its text as plain strings; with ``identifier`` a last column ``id`` of unique
-    whole numbers (from 10,000,000, shuffled)."""
+    whole numbers (from 10,000,000, shuffled).  ``drawn``: only the first ``drawn`` parts are drawn from the
+    network, the next repeat them in turn (their own ids): faster, for a table that measures memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -91,10 +98,15 @@ def generate(out: Path, rows: int, single: bool = False, identifier: bool = Fals
     counts = {c: 0 for c in itertools.chain(((a,) for a in attrs), itertools.combinations(attrs, 2))}
     rng = np.random.default_rng(0)
     ids = np.random.default_rng(1).permutation(rows) + 10_000_000 if identifier else None
+    kept = []
     for k, start in enumerate(range(0, rows, PART_ROWS)):
         n = min(PART_ROWS, rows - start)
-        codes = network.synthetic_data(n, k, method="sample").records
-        codes = np.column_stack([codes, rng.integers(0, 7, n)])
+        if drawn is None or k < drawn:
+            codes = network.synthetic_data(n, k, method="sample").records
+            codes = np.column_stack([codes, rng.integers(0, 7, n)])
+            kept = kept + [codes] if drawn else []
+        else:
+            codes = kept[k % drawn][:n]
         columns = {}
         for j, a in enumerate(attrs):
             values = names[a]
@@ -136,8 +148,9 @@ def child(command: list[str], log: Path) -> dict:
 def tables(results: dict) -> str:
     data = results["big_synth.json"]
     lines = []
-    for table, what in ((data, ""), (data.get("defaults"), ""),
-                        (data.get("identifier"), ", the last of unique whole numbers (an identifier)")):
+    ident = ", the last of unique whole numbers (an identifier)"
+    for table, what in ((data, ""), (data.get("defaults"), ""), (data.get("identifier"), ident),
+                        (data.get("identifier_parts_5m"), ident), (data.get("identifier_parts"), ident)):
         if table is None:
             continue
         files = f"{table['parts']} Parquet parts" if table["parts"] > 1 else "one Parquet file"
@@ -205,12 +218,16 @@ def main() -> None:
     parser.add_argument("--single", action="store_true", help="the table as one Parquet file --out (row groups of "
                         "1M rows, text as plain strings), its runs recorded under 'defaults' in the JSON beside the "
                         "folder's")
-    parser.add_argument("--identifier", action="store_true", help="with --single: a 12th column 'id' of unique "
-                        "whole numbers; the runs recorded under 'identifier'")
+    parser.add_argument("--identifier", action="store_true", help="a 12th column 'id' of unique whole numbers; the "
+                        "runs recorded under 'identifier' (with --single) or 'identifier_parts' (and '_5m' for 5M "
+                        "rows, ...)")
+    parser.add_argument("--drawn-parts", type=int, help="draw only this many parts of 1M rows from the network; "
+                        "the next repeat them in turn, each with its own ids (a table to measure memory, made fast)")
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
-        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single, args.identifier))
+        _, seconds, _ = harness.timed(lambda: generate(args.out, args.rows, args.single, args.identifier,
+                                                       args.drawn_parts))
         print(f"generated in {seconds:.0f} s", flush=True)
     files = [args.out] if args.single else list(args.out.glob("*.parquet"))
     record = {"rows": args.rows, "columns": 11 + args.identifier, "parts": len(files),
@@ -231,8 +248,9 @@ def main() -> None:
             result.update(fidelity(output, counts))
         record["runs"][run] = result
         print(run, {k: v for k, v in result.items() if k != "stderr_tail"}, flush=True)
-    if args.single:  # the folder's runs kept, these beside them (and the runs of this table not made now)
-        key = "identifier" if args.identifier else "defaults"
+    if args.single or args.identifier:  # the folder's runs kept, these beside them (and those not made now)
+        key = ("identifier" if args.identifier else "defaults") + ("" if args.single else "_parts")
+        key += "" if args.single or args.rows == 50_000_000 else f"_{args.rows / 1e6:g}m"
         old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         same = old.get(key, {}).get("bytes_on_disk") == record["bytes_on_disk"]
         record["runs"] = {**(old[key]["runs"] if same else {}), **record["runs"]}

@@ -324,7 +324,7 @@ def schema(args) -> None:
         if args.rows_per_person_histogram:  # every row of each person, read before any was left out
             say(args, rows_histogram(raw, args.person, budget, rng, args.rows_per_person_histogram))
         encoder = learn(kept, budget, None, args.delta / 2, rng, args.bins, known and known.declared, public,
-                        kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds)
+                        kinds=fixed, other=args.other_label, left_out=left_out, thresholds=thresholds, folder=folder)
     notes(args, left_out, encoder, thresholds)
     encoder.save(args.output)
     say(args, f"wrote the schema of {len(encoder.columns)} columns to {args.output} "

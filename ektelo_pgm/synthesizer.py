@@ -324,7 +324,7 @@ class Synthesizer:
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
                                 left_out=left_out, thresholds=thresholds,
                                 ranges={c: r for c, r in metadata.ranges.items() if c in frame.columns}
-                                if metadata else None)
+                                if metadata else None, folder=cache)
         columns = encoder.columns
         data = schemas.encoded(frame, encoder, cache)
         mechanism = entry.build(data.domain, self.mechanism_options)

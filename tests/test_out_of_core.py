@@ -377,3 +377,42 @@ def test_a_column_of_identifiers_past_the_cap_is_noted_where_progress_is_shown(t
         expected = shown and "id" in columns
         assert len(notes) == expected
         assert not expected or "column 'id' holds 10,000: an identifier?" in notes[0] and "MB" in notes[0]
+
+
+def test_a_column_past_the_cap_is_counted_range_by_range_with_the_same_release(tmp_path):
+    """A column with more distinct values than the memory cap holds is kept on disk by ranges of
+    a fixed hash of its values and read back range by range (issue 53): the schema (identifier
+    left out, times, fractional numbers, text), its thresholds and the ledger are those of the
+    table read whole, and of one range or many."""
+    from ektelo_pgm.schema.counts import Spilled
+
+    rng = np.random.default_rng(3)
+    n = 30_000
+    frame = messy(n).astype({"age": str}).drop(columns=["note", "price"])
+    frame["stamp"] = (pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 10**7, n), unit="s")).strftime(
+        "%Y-%m-%d %H:%M:%S")
+    frame["ratio"] = np.round(rng.random(n), 4)
+    towns = rng.choice(200, n, p=np.arange(1, 201) / 20_100)  # 1 to 260 records each: some about the threshold
+    frame["town"] = [f"town {t}" if k % 8 else f"village {k}" for k, t in enumerate(towns)]  # and 3,750 once
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path, row_group_size=6_000)
+
+    def schema(table, folder=None):
+        budget, left_out, thresholds = Budget.approx(4.0, 1e-9), {}, {}
+        encoder = schemas.learn(table, budget, schemas.AUTO, 1e-10, 0, left_out=left_out, thresholds=thresholds,
+                                folder=folder)
+        return encoder.to_dict(), left_out, thresholds, [c.label for c in budget.ledger]
+
+    whole = schema(pd.read_parquet(path))
+    assert "id" in whole[1] and "identifier" in whole[1]["id"]
+    town = next(c for c in whole[0]["columns"] if c["name"] == "town")
+    assert 100 < len(town["categories"]) < 200 and town["other"] is not None  # towns about the threshold
+    for cap, ranges in (("1GiB", 1), ("1MB", 2)):
+        table = open_table(path, max_memory=cap, engine="parts")
+        folder = tmp_path / cap
+        folder.mkdir()
+        counted = schemas.tallies(table, MARKERS, str(folder))
+        spilled = [name for name, t in counted.items() if isinstance(t, Spilled)]
+        assert (len(spilled) > 0) == (ranges > 1)
+        assert all(len(list(counted[name].chunks())) >= ranges for name in spilled)
+        assert schema(table, str(folder)) == whole

@@ -606,3 +606,21 @@ def test_subnormal_epsilon_is_refused_before_anything_is_charged():
     with pytest.raises(ValueError, match="too large"):
         laplace([1.0], 1e200, 1e-200, rng=0, budget=b)
     assert b.spent == 0.0 and not b.ledger
+
+
+@pytest.mark.parametrize("notion", ["zcdp", "pure"])
+def test_count_noise_charges_once_and_draws_the_law_gaussian_and_laplace_add(notion):
+    """count_noise charges its budget once, before any draw, and its draws, in parts, are the
+    noise gaussian (laplace) adds to counts from the same generator."""
+    from ektelo_pgm.privacy import count_noise
+
+    budget = Budget.zcdp(1.0) if notion == "zcdp" else Budget.pure(1.0)
+    draw = count_noise(2.0, 0.25, np.random.default_rng(5), budget=budget, label="counts")
+    assert [c.label for c in budget.ledger] == ["counts"] and budget.remaining == pytest.approx(0.75)
+    parts = np.concatenate([draw(3), draw(0), draw(4)])
+    again = Budget.zcdp(1.0) if notion == "zcdp" else Budget.pure(1.0)
+    add = gaussian if notion == "zcdp" else laplace
+    rng = np.random.default_rng(5)
+    assert np.array_equal(parts[:3], add(np.zeros(3), 2.0, 0.25, rng, budget=again))
+    assert np.array_equal(parts[3:], add(np.zeros(4), 2.0, 0.25, rng, budget=again))
+    assert len(budget.ledger) == 1

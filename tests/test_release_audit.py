@@ -252,6 +252,10 @@ CASES = {
     # without pyarrow both are read whole)
     "engine auto: one long field puts the table past --max-memory, read part by part":
         Case(substitute("city", "x" * 200_000, row=5), common=("--max-memory", MAX_MEMORY)),
+    # issue 53: at a 1 MB cap the schema's counts of the ids (and amounts) pass half the cap: kept on
+    # disk and read range by range (schema.counts.Spilled)
+    "engine parts, 1 MB cap: a whole-number identifier column counted range by range":
+        Case(substitute("country", "99999999"), base=numbered, common=("--engine", "parts", "--max-memory", "1MB")),
     # issue 56: what the schema does to each column, one note each (clipped, codes as categories)
     "a number far beyond the range, clipped": Case(substitute("age", "150")),
     "a new ZIP code in a column named zip_code": Case(substitute("country", "99999"), base=zipped, header=False,

@@ -624,8 +624,10 @@ def test_per_person_fit_keeps_at_most_k_rows_and_states_the_relation(tmp_path):
 
 def test_per_person_fit_regenerates_the_person_column_and_refuses_what_it_cannot_do():
     table, _ = visits(300)
-    out = Synthesizer("mst", epsilon=2.0, seed=0, person="who", max_rows=2, regenerate=["who"]).fit(table).sample(50)
-    assert list(out.columns) == list(table.columns) and list(out["who"]) == list(range(1, 51))
+    synth = Synthesizer("mst", epsilon=2.0, seed=0, person="who", max_rows=2, regenerate=["who"]).fit(table)
+    out = synth.sample(50)  # at 750 rows, 2 of each person's, income's range is not always placed (3 seeds in 100)
+    assert list(out.columns) == [c for c in table.columns if c not in synth.left_out] and "who" not in synth.left_out
+    assert list(out["who"]) == list(range(1, 51))
     for options, message in (({"person": "who"}, "go together"), ({"max_rows": 2}, "go together"),
                              ({"person": "who", "max_rows": 0}, "max-rows-per-person"),
                              ({"mechanism": "privbayes", "person": "who", "max_rows": 2}, "public record count")):

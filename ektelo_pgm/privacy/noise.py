@@ -257,6 +257,32 @@ def gaussian(answers, sensitivity: float, rho: float, rng=None, *, budget: Budge
     return grid.release(units, noise, integer)
 
 
+
+def count_noise(sensitivity: float, amount: float, rng=None, *, budget: Budget, label: str | None = None):
+    """One charge for integer counts of ``sensitivity`` whose noise is drawn afterwards, in parts:
+    discrete Gaussian of parameter ``sensitivity / sqrt(2 rho)`` on a zCDP budget (L2 sensitivity,
+    ``amount`` is rho), discrete Laplace of scale ``sensitivity / epsilon`` on a pure one (L1,
+    ``amount`` is epsilon): the law :func:`gaussian` and :func:`laplace` add to counts.  Charges
+    ``budget`` now and returns ``draw(n)``, ``n`` more iid draws of that noise (int64, or Python
+    ints past it) from ``rng``; every draw is covered by this one charge, so the counts it is added
+    to must be the answers of one query of that sensitivity, however many parts they come in
+    (a column's values counted range by range, :mod:`ektelo_pgm.schema.histogram`)."""
+    check_budget(budget, "count_noise")
+    if budget.notion == "zcdp":
+        grid = Grid.for_answers(sensitivity, 1, True, 2)
+        scale = grid.sensitivity ** 2 / (2 * _exact(amount, "rho"))
+        _too_large(scale, 0, "gaussian")
+        budget.charge("gaussian", amount, label)
+        sampler = discrete_gaussian
+    else:
+        grid = Grid.for_answers(sensitivity, 1, True, 1)
+        scale = grid.sensitivity / _exact(amount, "epsilon")
+        _too_large(scale, 0, "laplace")
+        budget.charge("pure", amount, label)
+        sampler = discrete_laplace
+    source = Source(rng, budget.secure)
+    return lambda n: sampler(source, scale, int(n))
+
 def exponential_probabilities(scores, sensitivity: float, epsilon: float,
                               monotonic: bool = False) -> np.ndarray:
     """Output distribution of :func:`exponential` (floats, for analysis): probabilities

@@ -12,10 +12,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..privacy import Budget, gaussian, laplace
+from ..privacy import Budget, count_noise, gaussian, laplace
 from ..table_io import as_float
 from ..times import TIME_FORMATS, time_formats
-from .counts import Tally, timed
+from .counts import chunks, hash_order
 from .grid import LEVELS, N_CELLS, cell_of
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
@@ -40,6 +40,10 @@ KINDS = ("missing", "text", "whole", "fractional")
 #: Relative slack on the noise's tail bound against floating-point rounding (of the noise
 #: parameter, exp and erfc: about 1e-14 here).
 TAIL_MARGIN = 1e-9
+#: The values' noise is drawn in blocks of fixed sizes, the first ``FIRST_BLOCK``, each next twice
+#: the last up to ``LAST_BLOCK``, given to the values in :func:`~.counts.hash_order`: a column
+#: gets the same noise read whole or range by range (a Spilled column).
+FIRST_BLOCK, LAST_BLOCK = 64, 2**20
 
 
 @dataclass(frozen=True)
@@ -78,21 +82,26 @@ class Release:
     time_unit: int | None = None
 
 
-def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
-    """The noisy histograms of one column, read through its Tally ``t`` (see the module
-    docstring), spending ``amount`` of ``budget`` (its unit) in two charges, each
+def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
+    """The noisy histograms of one column, read through its Tally or Spilled ``t`` chunk by
+    chunk (:func:`~.counts.chunks`; see the module docstring), spending ``amount`` of ``budget``
+    (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`shows_numbers` of the noisy kinds, or ``kind``
     ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
     count reaches the threshold that the values of one neighbouring step (one record's, or one
     person's under ``Person(K)``: :func:`release_threshold` with ``budget.max_rows``) pass with
-    probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells."""
-    whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
-    number = whole | np.array([isinstance(v, float) for v in t.values], dtype=bool)
-    times = np.bincount(time_formats(t.values) + 1, weights=t.counts, minlength=len(TIME_FORMATS) + 1)
-    times[0] += t.missing
-    kinds = np.array([t.missing, times[0] - t.missing - t.counts[number].sum(), t.counts[whole].sum(),
-                      t.counts[number & ~whole].sum(), *times[1:]], dtype=float)
+    probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells.
+    The values' noise comes in blocks of fixed sizes (``FIRST_BLOCK``) in
+    :func:`~.counts.hash_order`, then the levels': the same release however ``t`` is split."""
+    kinds = np.zeros(4 + len(TIME_FORMATS))
+    kinds[0] = t.missing
+    for c in chunks(t):
+        whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
+        number = whole | np.array([isinstance(v, float) for v in c.values], dtype=bool)
+        times = np.bincount(time_formats(c.values) + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
+        kinds += [0, times[0] - c.counts[number].sum(), c.counts[whole].sum(), c.counts[number & ~whole].sum(),
+                  *times[1:]]
     label, exact = f"schema of column {name!r}", Fraction(repr(float(amount)))
     kinds, kind_scale, kind_std = noisy_counts(kinds, 1, budget, float_below(exact * KIND_SHARE), rng, label + ": kinds")
     kind_bar = noise_bar(budget.notion, kind_scale, DECADE_Z, DECADE_MISS)
@@ -104,22 +113,47 @@ def release(name: str, t: Tally, budget: Budget, amount, delta: float, rng, kind
     else:  # a column of times: the times are its numbers, anything else is text
         at = TIME_FORMATS.index(time_format)
         kinds = dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0]))
-        t = timed(t, time_format)
-        number = np.ones(len(t.values), dtype=bool)
-    parts = [t.counts]
-    if kind == "numeric" or time_format is not None or kind is None and shows_numbers(kinds, kind_std, kind_bar):
-        floats = np.array([as_float(v) for v in t.values[number]], dtype=float)
-        cells = np.bincount(cell_of(floats), weights=t.counts[number], minlength=N_CELLS)
-        parts += [np.bincount(group, weights=cells) for group in LEVELS]
-    answers = np.concatenate(parts).astype(float)
-    noisy, scale, std = noisy_counts(answers, len(parts), budget, float_below(exact * (1 - KIND_SHARE)), rng, label)
+    of_numbers = kind == "numeric" or time_format is not None or kind is None and shows_numbers(kinds, kind_std,
+                                                                                                kind_bar)
+    draw, scale, std = noise_draws(1 + len(LEVELS) if of_numbers else 1, budget,
+                                   float_below(exact * (1 - KIND_SHARE)), rng, label)
     threshold = release_threshold(budget.notion, scale, delta, budget.max_rows)
-    values, *levels = np.split(noisy, np.cumsum([part.size for part in parts])[:-1])
-    levels = levels or [np.zeros(group.max() + 1) for group in LEVELS]
-    released = {key: c for key, c in zip(t.values, values) if c >= threshold}
+    blocks, released, cells = _Blocks(draw), {}, np.zeros(N_CELLS)
+    for c in chunks(t, time_format):
+        order = hash_order(c.values)
+        values, counts = c.values[order], c.counts[order]
+        noisy = (counts + blocks.take(len(values))).astype(float)
+        passed = noisy >= threshold
+        released.update(zip(values[passed], noisy[passed]))
+        if of_numbers:
+            number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
+            floats = np.array([as_float(v) for v in values[number]], dtype=float)
+            cells += np.bincount(cell_of(floats), weights=counts[number], minlength=N_CELLS)
+    if of_numbers:
+        answers = np.concatenate([np.bincount(group, weights=cells) for group in LEVELS])
+        noisy = answers + draw(answers.size).astype(float)
+        levels = np.split(noisy, np.cumsum([group.max() + 1 for group in LEVELS])[:-1])
+    else:
+        levels = [np.zeros(group.max() + 1) for group in LEVELS]
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std, kind_bar,
                    noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), noise_bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
                    time_format=time_format)
+
+
+class _Blocks:
+    """The values' noise, ``draw(n)`` taken in blocks of fixed sizes (``FIRST_BLOCK``), handed out in turn."""
+
+    def __init__(self, draw):
+        self.draw, self.size, self.left = draw, FIRST_BLOCK, np.empty(0, dtype=np.int64)
+
+    def take(self, n: int) -> np.ndarray:
+        drawn = [self.left]
+        while sum(len(d) for d in drawn) < n:
+            drawn.append(self.draw(self.size))
+            self.size = min(2 * self.size, LAST_BLOCK)
+        drawn = np.concatenate(drawn)
+        self.left = drawn[n:]
+        return drawn[:n]
 
 
 def _time_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
@@ -147,6 +181,22 @@ def shows_numbers(kinds: dict, std: float, bar: float) -> bool:
     and once in 150 under Laplace noise at epsilon 1; at the bar, once in 600,000 on ames."""
     text, whole, fractional = (max(kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     return whole + fractional >= NOISE_Z * std and text <= TEXT_SHARE * (text + whole + fractional) + bar
+
+
+def noise_draws(per_record: int, budget: Budget, amount, rng, label: str):
+    """``(draw, noise scale, noise std)`` for counts to which a record adds one to at most
+    ``per_record`` of them, spending ``amount`` of ``budget`` in one charge now
+    (:func:`~ektelo_pgm.privacy.count_noise`); ``draw(n)`` gives ``n`` more draws of the noise,
+    as :func:`noisy_counts` adds."""
+    if budget.notion == "zcdp":
+        sensitivity = budget.sensitivity(math.sqrt(per_record))
+        scale = sensitivity / math.sqrt(2.0 * float(amount))
+        std = scale
+    else:
+        sensitivity = budget.sensitivity(per_record)
+        scale = sensitivity / float(amount)
+        std = scale * math.sqrt(2.0)
+    return count_noise(sensitivity, amount, rng, budget=budget, label=label), scale, std
 
 
 def noisy_counts(answers: np.ndarray, per_record: int, budget: Budget, amount, rng, label: str):

@@ -9,7 +9,7 @@ import re
 
 from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
-from .counts import Tally
+from .counts import Tally, whole
 from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
 from .numbers import TAIL_SHARE, numeric_from, whole_span
 
@@ -141,7 +141,7 @@ def public_column(name: str, t: Tally) -> CategoricalColumn:
     says ``"missing": false`` when it has none).  Read from the table as it is, without noise: a
     declared assumption that the set of values is known without the table, which the user
     vouches for; no privacy is spent and none is claimed for the set (docs/privacy.md)."""
-    categories = sorted(t.values, key=lambda v: (isinstance(v, str), v))
+    categories = sorted(whole(t).values, key=lambda v: (isinstance(v, str), v))
     if not categories:
         raise InputError(f"column {name!r} is declared to have public categories but has no value")
     return CategoricalColumn(name, tuple(categories), True, public=True)

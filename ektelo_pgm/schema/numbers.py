@@ -14,7 +14,7 @@ from ..columns import NumericColumn, json_value
 from ..privacy import Budget
 from ..table_io import as_float
 from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
-from .counts import Tally
+from .counts import chunks
 from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
                         noise_bar, noisy_counts)
@@ -41,7 +41,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     """``r`` with the numbers' digits past the two significant ones of its cells, where the mass
     is (a hierarchical histogram refined only below nodes that surely hold numbers, as in
     PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level),
-    read through the column's Tally ``t`` (of a column of times: its :func:`timed` tally).
+    read through the column's Tally or Spilled ``t`` (:func:`_digest`; a column of times as times).
 
     The cells whose noisy count shows they hold numbers are split into ten equal parts, the
     parts that do into ten again, down to ``FINE_DEPTH`` digits (whole numbers: to parts one wide),
@@ -60,28 +60,19 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     the finest the format writes), so that times on the hour are written on the hour.  Which
     nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
-    whole = np.array([isinstance(v, int) for v in t.values], dtype=bool)
-    fractional = np.array([isinstance(v, float) for v in t.values], dtype=bool)
-    numbers = np.array([as_float(v) for v in t.values[whole | fractional]], dtype=float)
-    weights = t.counts[whole | fractional]
-    cells = cell_of(numbers)
+    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format)
     fine, decimals, distinct, time_unit, fine_std = {}, None, None, None, math.inf
     if integer and r.time_format is None:
-        count = np.array([float(whole.sum())])
+        count = np.array([float(distinct_count)])
         noisy, _, fine_std = noisy_counts(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
         distinct = float(noisy[0])
     elif not integer:
-        digits = [min(_decimals(v), MAX_DECIMALS + 1) for v in t.values[fractional]]
-        counts = np.bincount(np.array(digits, dtype=np.int64), weights=t.counts[fractional],
-                             minlength=MAX_DECIMALS + 2).astype(float)
-        counts[0] += t.counts[whole].sum()
-        noisy, scale, _ = noisy_counts(counts, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
+        noisy, scale, _ = noisy_counts(digits, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
         most = _finest_noticed(noisy, scale, budget, r)
         most = 0 if most is None else most
         decimals = most if most <= MAX_DECIMALS else None
     elif finest_unit(r.time_format) < TIME_UNITS[0]:  # a column of times with a clock
-        counts = np.bincount(time_units(t.values), weights=t.counts, minlength=len(TIME_UNITS)).astype(float)
-        noisy, scale, _ = noisy_counts(counts, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
+        noisy, scale, _ = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
         finest = _finest_noticed(noisy, scale, budget, r)
         time_unit = max(TIME_UNITS[-1 if finest is None else finest], finest_unit(r.time_format))
     bar = math.inf
@@ -91,7 +82,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
         if not nodes:
             break
         nodes = _fullest(nodes, fine, r.levels[2])
-        position = _position(numbers, cells, depth)
+        position = positions[depth - 1]
         ids = np.array([c * 10 ** (depth - 1) + i for c, _, i in nodes], dtype=np.int64)  # ascending
         parent = cells * 10 ** (depth - 1) + position // 10
         k = np.minimum(np.searchsorted(ids, parent), ids.size - 1)
@@ -106,6 +97,39 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
     return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct,
                    time_unit=time_unit)
+
+
+def _digest(t, fmt: str | None):
+    """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as times in the format
+    ``fmt``), summed chunk by chunk (:func:`~.counts.chunks`): ``(distinct whole numbers, records
+    per number of decimals (0 to MAX_DECIMALS, then more; whole numbers at 0), records per
+    coarsest unit of time (TIME_UNITS), cells, positions, records)``: for each node of the finest
+    depth holding numbers, its cell, its index at each depth 1 to FINE_DEPTH (:func:`_position`)
+    and the records it holds.  Each a sum over the distinct values, so the same however ``t``
+    is split."""
+    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(len(TIME_UNITS))
+    key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
+    for c in chunks(t, fmt):
+        whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
+        fractional = np.array([isinstance(v, float) for v in c.values], dtype=bool)
+        distinct += int(whole.sum())
+        places = np.array([min(_decimals(v), MAX_DECIMALS + 1) for v in c.values[fractional]], dtype=np.int64)
+        digits += np.bincount(places, weights=c.counts[fractional], minlength=MAX_DECIMALS + 2)
+        digits[0] += c.counts[whole].sum()
+        if fmt is not None and finest_unit(fmt) < TIME_UNITS[0]:
+            units += np.bincount(time_units(c.values), weights=c.counts, minlength=len(TIME_UNITS))
+        numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
+        cells = cell_of(numbers)
+        nodes = cells.astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):  # cells of no width: position 0
+            for depth in range(1, FINE_DEPTH + 1):
+                nodes = nodes * 10 ** depth + _position(numbers, cells, depth)
+        key, inverse = np.unique(np.concatenate([key, nodes]), return_inverse=True)
+        weight = np.bincount(inverse, weights=np.concatenate([weight, c.counts[whole | fractional]]),
+                             minlength=key.size)
+    below = [10 ** sum(range(depth + 1, FINE_DEPTH + 1)) for depth in range(FINE_DEPTH + 1)]
+    positions = [key // below[depth] % 10 ** depth for depth in range(1, FINE_DEPTH + 1)]
+    return distinct, digits, units, key // below[0], positions, weight
 
 
 def _finest_noticed(noisy: np.ndarray, scale: float, budget: Budget, r: Release) -> int | None:

@@ -14,7 +14,7 @@ from ..encoding import TableEncoder
 from ..errors import InputError
 from ..privacy import Budget
 from ..table_io import MISSING, as_frame
-from .counts import Tally, tallies, timed
+from .counts import Tally, tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
@@ -137,9 +137,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     with progress.bar(len(charges), "schema digits", "column") as shown:
         for name, count in charges.items():
             if count:
-                fmt = releases[name].time_format
-                refined = refine(releases[name], counted[name] if fmt is None else timed(counted[name], fmt),
-                                 budget, each, rng, columns[name].integer)
+                refined = refine(releases[name], counted[name], budget, each, rng, columns[name].integer)
                 try:
                     columns[name] = column_from(refined, bins, kinds.get(name), other)
                 except Unreleasable as reason:
@@ -162,7 +160,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
           public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
-          left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None) -> TableEncoder:
+          left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None,
+          folder=None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
@@ -171,7 +170,9 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     (:func:`needed_share`), from a noisy count of the records that spends ``ROWS_SHARE`` of it
     first (the exact count where the budget's neighbours keep it public, at no cost), and up to
     ``SHARE_BOUNDS[1]`` for the columns that show they need more (:func:`infer`'s ``extra``).
-    ``kinds``, ``other``, ``left_out``, ``thresholds`` and ``ranges`` are :func:`infer`'s.  The encoder has
+    ``kinds``, ``other``, ``left_out``, ``thresholds`` and ``ranges`` are :func:`infer`'s; ``folder``, a
+    private folder where a column with more distinct values than the memory cap holds is kept
+    (:func:`tallies`).  The encoder has
     the declared schema's settings, else ``bins`` and clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
@@ -185,7 +186,7 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
                          "the kinds of the columns inferred")
     open_ = undeclared(frame.columns, declared, public)
     read = [c for c in frame.columns if c in open_ or c in public]
-    counted = tallies(frame[read], frozenset(missing)) if read else {}
+    counted = tallies(frame[read], frozenset(missing), folder) if read else {}
     fixed.update({c: public_column(c, counted[c]) for c in public})
     extra = None
     if open_ and amount == AUTO:
@@ -216,7 +217,7 @@ def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, f
     draw that replaces a first holding more would lose (a column of 120 towns of 72 records,
     some released at half the budget, none in two draws)."""
     remaining = Fraction(repr(budget.remaining))
-    rows = float(t.counts.sum() + t.missing)
+    rows = float(t.records)
     if not budget.public_total:
         rows = float(noisy_counts(np.array([rows]), 1, budget, float_below(remaining * ROWS_SHARE), rng,
                                   "schema: number of records")[0][0])
