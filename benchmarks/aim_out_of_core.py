@@ -8,10 +8,11 @@ parts, read part by part, every candidate's data counts summed over the parts.
    any record, so that the records come part by part), each value written as a text label
    (``x07-3``), in Parquet parts of 1M rows (dictionary-coded text); memory holds one part.  The
    exact 1- and 2-way counts of the codes drawn are kept beside it.
-2. The slice check, on the first part (1M rows): the same seeded AIM through the in-memory path
-   (the part read whole) and through the parts path (``Partitions``, codes counted from Parquet
-   in passes); every candidate's data counts that AIM scored (its ``callback`` reads them) and
-   the written records must be identical.
+2. The slice check, on the first part (1M rows): the same seeded AIM (48 rounds; every
+   candidate is counted in the first) through the in-memory path (the part read whole) and
+   through the parts path (``Partitions``, codes counted from Parquet in passes); every
+   candidate's data counts that AIM scored (its ``callback`` reads them) and the written records
+   must be identical.
 3. The run: ``Synthesizer("aim", epsilon=1, seed=0)`` fitted on ``Partitions(folder)`` and its
    records written part by part, in a child process: wall and CPU seconds and the peak resident
    memory of its process tree (``harness.run``: ``wait4``), the rows written, and the mean 1- and
@@ -56,6 +57,9 @@ rows; time grows with the counting passes, the schema's and coding passes and th
 RESULTS = harness.RESULTS / "aim_out_of_core.json"
 ATTRIBUTES = 30
 PART_ROWS = 1_000_000
+#: AIM's rounds in the slice check (the steward's default is 16 per column): it compares counts and records, and
+#: every candidate is counted in the first round.
+SLICE_ROUNDS = 48
 
 
 def network(attributes: int = ATTRIBUTES, seed: int = BN_SEED) -> BayesNet:
@@ -111,11 +115,11 @@ import json, sys, time, resource
 import numpy as np
 from ektelo_pgm.synthesizer import Synthesizer
 from ektelo_pgm.table_io import Partitions, read_table
-path, out = sys.argv[1], sys.argv[2]
+path, out, SLICE_ROUNDS = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seen, report = [], {}
 for engine, table in (("memory", lambda: read_table(path)), ("parts", lambda: Partitions(path))):
     kept = {}
-    synth = Synthesizer("aim", epsilon=1.0, seed=0, progress=False,
+    synth = Synthesizer("aim", epsilon=1.0, seed=0, progress=False, rounds=SLICE_ROUNDS,
                         callback=lambda state: kept.update(state.memo["marginal"]))
     began, cpu = time.perf_counter(), time.process_time()
     synth.fit(table())
@@ -132,33 +136,49 @@ print(json.dumps(report))
 """
 
 AIM_SCRIPT = """
-import sys
+import json, resource, sys, time
 from ektelo_pgm.synthesizer import Synthesizer
 from ektelo_pgm.table_io import Partitions
+def stage(name, began, cpu):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"stage": name, "wall_s": round(time.perf_counter() - began, 1),
+                      "cpu_s": round(time.process_time() - cpu, 1), "peak_mb": round(usage.ru_maxrss / 1024, 1)}),
+          flush=True)
+began, cpu = time.perf_counter(), time.process_time()
 synth = Synthesizer("aim", epsilon=1.0, seed=0, progress=True)
 synth.fit(Partitions(sys.argv[1]))
-synth.write(sys.argv[2])
+stage("fit", began, cpu)
+began, cpu = time.perf_counter(), time.process_time()
+synth.write(sys.argv[2], n=int(sys.argv[3]) if len(sys.argv) > 3 else None)
+stage("write", began, cpu)
 """
 
 
 def tables(results: dict) -> str:
     data = results["aim_out_of_core.json"]
-    lines = ["| rows | parts | MB on disk | run | wall s | CPU s | peak MB | rows written | mean 1-way TVD | "
-             "mean 2-way TVD |", "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| rows | parts | MB on disk | wall s | CPU s | peak MB | fit wall s | fit CPU s | write wall s | "
+             "write CPU s | rows written | mean 1-way TVD | mean 2-way TVD |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     checks = []
     for size in sorted(data, key=int):
         table = data[size]
-        for name, r in table["runs"].items():
-            if name == "slice":
-                checks.append(f"{table['rows']:,}-row table, its first {r['rows']:,} rows: {r['candidates_counted']} "
-                              f"candidates' counts {'identical' if r['counts_equal'] else 'DIFFERENT'}, records "
-                              f"written {'identical' if r['records_equal'] else 'DIFFERENT'} (in memory "
-                              f"{r['memory']['wall_s']:,.0f} s, parts {r['parts']['wall_s']:,.0f} s wall)")
-                continue
-            lines.append(f"| {table['rows']:,} | {table['parts']} | {table['bytes_on_disk'] / 2**20:,.0f} | {name} | "
-                         f"{r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {r['peak_mb']:,.0f} | {r.get('rows', 0):,} | "
-                         f"{r.get('tvd_1way', float('nan')):.5f} | {r.get('tvd_2way', float('nan')):.5f} |")
-    return "\n".join(lines + [""] + [f"- {c}" for c in checks])
+        r = table["runs"].get("aim")
+        if r is not None:
+            stages = " | ".join(f"{r[s][k]:,.1f}" if s in r else "-"
+                                for s in ("fit", "write") for k in ("wall_s", "cpu_s"))
+            lines.append(f"| {table['rows']:,} | {table['parts']} | {table['bytes_on_disk'] / 2**20:,.0f} | "
+                         f"{r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {r['peak_mb']:,.0f} | {stages} | "
+                         f"{r.get('rows', 0):,} | {r.get('tvd_1way', float('nan')):.5f} | "
+                         f"{r.get('tvd_2way', float('nan')):.5f} |")
+        r = table["runs"].get("slice")
+        if r is not None:
+            same = {True: "identical", False: "DIFFERENT"}
+            checks.append(f"{table['rows']:,}-row table, its first {r['rows']:,} rows: {r['candidates_counted']} "
+                          f"candidates' counts {same[r['counts_equal']]}, records written {same[r['records_equal']]} "
+                          f"(in memory {r['memory']['wall_s']:,.0f} s wall, {r['memory']['cpu_s']:,.0f} CPU s; parts "
+                          f"{r['parts']['wall_s']:,.0f} s, {r['parts']['cpu_s']:,.0f} CPU s; peak of both "
+                          f"{r['peak_mb']:,.0f} MB)")
+    return "\n".join(lines + [""] + [f"The slice check: {c}." for c in checks])
 
 
 def main() -> None:
@@ -166,6 +186,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--out", type=Path, default=Path("/work/runs/net30-10m"))
     parser.add_argument("--runs", nargs="*", default=["slice", "aim"], choices=["slice", "aim"])
+    parser.add_argument("--write-rows", type=int, help="records the run writes (default: as many as the noisy "
+                        "count of the table's, the steward's default)")
+    parser.add_argument("--skip-fidelity", action="store_true", help="do not score the records written (reading "
+                        "them back takes about as long as writing them)")
     args = parser.parse_args()
     counts = args.out.parent / f"{args.out.name}-counts.npz"
     if not counts.exists():
@@ -180,7 +204,7 @@ def main() -> None:
     for run in args.runs:
         output = args.out.parent / f"{args.out.name}-{run}"
         if run == "slice":
-            done = harness.run([sys.executable, "-c", SLICE_SCRIPT, str(files[0]), str(output)],
+            done = harness.run([sys.executable, "-c", SLICE_SCRIPT, str(files[0]), str(output), str(SLICE_ROUNDS)],
                                log=Path(f"{output}.log"))
             result = {"returncode": done.returncode, "rows": PART_ROWS, "wall_s": round(done.wall, 1),
                       "cpu_s": round(done.cpu, 1), "peak_mb": round(done.peak_mb, 1)}
@@ -189,9 +213,14 @@ def main() -> None:
             else:
                 print(done.output[-1500:], file=sys.stderr)
         else:
-            result = big_synth.child([sys.executable, "-c", AIM_SCRIPT, str(args.out), f"{output}.parquet"],
+            written = [] if args.write_rows is None else [str(args.write_rows)]
+            result = big_synth.child([sys.executable, "-c", AIM_SCRIPT, str(args.out), f"{output}.parquet", *written],
                                      Path(f"{output}.log"))
-            if result["returncode"] == 0:
+            for line in result["stderr_tail"].splitlines():  # the fit's and the write's own seconds and peak
+                if line.startswith('{"stage"'):
+                    stage = json.loads(line)
+                    result[stage.pop("stage")] = stage
+            if result["returncode"] == 0 and not args.skip_fidelity:
                 result.update(big_synth.fidelity(Path(f"{output}.parquet"), counts, names))
         result["load"] = os.getloadavg()
         record["runs"][run] = result

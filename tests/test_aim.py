@@ -306,3 +306,15 @@ def test_a_wide_table_scores_three_way_candidates_within_the_candidate_budget():
         AIM(max_candidates=900, callback=lambda state: state.round >= 3, iters=5, final_iters=5).run(
             Dataset(records, wide), Budget.zcdp(1.0), rng=0)
     assert seen and all(len(s) <= 900 and any(len(c) == 3 for c in s) for s in seen)
+
+
+def test_counted_ahead_takes_the_smallest_candidates_that_can_fit_the_model_within_its_cells():
+    from ektelo_pgm.mechanisms.aim import counted_ahead
+
+    domain = Domain(["a", "b", "c"], [2, 3, 1000])
+    candidates = [("a", "b", "c"), ("c",), ("a", "c"), ("b", "c"), ("a",), ("b",), ("a", "b")]  # 6000 .. 6 cells
+    assert counted_ahead(domain, candidates, max_mb=1.0) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c"),
+                                                              ("b", "c"), ("a", "b", "c")]
+    assert counted_ahead(domain, candidates, max_mb=0.02) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]  # 2621
+    assert counted_ahead(domain, candidates, max_mb=1.0, cells=3011) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]
+    assert counted_ahead(domain, candidates, max_mb=1.0, cells=1) == []
