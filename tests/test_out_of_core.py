@@ -166,6 +166,28 @@ def test_aim_on_a_wide_table_counts_its_candidates_from_the_parts_exactly_in_one
     assert written[0] == written[1]
 
 
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_write_holds_one_part_at_a_time(tmp_path, suffix):
+    """While a part of the records is drawn, no earlier part is still held (by the loop that
+    writes them or the one that draws them): memory holds one part, whatever the rows."""
+    import gc
+    import weakref
+
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, progress=False).fit(messy(600).drop(columns=["note", "id"]))
+    draw, made, alive = synth._part, [], []
+
+    def spied(n, first):
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in made))
+        part = draw(n, first)
+        made.append(weakref.ref(part))
+        return part
+
+    synth._part = spied
+    assert synth.write(tmp_path / f"out.{suffix}", n=1000, rows=200) == 1000
+    assert alive == [0, 0, 0, 0, 0]
+
+
 def test_a_named_cache_is_private_whatever_the_umask_and_removed(tmp_path, codes):
     frame = messy(600).drop(columns=["note", "id"])
     as_text_files(frame, tmp_path / "csv", 2)
