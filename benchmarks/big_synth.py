@@ -166,12 +166,13 @@ def tables(results: dict) -> str:
     return "\n".join(lines).rstrip()
 
 
-def fidelity(path: Path, counts_path: Path) -> dict:
-    """Mean 1- and 2-way total variation distance of the synthetic table at ``path`` to the real counts."""
+def fidelity(path: Path, counts_path: Path, names: dict | None = None) -> dict:
+    """Mean 1- and 2-way total variation distance of the synthetic table at ``path`` to the real counts;
+    ``names``: the raw value of each code of each column (default: :func:`labels`)."""
     import pandas as pd
     import pyarrow.parquet as pq
 
-    names = labels()
+    names = labels() if names is None else names
     real = dict(np.load(counts_path))
     attrs = list(names)
     tables = {c: 0 for c in real}

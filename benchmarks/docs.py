@@ -56,7 +56,8 @@ section says otherwise; peers run in their own virtual environments (`benchmarks
            "reconstruct_compare", "mw_default", "threading_policy", "mechanisms_vs_smartnoise",
            "mechanisms_vs_reference", "aim_budget", "aim_rounds", "aim_scoring", "aim_wide", "sampling_default",
            "steward_vs_smartnoise", "real_tables", "real_tables_floor", "fidelity_vs_sdmetrics", "ml_efficacy",
-           "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "gpu_vs_mbi", "person_rows"),
+           "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "aim_out_of_core", "gpu_vs_mbi",
+           "person_rows"),
     results=RESULTS,
     listing=True)
 RESULTS_PAGE = Page(

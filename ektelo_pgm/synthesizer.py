@@ -402,6 +402,7 @@ class Synthesizer:
                     part = self._part(min(rows, n - start), start + 1)
                     shown.update(len(part))
                     yield part
+                    del part  # not held while the next part is drawn: one part in memory, not two
             write_parts(parts(), os.fspath(path), header)
         return n
 

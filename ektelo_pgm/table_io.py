@@ -252,6 +252,7 @@ def write_parts(parts, path: str, header: bool = True) -> None:
                             schema = schema.set(k, pa.field(column.name, pa.string()))
                     writer = pq.ParquetWriter(f, schema)
                 writer.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False))
+                del part  # not held while the next part is made
             if writer is not None:
                 writer.close()
     elif path.endswith(".json"):
@@ -259,8 +260,11 @@ def write_parts(parts, path: str, header: bool = True) -> None:
             pandas_module().concat(list(parts), ignore_index=True).to_json(f, orient="records", indent=1)
     else:
         with atomic_write(path, newline="") as f:
-            for k, part in enumerate(parts):
-                part.to_csv(f, index=False, header=header and k == 0)
+            first = True  # not enumerate, whose reused result would hold the last part
+            for part in parts:
+                part.to_csv(f, index=False, header=header and first)
+                first = False
+                del part  # not held while the next part is made
 
 
 ENGINES = ("auto", "memory", "parts")

@@ -378,3 +378,15 @@ def test_linked_only_past_the_candidate_budget_keeps_the_triples_the_measured_cl
     assert seen and all(n <= 900 for n, _ in seen) and any(t > 0 for _, t in seen)
     with pytest.raises(InputError, match="linked_only"):
         AIM(linked_only="yes")
+
+
+def test_counted_ahead_takes_the_smallest_candidates_that_can_fit_the_model_within_its_cells():
+    from ektelo_pgm.mechanisms.aim import counted_ahead
+
+    domain = Domain(["a", "b", "c"], [2, 3, 1000])
+    candidates = [("a", "b", "c"), ("c",), ("a", "c"), ("b", "c"), ("a",), ("b",), ("a", "b")]  # 6000 .. 6 cells
+    assert counted_ahead(domain, candidates, max_mb=1.0) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c"),
+                                                              ("b", "c"), ("a", "b", "c")]
+    assert counted_ahead(domain, candidates, max_mb=0.02) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]  # 2621
+    assert counted_ahead(domain, candidates, max_mb=1.0, cells=3011) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]
+    assert counted_ahead(domain, candidates, max_mb=1.0, cells=1) == []

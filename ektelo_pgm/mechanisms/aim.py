@@ -39,6 +39,9 @@ REUSE_TOLERANCE = 0.05
 #: AIM's default ``max_candidates``: every candidate of a workload of 3-way marginals up to 28
 #: attributes; on a 40-attribute table (10,700 candidates) the scoring took most of a run.
 MAX_CANDIDATES = 4000
+#: Cells of data counts AIM asks for before its first measurement, at most (32 MB as int64):
+#: :func:`counted_ahead`.
+COUNT_AHEAD_CELLS = 1 << 22
 
 
 def downward_closure(cliques) -> list[tuple[str, ...]]:
@@ -78,6 +81,22 @@ def candidate_weights(domain: Domain, workload) -> dict[tuple[str, ...], float]:
         for a in attrs:
             holding[a] = holding.get(a, 0.0) + weight
     return {c: sum(holding[a] for a in c) for c in downward_closure(r for r, _ in entries)}
+
+
+def counted_ahead(domain: Domain, candidates, max_mb: float, cells: int = COUNT_AHEAD_CELLS) -> list:
+    """The ``candidates`` whose data counts AIM asks for before its first measurement, so that a
+    table read part by part (:class:`~ektelo_pgm.dataset.CountedDataset`) counts them, the 1-way
+    ones included, in one pass: smallest first (ties in the given order), those whose own table
+    fits ``max_mb`` (MB as float64: a larger one never fits the model), while their cells together
+    stay within ``cells``.  Which ones depends on the public domain only, and the counts are
+    exact whenever they are counted: the run's output is the same."""
+    ahead, total = [], 0
+    for c in sorted((c for c in candidates if domain.size(c) * 8 / 2**20 <= max_mb), key=domain.size):
+        total += domain.size(c)
+        if total > cells:
+            break
+        ahead.append(c)
+    return ahead
 
 
 def fits(model: GraphicalModel, candidates, limit_mb: float, memo: dict | None = None) -> list[tuple[str, ...]]:
@@ -290,9 +309,12 @@ class AIM(Adaptive):
         return super().run(data, budget, rng)
 
     def initialise(self, state: State, data: Dataset, budget: Budget, rng) -> None:
-        """Every 1-way candidate measured with the first round's noise (sec. 4.1), then fitted."""
+        """Every 1-way candidate measured with the first round's noise (sec. 4.1), then fitted; the
+        data's counts of the candidates :func:`counted_ahead` asked for first, all together (on a
+        table read part by part, one pass for them and the 1-way marginals)."""
         state.memo["weights"] = self.candidates(state.domain)
-        state.memo["marginal"] = {}  # the true counts of the candidates scored so far
+        ahead = counted_ahead(state.domain, list(state.memo["weights"]), self.max_mb)
+        state.memo["marginal"] = dict(zip(ahead, data.marginals(ahead)))  # the data's counts of the candidates
         state.share = self.schedule_for(data).first(budget)
         oneway = [Query(c) for c in state.memo["weights"] if len(c) == 1]
         amount = len(oneway) * Fraction(repr(state.share.measure))
