@@ -916,6 +916,22 @@ def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatc
     assert amounts["schema of column 'a'"] < amounts["schema of column 'c'"]  # one count per record, not four
 
 
+def test_the_auto_share_weighs_a_column_named_as_codes_as_infer_reads_it():
+    """Issue 56: ``needed_share`` weighed a column of numbers named as codes (zip) as numbers, four
+    counts per record, while ``infer`` reads it as categories: the share it asked for is the one
+    the same column declared categorical asks for."""
+    from ektelo_pgm.schema import AUTO
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"zip": rng.choice([98103, 98115, 98117, 98122], 10000), "age": rng.integers(18, 90, 10000)})
+    spent = []
+    for kinds in (None, {"zip": "categorical"}):
+        budget = Budget.zcdp(0.0144)
+        learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), kinds=kinds)
+        spent.append([(c.label, c.amount) for c in budget.ledger])
+    assert spent[0] == spent[1]
+
+
 def test_auto_draws_again_only_the_columns_with_values_not_released():
     """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
     too rare for it) is drawn again with what is left up to half the budget and releases more
