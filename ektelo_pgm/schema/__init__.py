@@ -46,7 +46,7 @@ Everything else is post-processing of those noisy counts:
   holding numbers is clipped, nor tenths surely holding many together, and the range passes
   the numbers by less than the finest part the noise tells apart, which only widens an end bin;
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
-  range (rounded inwards) widened to its released values, holds at most ``WHOLE_CODES * bins``
+  range (rounded inwards) widened to its released values, holds at most ``bins``
   integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it, and at least
   the noise std of a count (else the codes would hold mostly noise): one code per
   integer of the span, whatever its count, numbers outside it clipped to its ends; unless its
@@ -116,14 +116,14 @@ from .counts import Tally, column_values, merged, tallies, tally
 from .declared import ColumnSpec, Declared, undeclared
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
 from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
-from .kinds import BINS, OTHER, WHOLE_CODES, column_from, names_codes, public_column
+from .kinds import BINS, OTHER, column_from, names_codes, public_column
 from .metadata import Metadata
 from .numbers import fine_charges, refine
 from .notes import column_changes
 from .table import AUTO, ROWS_SHARE, infer, learn, needed_share
 
 __all__ = ["learn", "infer", "AUTO", "ROWS_SHARE", "needed_share", "encoded", "Declared", "ColumnSpec", "Metadata",
-           "undeclared", "public_column", "Unreleasable", "BINS", "OTHER", "WHOLE_CODES", "Tally", "tally", "merged",
+           "undeclared", "public_column", "Unreleasable", "BINS", "OTHER", "Tally", "tally", "merged",
            "tallies", "column_values", "Release", "release", "release_threshold", "noise_tail", "refine",
            "fine_charges", "column_from", "names_codes", "column_changes", "BOUNDARIES", "HOLDS_WHOLE", "LEVELS",
            "N_CELLS", "cell_of"]

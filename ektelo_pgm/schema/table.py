@@ -44,6 +44,14 @@ def weight(kind: str | None) -> int:
     return 1 if kind == "categorical" else 1 + len(LEVELS)
 
 
+def fixed_kinds(columns, kinds: dict | None) -> dict:
+    """``{column: kind}`` of the ``columns`` whose kind is fixed before any count: those ``kinds``
+    names (the user's), and the others whose name says they hold codes (:func:`names_codes`),
+    categorical.  :func:`infer` reads the columns as these kinds, and :func:`needed_share` weighs
+    them so (a ZIP code column weighed as numbers asked for four counts per record, one spent)."""
+    return {**{c: "categorical" for c in columns if names_codes(str(c))}, **(kinds or {})}
+
+
 def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fraction:
     """The share of a budget of ``total`` (its unit; ``notion`` ``"zcdp"`` or ``"pure"``) that
     the schema of columns of fixed ``kinds`` (one per column inferred, each ``"categorical"``,
@@ -99,7 +107,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     if wrong:
         raise InputError(f"kinds {wrong}: each must name a column of the table {list(frame.columns)} and be "
                          "'categorical' or 'numeric'")
-    kinds = {**{c: "categorical" for c in frame.columns if names_codes(str(c))}, **kinds}
+    kinds = fixed_kinds(frame.columns, kinds)
     rng = np.random.default_rng(rng)
     d = len(frame.columns)
     total = Fraction(repr(budget.fraction(1.0) if amount is None else float(amount)))
@@ -191,7 +199,8 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     extra = None
     if open_ and amount == AUTO:
         rng = np.random.default_rng(rng)
-        amount, extra = _needed_amount(counted[open_[0]], budget, [(kinds or {}).get(c) for c in open_], rng)
+        fixed_open = fixed_kinds(open_, kinds)
+        amount, extra = _needed_amount(counted[open_[0]], budget, [fixed_open.get(c) for c in open_], rng)
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
                      left_out=left_out, thresholds=thresholds, counts=counted, extra=extra,
                      ranges=ranges) if open_ else None
