@@ -516,18 +516,21 @@ def test_sigterm_and_sighup_stop_the_run_as_ctrl_c_does_even_inside_an_import(tm
             raise AssertionError("the signal did not stop the run")
         return handler
 
-    for signum, code in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
-        monkeypatch.setattr(cli, "synth", stopped(signum))
-        assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == code
-        assert capsys.readouterr().err == f"ektelo-pgm: stopped by {signal.Signals(signum).name}\n"
-        assert signal.getsignal(signum) == signal.SIG_DFL
-    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    # the handlers a shell starts a command with (the suite itself may run under nohup: SIGHUP ignored)
+    inherited = {signum: signal.signal(signum, signal.SIG_DFL) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
+        for signum, code in ((signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+            monkeypatch.setattr(cli, "synth", stopped(signum))
+            assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == code
+            assert capsys.readouterr().err == f"ektelo-pgm: stopped by {signal.Signals(signum).name}\n"
+            assert signal.getsignal(signum) == signal.SIG_DFL
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         monkeypatch.setattr(cli, "synth", lambda args: print(signal.getsignal(signal.SIGHUP) == signal.SIG_IGN))
         assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 0
         assert capsys.readouterr().out == "True\n" and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGHUP, previous)
+        for signum, handler in inherited.items():
+            signal.signal(signum, handler)
 
 
 def sleeping(waited: list, before):

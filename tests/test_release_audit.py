@@ -755,13 +755,17 @@ def test_the_audit_sees_a_unit_of_times_read_exactly(tmp_path, monkeypatch):
     from dataclasses import replace
 
     from ektelo_pgm.schema import numbers
+    from ektelo_pgm.schema.counts import chunks
     from ektelo_pgm.times import TIME_UNITS, time_units
 
     noisy = numbers.refine
 
     def exact(r, t, *args):
         refined = noisy(r, t, *args)
-        return refined if r.time_format is None else replace(refined, time_unit=TIME_UNITS[time_units(t.values).max()])
+        if r.time_format is None:
+            return refined
+        coarsest = max(int(time_units(c.values).max()) for c in chunks(t, r.time_format))
+        return replace(refined, time_unit=TIME_UNITS[coarsest])
 
     monkeypatch.setattr("ektelo_pgm.schema.table.refine", exact)
     found = audit(tmp_path, CASES["time at odd seconds among times on the hour"], "schema")

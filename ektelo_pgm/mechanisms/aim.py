@@ -333,7 +333,8 @@ class AIM(Adaptive):
         weights, share = state.memo["weights"], state.share
         spent = state.available - Fraction(budget.fraction(1) if budget.remaining > 0 else 0)
         limit = float(self.max_mb) * float((spent + Fraction(share.select) + Fraction(share.measure)) / state.available)
-        allowed = self.allowed(state, self.sampled(list(weights), rng, state.estimate.cliques), limit)
+        measured = [m.attrs for m in state.measurements]
+        allowed = self.allowed(state, self.sampled(list(weights), rng, measured), limit)
         sigma = self.sigma(budget, share.measure)
         epsilon = budget.parameter_for("exponential", share.select)
         sensitivity = budget.sensitivity(max(weights[c] for c in allowed))  # under the budget's relation
