@@ -18,12 +18,18 @@ os.umask(_UMASK)
 #: Permissions of a private folder and of a private file, whatever the umask.
 PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
 
+#: The stopping signals received while a command runs (:mod:`ektelo_pgm.stopping` records them):
+#: after one no output is renamed into place, even where Python lost the interrupt it raised (in a
+#: callback) and the run reached its end before the signal came again.
+stops_received: list[int] = []
+
 
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "w", newline: str | None = None):
     """Open a temporary file beside ``path`` for writing; on success it is flushed to disk
     and renamed onto ``path`` (atomic on POSIX and Windows); on any error, including an
-    interrupt, it is removed and ``path`` is left as it was.  The new file gets the permissions
+    interrupt or a stopping signal received before (:data:`stops_received`), it is removed and
+    ``path`` is left as it was.  The new file gets the permissions
     any new file would (0666 less the umask), not the temporary file's private 0600."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -35,6 +41,8 @@ def atomic_write(path, mode: str = "w", newline: str | None = None):
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temporary, 0o666 & ~_UMASK)
+        if stops_received:
+            raise KeyboardInterrupt
         os.replace(temporary, path)
     except BaseException:
         with signals_held(), contextlib.suppress(FileNotFoundError):

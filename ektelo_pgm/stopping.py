@@ -7,7 +7,7 @@ import contextlib
 import signal
 import threading
 
-from .files import STOPPING  # exit code 128 + the signal's number, temporary files removed
+from .files import STOPPING, stops_received  # exit code 128 + the signal's number, temporary files removed
 
 #: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
 #: during an import, else once the interrupt had time to end the run.
@@ -32,7 +32,9 @@ def stopped_by_signals(received: list):
     raised in a callback (a weakref's during an import, numba's ctypes callbacks: "Exception
     ignored") and pybind11 turns one raised in a module's import into an ImportError, so the
     signal is raised again, to the main thread, while the block runs: ``IMPORT_WAIT`` later when
-    it came during an import (and only then), else ``RESEND_WAIT`` later.  The removal of private
+    it came during an import (and only then), else ``RESEND_WAIT`` later; a run that reaches its
+    end first writes no output (:data:`~ektelo_pgm.files.stops_received`) and ends with the
+    interrupt.  The removal of private
     files holds signals back (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread
     (the one Python runs handlers in) and only over the default handlers (an ignored signal, as
     under nohup, stays ignored); the previous handlers come back after."""
@@ -57,6 +59,7 @@ def stopped_by_signals(received: list):
 
     def stop(signum, frame):
         received.append(signum)
+        stops_received.append(signum)
         waiting = importing(frame)
         later(signum, IMPORT_WAIT if waiting else RESEND_WAIT)
         if signum != signal.SIGINT and deferred_sigint_recording():
@@ -71,7 +74,10 @@ def stopped_by_signals(received: list):
         signal.signal(s, stop)
     try:
         yield
+        if received:  # its interrupt was lost and the run ended before the signal came again
+            raise KeyboardInterrupt
     finally:
         running[0] = False
+        stops_received.clear()
         for s in replaced:
             signal.signal(s, previous[s])

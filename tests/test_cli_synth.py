@@ -598,6 +598,39 @@ def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_
     assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
 
 
+def test_a_run_that_ends_before_a_lost_signal_comes_again_writes_nothing(tmp_path, capsys, monkeypatch):
+    """A signal whose interrupt was lost in a callback, with the run ending before the signal came
+    again (the fit cached, under a second): the output was written and the exit code was 0."""
+    import signal
+    import sys
+    import weakref
+
+    from ektelo_pgm import cli
+    from ektelo_pgm.files import atomic_write
+
+    lost = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: lost.append(unraisable.exc_type))
+
+    class Part:
+        pass
+
+    def lost_then_written(args):
+        part = Part()
+        gone = weakref.ref(part, lambda ref: signal.raise_signal(signal.SIGTERM))  # noqa: F841
+        del part
+        with atomic_write(args.output) as f:
+            f.write("a\n")
+
+    monkeypatch.setattr(cli, "synth", lost_then_written)
+    output = tmp_path / "o.csv"
+    assert main(["synth", "in.csv", "--header", "-o", str(output), "--epsilon", "1"]) == 143
+    assert lost == [KeyboardInterrupt] and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
+    with atomic_write(output) as f:  # the next run in the process writes as before
+        f.write("a\n")
+    assert output.read_text() == "a\n"
+
+
 def test_public_categories_schema_is_the_same_with_one_record_blank(tmp_path, capsys):
     """``schema`` and ``synth --public-categories`` gave the column a missing code exactly when a
     record was blank (issue 52): the schema written is the same whatever one record holds."""
