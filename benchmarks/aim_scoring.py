@@ -39,8 +39,8 @@ DOC = harness.Doc(
     title="AIM's candidate scoring, side by side for several checkouts",
     rerun=".venv/bin/python benchmarks/aim_scoring.py --data bn40 --rounds 30 55 --code ../aim-base",
     reading="""
-Each side is a checkout (its commit in the `code` column) timed on the same saved AIM states, so a change of
-the scoring is measured alone, with the largest difference of its counts against the first side (rounding
+Each side is a checkout (this one, or another one named by its folder) timed on the same saved AIM states on
+the date given, so a change of the scoring is measured alone (each side's commit is in the JSON), with the largest difference of its counts against the first side (rounding
 only).  The scoring of bn40's late rounds is where AIM spends most of its time ("Where AIM's time goes").""",
     results=("aim_scoring.json",))
 
@@ -130,10 +130,12 @@ def measure(args) -> None:
 
 def tables(results: dict) -> str:
     rows = results["aim_scoring.json"]["runs"]
-    lines = ["| data | round | tree cells | candidates | code | projections s | fits s | largest difference | load |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
-    for r in sorted(rows, key=lambda r: (r["data"], r["round"], r["side"])):
-        lines.append(f"| {r['data']} | {r['round']} | {r['tree_cells']:,} | {r['candidates']:,} | {r['side']} | "
+    lines = ["| data | round | tree cells | candidates | checkout | date | projections s | fits s | largest difference | load |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: (r["data"], r["round"], r["when"])):
+        checkout = r["side"].split("@")[0] if "@" in r["side"] else "this one"  # a label is folder@commit
+        lines.append(f"| {r['data']} | {r['round']} | {r['tree_cells']:,} | {r['candidates']:,} | {checkout} | "
+                     f"{r['when'][:10]} | "
                      f"{r['projections']:.2f} | {r['fits']:.2f} | {r['max_difference']:.1e} | {r['load']:.1f} |")
     return ("Epsilon 1, seed 0, every 3-way marginal; best of the repeats, sides alternating, wall seconds of one "
             "process; load: the 2-core machine's 1-minute load average (other work ran beside).  Largest "

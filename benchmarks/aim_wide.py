@@ -118,12 +118,12 @@ def measure(args) -> None:
 
 def tables(results: dict) -> str:
     runs = results["aim_wide.json"]["runs"]
-    lines = ["| setting | epsilon | seed | code | candidates a round | rounds | 3-way chosen | largest tree (cells) | "
+    lines = ["| setting | epsilon | seed | date | candidates a round | rounds | 3-way chosen | largest tree (cells) | "
              "wall s | CPU s | 2-way TVD | 3-way TVD | load |",
              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in sorted(runs, key=key):
+    for r in harness.newest(runs, lambda r: key(r)[:3]):  # the JSON keeps earlier code's runs
         budget = "all" if r["max_candidates"] is None else f"{r['max_candidates']:,}"
-        lines.append(f"| {r['setting']} | {r['epsilon']:g} | {r['seed']} | {r['code']} | {budget} | {r['rounds']} | "
+        lines.append(f"| {r['setting']} | {r['epsilon']:g} | {r['seed']} | {r['when'][:10]} | {budget} | {r['rounds']} | "
                      f"{r['chosen_3way']} | {r['largest_tree']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
                      f"{r['tvd2']:.4f} | {r['tvd3']:.4f} | {r['load_before']:.1f} |")
     return (f"A {ATTRIBUTES}-attribute network sample, {ROWS:,} rows, AIM with max_mb 32, delta 1e-9; one "

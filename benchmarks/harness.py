@@ -69,6 +69,17 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def newest(runs: list[dict], key) -> list[dict]:
+    """The latest run (by its ``when``) of each ``key(run)``: what a docs table shows of a history of
+    runs of several versions of the code (the JSON keeps them all)."""
+    latest: dict = {}
+    for run in runs:
+        k = key(run)
+        if k not in latest or run["when"].replace("T", " ") > latest[k]["when"].replace("T", " "):
+            latest[k] = run
+    return [latest[k] for k in sorted(latest)]
+
+
 def versions(*packages: str) -> dict:
     """Installed version of each package (None where it is not installed), python's included."""
     out = {"python": platform.python_version()}
