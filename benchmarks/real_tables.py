@@ -61,7 +61,9 @@ in a separate process, per column against the real table:
 - values a real column cannot hold (``impossible``, per column and in all): numbers and dates
   beyond the real range, off the grid every real value lies on (a fraction in a column of whole
   numbers, a time finer than the day, hour, minute or second of every real one) or no number at
-  all, and categories the real column lacks; and the columns gaining blanks.
+  all, and categories the real column lacks other than the ``(other)`` cell (``other``: how many
+  synthetic values are that cell, which says a category was not released and is no value); and
+  the columns gaining blanks.
 
 Targets of issue 27, marked per run: no abort; every numeric (and date) column with >= 98% of
 its synthetic values inside the real range and a 1-way TVD <= 0.10; categorical columns' mean
@@ -295,6 +297,7 @@ def evaluate(real, synthetic, columns: list[dict], bins: int) -> dict:
     import pandas as pd
     from ektelo_pgm import Dataset, Domain
     from ektelo_pgm.metrics import total_variation
+    from ektelo_pgm.schema.kinds import OTHER
 
     real_m, synth_m = modelled_frame(real, columns), modelled_frame(synthetic, columns)
     numeric = [c["name"] for c in columns if c["kind"] in ("numeric", "date")]
@@ -327,9 +330,11 @@ def evaluate(real, synthetic, columns: list[dict], bins: int) -> dict:
             real_values = set(labels(real[name])) - {MISSING}
             synth_labels = labels(synthetic[name]) if present else []
             synth_values = set(synth_labels) - {MISSING}
+            marker = {OTHER} - real_values  # the (other) cell, unless a real value is spelt so
             row.update(categories=len(real_values), kept=len(real_values & synth_values),
-                       invented=len(synth_values - real_values),
-                       impossible=int(sum(v != MISSING and v not in real_values for v in synth_labels)))
+                       invented=len(synth_values - real_values - marker),
+                       other=int(sum(v in marker for v in synth_labels)),
+                       impossible=int(sum(v != MISSING and v not in real_values | marker for v in synth_labels)))
         if kind in ("id", "text") and present:
             given = synthetic[name].dropna().astype(str)
             real_values = set(real[name].dropna().astype(str))
@@ -338,6 +343,7 @@ def evaluate(real, synthetic, columns: list[dict], bins: int) -> dict:
         out.append(row)
     result = {"columns": out, "rows_out": len(synthetic),
               "impossible": sum(c.get("impossible", 0) for c in out),
+              "other": sum(c.get("other", 0) for c in out),
               "blanks_gained": [c["column"] for c in out if gains_any_blank(c)]}
     if len(coding.columns) >= 2 and len(synthetic):
         domain = Domain(coding.columns, coding.sizes())
@@ -717,8 +723,8 @@ def run_count(rows: list[dict]) -> str:
 def peers_table(runs: list[dict], tables: list[str]) -> str:
     """Per table, variant and epsilon: ours against dpmm and smartnoise, means over the seeds."""
     lines = ["| table | variant | epsilon | run | seeds | exit | 2-way TVD | CPU s | CPU / ours AIM | "
-             "columns gaining blanks | values a real column cannot hold |",
-             "|---|---|---:|---|---|---|---:|---:|---:|---|---:|"]
+             "columns gaining blanks | values a real column cannot hold | (other) cells |",
+             "|---|---|---:|---|---|---|---:|---:|---:|---|---:|---:|"]
     epsilons = sorted({epsilon_of(r) for r in runs})
     for table, variant, epsilon in itertools.product(tables, VARIANTS, epsilons):
         cells = [(label, cells_of(runs, side, mechanism, table, variant, epsilon))
@@ -736,11 +742,13 @@ def peers_table(runs: list[dict], tables: list[str]) -> str:
                 f"{len(blanks)}: " + ", ".join(blanks[:3]) + (f" and {len(blanks) - 3} more" if len(blanks) > 3 else "")
                 if blanks else "0")
             held = [r["impossible"] for r in finished if "impossible" in r]
+            other = [r["other"] for r in finished if "other" in r]
             lines.append(f"| {table} | {variant} | {epsilon:g} | {label} | {run_count(rows)} | "
                          f"{short_error(first(rows)) if not finished else '0'} | "
                          + ("-" if tv2 is None else f"{tv2[0]:.4f}" + (f" ± {tv2[1]:.4f}" if tv2[2] > 1 else ""))
                          + f" | {value(rows, 'cpu', 1)} | {ratio} | {blank_text} | "
-                         + (f"{np.mean(held):,.0f}" if held else "-") + " |")
+                         + (f"{np.mean(held):,.0f}" if held else "-") + " | "
+                         + (f"{np.mean(other):,.0f}" if other else "-") + " |")
     return "\n".join(lines) if len(lines) > 2 else "No runs recorded yet."
 
 
