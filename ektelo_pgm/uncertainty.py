@@ -241,6 +241,14 @@ class ErrorBars:
         return Interval(attrs, level, "model bound", counts, None, math.nan, np.maximum(counts - l1, 0.0),
                         counts + l1, l1)
 
+    def shows(self, attr: str, value: int, z: float) -> bool:
+        """Whether the released measurements show that the code ``value`` of ``attr`` holds records:
+        its interval at the level that leaves out ``z`` normal stds on each side (``z`` stds of
+        Gaussian noise; under Laplace noise the count it passes as rarely, by its exact law) lies
+        above 0.  False where nothing bounds the cell, or where MST merged the value with others
+        (its noisy count was below MST's threshold).  Post-processing of released values."""
+        return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
+
     def _on_values(self, table: np.ndarray, attrs) -> np.ndarray:
         """A table over the measured (merged) values as one over the estimate's values: NaN
         where a value was merged with others."""
