@@ -204,3 +204,17 @@ def test_aim_model_bounds_hold_by_simulation(data):
                 drift = bound.terms[attrs][2]
                 assert drift == pytest.approx(np.abs(bound.scored.project(attrs) - result.estimate.project(attrs)).sum())
     assert len(held) >= 12 and np.mean(held) >= 0.95
+
+
+def test_shows_a_value_above_z_stds_of_its_measured_noise():
+    """A value's noisy count shows records from z noise stds (Gaussian: 3 stds, 30 for std 10); under
+    Laplace noise of the same std, from the count its heavier tail passes as rarely (higher)."""
+    from ektelo_pgm.measurement import Measurement
+
+    domain = Domain(["a", "b"], [4, 2])
+    estimate = FactoredEstimate.uniform(domain, 100)
+    for law, bar in ((NoiseLaw("gaussian", 100.0), 30), (NoiseLaw("laplace", 10 / math.sqrt(2)), 42)):
+        m = Measurement(("a",), [bar + 2, bar - 2, 0.0, -40.0], law.std, noise=law)
+        bars = ErrorBars(estimate, [m])
+        assert [bars.shows("a", v, 3.0) for v in range(4)] == [True, False, False, False]
+    assert not bars.shows("b", 0, 3.0) and not bars.shows("b", 0, 0.1)  # nothing measured on b

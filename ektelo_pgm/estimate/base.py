@@ -116,11 +116,11 @@ def synthetic_without(estimate: "Estimate", n: int, rng: np.random.Generator, ex
         share = max(sum(len(k) for k in kept) / tried, 1.0 / 16)
         drawn = estimate.synthetic_data(min(int(1.25 * short / share) + 16, 16 * n), rng, **options).records
         ok = clear(drawn)
-        kept.append(drawn[ok][:short])
+        kept.append(drawn[ok][rng.permutation(int(ok.sum()))[:short]])  # at random: an estimate may sort
         tried, rejected = tried + len(drawn), drawn[~ok]
     short = n - sum(len(k) for k in kept)
     if short:
-        rest = rejected[:short].copy()
+        rest = rejected[rng.permutation(len(rejected))[:short]]
         for j, code in where.items():
             weights = np.maximum(np.asarray(estimate.project([domain.attrs[j]]), dtype=np.float64), 0.0) + 1e-12
             weights[code] = 0.0
