@@ -209,7 +209,9 @@ class ErrorBars:
     """Error bars on the marginals of ``estimate`` from the run's ``measurements`` and, for AIM,
     its :class:`SelectionBound` (``bound``); see the module docstring.  Over a
     :class:`~ektelo_pgm.estimate.Decompressed` estimate (MST), the measurements are over the
-    merged values: a value merged with others has no measured interval of its own (NaN)."""
+    merged values: a value merged with others has no measured interval of its own (NaN); a 1-way
+    measurement over them, whose merged answer sums several draws (a larger std), holds each value
+    kept alone with the std of one answer."""
 
     def __init__(self, estimate, measurements, bound: SelectionBound | None = None):
         from .estimate import Decompressed
@@ -217,6 +219,10 @@ class ErrorBars:
         self.estimate, self.bound = estimate, bound
         self.merged = estimate if isinstance(estimate, Decompressed) else None
         self.measured_domain = estimate.domain if self.merged is None else estimate.estimate.domain
+        if self.merged is not None:
+            measurements = [Measurement(m.attrs, m.y, float(np.min(m.std)), noise=m.noise)
+                            if np.ndim(m.std) == 1 and len(m.attrs) == 1 and m.query is None else m
+                            for m in measurements]
         self.measurements = [m for m in measurements if m.query is None and m.noise is not None
                              and np.ndim(m.std) == 0 and _fits(m, self.measured_domain)]
 
