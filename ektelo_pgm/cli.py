@@ -439,8 +439,8 @@ def table_arguments(p, mechanism: bool = True) -> None:
                    help="comma-separated columns whose categories are public knowledge (the cities of a state, the "
                         "codes of a codebook): read from the table as they are, without noise, and marked public "
                         "(an assumption you vouch for, not a private release); each gets a missing code whether or "
-                        "not a value is blank, since that is not public (a column never blank: declare it in "
-                        "--schema with \"public\": true, \"missing\": false)")
+                        "not a value is blank, since that is not public, drawn only where the mechanism's noisy "
+                        "counts show blanks (never blank: --schema with \"public\": true, \"missing\": false)")
     p.add_argument("--other-label", default=OTHER, help=f"the value written for categories too rare to release "
                    f"(default {OTHER!r}; missing values stay missing)")
     p.add_argument("--seed", type=seed, help="seed of every random step (same seed, same output; keep it as secret "

@@ -43,7 +43,7 @@ from . import schema as schemas
 from .domain import Domain
 from .encoding import TableEncoder
 from .errors import InputError, NotFittedError
-from .estimate import SAMPLING, Estimate
+from .estimate import SAMPLING, Estimate, synthetic_without
 from .files import atomic_write, private_folder
 from .params import as_data
 from .privacy import ADD_REMOVE, Budget, Charge, Person, approx_to_zcdp
@@ -64,6 +64,11 @@ SCHEMA_SHARE = "auto"
 #: The schema's share of delta when ``schema_share`` is ``"auto"`` (fixed before any count: the
 #: mechanism's rho is set by the rest of delta).
 AUTO_DELTA_SHARE = 0.5
+#: A column whose missing code the schema did not infer (public categories, declared columns) has
+#: it drawn only where the mechanism's measurements show blanks at this many noise stds
+#: (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`: noise alone passes once in 740 columns);
+#: its code got mass from noise alone before, and seattle_pets' species gained blanks.
+BLANK_Z = 3.0
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,10 @@ class Synthesizer:
     After :meth:`fit`, :attr:`left_out` says why each column left out was, and :attr:`thresholds`
     the noisy count a category needed to be released, for each inferred column with an
     ``other`` code (set by the budget and the column's noisy kind: post-processing), and
-    :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it).
+    :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it),
+    and :attr:`blankless` the columns whose missing code the schema did not infer and the
+    measurements do not show (``BLANK_Z``): :meth:`sample` draws none of their blanks
+    (:func:`~ektelo_pgm.estimate.synthetic_without`).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
@@ -256,6 +264,7 @@ class Synthesizer:
         self.encoder: TableEncoder | None = None
         self.estimate = None
         self.error_bars: ErrorBars | None = None
+        self.blankless: tuple = ()
         self.ledger: list[Charge] = []
         self.total: Fraction | None = None
         self.unit: str | None = None
@@ -332,6 +341,8 @@ class Synthesizer:
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
+        self.blankless = tuple(c for c, col in columns.items() if c not in open_ and col.missing
+                               and not self.error_bars.shows(c, col.size - 1, BLANK_Z))
         self.schema_declared = declared is not None
         self.left_out = {**(metadata.left_out if metadata else {}), **left_out}
         self.order = [c for c in table_order if c in columns or c in self.regenerate]
@@ -380,7 +391,8 @@ class Synthesizer:
         """``n`` synthetic records (:meth:`sample`), regenerated identifiers numbered from ``first``."""
         options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
         with self._reporting():
-            records = self.estimate.synthetic_data(n, self.rng, **options)
+            records = synthetic_without(self.estimate, n, self.rng,
+                                        {c: self.encoder.columns[c].size - 1 for c in self.blankless}, **options)
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
@@ -483,7 +495,7 @@ class Synthesizer:
             "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
-            "estimate": estimate, "error_bars": bars,
+            "estimate": estimate, "error_bars": bars, "blankless": list(self.blankless),
             **({} if self.person is None else {"person": self.person, "max_rows": self.max_rows}),
         }
         path = os.fspath(path)
@@ -522,6 +534,7 @@ class Synthesizer:
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]
         synth.estimate = Estimate.from_state(state["estimate"], arrays)
+        synth.blankless = tuple(state.get("blankless", ()))  # saved before: every missing code drawn
         synth.error_bars = ErrorBars.from_state(synth.estimate, state.get("error_bars", {"measurements": []}),
                                                 measured)  # saved before error bars: none
         return synth

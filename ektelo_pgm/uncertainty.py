@@ -74,10 +74,10 @@ def _trimmed(low: int, p: np.ndarray) -> tuple[int, np.ndarray]:
 def sum_law(low: int, p: np.ndarray, count: int) -> tuple[int, np.ndarray]:
     """The law of the sum of ``count`` independent draws of the integer law ``P[low + i] = p[i]``,
     as ``(low, probabilities)`` (exact up to :data:`TRIM` per end and rounding)."""
-    from scipy.signal import fftconvolve
-
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
         raise InputError(f"the number of draws summed must be a positive integer, got {count!r}")
+    if count > 1:  # importing scipy.signal takes 0.4 CPU s: not for one draw (a synth's 1-way blanks)
+        from scipy.signal import fftconvolve
     result = None
     power = _trimmed(low, np.asarray(p, dtype=np.float64))
     count = int(count)
@@ -209,7 +209,9 @@ class ErrorBars:
     """Error bars on the marginals of ``estimate`` from the run's ``measurements`` and, for AIM,
     its :class:`SelectionBound` (``bound``); see the module docstring.  Over a
     :class:`~ektelo_pgm.estimate.Decompressed` estimate (MST), the measurements are over the
-    merged values: a value merged with others has no measured interval of its own (NaN)."""
+    merged values: a value merged with others has no measured interval of its own (NaN); a 1-way
+    measurement over them, whose merged answer sums several draws (a larger std), holds each value
+    kept alone with the std of one answer."""
 
     def __init__(self, estimate, measurements, bound: SelectionBound | None = None):
         from .estimate import Decompressed
@@ -217,6 +219,10 @@ class ErrorBars:
         self.estimate, self.bound = estimate, bound
         self.merged = estimate if isinstance(estimate, Decompressed) else None
         self.measured_domain = estimate.domain if self.merged is None else estimate.estimate.domain
+        if self.merged is not None:
+            measurements = [Measurement(m.attrs, m.y, float(np.min(m.std)), noise=m.noise)
+                            if np.ndim(m.std) == 1 and len(m.attrs) == 1 and m.query is None else m
+                            for m in measurements]
         self.measurements = [m for m in measurements if m.query is None and m.noise is not None
                              and np.ndim(m.std) == 0 and _fits(m, self.measured_domain)]
 
@@ -240,6 +246,14 @@ class ErrorBars:
             return Interval(attrs, level, "none", counts, None, math.nan, nan, nan)
         return Interval(attrs, level, "model bound", counts, None, math.nan, np.maximum(counts - l1, 0.0),
                         counts + l1, l1)
+
+    def shows(self, attr: str, value: int, z: float) -> bool:
+        """Whether the released measurements show that the code ``value`` of ``attr`` holds records:
+        its interval at the level that leaves out ``z`` normal stds on each side (``z`` stds of
+        Gaussian noise; under Laplace noise the count it passes as rarely, by its exact law) lies
+        above 0.  False where nothing bounds the cell, or where MST merged the value with others
+        (its noisy count was below MST's threshold).  Post-processing of released values."""
+        return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
 
     def _on_values(self, table: np.ndarray, attrs) -> np.ndarray:
         """A table over the measured (merged) values as one over the estimate's values: NaN

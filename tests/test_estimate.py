@@ -208,3 +208,20 @@ def test_synthetic_data_has_the_base_signature_and_checks_in_the_base():
         vector.synthetic_data(5, method="round")
     with pytest.raises(ValueError, match="positive integer"):
         vector.synthetic_data(0)
+
+
+def test_synthetic_without_draws_from_the_estimate_given_the_value_absent():
+    """No record holds the excluded value; the rest follow the estimate's joint given it absent
+    (a's other values with their own b), and an estimate almost all on it still gives n records."""
+    from ektelo_pgm.estimate import synthetic_without
+
+    domain = Domain(["a", "b"], [3, 2])
+    vector = np.array([[30.0, 10.0], [5.0, 15.0], [25.0, 15.0]])  # a = 2: 40% of the mass
+    records = synthetic_without(VectorEstimate(domain, vector.ravel()), 40_000, np.random.default_rng(0),
+                                {"a": 2}).records
+    assert len(records) == 40_000 and not (records[:, 0] == 2).any()
+    joint = np.bincount(records[:, 0] * 2 + records[:, 1], minlength=6).reshape(3, 2) / 40_000
+    np.testing.assert_allclose(joint[:2], vector[:2] / vector[:2].sum(), atol=0.01)
+    almost = VectorEstimate(domain, np.array([1e-9, 0, 0, 0, 1.0, 1.0]))
+    records = synthetic_without(almost, 500, np.random.default_rng(1), {"a": 2}).records
+    assert len(records) == 500 and not (records[:, 0] == 2).any()

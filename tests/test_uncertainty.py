@@ -204,3 +204,38 @@ def test_aim_model_bounds_hold_by_simulation(data):
                 drift = bound.terms[attrs][2]
                 assert drift == pytest.approx(np.abs(bound.scored.project(attrs) - result.estimate.project(attrs)).sum())
     assert len(held) >= 12 and np.mean(held) >= 0.95
+
+
+def test_shows_a_value_above_z_stds_of_its_measured_noise():
+    """A value's noisy count shows records from z noise stds (Gaussian: 3 stds, 30 for std 10); under
+    Laplace noise of the same std, from the count its heavier tail passes as rarely (higher)."""
+    from ektelo_pgm.measurement import Measurement
+
+    domain = Domain(["a", "b"], [4, 2])
+    estimate = FactoredEstimate.uniform(domain, 100)
+    for law, bar in ((NoiseLaw("gaussian", 100.0), 30), (NoiseLaw("laplace", 10 / math.sqrt(2)), 42)):
+        m = Measurement(("a",), [bar + 2, bar - 2, 0.0, -40.0], law.std, noise=law)
+        bars = ErrorBars(estimate, [m])
+        assert [bars.shows("a", v, 3.0) for v in range(4)] == [True, False, False, False]
+    assert not bars.shows("b", 0, 3.0) and not bars.shows("b", 0, 0.1)  # nothing measured on b
+
+
+def test_msts_one_way_measurement_holds_the_values_it_kept_alone():
+    """MST's 1-way measurement of a column whose rare values it merged has one std per answer
+    (the merged answer sums several draws): it was left out, and the column's values took the
+    interval of a 2-way measurement summed down (std 431 for 64 on seattle_pets' zip codes at
+    epsilon 0.3).  Each value kept alone now takes the 1-way's own std and law."""
+    from ektelo_pgm.mechanisms import MST
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    c = rng.choice(6, n, p=[0.5, 0.3, 0.197, 0.001, 0.001, 0.001])
+    data = Dataset(np.column_stack([c, (c + rng.integers(0, 2, n)) % 3]), Domain(["c", "e"], [6, 3]))
+    result = MST(iters=50).run(data, Budget.zcdp(0.02), 0)
+    one_way = next(m for m in result.measurements if m.attrs == ("c",))
+    assert np.ndim(one_way.std) == 1 and result.estimate.group_size["c"].max() > 1  # rare values merged
+    interval = ErrorBars(result.estimate, result.measurements).marginal(("c",))
+    assert interval.std_error == pytest.approx(one_way.std.min())
+    kept = result.estimate.group_size["c"][result.estimate.codes["c"]] == 1
+    assert not np.isnan(interval.lower[kept]).any() and np.isnan(interval.lower[~kept]).all()
+    np.testing.assert_allclose(interval.measured[kept], one_way.y[result.estimate.codes["c"][kept]])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 
 from .base import (ENGINE_ESTIMATES, SAMPLING, Estimate, UnmeasuredAttributeWarning, round_conditional,
-                   synthetic_attrs)
+                   synthetic_attrs, synthetic_without)
 from .bayes_net import BayesNet
 from .decompressed import Decompressed
 from .mixtures import AverageEstimate, MixtureEstimate

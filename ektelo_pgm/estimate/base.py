@@ -1,7 +1,7 @@
 """The contract every estimate meets (:class:`Estimate`: ``project``, ``answer``,
 ``synthetic_data``, ``total``, saving), and what the estimates share in drawing records: the
-attributes drawn (:func:`synthetic_attrs`) and the rounding of conditional tables
-(:func:`round_conditional`)."""
+attributes drawn (:func:`synthetic_attrs`), the rounding of conditional tables
+(:func:`round_conditional`) and records drawn given values absent (:func:`synthetic_without`)."""
 from __future__ import annotations
 
 import importlib
@@ -85,6 +85,50 @@ def round_conditional(groups: np.ndarray, cond: np.ndarray, rng: np.random.Gener
     values = np.empty(n, dtype=np.int64)
     values[order] = cells
     return values
+
+#: Rounds in which :func:`synthetic_without` draws again the records it is short of.
+REDRAWS = 8
+
+
+def synthetic_without(estimate: "Estimate", n: int, rng: np.random.Generator, excluded: dict,
+                      **options) -> Dataset:
+    """``n`` records of ``estimate`` (its :meth:`~Estimate.synthetic_data` with ``options``), none of
+    which holds the value ``excluded[a]`` (a code) of an attribute ``a``: drawn from the estimate
+    given that none does, by rejection, so that every column keeps the estimate's joint with the
+    others.  The records short are drawn again, in rounds sized by the share kept so far; if
+    ``REDRAWS`` rounds leave some short (an estimate that puts nearly all its mass on an excluded
+    value), those are rejected records whose excluded values are replaced by draws from the
+    attribute's estimated counts without it.  Post-processing of the estimate."""
+    domain = estimate.domain
+    where = {domain.attrs.index(a): code for a, code in excluded.items()}
+
+    def clear(records):
+        return np.logical_and.reduce([records[:, j] != code for j, code in where.items()]) \
+            if where else np.ones(len(records), dtype=bool)
+
+    drawn = estimate.synthetic_data(n, rng, **options).records
+    ok = clear(drawn)
+    kept, tried, rejected = [drawn[ok]], n, drawn[~ok]
+    for _ in range(REDRAWS):
+        short = n - sum(len(k) for k in kept)
+        if not short:
+            break
+        share = max(sum(len(k) for k in kept) / tried, 1.0 / 16)
+        drawn = estimate.synthetic_data(min(int(1.25 * short / share) + 16, 16 * n), rng, **options).records
+        ok = clear(drawn)
+        kept.append(drawn[ok][rng.permutation(int(ok.sum()))[:short]])  # at random: an estimate may sort
+        tried, rejected = tried + len(drawn), drawn[~ok]
+    short = n - sum(len(k) for k in kept)
+    if short:
+        rest = rejected[rng.permutation(len(rejected))[:short]]
+        for j, code in where.items():
+            weights = np.maximum(np.asarray(estimate.project([domain.attrs[j]]), dtype=np.float64), 0.0) + 1e-12
+            weights[code] = 0.0
+            hit = rest[:, j] == code
+            rest[hit, j] = rng.choice(weights.size, int(hit.sum()), p=weights / weights.sum())
+        kept.append(rest)
+    return Dataset(np.concatenate(kept)[:n], domain)
+
 
 class Estimate(ABC):
     """An estimated distribution of records over ``domain``, in counts.

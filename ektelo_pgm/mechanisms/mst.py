@@ -77,7 +77,9 @@ class Compression:
 
     def compress_measurement(self, m: Measurement) -> Measurement:
         """A 1-way marginal measurement re-expressed over the compressed values: the merged code's
-        answer is the sum of its values' answers, with the root-sum-square of their stds."""
+        answer is the sum of its values' answers, with the root-sum-square of their stds; its noise
+        law is that of each value's answer (:class:`~ektelo_pgm.uncertainty.ErrorBars` uses it for
+        the values kept alone)."""
         a = m.attrs[0]
         keep = self.kept[a]
         if keep.all():
@@ -85,7 +87,7 @@ class Compression:
         std = np.broadcast_to(np.asarray(m.std, dtype=np.float64), m.y.shape)
         y = np.append(m.y[keep], m.y[~keep].sum())
         std = np.append(std[keep], math.sqrt(float(np.sum(std[~keep] ** 2))))
-        return Measurement((a,), y, std)
+        return Measurement((a,), y, std, noise=m.noise)
 
 
 def pair_scores(data: Dataset, estimate: Estimate, pairs) -> np.ndarray:

@@ -27,7 +27,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * any other sdtype (``email``, ``address``, ``unknown``, ...): left out, with a note.
 
 Every declared column takes ``"missing": false`` when it is never blank (default true: a missing
-code) and ``"bins"``; a categorical one ``"other"``.  Reading metadata spends nothing and reads no
+code, whose blanks synthetic records hold only where the mechanism's measurements show them)
+and ``"bins"``; a categorical one ``"other"``.  Reading metadata spends nothing and reads no
 data; an error is one line naming the file and the column.  Bins from bounds alone put a heaped
 column (movies' lengths, 1 to 5,220 minutes, most 80-120) in one or two bins: 1-way TVD 0.34
 on its deciles, where placed privately 0.01."""
