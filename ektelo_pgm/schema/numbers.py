@@ -22,6 +22,8 @@ from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEX
 
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
+#: Noise stds at which a part of a range's end is noticed where none surely holds numbers (:func:`_placed`).
+NOTICE_Z = 2.0
 #: Digits a refined cell gains at most: its tenths, hundredths and thousandths.
 FINE_DEPTH = 3
 #: Noise stds by which the children of a node that cannot be told from empty may hold more than
@@ -207,34 +209,25 @@ def _end(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool
     """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
     decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
     of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
-    cannot hold one are left out where the decade has others), surely holding numbers past the
-    bar of all its tests (an empty tenth passes about once in 740 ends however many lie beyond
-    the numbers); in it the cell placed likewise, past the bar of one test each (a cell's error
-    is at most a tenth); below that, the first of the :func:`_parts` of each node split.  So the
-    range holds every node that surely holds numbers, clips no tenth or cell next to it that
-    surely holds some, and passes the numbers by less than the finest node the noise lets it
-    tell apart (which only widens an end bin)."""
+    cannot hold one are left out where the decade has others), at bars that halve from the inner
+    tenth out (:func:`_halving`: an empty tenth is taken about once in 370 ends however many lie
+    beyond the numbers); in that tenth the cell placed likewise, at bars twice as lenient (a
+    cell's error is at most its tenth); below that, the first of the :func:`_parts` of each node
+    split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
+    to it that surely holds some, and passes the numbers by less than the finest node the noise
+    lets it tell apart (which only widens an end bin)."""
     step = -1 if reverse else 1
     cells = np.flatnonzero(LEVELS[0] == kept)
     if integer and CELL_HOLDS_WHOLE[cells].any():
         cells = cells[CELL_HOLDS_WHOLE[cells]]
     tenths, estimates, variances = _tenths(levels, cells, step)
-    tenth = tenths[_placed(estimates, variances, levels[0][kept], r)]
+    tenth = tenths[_placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
     cells = cells[LEVELS[1][cells] == tenth][::step]
-    node = (int(cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r)]), 0, 0)
+    cell = cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
+    node = (int(cell), 0, 0)
     while (parts := _parts(node, fine, r)):
         node = parts[::step][0][0]
     return node
-
-
-def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Release) -> int:
-    """Index of the part of a whole (of noisy count ``total``) where a range starts, from the noisy
-    ``estimates`` of its parts from one end (of noise variances ``variances`` times ``r.std``
-    squared): the first that surely holds numbers, alone or with those beyond it, past the
-    :func:`_bar` of ``tests`` tests (:func:`_first`; none: the outermost, numbers spread too thin
-    for the noise to place them kept whole rather than clipped), then out while the next alone
-    or all beyond together surely hold some (:func:`_widened`)."""
-    return _widened(estimates, variances, _first(estimates, variances, r), r, total)
 
 
 def _tenths(levels, cells: np.ndarray, step: int) -> tuple:
@@ -251,11 +244,46 @@ def _tenths(levels, cells: np.ndarray, step: int) -> tuple:
     return tenths[::step], ((levels[1][tenths] + sums / sizes) / precision)[::step], (1.0 / precision)[::step]
 
 
+def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Release, shares: np.ndarray) -> int:
+    """Index of the part of a whole (of noisy count ``total``) where a range starts, from the noisy
+    ``estimates`` of its parts from the outer end (of noise variances ``variances`` times
+    ``r.std`` squared): the first that surely holds numbers (:func:`_first`, at ``shares`` of
+    ``RANGE_MISS``); where none does, the first noticeable one (``NOTICE_Z`` stds: weather's day
+    31, 756 records at noise std 268, where the range reached 39), or else the outer one
+    (numbers spread too thin for the noise to place them are kept whole rather than clipped);
+    then out while the next alone or all beyond together surely hold some (:func:`_widened`)."""
+    first = _first(estimates, variances, r, shares)
+    if first is None:
+        noticed = np.flatnonzero(estimates >= NOTICE_Z * r.std * np.sqrt(variances))
+        first = int(noticed[0]) if noticed.size else 0
+    return _widened(estimates, variances, first, r, total)
+
+
+def _halving(n: int) -> np.ndarray:
+    """Shares of ``RANGE_MISS`` for ``n`` parts from the outer end, halving from the inner end out
+    (1/4, 1/8, ...): for each of :func:`_first`'s two tests, they sum to less than a half."""
+    return 0.5 ** (1 + n - np.arange(n))
+
+
+def _first(estimates: np.ndarray, variances: np.ndarray, r: Release, shares: np.ndarray) -> int | None:
+    """Index of the first of the noisy ``estimates`` (of noise variances ``variances`` times
+    ``r.std`` squared), from the outer end, that surely holds numbers, or at which their running
+    sum surely does (a thin tail before it), whichever comes first; None when none does.
+    Surely: past :func:`_bar` at its part's share of ``RANGE_MISS`` (``shares``, each test), so
+    that with :func:`_halving` an empty part far beyond the numbers needs more than one next to
+    them (at three stds each, txhousing's year reached 9,999 from a tenth of noise at 3.2 stds,
+    six empty tenths beyond its years, in one schema of sixty at epsilon 0.3)."""
+    alone = estimates >= _bar(r, shares, np.sqrt(variances) * r.std)
+    running = np.cumsum(estimates) >= _bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
+    sure = alone | running
+    return int(np.argmax(sure)) if sure.any() else None
+
+
 def _bar(r: Release, shares, std) -> np.ndarray:
     """The noisy estimates of noise stds ``std`` that estimates of nothing pass with probabilities
-    at most ``shares`` of ``RANGE_MISS`` (shares summing to at most one: the union bound keeps
-    any passing at ``RANGE_MISS``), under Gaussian noise; under Laplace noise, a count's such
-    bar (heavier tails) in units of ``std``."""
+    at most ``shares`` of ``RANGE_MISS`` (by the union bound, any of them at most their sum
+    times it), under Gaussian noise; under Laplace noise, a count's such bar (heavier tails) in
+    units of ``std``."""
     shares, std = np.broadcast_arrays(np.asarray(shares, dtype=float), np.asarray(std, dtype=float))
     if r.notion == "zcdp":
         return np.array([NormalDist().inv_cdf(1.0 - RANGE_MISS * share) for share in shares.ravel()]) * std.ravel()
@@ -264,31 +292,15 @@ def _bar(r: Release, shares, std) -> np.ndarray:
         * std.ravel() / r.std
 
 
-def _first(estimates: np.ndarray, variances: np.ndarray, r: Release) -> int:
-    """Index of the first of the noisy ``estimates`` (of noise variances ``variances`` times
-    ``r.std`` squared), from the outer end, that surely holds numbers, or at which their running
-    sum surely does (a thin tail before it), whichever comes first; 0 (the outer one) when none
-    does: numbers spread too thin for the noise to place them are kept whole rather than clipped.
-    Surely: past :func:`_bar`, of a share of ``RANGE_MISS`` that halves from the inner end out
-    (1/4, 1/8, ... for each of the two tests), so that an end is placed on an empty part about
-    once in 740 however many lie beyond the numbers, the parts next to the numbers tested
-    nearly as at three stds, those far beyond more strictly (at three stds each, txhousing's
-    year reached 9,999 from a tenth of noise at 3.2 stds, six empty tenths beyond its years)."""
-    shares = 0.5 ** (1 + estimates.size - np.arange(estimates.size))
-    alone = estimates >= _bar(r, shares, np.sqrt(variances) * r.std)
-    running = np.cumsum(estimates) >= _bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
-    return int(np.argmax(alone | running))
-
-
 def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Release, total: float) -> int:
     """``first`` moved out over the noisy ``estimates`` before it (of the parts of a whole of noisy
-    count ``total``, from one end), while the next alone or all before it together surely hold
-    numbers (past :func:`_bar` of one test each: an empty one passes about once in 740).  All
-    before it are told twice, by their sum and by ``total`` less the other estimates, weighed by
-    their noise: the open credit lines of a loan table (10-19: 47% of them, sure; 20 to 51: 10%,
-    none of these tenths sure alone at noise std 204) are not clipped into 19, nor txhousing's
-    first month into its second (let go before while less than 2% of its numbers, up to 2.5
-    stds: 717 records against 463, at noise std 208)."""
+    count ``total``, from the outer end), while the next alone or all before it together surely
+    hold numbers (past :func:`_bar` of one test each: an empty one passes about once in 740).
+    All before it are told twice, by their sum and by ``total`` less the other estimates,
+    weighed by their noise: the open credit lines of a loan table (10-19: 47% of them, sure; 20
+    to 51: 10%, none of these tenths sure alone at noise std 204) are not clipped into 19, nor
+    txhousing's first month into its second (717 records, let go before while under 2% of the
+    numbers plus 2.5 stds)."""
     while first:
         before, after = variances[:first].sum(), 1.0 + variances[first:].sum()  # in units of std^2
         precision = 1.0 / before + 1.0 / after
@@ -374,15 +386,15 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
 def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np.ndarray:
     """The decades of a column's range, ascending, from the noisy decade counts ``levels[0]`` of its
     ``numbers`` (a noisy count; None: the release's whole and fractional :attr:`Release.kinds`,
-    without point masses taken out): those reaching the release's
-    ``decade_bar`` (of a column of whole numbers, ``integer``, those that can hold one: an empty
-    ``[-0.0001, 0)`` at 4.9 stds set txhousing's first month at 0), then, while the decades from the lowest to the highest surely hold less than
-    all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the difference), the next
-    decade below or above them with the larger noisy count (of a column of whole numbers: the
-    next that can hold one, so zero's after the ones), as long as it is positive.  A lone decade
-    needs the high bar, for an empty one to stretch a range by orders of magnitude; numbers
-    spread thin over several decades (counts of cases from 0 to 10^5) are kept rather than all
-    but the fullest decade's clipped into it."""
+    without point masses taken out): those reaching the release's ``decade_bar`` (of a column of
+    whole numbers, ``integer``, those that can hold one: an empty ``[-0.0001, 0)`` at 4.9 stds
+    started a column of months at 0), then, while the decades from the lowest to the highest
+    surely hold less than all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the
+    difference), the next decade below or above them with the larger noisy count (of a column
+    of whole numbers: the next that can hold one, so zero's after the ones), as long as it is
+    positive.  A lone decade needs the high bar, for an empty one to stretch a range by orders
+    of magnitude; numbers spread thin over several decades (counts of cases from 0 to 10^5) are
+    kept rather than all but the fullest decade's clipped into it."""
     counts = levels[0]
     numbers = r.kinds["whole"] + r.kinds["fractional"] if numbers is None else numbers
     possible = np.flatnonzero(HOLDS_WHOLE) if integer else np.arange(counts.size)
