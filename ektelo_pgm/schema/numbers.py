@@ -210,8 +210,8 @@ def _end(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool
     decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
     of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
     cannot hold one are left out where the decade has others), at bars that halve from the inner
-    tenth out (:func:`_halving`: an empty tenth is taken about once in 370 ends however many lie
-    beyond the numbers); in that tenth the cell placed likewise, at bars twice as lenient (a
+    tenth out (:func:`_halving`: with the widening, an empty tenth is taken in at most about one
+    end of 250 however many lie beyond the numbers); in that tenth the cell placed likewise, at bars twice as lenient (a
     cell's error is at most its tenth); below that, the first of the :func:`_parts` of each node
     split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
     to it that surely holds some, and passes the numbers by less than the finest node the noise
