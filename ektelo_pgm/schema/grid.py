@@ -42,13 +42,17 @@ def _groups(per: int) -> np.ndarray:
 LEVELS = (_groups(90), _groups(10), _groups(1))
 
 
+#: Whether each cell can hold a whole number (``[1.0, 1.1)`` does, ``[1.1, 1.2)`` does not; the outer
+#: cells do).
+CELL_HOLDS_WHOLE = (np.ceil(LOWER) < UPPER) | (np.arange(N_CELLS) == 0) | (np.arange(N_CELLS) == N_CELLS - 1)
+
+
 def _holds_whole() -> np.ndarray:
     """Whether each decade can hold a whole number (zero's does; those strictly between -1 and 1
-    do not)."""
-    lower, upper = np.full(LEVELS[0].max() + 1, np.inf), np.full(LEVELS[0].max() + 1, -np.inf)
-    np.minimum.at(lower, LEVELS[0], LOWER)
-    np.maximum.at(upper, LEVELS[0], UPPER)
-    return np.ceil(lower) < upper
+    do not): whether one of its cells can."""
+    holds = np.zeros(LEVELS[0].max() + 1, dtype=bool)
+    np.logical_or.at(holds, LEVELS[0], CELL_HOLDS_WHOLE)
+    return holds
 
 
 HOLDS_WHOLE = _holds_whole()

@@ -61,7 +61,8 @@ class Release:
     counts, ``decimals``, the decimals that tell the column's numbers apart (None: full
     precision), ``distinct``, the noisy number of distinct whole numbers, and ``time_unit``, the
     unit in seconds (of TIME_UNITS) that a column of times is written in.  ``time_format``: a
-    column of times in that format, whose numbers are whole seconds (:func:`column_values`)."""
+    column of times in that format, whose numbers are whole seconds (:func:`column_values`).
+    ``notion``: the budget's, whose noise the counts have (``"zcdp"``: discrete Gaussian)."""
 
     name: str
     kinds: dict
@@ -80,6 +81,7 @@ class Release:
     distinct: float | None = None
     time_format: str | None = None
     time_unit: int | None = None
+    notion: str = "zcdp"
 
 
 def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
@@ -137,7 +139,7 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
         levels = [np.zeros(group.max() + 1) for group in LEVELS]
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std, kind_bar,
                    noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), noise_bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
-                   time_format=time_format)
+                   time_format=time_format, notion=budget.notion)
 
 
 class _Blocks:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from statistics import NormalDist
 
 import numpy as np
 
@@ -15,17 +16,14 @@ from ..privacy import Budget
 from ..table_io import as_float
 from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
 from .counts import chunks
-from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
+from .grid import CELL_HOLDS_WHOLE, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
-                        noise_bar, noisy_counts)
+                        noise_bar, noisy_counts, release_threshold)
 
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
-#: Noise stds by which the tenths of a decade beyond a range's end must pass ``TAIL_SHARE`` of the
-#: numbers for the end to take them in (:func:`_widened`): noise alone passes it at about one end
-#: in 160; at two stds ames' longitude (0.12 degrees) came out 204 times as wide in one schema of
-#: ten, at one its latitude, longitude and year of sale hundreds of times in one of three.
-SPREAD_Z = 2.5
+#: Noise stds at which a part of a range's end is noticed where none surely holds numbers (:func:`_placed`).
+NOTICE_Z = 2.0
 #: Digits a refined cell gains at most: its tenths, hundredths and thousandths.
 FINE_DEPTH = 3
 #: Noise stds by which the children of a node that cannot be told from empty may hold more than
@@ -207,51 +205,108 @@ def _fullest(nodes: list, fine: dict, cells: np.ndarray) -> list:
     return [nodes[k] for k in sorted([0, len(nodes) - 1] + order[:FINE_NODES - 2])]
 
 
-def _end(levels, fine: dict, r: Release, kept: int, reverse: bool, numbers: float) -> tuple:
+def _end(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool) -> tuple:
     """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
-    decade ``kept``: its first tenth (``reverse``: its last) that surely holds numbers, alone or
-    with those beyond it (:func:`_first`), or that the tenths beyond it, surely holding more than
-    ``TAIL_SHARE`` of the column's ``numbers``, reach (:func:`_widened`); in it the first cell
-    that surely holds numbers; below that, the first of the :func:`_parts` of each node split.  So
-    the range holds every node that surely holds numbers, clips no tenths that surely hold many,
-    and passes the numbers by less than the finest node the noise lets it tell apart (which only
-    widens an end bin)."""
+    decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
+    of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
+    cannot hold one are left out where the decade has others), at bars that halve from the inner
+    tenth out (:func:`_halving`: with the widening, an empty tenth is taken in at most about one
+    end of 250 however many lie beyond the numbers); in that tenth the cell placed likewise, at bars twice as lenient (a
+    cell's error is at most its tenth); below that, the first of the :func:`_parts` of each node
+    split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
+    to it that surely holds some, and passes the numbers by less than the finest node the noise
+    lets it tell apart (which only widens an end bin)."""
     step = -1 if reverse else 1
     cells = np.flatnonzero(LEVELS[0] == kept)
-    tenths = np.unique(LEVELS[1][cells])[::step]
-    counts = levels[1][tenths]
-    tenth = tenths[_widened(counts, _first(counts, r), r, numbers, levels[0][kept])]
+    if integer and CELL_HOLDS_WHOLE[cells].any():
+        cells = cells[CELL_HOLDS_WHOLE[cells]]
+    tenths, estimates, variances = _tenths(levels, cells, step)
+    tenth = tenths[_placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
     cells = cells[LEVELS[1][cells] == tenth][::step]
-    node = (int(cells[_first(levels[2][cells], r)]), 0, 0)
+    cell = cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
+    node = (int(cell), 0, 0)
     while (parts := _parts(node, fine, r)):
         node = parts[::step][0][0]
     return node
 
 
-def _first(counts: np.ndarray, r: Release) -> int:
-    """Index of the first of the noisy ``counts`` that surely holds numbers (``r.tenth_bar``), or
-    at which their running sum surely does (``RANGE_Z`` stds of the sum: a thin tail before it),
-    whichever comes first; 0 (the outer one) when none does alone: numbers spread too thin for
-    the noise to place them are kept whole rather than clipped."""
-    alone = counts >= r.tenth_bar
-    if not alone.any():
-        return 0
-    sure = alone | (np.cumsum(counts) >= RANGE_Z * r.std * np.sqrt(np.arange(1, counts.size + 1)))
-    return int(np.argmax(sure))
+def _tenths(levels, cells: np.ndarray, step: int) -> tuple:
+    """``(tenths, estimates, variances)``: the tenths of ``cells`` in order (``step`` -1: descending)
+    and an estimate of the numbers in each, its noisy count and the sum of the noisy counts of
+    its ``cells`` weighed by their noise (variances in units of ``Release.std`` squared: every
+    level has the same noise).  For whole numbers below ten the cell is the number, and a tenth
+    is told twice as well as alone (txhousing's month 1 at noise std 208: 717 records)."""
+    tenths = np.unique(LEVELS[1][cells])
+    at = np.searchsorted(tenths, LEVELS[1][cells])
+    sums = np.bincount(at, weights=levels[2][cells], minlength=tenths.size)
+    sizes = np.bincount(at, minlength=tenths.size)
+    precision = 1.0 + 1.0 / sizes
+    return tenths[::step], ((levels[1][tenths] + sums / sizes) / precision)[::step], (1.0 / precision)[::step]
 
 
-def _widened(counts: np.ndarray, first: int, r: Release, numbers: float, total: float) -> int:
-    """``first`` moved out over the noisy ``counts`` before it (the tenths of a decade of noisy
-    count ``total``, from one end), the nearest first, while together they surely hold more than
-    ``TAIL_SHARE`` of the column's ``numbers`` (by ``SPREAD_Z`` stds).  Their number is told twice,
-    by their sum and by ``total`` less the other counts, and the two are weighed by their noise:
-    the open credit lines of a loan table (10-19: 47% of them, sure; 20 to 51: 10%, none of these
-    tenths sure alone at noise std 204) are not clipped into 19."""
+def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Release, shares: np.ndarray) -> int:
+    """Index of the part of a whole (of noisy count ``total``) where a range starts, from the noisy
+    ``estimates`` of its parts from the outer end (of noise variances ``variances`` times
+    ``r.std`` squared): the first that surely holds numbers (:func:`_first`, at ``shares`` of
+    ``RANGE_MISS``); where none does, the first noticeable one (``NOTICE_Z`` stds: weather's day
+    31, 756 records at noise std 268, where the range reached 39), or else the outer one
+    (numbers spread too thin for the noise to place them are kept whole rather than clipped);
+    then out while the next alone or all beyond together surely hold some (:func:`_widened`)."""
+    first = _first(estimates, variances, r, shares)
+    if first is None:
+        noticed = np.flatnonzero(estimates >= NOTICE_Z * r.std * np.sqrt(variances))
+        first = int(noticed[0]) if noticed.size else 0
+    return _widened(estimates, variances, first, r, total)
+
+
+def _halving(n: int) -> np.ndarray:
+    """Shares of ``RANGE_MISS`` for ``n`` parts from the outer end, halving from the inner end out
+    (1/4, 1/8, ...): for each of :func:`_first`'s two tests, they sum to less than a half."""
+    return 0.5 ** (1 + n - np.arange(n))
+
+
+def _first(estimates: np.ndarray, variances: np.ndarray, r: Release, shares: np.ndarray) -> int | None:
+    """Index of the first of the noisy ``estimates`` (of noise variances ``variances`` times
+    ``r.std`` squared), from the outer end, that surely holds numbers, or at which their running
+    sum surely does (a thin tail before it), whichever comes first; None when none does.
+    Surely: past :func:`_bar` at its part's share of ``RANGE_MISS`` (``shares``, each test), so
+    that with :func:`_halving` an empty part far beyond the numbers needs more than one next to
+    them (at three stds each, txhousing's year reached 9,999 from a tenth of noise at 3.2 stds,
+    six empty tenths beyond its years, in one schema of sixty at epsilon 0.3)."""
+    alone = estimates >= _bar(r, shares, np.sqrt(variances) * r.std)
+    running = np.cumsum(estimates) >= _bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
+    sure = alone | running
+    return int(np.argmax(sure)) if sure.any() else None
+
+
+def _bar(r: Release, shares, std) -> np.ndarray:
+    """The noisy estimates of noise stds ``std`` that estimates of nothing pass with probabilities
+    at most ``shares`` of ``RANGE_MISS`` (by the union bound, any of them at most their sum
+    times it), under Gaussian noise; under Laplace noise, a count's such bar (heavier tails) in
+    units of ``std``."""
+    shares, std = np.broadcast_arrays(np.asarray(shares, dtype=float), np.asarray(std, dtype=float))
+    if r.notion == "zcdp":
+        return np.array([NormalDist().inv_cdf(1.0 - RANGE_MISS * share) for share in shares.ravel()]) * std.ravel()
+    scale = r.std / math.sqrt(2.0)
+    return np.array([release_threshold(r.notion, scale, RANGE_MISS * share) - 1.0 for share in shares.ravel()]) \
+        * std.ravel() / r.std
+
+
+def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Release, total: float) -> int:
+    """``first`` moved out over the noisy ``estimates`` before it (of the parts of a whole of noisy
+    count ``total``, from the outer end), while the next alone or all before it together surely
+    hold numbers (past :func:`_bar` of one test each: an empty one passes about once in 740).
+    All before it are told twice, by their sum and by ``total`` less the other estimates,
+    weighed by their noise: the open credit lines of a loan table (10-19: 47% of them, sure; 20
+    to 51: 10%, none of these tenths sure alone at noise std 204) are not clipped into 19, nor
+    txhousing's first month into its second (717 records, let go before while under 2% of the
+    numbers plus 2.5 stds)."""
     while first:
-        before, after = first, counts.size - first + 1  # the noisy counts in each estimate
-        precision = 1.0 / before + 1.0 / after  # of the weighed estimate, in units of 1 / std^2
-        outside = (counts[:first].sum() / before + (total - counts[first:].sum()) / after) / precision
-        if outside < TAIL_SHARE * numbers + SPREAD_Z * r.std / math.sqrt(precision):
+        before, after = variances[:first].sum(), 1.0 + variances[first:].sum()  # in units of std^2
+        precision = 1.0 / before + 1.0 / after
+        outside = (estimates[:first].sum() / before + (total - estimates[first:].sum()) / after) / precision
+        near = estimates[first - 1] >= _bar(r, 1.0, math.sqrt(variances[first - 1]) * r.std)[0]
+        if not near and outside < _bar(r, 1.0, r.std / math.sqrt(precision))[0]:
             break
         first -= 1
     return first
@@ -331,20 +386,21 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
 def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np.ndarray:
     """The decades of a column's range, ascending, from the noisy decade counts ``levels[0]`` of its
     ``numbers`` (a noisy count; None: the release's whole and fractional :attr:`Release.kinds`,
-    without point masses taken out): those reaching the release's
-    ``decade_bar``, then, while the decades from the lowest to the highest surely hold less than
-    all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the difference), the next
-    decade below or above them with the larger noisy count (of a column of whole numbers: the
-    next that can hold one, so zero's after the ones), as long as it is positive.  A lone decade
-    needs the high bar, for an empty one to stretch a range by orders of magnitude; numbers
-    spread thin over several decades (counts of cases from 0 to 10^5) are kept rather than all
-    but the fullest decade's clipped into it."""
+    without point masses taken out): those reaching the release's ``decade_bar`` (of a column of
+    whole numbers, ``integer``, those that can hold one: an empty ``[-0.0001, 0)`` at 4.9 stds
+    started a column of months at 0), then, while the decades from the lowest to the highest
+    surely hold less than all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the
+    difference), the next decade below or above them with the larger noisy count (of a column
+    of whole numbers: the next that can hold one, so zero's after the ones), as long as it is
+    positive.  A lone decade needs the high bar, for an empty one to stretch a range by orders
+    of magnitude; numbers spread thin over several decades (counts of cases from 0 to 10^5) are
+    kept rather than all but the fullest decade's clipped into it."""
     counts = levels[0]
     numbers = r.kinds["whole"] + r.kinds["fractional"] if numbers is None else numbers
-    kept = list(np.flatnonzero(counts >= r.decade_bar))
+    possible = np.flatnonzero(HOLDS_WHOLE) if integer else np.arange(counts.size)
+    kept = list(possible[counts[possible] >= r.decade_bar])
     if not kept:
         return np.array(kept, dtype=np.int64)
-    possible = np.flatnonzero(HOLDS_WHOLE) if integer else np.arange(counts.size)
     while True:
         inside = possible[(possible >= kept[0]) & (possible <= kept[-1])]
         spread = NOISE_Z * math.sqrt(inside.size * r.std ** 2 + 2 * r.kind_std ** 2)
@@ -366,8 +422,8 @@ def whole_span(r: Release):
     kept = _kept(r.levels, r, True, numbers)
     if not kept.size:
         return None
-    first = _end(r.levels, r.fine, r, kept[0], reverse=False, numbers=numbers)
-    last = _end(r.levels, r.fine, r, kept[-1], reverse=True, numbers=numbers)
+    first = _end(r.levels, r.fine, r, kept[0], reverse=False, integer=True)
+    last = _end(r.levels, r.fine, r, kept[-1], reverse=True, integer=True)
     if first[0] == 0 or last[0] == N_CELLS - 1:
         return None
     lo, hi = math.ceil(_edges(first)[0]), math.ceil(_edges(last)[1]) - 1
@@ -419,8 +475,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     numbers -= sum(r.values[v] for v in points)
     kept = _kept(levels, r, integer, numbers)
     if kept.size:
-        lo = _edges(_end(levels, fine, r, kept[0], reverse=False, numbers=numbers))[0]
-        hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, numbers=numbers))[1]
+        lo = _edges(_end(levels, fine, r, kept[0], reverse=False, integer=integer))[0]
+        hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, integer=integer))[1]
         _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
