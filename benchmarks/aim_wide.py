@@ -34,11 +34,10 @@ DOC = harness.Doc(
     title="AIM on a wide table: 3-way candidates within a budget against 2-way only",
     rerun=".venv/bin/python benchmarks/aim_wide.py --settings linked 3-way 2-way --seeds 0",
     reading="""
-With a uniform sample of the 3-way candidates (1.7% of them a round) AIM was less accurate than 2-way only.
-With only the triples two of whose pairs it measured together (`linked`) its 3-way TVD was 0.0253 against 0.0259
-for 2-way only, 2-way TVD 0.0117 against 0.0116, in 213 CPU s against 270 (one seed, epsilon 1, a loaded machine).
-A 2% margin on one seed, and `linked` lost on the 40-column bn40 (2-way TVD 0.0114 against 0.0094): the steward
-keeps every 2-way marginal above 16 columns until more seeds decide.""",
+Over three seeds, neither way of offering 3-way candidates beat every 2-way marginal on this table: 3-way TVD
+0.0253, 0.0266, 0.0283 with the linked triples (`linked`) against 0.0259, 0.0259, 0.0263 for 2-way only, 2-way
+TVD 0.0117-0.0130 against 0.0116-0.0118; a uniform sample of the 3-way candidates (1.7% a round, one seed) was
+worse still.  Each took 80-420 CPU s.  The steward keeps every 2-way marginal above 16 columns.""",
     results=("aim_wide.json",))
 
 REPO = harness.REPO
