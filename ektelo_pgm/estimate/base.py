@@ -86,6 +86,7 @@ def round_conditional(groups: np.ndarray, cond: np.ndarray, rng: np.random.Gener
     values[order] = cells
     return values
 
+
 #: Rounds in which :func:`synthetic_without` draws again the records it is short of.
 REDRAWS = 8
 
