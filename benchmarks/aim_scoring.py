@@ -40,8 +40,9 @@ DOC = harness.Doc(
     rerun=".venv/bin/python benchmarks/aim_scoring.py --data bn40 --rounds 30 55 --code ../aim-base",
     reading="""
 Each side is a checkout (this one, or another one named by its folder) timed on the same saved AIM states on
-the date given, so a change of the scoring is measured alone (each side's commit is in the JSON), with the largest difference of its counts against the first side (rounding
-only).  The scoring of bn40's late rounds is where AIM spends most of its time ("Where AIM's time goes").""",
+the date given, so a change of the scoring is measured alone (each side's commit is in the JSON), with the
+largest difference of its counts against the first side (rounding only).  The scoring of bn40's late rounds
+is where AIM spends most of its time ("Where AIM's time goes").""",
     results=("aim_scoring.json",))
 
 
@@ -130,7 +131,8 @@ def measure(args) -> None:
 
 def tables(results: dict) -> str:
     rows = results["aim_scoring.json"]["runs"]
-    lines = ["| data | round | tree cells | candidates | checkout | date | projections s | fits s | largest difference | load |",
+    lines = ["| data | round | tree cells | candidates | checkout | date | projections s | fits s | "
+             "largest difference | load |",
              "|---|---:|---:|---:|---|---|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (r["data"], r["round"], r["when"])):
         checkout = r["side"].split("@")[0] if "@" in r["side"] else "this one"  # a label is folder@commit

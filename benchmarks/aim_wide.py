@@ -122,8 +122,8 @@ def tables(results: dict) -> str:
              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in harness.newest(runs, lambda r: key(r)[:3]):  # the JSON keeps earlier code's runs
         budget = "all" if r["max_candidates"] is None else f"{r['max_candidates']:,}"
-        lines.append(f"| {r['setting']} | {r['epsilon']:g} | {r['seed']} | {r['when'][:10]} | {budget} | {r['rounds']} | "
-                     f"{r['chosen_3way']} | {r['largest_tree']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
+        lines.append(f"| {r['setting']} | {r['epsilon']:g} | {r['seed']} | {r['when'][:10]} | {budget} | "
+                     f"{r['rounds']} | {r['chosen_3way']} | {r['largest_tree']:,} | {r['wall']:.1f} | {r['cpu']:.1f} | "
                      f"{r['tvd2']:.4f} | {r['tvd3']:.4f} | {r['load_before']:.1f} |")
     return (f"A {ATTRIBUTES}-attribute network sample, {ROWS:,} rows, AIM with max_mb 32, delta 1e-9; one "
             "process per run on the shared 2-core machine (load: its 1-minute load average when the run began, "

@@ -217,7 +217,7 @@ def quoted_newlines_argument(p) -> None:
     from .csv_dialect import SPAN_LINES
 
     p.add_argument("--quoted-newlines", action="store_true",
-                   help="the CSV was written by a CSV writer (pandas, R, a database, a spreadsheet: every field holding "
-                        "a quote, the separator or a line break quoted, its quotes doubled): a quoted field may hold line "
-                        f"breaks, a record then spanning up to {SPAN_LINES} lines (default: a record is a line, and a line "
-                        "that leaves a quoted field open is read as blank)")
+                   help="the CSV was written by a CSV writer (pandas, R, a database, a spreadsheet: every field "
+                        "holding a quote, the separator or a line break quoted, its quotes doubled): a quoted field "
+                        f"may hold line breaks, a record then spanning up to {SPAN_LINES} lines (default: a record "
+                        "is a line, and a line that leaves a quoted field open is read as blank)")

@@ -144,8 +144,9 @@ def public_column(name: str, t: Tally) -> CategoricalColumn:
     not, so it is never read from the data (a column declared in a schema, ``"public": true``,
     says ``"missing": false`` when it has none); the Synthesizer writes its blanks only where the
     mechanism's measurements show them (:attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`).
-    Read from the table as it is, without noise: a declared assumption that the set of values is known without the table, which the user
-    vouches for; no privacy is spent and none is claimed for the set (docs/privacy.md)."""
+    Read from the table as it is, without noise: a declared assumption that the set of values is
+    known without the table, which the user vouches for; no privacy is spent and none is claimed
+    for the set (docs/privacy.md)."""
     categories = sorted(whole(t).values, key=lambda v: (isinstance(v, str), v))
     if not categories:
         raise InputError(f"column {name!r} is declared to have public categories but has no value")
