@@ -40,10 +40,10 @@ DOC = harness.Doc(
     title="Where AIM's time goes, round by round",
     rerun=".venv/bin/python benchmarks/aim_rounds.py --data bn40 --epsilon 1 --seeds 0     # alone on an idle machine",
     reading="""
-Each row is the latest run of its data, epsilon and seed, on the code of its date (earlier runs are in the JSON).
-On adult the refits take most of a run.  On bn40 (about 100 rounds) scoring the candidates dominated; scoring at
-most 4,000 a round (every 1- and 2-way one, a sample of the 3-way ones) took 242-304 CPU s against 365-952, 2-way
-TVD 0.0094, 0.0094, 0.0095 on seeds 0-2 against 0.0092, 0.0098, 0.0090 scoring every candidate (the same mean
+Each row is the latest run of its data, epsilon and seed (earlier runs are in the JSON).  On adult the refits take
+most of a run.  On bn40 (about 100 rounds) scoring dominated; scoring at most 4,000 candidates a round (every 1-
+and 2-way one, a sample of the 3-way ones) takes 151-176 s on the idle machine (270-313 CPU s, against 365-952
+scoring every one), 2-way TVD 0.0094, 0.0094, 0.0095 on seeds 0-2 against 0.0092, 0.0098, 0.0090 (the same mean
 within the seeds' spread).  Errors reused within the 5% tolerance were 2%: each refit moves the model.""",
     results=("aim_rounds.json", "aim_bn40_every_candidate.json"))
 

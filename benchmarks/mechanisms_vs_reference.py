@@ -156,12 +156,13 @@ def load_reference(directory: Path, mechanism: str) -> types.ModuleType:
 # ----------------------------------------------------------------------------------------------
 
 
-def bayes_net(attributes: int, rows: int = BN_ROWS, seed: int = BN_SEED):
+def bayes_net(attributes: int, rows: int = BN_ROWS, seed: int = BN_SEED, families: list | None = None):
     """``(columns, records)``: ``rows`` records forward-sampled from a random Bayesian network on
     ``attributes`` attributes.  Node ``j`` takes 2 or 3 parents among nodes ``0..j-1`` (all of
     them when there are fewer), 2 to 6 values, and, per value of its parents, a distribution drawn
     from a Dirichlet with concentration 0.5 (below 1: skewed tables, so children depend on their
-    parents).  Deterministic in ``(attributes, rows, seed)``."""
+    parents).  Deterministic in ``(attributes, rows, seed)``.  Given a list ``families``, each
+    node's family (its parents' columns, then its own) is appended to it."""
     rng = np.random.default_rng([seed, attributes])
     sizes = rng.integers(BN_SIZES[0], BN_SIZES[1] + 1, size=attributes)
     records = np.zeros((rows, attributes), dtype=np.int64)
@@ -173,6 +174,8 @@ def bayes_net(attributes: int, rows: int = BN_ROWS, seed: int = BN_SEED):
                   else np.zeros(rows, dtype=np.int64))
         cdf = np.cumsum(tables, axis=1)[config]
         records[:, j] = np.minimum((rng.random(rows)[:, None] >= cdf).sum(axis=1), sizes[j] - 1)
+        if families is not None:
+            families.append(tuple(f"x{p:02d}" for p in parents) + (f"x{j:02d}",))
     return [f"x{j:02d}" for j in range(attributes)], records
 
 
