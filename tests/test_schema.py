@@ -54,6 +54,15 @@ def test_the_values_one_person_of_k_rows_holds_pass_with_probability_at_most_del
         assert weights[k + x >= tau - 1].sum() > delta / (3 * k)  # one lower would not do for count k
 
 
+def test_cell_edges_are_the_floats_of_their_decimals():
+    """Each edge is its two significant digits' float (``1.1 * 100`` would be ``110.00000000000001``,
+    putting 110 in the cell [100, 110) and printing that edge in the schema's notes)."""
+    positive = BOUNDARIES[BOUNDARIES >= 1e-4]
+    assert all(b == float(f"{b:.2g}") for b in positive)
+    for x in (110.0, 0.3, 2.3e5):
+        assert BOUNDARIES[cell_of(np.array([x]))[0] - 1] == x
+
+
 def test_the_schemas_release_threshold_follows_the_budgets_relation():
     """release() takes the threshold for the budget's max_rows: K + t under Person(K)."""
     table = pd.DataFrame({"job": ["a"] * 300 + ["b"] * 100})
@@ -344,6 +353,22 @@ def test_a_column_of_days_keeps_its_first_day_and_seldom_passes_its_last():
         firsts.append(day.edges[0])
         lasts.append(day.edges[-1] - 1)
     assert firsts.count(1) >= 27 and sum(last > 31 for last in lasts) <= 8 and max(lasts) < 40, (firsts, lasts)
+
+
+def test_a_range_ends_at_no_noticeable_part_past_one_that_is_not():
+    """Weather's humidity (at most 100, 286 records at exactly 100) at the steward's noise at epsilon
+    3 (std 66.7), seed 2: in the tenth [100, 200) no cell surely holds numbers, and the noise of
+    the empty cell [120, 130) reached 3 stds past the empty [110, 120).  The range ended at 130
+    (721 synthetic humidities above 100); with the parts between, it is not noticeable, so the
+    range ends with the innermost noticeable cell, [100, 110)."""
+    from ektelo_pgm.schema.histogram import Release
+    from ektelo_pgm.schema.numbers import _halving, _placed
+
+    r = Release("humid", {}, {}, (), 0.0, std=66.7, kind_std=1.0, kind_bar=1.0, decade_bar=1.0, tenth_bar=1.0)
+    cells = np.array([43.0, -49, 0, -57, -92, 57, 85, 200, -65, 181])  # [190, 200) down to [100, 110)
+    assert _placed(cells, np.ones(10), 228.0, r, 2 * _halving(10)) == 9
+    cells[8] = 120.0  # [110, 120) noticeable too: the three together are, and the range takes them
+    assert _placed(cells, np.ones(10), 228.0, r, 2 * _halving(10)) == 7
 
 
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():

@@ -41,7 +41,8 @@ Everything else is post-processing of those noisy counts:
   hold one); the range starts in the lowest, at its first tenth that surely holds numbers,
   alone or with the tenths below it (a thin tail), at bars that halve from the inner tenth out
   (an empty tenth far below the numbers needs more than one next to them; each tenth told by
-  its count and its cells'), else at the first noticeable one (``NOTICE_Z`` stds), else at the
+  its count and its cells'), else at the lowest noticeable one (``NOTICE_Z`` stds) that is
+  noticeable together with the tenths between it and the highest noticeable one, else at the
   lowest (numbers too thin to place are kept whole); lower while the next tenth alone or all
   below together surely hold numbers; then likewise at a cell of that tenth; then at the first
   of the refined parts below it that surely hold numbers where they hold about all of it

@@ -12,9 +12,9 @@ DECADES = range(-4, 13)
 
 def _positive_edges() -> np.ndarray:
     """Lower edges of the positive cells (two significant digits in every decade of DECADES),
-    then the top of the last decade."""
-    mantissas = np.arange(10, 100) / 10.0
-    return np.array([m * 10.0 ** k for k in DECADES for m in mantissas] + [10.0 ** DECADES.stop])
+    then the top of the last decade: each the float nearest its decimal (``1.1 * 100`` is
+    ``110.00000000000001``, which would put 110 in the cell below)."""
+    return np.array([float(f"{m}e{k - 1}") for k in DECADES for m in range(10, 100)] + [10.0 ** DECADES.stop])
 
 
 _P = _positive_edges()

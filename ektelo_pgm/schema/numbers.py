@@ -248,14 +248,19 @@ def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Relea
     """Index of the part of a whole (of noisy count ``total``) where a range starts, from the noisy
     ``estimates`` of its parts from the outer end (of noise variances ``variances`` times
     ``r.std`` squared): the first that surely holds numbers (:func:`_first`, at ``shares`` of
-    ``RANGE_MISS``); where none does, the first noticeable one (``NOTICE_Z`` stds: weather's day
-    31, 756 records at noise std 268, where the range reached 39), or else the outer one
-    (numbers spread too thin for the noise to place them are kept whole rather than clipped);
-    then out while the next alone or all beyond together surely hold some (:func:`_widened`)."""
+    ``RANGE_MISS``); where none does, the outermost noticeable one (``NOTICE_Z`` stds) that,
+    with the parts between it and the innermost noticeable one, is noticeable together
+    (weather's day 31, 756 records at noise std 268, where the range reached 39; humidity's 286
+    hundreds reached 130 from the noise of the cell [120, 130) past an empty one), or else the
+    outer one (numbers spread too thin for the noise to place them are kept whole rather than
+    clipped); then out while the next alone or all beyond together surely hold some
+    (:func:`_widened`)."""
     first = _first(estimates, variances, r, shares)
     if first is None:
         noticed = np.flatnonzero(estimates >= NOTICE_Z * r.std * np.sqrt(variances))
-        first = int(noticed[0]) if noticed.size else 0
+        inner = int(noticed[-1]) if noticed.size else 0
+        first = next((int(k) for k in noticed if estimates[k:inner].sum() >= NOTICE_Z * r.std
+                      * math.sqrt(variances[k:inner].sum())), inner)
     return _widened(estimates, variances, first, r, total)
 
 
