@@ -31,7 +31,10 @@ in their own virtual environments (``benchmarks/setup_table_peers.sh``):
   private bounds of continuous columns; the table read as ours reads it, blanks as missing.
 
 Variants: ``as-is`` (the table as fetched), ``cut`` (its id, text and date columns removed
-beforehand, as a steward has to when the tool cannot take them) and, ours only, ``metadata`` (the
+beforehand, as a steward has to when the tool cannot take them), ours only: ``public`` (the cut
+table with ``--public-categories`` naming its categorical columns: the categories the peers read
+off the data, given to ours as public, to compare like with like; the peers' rows beside it are
+their ``cut`` runs, or ``as-is`` where nothing is cut) and ``metadata`` (the
 table as fetched with ``--metadata``: SDV's metadata written from the manifest's kinds and, for
 this measurement only, the real table's bounds, categories and blanks, so that no column's schema
 costs anything; ids regenerated, text left out; line breaks inside text fields written as spaces,
@@ -111,7 +114,8 @@ DOC = harness.Doc(
     title="Real tables as stewards have them",
     rerun="""python3 benchmarks/real_tables_fetch.py          # the corpus, outside the repository
 bash benchmarks/setup_table_peers.sh              # smartnoise-synth 1.0.8 and dpmm 0.1.9, outside the repository
-.venv/bin/python benchmarks/real_tables.py         # tables x (as-is, cut) x epsilon 0.3, 1, 3 x 3 seeds, every side""",
+.venv/bin/python benchmarks/real_tables.py         # tables x (as-is, cut) x epsilon 0.3, 1, 3 x 3 seeds, every side
+.venv/bin/python benchmarks/real_tables.py --sides ours --mechanisms aim --variants public   # the peers' categories""",
     reading="""
 Our default's 2-way TVD is the lowest on CPS1988 at every epsilon (0.0194 against dpmm AIM's 0.0281 at 1), on
 txhousing (where the peers fail at 0.3), weather and hotel_rates; on seattle_pets dpmm leads at 0.3 and 1 (0.138
@@ -130,7 +134,9 @@ MECHANISMS = ("mst", "aim")
 SIDES = ("ours", "smartnoise", "dpmm")
 #: The mechanisms each peer runs (ours runs every one of MECHANISMS).
 PEER_MECHANISMS = {"smartnoise": ("mst",), "dpmm": ("mst", "aim")}
-VARIANTS = ("as-is", "cut", "metadata")
+VARIANTS = ("as-is", "cut", "public", "metadata")
+#: The variants only ours runs.
+OURS_ONLY = ("public", "metadata")
 CUT_KINDS = ("id", "text", "date")
 MODELLED = ("numeric", "categorical", "date")
 #: The epsilon grid of issue 56; EPSILON is the one of issue 27's runs (a run without an
@@ -165,11 +171,12 @@ def read_table(path: Path):
 
 def variant_columns(entry: dict, variant: str) -> list[dict]:
     """The manifest's columns that a variant of the table keeps."""
-    return [c for c in entry["columns"] if variant != "cut" or c["kind"] not in CUT_KINDS]
+    return [c for c in entry["columns"] if variant not in ("cut", "public") or c["kind"] not in CUT_KINDS]
 
 
 def variant_file(corpus: Path, table: str, entry: dict, variant: str, folder: Path) -> Path:
-    """The CSV of a variant: the corpus file itself, or the table less its cut columns, written
+    """The CSV of a variant: the corpus file itself, or the table less its cut columns (``cut``,
+    ``public``), written
     into ``folder`` by a process of its own (this orchestrator stays small: a child inherits its
     size as a floor of its peak memory); the metadata variant's file ``metadata.json`` beside it, its
     CSV with line breaks inside fields written as spaces (module docstring)."""
@@ -485,6 +492,9 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
                        "--epsilon", f"{epsilon:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
                        "--seed", str(seed), "--quoted-newlines"]
             command += ["--metadata", str(out / "metadata.json")] if variant == "metadata" else []
+            if variant == "public":
+                command += ["--public-categories", ",".join(c["name"] for c in variant_columns(entry, variant)
+                                                             if c["kind"] == "categorical")]
             env = {"PYTHONPATH": ""}  # the library of --ours' own environment, not this checkout's
         else:
             python = args.smartnoise_python if side == "smartnoise" else args.dpmm_python
@@ -526,14 +536,14 @@ def output_file(folder: Path, row) -> Path:
 def grid(args, runs: list[dict], manifest: dict) -> list[tuple]:
     """Every (side, mechanism, table, variant, seed, epsilon) to run, the lower seeds first: not
     recorded yet (or --force), and not where a run of the same side, mechanism, table, variant and
-    epsilon was cut off; a peer runs only its PEER_MECHANISMS, and a table without columns to cut
-    has no "cut" variant."""
+    epsilon was cut off; a peer runs only its PEER_MECHANISMS and no variant of OURS_ONLY, and a
+    table without columns to cut has no "cut" variant."""
     done = {key(r) for r in runs if r["status"] in ("ok", "error")}
     cut = {key(r)[:4] + key(r)[5:] for r in runs if r["status"] == "timeout"}
     cells = []
     for seed, epsilon, side, variant, table, mechanism in itertools.product(
             range(args.seeds), args.epsilons, args.sides, args.variants, args.tables, args.mechanisms):
-        if mechanism not in PEER_MECHANISMS.get(side, MECHANISMS) or (side != "ours" and variant == "metadata"):
+        if mechanism not in PEER_MECHANISMS.get(side, MECHANISMS) or (side != "ours" and variant in OURS_ONLY):
             continue
         if variant == "cut" and len(variant_columns(manifest[table], variant)) == len(manifest[table]["columns"]):
             continue
@@ -720,15 +730,28 @@ def run_count(rows: list[dict]) -> str:
             + (f" + {n} cut off" if (n := sum(r['status'] == 'timeout' for r in rows)) else ""))
 
 
+def peers_variant(runs: list[dict], table: str, variant: str) -> str:
+    """The variant whose peers' runs stand beside ours in ``variant``: for ``public``, the table the
+    peers read (``cut``, or ``as-is`` where they ran no ``cut``)."""
+    if variant != "public":
+        return variant
+    return "cut" if any(r["table"] == table and r.get("variant") == "cut" and r["side"] != "ours" for r in runs) \
+        else "as-is"
+
+
 def peers_table(runs: list[dict], tables: list[str]) -> str:
-    """Per table, variant and epsilon: ours against dpmm and smartnoise, means over the seeds."""
+    """Per table, variant and epsilon: ours against dpmm and smartnoise, means over the seeds; in
+    the ``public`` variant's rows, the peers' runs on the table they read (:func:`peers_variant`)."""
     lines = ["| table | variant | epsilon | run | seeds | exit | 2-way TVD | CPU s | CPU / ours AIM | "
              "columns gaining blanks | values a real column cannot hold | (other) cells |",
              "|---|---|---:|---|---|---|---:|---:|---:|---|---:|---:|"]
     epsilons = sorted({epsilon_of(r) for r in runs})
     for table, variant, epsilon in itertools.product(tables, VARIANTS, epsilons):
-        cells = [(label, cells_of(runs, side, mechanism, table, variant, epsilon))
+        cells = [(label, cells_of(runs, side, mechanism, table,
+                                  variant if side == "ours" else peers_variant(runs, table, variant), epsilon))
                  for label, side, mechanism in PEER_ROWS]
+        if variant in OURS_ONLY and not any(rows for (_, rows), row in zip(cells, PEER_ROWS) if row[1] == "ours"):
+            continue  # the peers' rows stand in their own variant's block
         ours = mean_of(cells[0][1], "cpu")
         for label, rows in cells:
             if not rows:

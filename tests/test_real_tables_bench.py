@@ -47,6 +47,21 @@ def test_the_grid_runs_every_epsilon_and_each_peer_its_mechanisms():
     assert {variant for _, _, _, variant, _, _ in cells} == {"as-is"}  # nothing to cut
 
 
+def test_the_public_variant_is_ours_alone_beside_the_peers_runs_on_the_table_they_read():
+    manifest = {"t": {"columns": [{"name": "x", "kind": "numeric"}, {"name": "note", "kind": "text"}]}}
+    args = types.SimpleNamespace(seeds=1, epsilons=[1.0], sides=["ours", "dpmm"], variants=["cut", "public"],
+                                 tables=["t"], mechanisms=["aim"], force=False)
+    assert sorted((side, variant) for side, _, _, variant, _, _ in real_tables.grid(args, [], manifest)) == [
+        ("dpmm", "cut"), ("ours", "cut"), ("ours", "public")]
+    runs = [{"side": side, "mechanism": "aim", "table": "t", "variant": variant, "seed": 0, "epsilon": 1.0,
+             "status": "ok", "tv2": tv2, "cpu": 1.0, "columns": []}
+            for side, variant, tv2 in (("ours", "cut", 0.3), ("ours", "public", 0.1), ("dpmm", "cut", 0.2))]
+    rows = [line.split(" | ") for line in real_tables.peers_table(runs, ["t"]).splitlines()[2:]]
+    assert [(row[1], row[3], row[6]) for row in rows] == [
+        ("cut", "ours AIM (default)", "0.3000"), ("cut", "dpmm AIM", "0.2000"),
+        ("public", "ours AIM (default)", "0.1000"), ("public", "dpmm AIM", "0.2000")]
+
+
 def test_ours_runs_the_library_of_the_command_given(monkeypatch, tmp_path):
     """``--ours`` pointing at another checkout's command runs that checkout's library: the harness
     put this checkout first on PYTHONPATH, so a "before" run imported the code under test."""
