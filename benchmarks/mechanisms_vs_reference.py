@@ -68,8 +68,8 @@ DOC = harness.Doc(
 Every run pinned to one core.  Our MST matches the reference script's accuracy within the seeds' spread and
 is 30-200x faster.  The reference's AIM finished one cell (titanic at epsilon 1: 519 s against our 1 s, as
 accurate within the spread); its other AIM runs were cut off at 900 s or ran out of memory while JAX compiled
-mbi's programs, so the speed-ups there are lower bounds or missing.  Our AIM runs every cell, adult at
-epsilon 10 in about 110 s and bn40 in about 550 s.""",
+mbi's programs (adult, bn40), so the speed-ups there are lower bounds or missing.  Our AIM runs every cell,
+adult at epsilon 10 in about 110 s and bn40 in 164 s.""",
     results=("mechanisms_vs_reference.json",))
 
 

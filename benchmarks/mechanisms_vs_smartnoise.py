@@ -220,10 +220,10 @@ def run_grid(args, load=recoded, run=None, settings=meta) -> None:
                 runs = [r for r in runs if key(r) != key(row)] + [row]
                 save_runs(args.results, runs, key, settings())
                 shown = f"{row['wall']:.1f}s" if "wall" in row else row["status"]
-                usage = f" cpu={row['cpu']:.1f}s" + (f" peak={row['peak_mb']:.0f}MB" if "peak_mb" in row else "")
+                usage = (f" cpu={row['cpu']:.1f}s" + (f" peak={row['peak_mb']:.0f}MB" if "peak_mb" in row else "")
+                         + f" tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}") if row["status"] == "ok" else ""
                 print(f"{side:10s} {mechanism} {name:8s} eps={epsilon:<4g} seed={seed} {row['status']:7s} {shown}"
-                      + (f"{usage} tv2={row['tv2']:.4f} tv3={row['tv3']:.4f}" if row["status"] == "ok" else ""),
-                      flush=True)
+                      + usage, flush=True)
 
 
 # ----------------------------------------------------------------------------------------------
