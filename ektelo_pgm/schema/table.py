@@ -18,7 +18,7 @@ from .counts import Tally, tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
-from .kinds import BINS, OTHER, column_from, names_codes, public_column
+from .kinds import BINS, DRAW_AGAIN_Z, OTHER, column_from, names_codes, public_column, unreleased_stds
 from .metadata import within
 from .numbers import fine_charges, refine
 
@@ -91,8 +91,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
     the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``: an
     amount more (the budget's unit) for the columns whose first histograms need it, the
-    categorical columns with noticeably many values not released (an other code) and those of
-    which nothing could be released: their
+    categorical columns whose values not released number ``DRAW_AGAIN_Z`` stds (an other code,
+    :func:`~.kinds.unreleased_stds`) and those of which nothing could be released: their
     histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
     histogram then spends half of a column's part of ``delta``.  Which columns draw again
     depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
@@ -126,7 +126,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
-    needy = [name for name in frame.columns if name in why or getattr(columns.get(name), "other", None) is not None]
+    needy = [name for name in frame.columns if name in why or getattr(columns[name], "other", None) is not None
+             and unreleased_stds(releases[name]) >= DRAW_AGAIN_Z]
     if topping and needy:
         more = Fraction(repr(float(extra)))
         for name in needy:
