@@ -18,7 +18,7 @@ from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
 from .counts import chunks
 from .grid import CELL_HOLDS_WHOLE, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
-                        noise_bar, noisy_counts, release_threshold)
+                        noise_bar, noisy_counts)
 
 #: A column whose released values miss more than this share of it has a tail: numeric.
 TAIL_SHARE = 0.02
@@ -287,13 +287,12 @@ def _first(estimates: np.ndarray, variances: np.ndarray, r: Release, shares: np.
 def _bar(r: Release, shares, std) -> np.ndarray:
     """The noisy estimates of noise stds ``std`` that estimates of nothing pass with probabilities
     at most ``shares`` of ``RANGE_MISS`` (by the union bound, any of them at most their sum
-    times it), under Gaussian noise; under Laplace noise, a count's such bar (heavier tails) in
-    units of ``std``."""
+    times it): a count's :func:`~.histogram.noise_bar` at that probability (under Laplace noise,
+    whose tails are heavier, more than the Gaussian's stds), in units of ``std``."""
     shares, std = np.broadcast_arrays(np.asarray(shares, dtype=float), np.asarray(std, dtype=float))
-    if r.notion == "zcdp":
-        return np.array([NormalDist().inv_cdf(1.0 - RANGE_MISS * share) for share in shares.ravel()]) * std.ravel()
-    scale = r.std / math.sqrt(2.0)
-    return np.array([release_threshold(r.notion, scale, RANGE_MISS * share) - 1.0 for share in shares.ravel()]) \
+    scale = r.std if r.notion == "zcdp" else r.std / math.sqrt(2.0)  # the count noise's parameter
+    misses = RANGE_MISS * shares.ravel()
+    return np.array([noise_bar(r.notion, scale, NormalDist().inv_cdf(1.0 - miss), miss) for miss in misses]) \
         * std.ravel() / r.std
 
 
