@@ -747,13 +747,13 @@ def peers_table(runs: list[dict], tables: list[str]) -> str:
              "|---|---|---:|---|---|---|---:|---:|---:|---|---:|---:|"]
     epsilons = sorted({epsilon_of(r) for r in runs})
     for table, variant, epsilon in itertools.product(tables, VARIANTS, epsilons):
-        cells = [(label, cells_of(runs, side, mechanism, table,
-                                  variant if side == "ours" else peers_variant(runs, table, variant), epsilon))
+        theirs = peers_variant(runs, table, variant)
+        cells = [(label, side, cells_of(runs, side, mechanism, table, variant if side == "ours" else theirs, epsilon))
                  for label, side, mechanism in PEER_ROWS]
-        if variant in OURS_ONLY and not any(rows for (_, rows), row in zip(cells, PEER_ROWS) if row[1] == "ours"):
+        if variant in OURS_ONLY and not any(rows for _, side, rows in cells if side == "ours"):
             continue  # the peers' rows stand in their own variant's block
-        ours = mean_of(cells[0][1], "cpu")
-        for label, rows in cells:
+        ours = mean_of(cells[0][2], "cpu")
+        for label, _, rows in cells:
             if not rows:
                 continue
             finished = [r for r in rows if r["status"] == "ok" and "columns" in r]
