@@ -1036,7 +1036,8 @@ def test_auto_does_not_draw_again_a_column_whose_values_are_all_released():
 def test_auto_draws_again_only_the_columns_with_values_not_released():
     """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
     too rare for it) is drawn again with what is left up to half the budget and releases more
-    of them; a column of two values is not; the whole schema spends at most half the budget."""
+    of them, spending all of it on the values (its noisy kinds kept); a column of two values is
+    not drawn again; the whole schema spends at most half the budget."""
     from ektelo_pgm.schema import AUTO
 
     rng = np.random.default_rng(0)
@@ -1049,6 +1050,7 @@ def test_auto_draws_again_only_the_columns_with_values_not_released():
     encoder = learn(frame, budget, AUTO, 1e-9, np.random.default_rng(0), thresholds=thresholds)
     labels = [c.label for c in budget.ledger]
     assert labels.count("schema of column 'breed'") == 2 and labels.count("schema of column 'yes'") == 1
+    assert labels.count("schema of column 'breed': kinds") == 1
     assert sum(c.amount for c in budget.ledger) <= Fraction(repr(0.0144)) / 2
     once = Budget.zcdp(0.0144)  # the first draw alone, at the rule's share, releases fewer breeds
     stage = (budget.ledger[1].amount + budget.ledger[2].amount) * 2 / Fraction(3, 4)  # FINE_SHARE aside

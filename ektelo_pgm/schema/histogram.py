@@ -84,41 +84,32 @@ class Release:
     notion: str = "zcdp"
 
 
-def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None) -> Release:
+def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None,
+            kinds_of: Release | None = None) -> Release:
     """The noisy histograms of one column, read through its Tally or Spilled ``t`` chunk by
     chunk (:func:`~.counts.chunks`; see the module docstring), spending ``amount`` of ``budget``
     (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`shows_numbers` of the noisy kinds, or ``kind``
-    ``"numeric"``), on the numbers' decades, tenths and cells.  Values pass when their noisy
+    ``"numeric"``), on the numbers' decades, tenths and cells.  Given ``kinds_of``, an earlier
+    release of the same column, its noisy kinds (and time format) are reused, post-processing,
+    and all of ``amount`` goes to the values and levels in one charge.  Values pass when their noisy
     count reaches the threshold that the values of one neighbouring step (one record's, or one
     person's under ``Person(K)``: :func:`release_threshold` with ``budget.max_rows``) pass with
     probability at most ``delta``.  Infinite numbers count as fractional, in the outer cells.
     The values' noise comes in blocks of fixed sizes (``FIRST_BLOCK``) in
     :func:`~.counts.hash_order`, then the levels': the same release however ``t`` is split."""
-    kinds = np.zeros(4 + len(TIME_FORMATS))
-    kinds[0] = t.missing
-    for c in chunks(t):
-        whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
-        number = whole | np.array([isinstance(v, float) for v in c.values], dtype=bool)
-        times = np.bincount(time_formats(c.values) + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
-        kinds += [0, times[0] - c.counts[number].sum(), c.counts[whole].sum(), c.counts[number & ~whole].sum(),
-                  *times[1:]]
     label, exact = f"schema of column {name!r}", Fraction(repr(float(amount)))
-    kinds, kind_scale, kind_std = noisy_counts(kinds, 1, budget, float_below(exact * KIND_SHARE), rng, label + ": kinds")
-    kind_bar = noise_bar(budget.notion, kind_scale, DECADE_Z, DECADE_MISS)
-    time_format = None if kind == "categorical" else _time_format(kinds, kind_std, kind_bar)
-    missing, text, numbers, times = kinds[0], kinds[1], kinds[2:4], kinds[4:]
-    sure = np.where(times >= kind_bar, times, 0.0)  # text read as times (noise alone adds nothing)
-    if time_format is None:
-        kinds = dict(zip(KINDS, [missing, text + sure.sum(), *numbers]))
-    else:  # a column of times: the times are its numbers, anything else is text
-        at = TIME_FORMATS.index(time_format)
-        kinds = dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0]))
+    if kinds_of is None:
+        kinds, kind_std, kind_bar, time_format = _noisy_kinds(t, budget, float_below(exact * KIND_SHARE), rng,
+                                                              label, kind)
+        exact *= 1 - KIND_SHARE
+    else:
+        kinds, kind_std, kind_bar, time_format = (kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar,
+                                                  kinds_of.time_format)
     of_numbers = kind == "numeric" or time_format is not None or kind is None and shows_numbers(kinds, kind_std,
                                                                                                 kind_bar)
-    draw, scale, std = noise_draws(1 + len(LEVELS) if of_numbers else 1, budget,
-                                   float_below(exact * (1 - KIND_SHARE)), rng, label)
+    draw, scale, std = noise_draws(1 + len(LEVELS) if of_numbers else 1, budget, float_below(exact), rng, label)
     threshold = release_threshold(budget.notion, scale, delta, budget.max_rows)
     blocks, released, cells = _Blocks(draw), {}, np.zeros(N_CELLS)
     for c in chunks(t, time_format):
@@ -140,6 +131,31 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std, kind_bar,
                    noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), noise_bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
                    time_format=time_format, notion=budget.notion)
+
+
+def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | None) -> tuple:
+    """``(kinds, kind_std, kind_bar, time_format)`` of :func:`release`: the noisy count of each
+    kind of the column's values (one count per record, spending ``amount``), the noise std and
+    bar of those counts, and the format of a column of times (None for one fixed ``kind``
+    categorical); in a column of times, its times are its numbers and anything else is text."""
+    kinds = np.zeros(4 + len(TIME_FORMATS))
+    kinds[0] = t.missing
+    for c in chunks(t):
+        whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
+        number = whole | np.array([isinstance(v, float) for v in c.values], dtype=bool)
+        times = np.bincount(time_formats(c.values) + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
+        kinds += [0, times[0] - c.counts[number].sum(), c.counts[whole].sum(), c.counts[number & ~whole].sum(),
+                  *times[1:]]
+    kinds, kind_scale, kind_std = noisy_counts(kinds, 1, budget, amount, rng, label + ": kinds")
+    kind_bar = noise_bar(budget.notion, kind_scale, DECADE_Z, DECADE_MISS)
+    time_format = None if kind == "categorical" else _time_format(kinds, kind_std, kind_bar)
+    missing, text, numbers, times = kinds[0], kinds[1], kinds[2:4], kinds[4:]
+    sure = np.where(times >= kind_bar, times, 0.0)  # text read as times (noise alone adds nothing)
+    if time_format is None:
+        return dict(zip(KINDS, [missing, text + sure.sum(), *numbers])), kind_std, kind_bar, None
+    at = TIME_FORMATS.index(time_format)
+    return (dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0])), kind_std,
+            kind_bar, time_format)
 
 
 class _Blocks:

@@ -93,7 +93,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     amount more (the budget's unit) for the columns whose first histograms need it, the
     categorical columns whose values not released number ``DRAW_AGAIN_Z`` stds (an other code,
     :func:`~.kinds.unreleased_stds`) and those of which nothing could be released: their
-    histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first; each
+    histograms are drawn again, sharing ``extra`` by :func:`weight`, and replace the first (a
+    categorical column's noisy kinds kept, its whole share of ``extra`` on its values); each
     histogram then spends half of a column's part of ``delta``.  Which columns draw again
     depends on the first noisy counts only, and the amounts add up to at most ``amount + extra``
     whatever they are (a privacy filter, as for :func:`refine`).  ``ranges``: ``{column: Ranged}``
@@ -133,7 +134,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
         for name in needy:
             releases[name] = release(name, counted[name], budget,
                                      float_below(more * weights[name] / sum(weights[c] for c in needy)),
-                                     each_delta, rng, kinds.get(name))
+                                     each_delta, rng, kinds.get(name), releases[name] if name in columns else None)
             columns.pop(name, None)
             why.pop(name, None)
             try:
