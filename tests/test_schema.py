@@ -1035,10 +1035,12 @@ def test_auto_does_not_draw_again_a_column_whose_values_are_all_released():
 
 def test_auto_draws_again_only_the_columns_with_values_not_released():
     """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
-    too rare for it) is drawn again with what is left up to half the budget and releases more
-    of them, spending all of it on the values (its noisy kinds kept); a column of two values is
-    not drawn again; the whole schema spends at most half the budget."""
+    too rare for it) is drawn again and releases more of them, spending all of it on the values
+    (its noisy kinds kept); a column of two values is not drawn again; the whole schema spends
+    more than half the budget, as one column of two is categorical with values not released, and
+    at most half of the way from half to ``SHARE_AGAIN``."""
     from ektelo_pgm.schema import AUTO
+    from ektelo_pgm.schema.table import SHARE_AGAIN, SHARE_BOUNDS
 
     rng = np.random.default_rng(0)
     n = 50000
@@ -1051,7 +1053,8 @@ def test_auto_draws_again_only_the_columns_with_values_not_released():
     labels = [c.label for c in budget.ledger]
     assert labels.count("schema of column 'breed'") == 2 and labels.count("schema of column 'yes'") == 1
     assert labels.count("schema of column 'breed': kinds") == 1
-    assert sum(c.amount for c in budget.ledger) <= Fraction(repr(0.0144)) / 2
+    half, most = (Fraction(repr(0.0144)) * share for share in (SHARE_BOUNDS[1], SHARE_AGAIN))
+    assert half < sum(c.amount for c in budget.ledger) <= half + (most - half) / 2
     once = Budget.zcdp(0.0144)  # the first draw alone, at the rule's share, releases fewer breeds
     stage = (budget.ledger[1].amount + budget.ledger[2].amount) * 2 / Fraction(3, 4)  # FINE_SHARE aside
     first = infer(frame, once, float(stage), 0.5e-9, rng=0)
