@@ -20,7 +20,7 @@ OTHER_Z = 2.0
 #: Stds at which a categorical column's values not released call for its histogram to be drawn again
 #: (:func:`~.table.infer`'s ``extra``, which costs up to the rest of the schema's share): noise alone
 #: asks once in 740 columns, where at ``OTHER_Z`` it asked once in 44 (CPS1988's region, its 4 values
-#: all released, drew again at epsilon 1, seed 1, and the schema took half the budget, not 13%).
+#: all released, drew again at epsilon 1, seeds 1 and 2, and the schema took half the budget, not 13%).
 DRAW_AGAIN_Z = 3.0
 #: Words of a column's name that say it holds the codes of a codebook (:func:`names_codes`): ZIP
 #: and postal codes, FIPS, NAICS and ICD codes, whose numbers are labels, not amounts.
