@@ -55,11 +55,11 @@ _FORMAT = "ektelo_pgm.Synthesizer"
 #: Default share of the budget that infers the schema when none is declared: ``"auto"``, what its
 #: columns need (:func:`ektelo_pgm.schema.needed_share`: a noise std of a fixed share of a noisy
 #: count of the records in each column's counts, between a tenth and a half of the budget, and a
-#: second draw for categorical columns that show they need more, up to 4/5 where most columns do).  A fixed half starved the
-#: mechanism on long tables: AER's CPS1988 (7 columns, 28,155 rows) at epsilon 1 with AIM has a
-#: mean 2-way TVD of 0.034 at share 0.5, 0.026 with "auto" (3 seeds; at epsilon 3, 0.021 and
-#: 0.018); wide, short tables (ames: 75 columns, 2,930 rows) need the half and get it.  A number
-#: fixes the share.
+#: second draw for categorical columns that show they need more, up to 4/5 where most columns
+#: do).  A fixed half starved the mechanism on long tables: AER's CPS1988 (7 columns, 28,155
+#: rows) at epsilon 1 with AIM has a mean 2-way TVD of 0.034 at share 0.5, 0.026 with "auto" (3
+#: seeds; at epsilon 3, 0.021 and 0.018); wide, short tables (ames: 75 columns, 2,930 rows) need
+#: the half and get it.  A number fixes the share.
 SCHEMA_SHARE = "auto"
 #: The schema's share of delta when ``schema_share`` is ``"auto"`` (fixed before any count: the
 #: mechanism's rho is set by the rest of delta).
