@@ -81,15 +81,6 @@ def recoded(data_dir: Path, name: str):
     return list(data.domain.attrs), np.stack(columns, axis=1).astype(np.int64)
 
 
-def table_of(data_dir: Path, name: str):
-    """``(columns, records)`` of a shared dataset or a network sample of ``WIDE``, re-coded."""
-    if name in WIDE:
-        from mechanisms_vs_reference import load_table
-
-        return load_table(data_dir, name)
-    return recoded(data_dir, name)
-
-
 def dataset(columns, records):
     from ektelo_pgm import Dataset, Domain
 
@@ -334,7 +325,9 @@ def main(argv=None) -> None:
     if args.merge:
         merge_runs(RESULTS, args.merge, key, meta())
     elif not args.table:
-        run_grid(args, load=table_of)
+        from mechanisms_vs_reference import load_table  # the shared datasets and the network samples of WIDE
+
+        run_grid(args, load=load_table)
     print(tables(harness.read(RESULTS)))
 
 
