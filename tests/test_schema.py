@@ -554,6 +554,29 @@ def test_a_range_inside_one_cell_kept_whole_is_still_binned_finely():
     assert min(inside) >= 0.9 and np.mean(inside) >= 0.95, inside
 
 
+def test_a_range_ends_inside_its_end_part_where_the_numbers_stop():
+    """15,000 dates as decimal years, uniform up to 2017.663 (as hotel arrivals): the finest part
+    [2017.6, 2017.7) holds the last of them at the density of the part before it, so the range
+    ends about where they stop.  Drawn up to 2017.7, 1.2% of the decoded values were past the last
+    date in each of 8 seeds (37% of that part); now 0.4% on average, and the range clips at most
+    0.5% of them (4 days).  Numbers piled in an end part (a fifth of scores in [99.5, 100]) keep it
+    whole."""
+    rng = np.random.default_rng(3)
+    dates = pd.DataFrame({"when": np.round(rng.uniform(2015.5, 2017.663, 15000), 6)})
+    scores = pd.DataFrame({"score": np.round(np.concatenate([rng.uniform(80.0, 99.5, 12000),
+                                                             rng.uniform(99.5, 100.0, 3000)]), 3)})
+    past, clipped = [], []
+    for seed in range(8):
+        column = infer(dates, Budget.zcdp(3e-3), None, 1e-10, rng=seed).columns["when"]
+        decoded = _decoded(dates, column, seed).to_numpy(dtype=float)
+        past.append(np.mean(decoded > dates["when"].max()))
+        clipped.append(np.mean(dates["when"] > column.edges[-1]))
+        score = infer(scores, Budget.zcdp(3e-3), None, 1e-10, rng=seed).columns["score"]
+        piled = np.mean(_decoded(scores, score, seed).to_numpy(dtype=float) >= 99.5)
+        assert score.edges[-1] >= 99.9 and piled >= 0.15, (seed, score.edges[-1], piled)
+    assert np.mean(past) <= 0.006 and max(clipped) <= 0.005, (past, clipped)
+
+
 def test_years_below_the_release_threshold_keep_one_code_each():
     """Sixteen survey years of 700 records each, under a release threshold of about 950: no year
     is released, yet the digits below the cell [2000, 2100) place the span in the years' decades

@@ -31,6 +31,10 @@ FINE_DEPTH = 3
 SPLIT_Z = 2.0
 #: Nodes split at most per column and depth (the fullest, and the outermost at each end).
 FINE_NODES = 64
+#: Noise stds (of the ratio of an end part's noisy count to its neighbour's) by which the end part
+#: must surely hold fewer numbers for the range to end inside it, and by which it ends past where
+#: the end part's count at its neighbour's density would end it (:func:`_tightened`).
+SURELY_Z, END_Z = 2.0, 1.0
 #: Decimals a column's numbers are told apart by at most; more is kept at full precision.
 MAX_DECIMALS = 9
 
@@ -449,6 +453,42 @@ def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
     return np.concatenate([np.delete(inner, nearest), marks])
 
 
+def _tightened(lower: np.ndarray, upper: np.ndarray, count: np.ndarray, lo: float, hi: float,
+               held: list, std: float) -> tuple[float, float]:
+    """The range ``[lo, hi]`` with each end moved in to where its end part's noisy count ends when
+    laid from the inner edge at the density (count per unit) of the part next to it and as wide, ``END_Z``
+    stds of that ratio's noise (each count's: ``std``) further out, where that is inside the end
+    part: a range ends where its numbers thin out or stop, so an end part no fuller than its
+    neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in the finest part
+    [2017.6, 2017.7), were drawn up to 2017.7: 37% of that part past the last date).  An end
+    part fuller than its neighbour (numbers piled at a cap) keeps its edge, and no end moves
+    past the edges ``held`` (point masses') inside the range.  Parts: the ``(lower, upper,
+    count)`` of :func:`_atoms`.  Post-processing of noisy counts."""
+    inside = np.flatnonzero((count > 0) & (lower >= lo) & (upper <= hi) & (upper - lower > 1e-300))
+    if inside.size < 2:
+        return lo, hi
+
+    def moved(end: int, near: int, sign: int) -> float:  # the end inside part ``end``, on a
+        width = upper[end] - lower[end]  # thousandth of its width (outward), or its outer edge
+        ratio, error = count[end] / count[near], std * math.hypot(1.0 / count[end], 1.0 / count[near])
+        filled = ratio * width * (1.0 + END_Z * error)
+        if ratio * (1.0 + SURELY_Z * error) >= 1.0:
+            return upper[end] if sign > 0 else lower[end]
+        scale = 10.0 ** (3 - math.floor(math.log10(width)))
+        edge = lower[end] + filled if sign > 0 else upper[end] - filled
+        return (math.ceil(edge * scale) if sign > 0 else math.floor(edge * scale)) / scale
+
+    def alike(a: int, b: int) -> bool:  # next to each other and as wide
+        return math.isclose(upper[a], lower[b]) and math.isclose(upper[a] - lower[a], upper[b] - lower[b])
+
+    first, second, before, last = inside[0], inside[1], inside[-2], inside[-1]
+    if math.isclose(lower[first], lo) and alike(first, second):
+        lo = min([moved(first, second, -1)] + [e for e in held if e >= lo])
+    if math.isclose(upper[last], hi) and alike(before, last):
+        hi = max([moved(last, before, 1)] + [e for e in held if e <= hi])
+    return lo, hi
+
+
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
@@ -481,7 +521,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     if kept.size:
         lo = _edges(_end(levels, fine, r, kept[0], reverse=False, integer=integer))[0]
         hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, integer=integer))[1]
-        _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
+        lower, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
+        lo, hi = _tightened(lower, upper, count, lo, hi, edges, max(r.std, r.fine_std))
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
