@@ -577,6 +577,18 @@ def test_a_range_ends_inside_its_end_part_where_the_numbers_stop():
     assert np.mean(past) <= 0.006 and max(clipped) <= 0.005, (past, clipped)
 
 
+def test_an_end_moves_only_inside_a_part_wider_than_a_step_and_outward_onto_its_grid():
+    """Parts [1, 2), [2, 3), [3, 4) of noisy counts 20, 60, 60 (noise std 5): of a fractional
+    column, the range starts inside [1, 2), a thousandth of it outward from where 20 records at
+    the density of [2, 3) start; of whole numbers, [1, 2) holds the one number 1 and stays."""
+    from ektelo_pgm.schema.numbers import END_Z, _tightened
+    lower, upper, count = np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0]), np.array([20.0, 60.0, 60.0])
+    start = 2.0 - 20 / 60 * (1 + END_Z * 5 * math.hypot(1 / 20, 1 / 60))
+    assert _tightened(lower, upper, count, 1.0, 4.0, [], 5.0, 0) == (math.floor(start * 1000) / 1000, 4.0)
+    assert _tightened(lower, upper, count, 1.0, 4.0, [], 5.0, 1) == (1.0, 4.0)
+    assert _tightened(lower, upper, count, 1.0, 4.0, [1.0, 2.0], 5.0, 0) == (1.0, 4.0)  # a point mass at 1
+
+
 def test_years_below_the_release_threshold_keep_one_code_each():
     """Sixteen survey years of 700 records each, under a release threshold of about 950: no year
     is released, yet the digits below the cell [2000, 2100) place the span in the years' decades

@@ -454,29 +454,33 @@ def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
 
 
 def _tightened(lower: np.ndarray, upper: np.ndarray, count: np.ndarray, lo: float, hi: float,
-               held: list, std: float) -> tuple[float, float]:
+               held: list, std: float, step: float) -> tuple[float, float]:
     """The range ``[lo, hi]`` with each end moved in to where its end part's noisy count ends when
-    laid from the inner edge at the density (count per unit) of the part next to it and as wide, ``END_Z``
-    stds of that ratio's noise (each count's: ``std``) further out, where that is inside the end
-    part: a range ends where its numbers thin out or stop, so an end part no fuller than its
-    neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in the finest part
-    [2017.6, 2017.7), were drawn up to 2017.7: 37% of that part past the last date).  An end
-    part fuller than its neighbour (numbers piled at a cap) keeps its edge, and no end moves
-    past the edges ``held`` (point masses') inside the range.  Parts: the ``(lower, upper,
+    laid from the inner edge at the density (count per unit) of the part next to it and as
+    wide, ``END_Z`` stds of that ratio's noise (each count's: ``std``) further out, where that
+    is inside the end part: a range ends where its numbers thin out or stop, so an end part no
+    fuller than its neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in
+    the finest part [2017.6, 2017.7), were drawn up to 2017.7: 37% of that part past the last
+    date).  An end part fuller than its neighbour (numbers piled at a cap) keeps its edge, and
+    no end moves past the edges ``held`` (point masses') inside the range.  An end moves to a
+    thousandth of its part's width, outward, or to a multiple of ``step`` (whole numbers: 1, or
+    a time's unit; else 0), never inside a part one step wide.  Parts: the ``(lower, upper,
     count)`` of :func:`_atoms`.  Post-processing of noisy counts."""
     inside = np.flatnonzero((count > 0) & (lower >= lo) & (upper <= hi) & (upper - lower > 1e-300))
     if inside.size < 2:
         return lo, hi
 
-    def moved(end: int, near: int, sign: int) -> float:  # the end inside part ``end``, on a
-        width = upper[end] - lower[end]  # thousandth of its width (outward), or its outer edge
+    def moved(end: int, near: int, sign: int) -> float:  # the end inside part ``end``, or its outer edge
+        width = upper[end] - lower[end]
         ratio, error = count[end] / count[near], std * math.hypot(1.0 / count[end], 1.0 / count[near])
-        filled = ratio * width * (1.0 + END_Z * error)
-        if ratio * (1.0 + SURELY_Z * error) >= 1.0:
+        if width <= step or ratio * (1.0 + SURELY_Z * error) >= 1.0:
             return upper[end] if sign > 0 else lower[end]
-        scale = 10.0 ** (3 - math.floor(math.log10(width)))
+        filled = ratio * width * (1.0 + END_Z * error)
         edge = lower[end] + filled if sign > 0 else upper[end] - filled
-        return (math.ceil(edge * scale) if sign > 0 else math.floor(edge * scale)) / scale
+        digits = 3 - math.floor(math.log10(width))
+        unit = step or 10.0 ** -digits
+        outward = (math.ceil(edge / unit) if sign > 0 else math.floor(edge / unit)) * unit
+        return outward if step else round(outward, digits)
 
     def alike(a: int, b: int) -> bool:  # next to each other and as wide
         return math.isclose(upper[a], lower[b]) and math.isclose(upper[a] - lower[a], upper[b] - lower[b])
@@ -517,12 +521,14 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     edges = [as_float(v) for v in points]
     edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
     numbers -= sum(r.values[v] for v in points)
+    unit = None if r.time_format is None else r.time_unit or finest_unit(r.time_format)
+    step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
     kept = _kept(levels, r, integer, numbers)
     if kept.size:
         lo = _edges(_end(levels, fine, r, kept[0], reverse=False, integer=integer))[0]
         hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, integer=integer))[1]
         lower, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
-        lo, hi = _tightened(lower, upper, count, lo, hi, edges, max(r.std, r.fine_std))
+        lo, hi = _tightened(lower, upper, count, lo, hi, edges, max(r.std, r.fine_std), step if integer else 0)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
@@ -532,8 +538,6 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     if not edges:
         raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
                          "declare its bounds in a schema, give more records, or a larger epsilon")
-    unit = None if r.time_format is None else r.time_unit or finest_unit(r.time_format)
-    step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
     edges = np.unique(np.ceil(np.array(edges, dtype=float) / step) * step if integer else np.array(edges, dtype=float))
     if edges.size == 1:
         edges = np.append(edges, edges[0] + step if integer else np.nextafter(edges[0], math.inf))
