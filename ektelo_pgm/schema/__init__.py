@@ -50,7 +50,7 @@ Everything else is post-processing of those noisy counts:
   numbers is clipped, nor one next to the range that surely holds some, and the range passes
   the numbers by less than the finest part the noise tells apart, which only widens an end bin;
   where that end part surely holds fewer numbers than the part next to it and as wide, the
-  range ends inside it, where its count at its neighbour's density ends (:func:`_tightened`:
+  range ends inside it, where its count at its neighbour's density ends (:func:`_outer_edge`:
   numbers that stop mid-part, such as dates up to the day a table was taken, are not drawn past
   their end);
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its

@@ -31,9 +31,9 @@ FINE_DEPTH = 3
 SPLIT_Z = 2.0
 #: Nodes split at most per column and depth (the fullest, and the outermost at each end).
 FINE_NODES = 64
-#: Noise stds (of the ratio of an end part's noisy count to its neighbour's) by which the end part
+#: Noise stds (of the ratio of an end node's noisy count to its neighbour's) by which the end node
 #: must surely hold fewer numbers for the range to end inside it, and by which it ends past where
-#: the end part's count at its neighbour's density would end it (:func:`_tightened`).
+#: the end node's count at its neighbour's density would end it (:func:`_outer_edge`).
 SURELY_Z, END_Z = 2.0, 1.0
 #: Decimals a column's numbers are told apart by at most; more is kept at full precision.
 MAX_DECIMALS = 9
@@ -434,7 +434,8 @@ def whole_span(r: Release):
     last = _end(r.levels, r.fine, r, kept[-1], reverse=True, integer=True)
     if first[0] == 0 or last[0] == N_CELLS - 1:
         return None
-    lo, hi = math.ceil(_edges(first)[0]), math.ceil(_edges(last)[1]) - 1
+    lo = math.ceil(_outer_edge(first, r.levels, r.fine, r, False, 1))
+    hi = math.ceil(_outer_edge(last, r.levels, r.fine, r, True, 1)) - 1
     released = [v for v in r.values if isinstance(v, int)]
     lo, hi = min([lo] + released), max([hi] + released)
     return (lo, hi) if lo <= hi else None
@@ -453,44 +454,38 @@ def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
     return np.concatenate([np.delete(inner, nearest), marks])
 
 
-def _tightened(lower: np.ndarray, upper: np.ndarray, count: np.ndarray, lo: float, hi: float,
-               held: list, std: float, step: float) -> tuple[float, float]:
-    """The range ``[lo, hi]`` with each end moved in to where its end part's noisy count ends when
-    laid from the inner edge at the density (count per unit) of the part next to it and as
-    wide, ``END_Z`` stds of that ratio's noise (each count's: ``std``) further out, where that
-    is inside the end part: a range ends where its numbers thin out or stop, so an end part no
-    fuller than its neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in
-    the finest part [2017.6, 2017.7), were drawn up to 2017.7: 37% of that part past the last
-    date).  An end part fuller than its neighbour (numbers piled at a cap) keeps its edge, and
-    no end moves past the edges ``held`` (point masses') inside the range.  An end moves to a
-    thousandth of its part's width, outward, or to a multiple of ``step`` (whole numbers: 1, or
-    a time's unit; else 0), never inside a part one step wide.  Parts: the ``(lower, upper,
-    count)`` of :func:`_atoms`.  Post-processing of noisy counts."""
-    inside = np.flatnonzero((count > 0) & (lower >= lo) & (upper <= hi) & (upper - lower > 1e-300))
-    if inside.size < 2:
-        return lo, hi
-
-    def moved(end: int, near: int, sign: int) -> float:  # the end inside part ``end``, or its outer edge
-        width = upper[end] - lower[end]
-        ratio, error = count[end] / count[near], std * math.hypot(1.0 / count[end], 1.0 / count[near])
-        if width <= step or ratio * (1.0 + SURELY_Z * error) >= 1.0:
-            return upper[end] if sign > 0 else lower[end]
-        filled = ratio * width * (1.0 + END_Z * error)
-        edge = lower[end] + filled if sign > 0 else upper[end] - filled
-        digits = 3 - math.floor(math.log10(width))
-        unit = step or 10.0 ** -digits
-        outward = (math.ceil(edge / unit) if sign > 0 else math.floor(edge / unit)) * unit
-        return outward if step else round(outward, digits)
-
-    def alike(a: int, b: int) -> bool:  # next to each other and as wide
-        return math.isclose(upper[a], lower[b]) and math.isclose(upper[a] - lower[a], upper[b] - lower[b])
-
-    first, second, before, last = inside[0], inside[1], inside[-2], inside[-1]
-    if math.isclose(lower[first], lo) and alike(first, second):
-        lo = min([moved(first, second, -1)] + [e for e in held if e >= lo])
-    if math.isclose(upper[last], hi) and alike(before, last):
-        hi = max([moved(last, before, 1)] + [e for e in held if e <= hi])
-    return lo, hi
+def _outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: float) -> float:
+    """The edge where a range ending in ``node`` (found by :func:`_end`; ``upper_end``: its upper
+    end) ends: the node's outer edge, or inside the node where it surely holds fewer numbers
+    than its inner neighbour (the node next to it and as wide): where its noisy count ends when
+    laid from the inner edge at that neighbour's density, ``END_Z`` stds of that ratio's noise
+    further out.  A range ends where its numbers thin out or stop, so an end node no fuller than
+    its neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in the finest
+    node [2017.6, 2017.7), were drawn up to 2017.7: 37% of it past the last date; ames' years
+    of sale, 2006 to 2010, were coded up to 2019 from [2010, 2020) kept whole).  A node fuller
+    than its neighbour (numbers piled at a cap) keeps its edge.  The edge moves outward onto a
+    thousandth of the node's width, or onto a multiple of ``step`` (whole numbers: 1, or a
+    time's unit; else 0), never inside a node one step wide.  Post-processing of noisy counts."""
+    cell, depth, index = node
+    below, above = _edges(node)
+    outer, inward, width = (above if upper_end else below), (-1 if upper_end else 1), above - below
+    if depth == 0:
+        near, counts, std = (cell + inward, 0, 0), levels[2], r.std
+        count, near_count = counts[cell], (counts[cell + inward] if 0 < cell + inward < N_CELLS - 1 else 0.0)
+    else:
+        near, std = (cell, depth, index + inward), r.fine_std
+        count, near_count = fine.get(node, 0.0), fine.get(near, 0.0)
+    if width <= max(step, 1e-300) or count <= 0 or near_count <= 0 or not math.isclose(_width(near), width):
+        return outer
+    ratio, error = count / near_count, std * math.hypot(1.0 / count, 1.0 / near_count)
+    if ratio * (1.0 + SURELY_Z * error) >= 1.0:
+        return outer
+    filled = ratio * width * (1.0 + END_Z * error)
+    edge = below + filled if upper_end else above - filled
+    digits = 3 - math.floor(math.log10(width))
+    unit = step or 10.0 ** -digits
+    edge = (math.ceil(edge / unit) if upper_end else math.floor(edge / unit)) * unit
+    return edge if step else round(edge, digits)
 
 
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
@@ -525,10 +520,13 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
     kept = _kept(levels, r, integer, numbers)
     if kept.size:
-        lo = _edges(_end(levels, fine, r, kept[0], reverse=False, integer=integer))[0]
-        hi = _edges(_end(levels, fine, r, kept[-1], reverse=True, integer=integer))[1]
-        lower, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
-        lo, hi = _tightened(lower, upper, count, lo, hi, edges, max(r.std, r.fine_std), step if integer else 0)
+        first = _end(levels, fine, r, kept[0], reverse=False, integer=integer)
+        last = _end(levels, fine, r, kept[-1], reverse=True, integer=integer)
+        lo, hi = _edges(first)[0], _edges(last)[1]
+        _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
+        # the ends moved in where the numbers stop, never past a point mass inside the range
+        lo = min([_outer_edge(first, levels, fine, r, False, step if integer else 0)] + [e for e in edges if e >= lo])
+        hi = max([_outer_edge(last, levels, fine, r, True, step if integer else 0)] + [e for e in edges if e <= hi])
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
