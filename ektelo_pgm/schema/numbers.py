@@ -469,9 +469,10 @@ def _outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: flo
     cell, depth, index = node
     below, above = _edges(node)
     outer, inward, width = (above if upper_end else below), (-1 if upper_end else 1), above - below
-    if depth == 0:
-        near, counts, std = (cell + inward, 0, 0), levels[2], r.std
-        count, near_count = counts[cell], (counts[cell + inward] if 0 < cell + inward < N_CELLS - 1 else 0.0)
+    if depth == 0:  # a cell: its neighbour is the next cell, both told by the cells' counts
+        near, std = (cell + inward, 0, 0), r.std
+        count = levels[2][cell]
+        near_count = levels[2][cell + inward] if 0 < cell + inward < N_CELLS - 1 else 0.0
     else:
         near, std = (cell, depth, index + inward), r.fine_std
         count, near_count = fine.get(node, 0.0), fine.get(near, 0.0)
