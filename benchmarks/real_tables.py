@@ -66,7 +66,9 @@ in a separate process, per column against the real table:
   numbers, a time finer than the day, hour, minute or second of every real one) or no number at
   all, and categories the real column lacks other than the ``(other)`` cell (``other``: how many
   synthetic values are that cell, which says a category was not released and is no value); and
-  the columns gaining blanks.
+  the columns gaining blanks (present in the output) and the modelled columns left out of it
+  (ours names each in a note: no value reaches its release threshold, or too few numbers to place
+  its range).
 
 Targets of issue 27, marked per run: no abort; every numeric (and date) column with >= 98% of
 its synthetic values inside the real range and a 1-way TVD <= 0.10; categorical columns' mean
@@ -75,7 +77,7 @@ mean 2-way TVD no worse than smartnoise MST's on the same table and variant; >= 
 it in CPU seconds of the whole process (the machine is shared, so CPU seconds, not wall).  Issue
 56's, in the peers' table: per table, variant and epsilon, our default's mean 2-way TVD over the
 seeds no worse than dpmm AIM's and smartnoise MST's, >= 5x faster than dpmm, no column gaining
-blanks, no value a real column cannot hold (``impossible``).
+blanks, no value a real column cannot hold (``impossible``); a column left out is counted apart.
 
     .venv/bin/python benchmarks/real_tables.py                       # the whole grid
     .venv/bin/python benchmarks/real_tables.py --sides ours --force  # ours again, after a change
@@ -597,9 +599,21 @@ def gains_blanks(column: dict) -> bool:
 
 
 def gains_any_blank(column: dict) -> bool:
-    """Issue 56's target: a column without blanks gains none (one with blanks as ``gains_blanks``)."""
+    """Issue 56's target: a column in the output without blanks gains none (one with blanks as
+    ``gains_blanks``); a column left out of it is :func:`left_out`."""
     synthetic = column.get("blanks_synthetic")
-    return gains_blanks(column) or (column["blanks_real"] == 0 and bool(synthetic))
+    return column["present"] and (gains_blanks(column) or (column["blanks_real"] == 0 and bool(synthetic)))
+
+
+def left_out(column: dict) -> bool:
+    """A modelled column absent from the output."""
+    return not column["present"] and column["kind"] in MODELLED
+
+
+def named(columns: list[str]) -> str:
+    """How many ``columns`` and the first three names."""
+    return f"{len(columns)}: " + ", ".join(columns[:3]) + (f" and {len(columns) - 3} more" if len(columns) > 3
+                                                           else "") if columns else "0"
 
 
 def targets(row: dict, theirs: dict | None) -> dict:
@@ -743,8 +757,8 @@ def peers_table(runs: list[dict], tables: list[str]) -> str:
     """Per table, variant and epsilon: ours against dpmm and smartnoise, means over the seeds; in
     the ``public`` variant's rows, the peers' runs on the table they read (:func:`peers_variant`)."""
     lines = ["| table | variant | epsilon | run | seeds | exit | 2-way TVD | CPU s | CPU / ours AIM | "
-             "columns gaining blanks | values a real column cannot hold | (other) cells |",
-             "|---|---|---:|---|---|---|---:|---:|---:|---|---:|---:|"]
+             "columns gaining blanks | columns left out | values a real column cannot hold | (other) cells |",
+             "|---|---|---:|---|---|---|---:|---:|---:|---|---|---:|---:|"]
     epsilons = sorted({epsilon_of(r) for r in runs})
     for table, variant, epsilon in itertools.product(tables, VARIANTS, epsilons):
         theirs = peers_variant(runs, table, variant)
@@ -760,16 +774,15 @@ def peers_table(runs: list[dict], tables: list[str]) -> str:
             tv2 = mean_of(rows, "tv2")
             cpu = mean_of(rows, "cpu")
             ratio = "-" if label == PEER_ROWS[0][0] or cpu is None or ours is None else f"{cpu[0] / ours[0]:.1f}x"
-            blanks = sorted({c["column"] for r in finished for c in r["columns"] if gains_any_blank(c)})
-            blank_text = "-" if not finished else (
-                f"{len(blanks)}: " + ", ".join(blanks[:3]) + (f" and {len(blanks) - 3} more" if len(blanks) > 3 else "")
-                if blanks else "0")
+            blanks, out = ("-" if not finished else
+                           named(sorted({c["column"] for r in finished for c in r["columns"] if test(c)}))
+                           for test in (gains_any_blank, left_out))
             held = [r["impossible"] for r in finished if "impossible" in r]
             other = [r["other"] for r in finished if "other" in r]
             lines.append(f"| {table} | {variant} | {epsilon:g} | {label} | {run_count(rows)} | "
                          f"{short_error(first(rows)) if not finished else '0'} | "
                          + ("-" if tv2 is None else f"{tv2[0]:.4f}" + (f" ± {tv2[1]:.4f}" if tv2[2] > 1 else ""))
-                         + f" | {value(rows, 'cpu', 1)} | {ratio} | {blank_text} | "
+                         + f" | {value(rows, 'cpu', 1)} | {ratio} | {blanks} | {out} | "
                          + (f"{np.mean(held):,.0f}" if held else "-") + " | "
                          + (f"{np.mean(other):,.0f}" if other else "-") + " |")
     return "\n".join(lines) if len(lines) > 2 else "No runs recorded yet."

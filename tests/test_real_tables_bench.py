@@ -34,6 +34,19 @@ def test_values_a_real_column_cannot_hold_are_counted():
     assert real_tables.evaluate(pd.concat([real] * 67), few, columns, bins=2)["blanks_gained"] == ["count"]
 
 
+def test_a_column_left_out_is_counted_apart_from_the_columns_gaining_blanks():
+    real = pd.DataFrame({"count": [1, 2, 3, 4], "kind": ["a", "b", "a", "b"]})
+    synthetic = pd.DataFrame({"count": [1, 2, np.nan, 4]})  # "kind" left out, as ours says in a note
+    columns = [{"name": "count", "kind": "numeric"}, {"name": "kind", "kind": "categorical"}]
+    result = real_tables.evaluate(real, synthetic, columns, bins=2)
+    assert result["blanks_gained"] == ["count"]
+    run = {"side": "ours", "mechanism": "aim", "table": "t", "variant": "as-is", "seed": 0, "epsilon": 1.0,
+           "status": "ok", "cpu": 1.0, **result}
+    header, _, row = real_tables.peers_table([run], ["t"]).splitlines()
+    cells = dict(zip(header.split(" | "), row.split(" | ")))
+    assert cells["columns gaining blanks"] == "1: count" and cells["columns left out"] == "1: kind"
+
+
 def test_the_grid_runs_every_epsilon_and_each_peer_its_mechanisms():
     manifest = {"t": {"columns": [{"name": "x", "kind": "numeric"}]}}
     args = types.SimpleNamespace(seeds=1, epsilons=[0.3, 1.0], sides=["ours", "smartnoise", "dpmm"],
