@@ -37,22 +37,23 @@ Everything else is post-processing of those noisy counts:
   stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
   are kept, and next to them, one at a time, the decade with the larger noisy count while they
   surely hold less than all but ``TAIL_SHARE`` of the numbers, so that numbers spread thin over
-  several decades keep them (:func:`_kept`; a column of whole numbers only decades that can
-  hold one); the range starts in the lowest, at its first tenth that surely holds numbers,
-  alone or with the tenths below it (a thin tail), at bars that halve from the inner tenth out
-  (an empty tenth far below the numbers needs more than one next to them; each tenth told by
-  its count and its cells'), else at the lowest noticeable one (``NOTICE_Z`` stds) that is
-  noticeable together with the tenths between it and the highest noticeable one, else at the
-  lowest (numbers too thin to place are kept whole); lower while the next tenth alone or all
-  below together surely hold numbers; then likewise at a cell of that tenth; then at the first
-  of the refined parts below it that surely hold numbers where they hold about all of it
-  (:func:`_end`, :func:`_parts`), and ends likewise in the highest: no part surely holding
-  numbers is clipped, nor one next to the range that surely holds some, and the range passes
-  the numbers by less than the finest part the noise tells apart, which only widens an end bin;
-  where that end part surely holds fewer numbers than the part next to it and as wide, the
-  range ends inside it, where its count at its neighbour's density ends (:func:`_outer_edge`:
-  numbers that stop mid-part, such as dates up to the day a table was taken, are not drawn past
-  their end);
+  several decades keep them (:func:`_kept`; a column of whole numbers only decades that can hold
+  one); the range starts in the lowest, at its first tenth that surely holds numbers, alone or
+  with the tenths below it (a thin tail), at bars that halve from the inner tenth out (an empty
+  tenth far below the numbers needs more than one next to them; each tenth told by its count and
+  its cells'), else at the lowest noticeable one (``NOTICE_Z`` stds) that is noticeable together
+  with the tenths between it and the highest noticeable one, else at the lowest; a start that no
+  tenth surely holds alone moves down while the tenths below it are noticeable together, to the
+  lowest of them noticeable alone, else the lowest (numbers too thin to place are kept whole);
+  lower while the next tenth alone or all below together surely hold numbers; then likewise at a
+  cell of that tenth; then at the first of the refined parts below it that surely hold numbers
+  where they hold about all of it (:func:`_end`, :func:`_parts`), and ends likewise in the
+  highest: no part surely holding numbers is clipped, nor one next to the range that surely
+  holds some, and the range passes the numbers by less than the finest part the noise tells
+  apart, which only widens an end bin; where that end part surely holds fewer numbers than the
+  part next to it and as wide, the range ends inside it, where its count at its neighbour's
+  density ends (:func:`_outer_edge`: numbers that stop mid-part, such as dates up to the day a
+  table was taken, are not drawn past their end);
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``bins``
   integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it, and at least
