@@ -885,7 +885,8 @@ def document(runs: list[dict], corpus: dict) -> str:
         "Against the peers (issue 56), per table, variant and epsilon: means over the seeds that finished "
         "(± std over several) of the 2-way TVD and of the CPU seconds of the whole process, and those against "
         "our default's; columns gaining blanks in any seed (a blank where the real column has none, or a share "
-        "more than 1 point above the real one); values a real column cannot hold, per run: numbers and dates "
+        "more than 1 point above the real one) and modelled columns left out of the output (ours names each "
+        "in a note); values a real column cannot hold, per run: numbers and dates "
         "beyond the real range, off its grid (a fraction in a whole-number column, a time finer than the day, "
         "hour, minute or second every real one falls on) or not numbers, categories the real column lacks "
         "(\"-\": recorded before this was counted):", peers_table(runs, tables),
