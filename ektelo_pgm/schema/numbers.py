@@ -265,8 +265,9 @@ def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Relea
     parts (CPS wages from 50 a week: the range starts in [50, 60), not [10, 20) nor [70, 80)).
     Then out while the next alone or all beyond together surely hold some (:func:`_widened`)."""
     first, alone = _first(estimates, variances, r, shares)
+    noticeable = estimates >= NOTICE_Z * r.std * np.sqrt(variances)
     if first is None:
-        noticed = np.flatnonzero(estimates >= NOTICE_Z * r.std * np.sqrt(variances))
+        noticed = np.flatnonzero(noticeable)
         inner = int(noticed[-1]) if noticed.size else 0
         first = next((int(k) for k in noticed if estimates[k:inner].sum() >= NOTICE_Z * r.std
                       * math.sqrt(variances[k:inner].sum())), inner)
@@ -274,7 +275,7 @@ def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Relea
         outside, std = _outside(estimates, variances, first, total)
         if outside < NOTICE_Z * r.std * std:
             break
-        beyond = np.flatnonzero(estimates[:first] >= NOTICE_Z * r.std * np.sqrt(variances[:first]))
+        beyond = np.flatnonzero(noticeable[:first])
         first = int(beyond[0]) if beyond.size else 0
     return _widened(estimates, variances, first, r, total)
 
