@@ -170,9 +170,9 @@ def tables(results: dict) -> str:
              "largest tree (cells) | wall s | CPU s | 2-way TVD | 3-way TVD | families' 3-way TVD | load |",
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     newest = harness.newest(runs, lambda r: key(r)[:4])  # the JSON keeps earlier code's runs
-    for r in sorted(newest, key=lambda r: (r.get("table", NETWORK) != NETWORK, key(r)[:4])):
+    for r in sorted(newest, key=lambda r: (key(r)[0] != NETWORK, key(r)[:4])):
         budget = "all" if r["max_candidates"] is None else f"{r['max_candidates']:,}"
-        lines.append(f"| {r.get('table', NETWORK)} ({r['attributes']}, {r['rows']:,}) | {r['setting']} | "
+        lines.append(f"| {key(r)[0]} ({r['attributes']}, {r['rows']:,}) | {r['setting']} | "
                      f"{r['epsilon']:g} | {r['seed']} | {r['when'][:10]} | {budget} | {r.get('rounds', '-')} | "
                      f"{r['chosen_3way']} | " + (f"{r['largest_tree']:,}" if "largest_tree" in r else "-")
                      + f" | {r['wall']:.1f} | {r['cpu']:.1f} | {r['tvd2']:.4f} | {r['tvd3']:.4f} | "
