@@ -612,8 +612,10 @@ def left_out(column: dict) -> bool:
 
 def named(columns: list[str]) -> str:
     """How many ``columns`` and the first three names."""
-    return f"{len(columns)}: " + ", ".join(columns[:3]) + (f" and {len(columns) - 3} more" if len(columns) > 3
-                                                           else "") if columns else "0"
+    if not columns:
+        return "0"
+    more = f" and {len(columns) - 3} more" if len(columns) > 3 else ""
+    return f"{len(columns)}: " + ", ".join(columns[:3]) + more
 
 
 def targets(row: dict, theirs: dict | None) -> dict:
