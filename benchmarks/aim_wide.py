@@ -98,13 +98,14 @@ def mechanism(setting: str, domain):
     return AIM(max_mb=32.0, **options[setting])
 
 
-def column_slice(name: str) -> slice | None:
-    """The columns ``lo`` to ``hi - 1`` of a corpus table that ``table[lo:hi]`` names (module
-    docstring); None for a whole table."""
+def corpus_part(name: str) -> tuple[str, slice | None]:
+    """The corpus table that ``name`` names and the slice of its numeric, categorical and date
+    columns that ``table[lo:hi]`` takes (module docstring); None for the whole table."""
     if "[" not in name:
-        return None
-    lo, hi = (int(bound) for bound in name[name.index("[") + 1:-1].split(":"))
-    return slice(lo, hi)
+        return name, None
+    table, bounds = name[:-1].split("[")
+    lo, hi = (int(bound) for bound in bounds.split(":"))
+    return table, slice(lo, hi)
 
 
 def corpus_worker(name: str, setting: str, epsilon: float, seed: int, out: Path) -> None:
@@ -115,16 +116,17 @@ def corpus_worker(name: str, setting: str, epsilon: float, seed: int, out: Path)
     from ektelo_pgm.metrics import total_variation
     from ektelo_pgm.synthesizer import AIM_TRIPLES_UP_TO, Synthesizer
 
-    entry = real_tables.load_manifest(real_tables.CORPUS)[name.split("[")[0]]
+    table, part = corpus_part(name)
+    entry = real_tables.load_manifest(real_tables.CORPUS)[table]
     real = real_tables.read_table(real_tables.CORPUS / entry["file"])
     columns = real_tables.variant_columns(entry, "as-is")
-    if (part := column_slice(name)) is not None:
-        columns = [c for c in columns if c["kind"] in real_tables.MODELLED][part]
+    modelled = [c for c in columns if c["kind"] in real_tables.MODELLED]
+    if part is not None:
+        columns = modelled = modelled[part]
         real = real[[c["name"] for c in columns]]
-    modelled = sum(c["kind"] in real_tables.MODELLED for c in columns)
-    if setting == "2-way" and modelled <= AIM_TRIPLES_UP_TO:
-        raise SystemExit(f"aim_wide: {name} has {modelled} columns; the steward's AIM takes only 2-way marginals "
-                         f"past {AIM_TRIPLES_UP_TO}")
+    if setting == "2-way" and len(modelled) <= AIM_TRIPLES_UP_TO:
+        raise SystemExit(f"aim_wide: {name} has {len(modelled)} columns; the steward's AIM takes only 2-way "
+                         f"marginals past {AIM_TRIPLES_UP_TO}")
     options = {"2-way": {}, "3-way": {"workload": None}, "linked": {"workload": None, "linked_only": True}}
     synth = Synthesizer("aim", epsilon=epsilon, delta=DELTA, seed=seed, progress=False, **options[setting])
     with harness.clock() as whole:

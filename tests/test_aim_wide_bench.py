@@ -9,6 +9,6 @@ import aim_wide  # noqa: E402
 
 
 def test_a_table_name_with_bounds_names_a_slice_of_its_columns():
-    assert aim_wide.column_slice("ames[20:40]") == slice(20, 40)
-    assert aim_wide.column_slice("loans[0:24]") == slice(0, 24)
-    assert aim_wide.column_slice("ames") is None
+    assert aim_wide.corpus_part("ames[20:40]") == ("ames", slice(20, 40))
+    assert aim_wide.corpus_part("loans[0:24]") == ("loans", slice(0, 24))
+    assert aim_wide.corpus_part("ames") == ("ames", None)
