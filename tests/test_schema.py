@@ -11,7 +11,7 @@ import pytest
 from ektelo_pgm.columns import CategoricalColumn, NumericColumn
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget, Person
-from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of, column_from,
+from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of, column_changes, column_from,
                                ColumnSpec, Declared, encoded, infer, learn, noise_tail, release, release_threshold,
                                refine, tally, Unreleasable)
 from ektelo_pgm.synthesizer import Synthesizer
@@ -1146,3 +1146,16 @@ def test_a_number_on_a_refined_nodes_lower_edge_is_counted_in_that_node():
         at = _position(numbers, cells, depth)
         edges = np.array([_edges((int(c), depth, int(i))) for c, i in zip(cells, at)])
         assert np.all((edges[:, 0] <= numbers) & (numbers < edges[:, 1])), depth
+
+
+def test_a_numeric_columns_note_gives_the_largest_value_it_writes():
+    """The note's range ends at the largest value decoded: a point mass at 10 (its bin one float
+    wide) is 10, not 10.000000000000002; times on the hour end on the hour, not at 59:59; a range
+    of one whole number is that number written for every record."""
+    visibility = NumericColumn("visib", (1.5, 5.0, 10.0, math.nextafter(10.0, math.inf)), False, False, 1)
+    start = 1356998400  # 2013-01-01T00:00:00Z
+    hours = NumericColumn("time_hour", (start, start + 10 * 3600), True, False, None, "%Y-%m-%dT%H:%M:%SZ", 3600)
+    waiting = NumericColumn("days_in_waiting_list", (0, 1), True, False)
+    assert column_changes(visibility, None, False)[0] == "numbers clipped to [1.5, 10]"
+    assert column_changes(hours, None, False)[0] == "times clipped to [2013-01-01T00:00:00Z, 2013-01-01T09:00:00Z]"
+    assert column_changes(waiting, None, False)[0] == "every number written as 0"

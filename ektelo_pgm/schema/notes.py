@@ -2,6 +2,8 @@
 line prints (:func:`column_changes`), read from the schema alone (post-processing of its release)."""
 from __future__ import annotations
 
+import math
+
 from ..columns import json_value
 from ..times import time_text
 from .kinds import names_codes
@@ -15,10 +17,11 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     as the other label, blanks kept or not."""
     changes = []
     if column.kind == "numeric":
-        top = column.edges[-1] - 1 if column.integer else column.edges[-1]
         ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
-                for e in (column.edges[0], top)]
-        changes.append(f"{'times' if column.time_format else 'numbers'} clipped to [{ends[0]}, {ends[1]}]")
+                for e in (column.edges[0], _largest(column))]
+        values = "times" if column.time_format else "numbers"
+        changes.append(f"every {values[:-1]} written as {ends[0]}" if ends[0] == ends[1] else
+                       f"{values} clipped to [{ends[0]}, {ends[1]}]")
     else:
         numbers = [c for c in column.categories if isinstance(c, (int, float))]
         if numbers and not fixed and names_codes(column.name):
@@ -35,3 +38,15 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
                            f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
     changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
     return changes
+
+
+def _largest(column) -> float:
+    """The largest value a numeric column decodes to: of whole numbers (or times), the last below
+    its last edge (a multiple of its unit of time); else its last edge, or the number alone in a
+    last bin one float wide (a point mass: 10, not 10.000000000000002)."""
+    last = column.edges[-1]
+    if column.integer:
+        unit = column.time_unit or 1
+        return (last - 1) // unit * unit
+    below = column.edges[-2] if len(column.edges) > 1 else last
+    return below if math.nextafter(below, math.inf) == last else last
