@@ -595,6 +595,25 @@ def test_a_range_ends_inside_its_end_part_where_the_numbers_stop():
     assert np.mean(past) <= 0.006 and max(clipped) <= 0.005, (past, clipped)
 
 
+def test_a_thinning_tail_is_not_clipped_where_the_end_parts_digits_hold_numbers():
+    """23,000 pressures, normal about 1017 hPa with std 7.5 (as weather's): the part [1000, 1010)
+    holds fewer than [1010, 1020), so the range ended inside it where its count at that density
+    would stop, about 1007, though its hectopascals beyond held hundreds each; it now ends where
+    those beyond it no longer surely hold numbers together.  Clipped over 12 seeds: 6.6% and 2.5%
+    of the pressures at rho 1e-3 and 1e-2 before, 3.5% and 1.05% now; none decoded past them."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"pressure": np.round(rng.normal(1017.0, 7.5, 23000), 1)})
+    pressures = frame["pressure"].to_numpy()
+    for rho, most in ((1e-3, 0.045), (1e-2, 0.015)):
+        clipped, past = [], []
+        for seed in range(12):
+            column = infer(frame, Budget.zcdp(rho), None, 1e-10, rng=seed).columns["pressure"]
+            clipped.append(np.mean((pressures < column.edges[0]) | (pressures >= column.edges[-1])))
+            decoded = _decoded(frame, column, seed).to_numpy(dtype=float)
+            past.append(np.mean((decoded < pressures.min()) | (decoded > pressures.max())))
+        assert np.mean(clipped) <= most and np.mean(past) <= 1e-4, (rho, clipped, past)
+
+
 def test_years_end_near_the_last_when_the_noise_keeps_their_end_decade_whole():
     """Years of sale 2006 to 2010 as ames' (341 records in 2010; noise std 183 and 245, rho 1e-4):
     in 5 schemas of 40 the decade [2010, 2020) surely held numbers but none of its years could
