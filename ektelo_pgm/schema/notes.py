@@ -48,5 +48,5 @@ def _largest(column) -> float:
     if column.integer:
         unit = column.time_unit or 1
         return (last - 1) // unit * unit
-    below = column.edges[-2] if len(column.edges) > 1 else last
+    below = column.edges[-2]
     return below if math.nextafter(below, math.inf) == last else last
