@@ -176,6 +176,18 @@ class NumericColumn:
         """Number of codes of the column."""
         return self.bins + int(self.missing)
 
+    @property
+    def largest(self) -> float:
+        """The largest value :meth:`decode` gives: of whole numbers (or times), the last below the
+        last edge (a multiple of ``time_unit``); else the last edge, or the number alone in a last
+        bin one float wide (a point mass: 10, not 10.000000000000002)."""
+        last = self.edges[-1]
+        if self.integer:
+            unit = self.time_unit or 1
+            return (last - 1) // unit * unit
+        below = self.edges[-2]
+        return below if np.nextafter(below, np.inf) == last else last
+
     @classmethod
     def fit(cls, name: str, values, bins: int, binning: str) -> "NumericColumn":
         """Learn at most ``bins`` bin edges of a cleaned numeric column."""

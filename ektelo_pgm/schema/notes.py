@@ -2,8 +2,6 @@
 line prints (:func:`column_changes`), read from the schema alone (post-processing of its release)."""
 from __future__ import annotations
 
-import math
-
 from ..columns import json_value
 from ..times import time_text
 from .kinds import names_codes
@@ -18,7 +16,7 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     changes = []
     if column.kind == "numeric":
         ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
-                for e in (column.edges[0], _largest(column))]
+                for e in (column.edges[0], column.largest)]
         values = "times" if column.time_format else "numbers"
         changes.append(f"every {values[:-1]} written as {ends[0]}" if ends[0] == ends[1] else
                        f"{values} clipped to [{ends[0]}, {ends[1]}]")
@@ -39,14 +37,3 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
     return changes
 
-
-def _largest(column) -> float:
-    """The largest value a numeric column decodes to: of whole numbers (or times), the last below
-    its last edge (a multiple of its unit of time); else its last edge, or the number alone in a
-    last bin one float wide (a point mass: 10, not 10.000000000000002)."""
-    last = column.edges[-1]
-    if column.integer:
-        unit = column.time_unit or 1
-        return (last - 1) // unit * unit
-    below = column.edges[-2]
-    return below if math.nextafter(below, math.inf) == last else last
