@@ -16,11 +16,11 @@ from .errors import InputError
 from .table_io import canonical_value, pandas_module
 
 #: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
-#: first that matches it whole.
+#: first that matches it whole.  The last reads a time of day, as the seconds since midnight.
 TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
                 "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y",
                 "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
-                "%b %d, %Y")
+                "%b %d, %Y", "%H:%M:%S")
 
 #: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
 TIME_UNITS = (86400, 3600, 60, 1)
@@ -128,7 +128,10 @@ def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:
     the time format ``fmt`` (a fraction of a second dropped, so rounded down): an object array of
     exact Python ints over any range of years, +-inf for a year of more digits than Python reads
     as an int (as :func:`~ektelo_pgm.table_io.canonical` reads such a number), None where the
-    format does not read the text (or its day is past the end of its month)."""
+    format does not read the text (or its day is past the end of its month).  A format without a
+    date reads its times on 1970-01-01: a time of day is the seconds since midnight (on
+    pandas' 1900-01-01, 2.2e9 seconds before zero, the schema's grid of five significant digits
+    would tell them apart only to 28 hours)."""
     pattern = _time_pattern(fmt)
     matches = [pattern.fullmatch(v) for v in texts]
     out = np.full(len(matches), None, dtype=object)
@@ -138,7 +141,7 @@ def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:
     fields = np.array(found, dtype=object)  # str of any length, never a fixed width
     field = lambda code, default: fields[:, pattern.groupindex[code] - 1] if code in pattern.groupindex \
         else np.full(len(fields), default)  # noqa: E731
-    years = field("Y", "1900").astype(object)
+    years = field("Y", "1970").astype(object)
     if max(map(len, years)) <= 11:  # years below 10**11: seconds within int64
         year, beyond = years.astype(np.int64), np.zeros(len(years), dtype=bool)
     else:  # Python ints of any size; +-inf past the digits Python reads, counted as year 0 below

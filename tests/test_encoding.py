@@ -444,13 +444,26 @@ def test_time_formats_read_ordinary_text_as_pandas_did():
              "January 2019", "1/ 5/2019", "2019- 1-05", "2019-01-05T01:02:03z", "2019-01-05t01:02:03Z",
              "2019-01-05T01:02:03.123456789Z", "2019-01-05T01:02:03.1234567891Z", "2019-01-05T01:02:03.Z",
              "1969-12-31T23:59:59.5Z", "02019-01-05", "+2019-01-05", "019-01-05", "Jan 05,2019", "5.1.2019",
-             "2019-13", "2019-00-05", "00/05/2019", "2019/1/5 1:2:3", "12/31/1999 23:59", "31 Dec 1999", "Dec 31, 1999"]
+             "2019-13", "2019-00-05", "00/05/2019", "2019/1/5 1:2:3", "12/31/1999 23:59", "31 Dec 1999", "Dec 31, 1999",
+             "11:38:36", "7:5:0", "24:00:00"]
     texts += [s.strftime(fmt) for s in stamps for fmt in TIME_FORMATS[rng.integers(len(TIME_FORMATS)):][:2]]
     for fmt in TIME_FORMATS:
         parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
-        theirs = [None if pd.isna(p) else int(p.to_datetime64().astype("datetime64[ns]").astype(np.int64) // 10**9)
-                  for p in parsed]
+        undated = 0 if "%Y" in fmt else 2208988800  # pandas reads a time of day on 1900-01-01, ours on 1970-01-01
+        theirs = [None if pd.isna(p) else
+                  int(p.to_datetime64().astype("datetime64[ns]").astype(np.int64) // 10**9) + undated for p in parsed]
         assert list(as_times(np.array(texts, dtype=object), fmt)) == theirs, fmt
+
+
+def test_a_time_of_day_is_read_as_the_seconds_since_midnight():
+    """Issue 56: a column of times of day (a restaurant's order times, 11:38:36) was left out as an
+    identifier.  It is a column of times, read as the seconds since midnight and written back."""
+    fmt = "%H:%M:%S"
+    texts = np.array(["11:38:36", "00:00:00", "23:59:59", "7:05:00", "24:00:00", "11:38", "2019-01-05 11:38:36"],
+                     dtype=object)
+    assert list(as_times(texts, fmt)) == [41916, 0, 86399, 25500, None, None, None]
+    assert list(time_texts(np.array([41916, 0, 86399, 25500]), fmt)) == ["11:38:36", "00:00:00", "23:59:59", "07:05:00"]
+    assert list(time_formats(texts)) == [TIME_FORMATS.index(fmt)] * 4 + [-1, -1, TIME_FORMATS.index("%Y-%m-%d %H:%M:%S")]
 
 
 def test_times_decode_in_their_unit_and_round_trip():
