@@ -463,7 +463,8 @@ def test_a_time_of_day_is_read_as_the_seconds_since_midnight():
                      dtype=object)
     assert list(as_times(texts, fmt)) == [41916, 0, 86399, 25500, None, None, None]
     assert list(time_texts(np.array([41916, 0, 86399, 25500]), fmt)) == ["11:38:36", "00:00:00", "23:59:59", "07:05:00"]
-    assert list(time_formats(texts)) == [TIME_FORMATS.index(fmt)] * 4 + [-1, -1, TIME_FORMATS.index("%Y-%m-%d %H:%M:%S")]
+    dated = TIME_FORMATS.index("%Y-%m-%d %H:%M:%S")
+    assert list(time_formats(texts)) == [TIME_FORMATS.index(fmt)] * 4 + [-1, -1, dated]
 
 
 def test_times_decode_in_their_unit_and_round_trip():
