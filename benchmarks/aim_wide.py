@@ -24,7 +24,6 @@ columns, just past where the steward stops taking every 3-way marginal.
 
     .venv/bin/python benchmarks/aim_wide.py --settings linked 3-way 2-way --seeds 0
     .venv/bin/python benchmarks/aim_wide.py --tables ames loans movies hotel_rates --seeds 0 1 2
-.venv/bin/python benchmarks/aim_wide.py --tables ames --settings 3-way 2-way --seeds 3 4 5 6 7 8 9
     .venv/bin/python benchmarks/aim_wide.py --tables "ames[20:40]" "loans[30:54]" --settings 3-way 2-way
     .venv/bin/python benchmarks/aim_wide.py --table      # only print the table
 """
