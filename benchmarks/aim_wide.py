@@ -54,7 +54,7 @@ DOC = harness.Doc(
     reading="""
 Over three seeds the linked 3-way candidates (`linked`) did not lower bn75's mean 3-way TVD over all 67,525 triples
 (0.0253-0.0283 against 0.0259-0.0263 for 2-way only) but cut it from 0.140 to 0.084-0.103 over its 181 family triples.
-Through `synth`, 3-way candidates lowered movies' mean 3-way TVD (0.064 against 0.070), left ames level (-0.02% ± 0.30%
+Through `synth`, 3-way candidates lowered movies' mean 3-way TVD (0.064 against 0.070), left ames level (+0.05% ± 0.28%
 over ten seeds), hotel_rates and loans too, and moved nine slices of 20-24 of their columns by -0.8% ± 0.5% (2-way TVD
 -0.4% ± 0.5%; 27 runs paired by seed) at 1.3-3.2 times the CPU seconds.  Past 16 columns the steward takes 2-way.""",
     results=("aim_wide.json",))
