@@ -1,5 +1,5 @@
 """The one coding of a real table and of tables compared with it: which columns are numeric
-(:func:`kinds_of`, or guessed), the real table's quantile bins and categories
+(:func:`kinds_of`, or guessed) and which hold times (:func:`time_columns`), the real table's quantile bins and categories
 (:class:`Discretisation`), and the readings of raw values every evaluation shares (the distinct
 values of a column, a category's label, a value as a number).
 
@@ -97,6 +97,28 @@ def kinds_of(schema) -> dict:
             raise InputError(f"schema: column {name!r} has kind {kind!r}; use 'numeric' or 'categorical'")
         kinds[str(name)] = kind
     return kinds
+
+
+def time_columns(real, kinds: dict | None = None) -> dict:
+    """``{column: time format}`` for each column of the DataFrame ``real`` not declared in
+    ``kinds`` whose values that are not missing are text read in one of
+    :data:`~ektelo_pgm.times.TIME_FORMATS`, but for at most the schema's ``TEXT_SHARE`` of them
+    (a column of times as the schema takes it, read here from the real table itself): the format
+    reading most of them."""
+    from ..schema.histogram import TEXT_SHARE
+    from ..table_io import canonical
+    from ..times import TIME_FORMATS, time_formats
+
+    found = {}
+    for column in real.columns:
+        if str(column) in (kinds or {}):
+            continue
+        values = canonical(real[column], frozenset(MISSING_MARKERS))
+        formats = time_formats(values[values != None])  # noqa: E711 (elementwise)
+        counts = np.bincount(formats + 1, minlength=len(TIME_FORMATS) + 1)[1:]
+        if counts.max() > 0 and counts.max() >= (1 - TEXT_SHARE) * formats.size:
+            found[str(column)] = TIME_FORMATS[int(np.argmax(counts))]
+    return found
 
 
 class Discretisation:

@@ -36,7 +36,7 @@ from ..dataset import Dataset
 from ..errors import InputError
 from ..files import atomic_write
 from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
-                             number)
+                             number, time_columns)
 from .fidelity import quality
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
@@ -240,8 +240,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     mapping or a JSON path of either, fixes the columns' kinds).  ``model``: the fitted
     :class:`~ektelo_pgm.synthesizer.Synthesizer` (or the path it was saved to) that wrote the
     synthetic table; its settings head the report, its schema explains the advice
-    (:func:`advise`), its columns of times are compared on the time axis, and the columns it
-    was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer never
+    (:func:`advise`), its columns of times are compared on the time axis (without it, those the
+    real table holds: :func:`time_columns`), and the columns it was told to drop or regenerate
+    are not compared.  ``holdout``: real rows the synthesizer never
     saw (a DataFrame or a path), for the privacy sanity checks and, with ``target`` (a column),
     the machine-learning efficacy (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the
     training part).  Writes the HTML report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when
@@ -280,14 +281,14 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     real_compared = real[[c for c in real.columns if str(c) in present]]
     if real_compared.shape[1] == 0:
         raise InputError("the synthetic table has none of the real table's columns")
-    kinds = None if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
-    if model is not None:  # columns of times compared as numbers on the time axis
-        times = {name: column.time_format for name, column in model.encoder.columns.items()
-                 if column.kind == "numeric" and column.time_format is not None and name in present}
-        real_compared, synthetic = (_on_time_axis(frame, times) for frame in (real_compared, synthetic))
-        kinds = {**(kinds or {}), **{name: "numeric" for name in times}}
-    coding = Discretisation(real_compared, bins, kinds)
-    coding.time_formats = {} if model is None else times
+    kinds = {} if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
+    # columns of times compared as numbers on the time axis: the model's, else those of the real table
+    times = time_columns(real_compared, kinds) if model is None else \
+        {name: column.time_format for name, column in model.encoder.columns.items()
+         if column.kind == "numeric" and column.time_format is not None and name in present}
+    real_compared, synthetic = (_on_time_axis(frame, times) for frame in (real_compared, synthetic))
+    coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in times}})
+    coding.time_formats = times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
     shuffled = Dataset(shuffled_apart(pd.DataFrame(truth.records)).to_numpy(), truth.domain)
     rows = []
@@ -307,7 +308,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation.quality = quality(train, made, kinds)
     evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
-        held = _missing_as_nan(_on_time_axis(holdout[columns], times) if model is not None else holdout[columns])
+        held = _missing_as_nan(_on_time_axis(holdout[columns], times))
         evaluation.disclosure = disclosure(train, held, made, kinds)
         if target is not None:
             evaluation.efficacy = ml_efficacy(train, held, made, target, kinds)
