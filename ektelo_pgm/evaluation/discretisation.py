@@ -1,9 +1,9 @@
 """The one coding of a real table and of tables compared with it: which columns are numeric
-(:func:`kinds_of`, or guessed) and which hold times (:func:`time_columns`), the real table's quantile bins and categories
-(:class:`Discretisation`), and the readings of raw values every evaluation shares (the distinct
-values of a column, a category's label, a value as a number).
+(:func:`kinds_of`, or guessed) and which hold times (:func:`time_columns`), the real table's
+quantile bins and categories (:class:`Discretisation`), and the readings of raw values every
+evaluation shares (the distinct values of a column, a category's label, a value as a number).
 
-Not private: it reads the real table freely (its quantiles and categories).
+Not private: it reads the real table freely (its quantiles, categories and formats of times).
 """
 from __future__ import annotations
 
