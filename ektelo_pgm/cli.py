@@ -161,13 +161,13 @@ EVALUATE_HELP = """How close the synthetic table is to the real one.  Opens with
 release (with --model: mechanism, epsilon, delta, ledger), SDMetrics's scores (column shapes,
 column pair trends) beside those of a reference, the real table with its columns shuffled apart
 (seeded), the worst columns and pairs.  Then the total variation distance (TVD) on every 1-way
-and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns at
-the real table's quantiles, categorical ones by value; for each column far from the real one,
-the cause its synthetic values show (its model's schema first, with --model).  With --holdout
-(real rows the synthesizer never saw): privacy sanity checks (exact matches, distance to the
-closest record, each against the holdout's own), and with --target the machine-learning
-efficacy.  -o writes an HTML report (figures embedded), --png the figures as PNG files.  Not
-private: the report shows the real table's marginals.
+and 2-way marginal (3-way with --three-way), both tables cut the same way: numeric columns and
+columns of dates or times at the real table's quantiles, categorical ones by value; for each
+column far from the real one, the cause its synthetic values show (its model's schema first,
+with --model).  With --holdout (real rows the synthesizer never saw): privacy sanity checks
+(exact matches, distance to the closest record, each against the holdout's own), and with
+--target the machine-learning efficacy.  -o writes an HTML report (figures embedded), --png the
+figures as PNG files.  Not private: the report shows the real table's marginals.
 
 examples:
   ektelo-pgm evaluate adult.data synthetic.csv -o report.html
@@ -542,7 +542,7 @@ def parser() -> argparse.ArgumentParser:
     header.add_argument("--names", help="comma-separated column names of a CSV without a header line")
     p.add_argument("--schema", help="JSON file fixing which columns are numeric: a schema of 'ektelo-pgm "
                    "schema' or {column: 'numeric' | 'categorical'} (default: numeric when every value is a "
-                   "number and there are more than --bins distinct ones)")
+                   "number and there are more than --bins distinct ones, or nearly every one a date or time)")
     p.add_argument("--model", help="the synthesizer saved by 'ektelo-pgm synth --save': its settings and ledger "
                                    "head the report, and its schema explains what to do about columns far from the "
                                    "real ones")
