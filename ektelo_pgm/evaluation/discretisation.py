@@ -16,6 +16,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..errors import InputError
 from ..table_io import MISSING as MISSING_MARKERS  # strings read as missing, as every step reads them
+from ..table_io import canonical_value
 
 MISSING = "(missing)"  # one cell for NaN and the missing markers
 OTHER = "(other)"  # one cell for what the real table lacks: a new category, a non-number in a numeric column
@@ -40,12 +41,9 @@ def distinct(series) -> tuple[np.ndarray, list]:
 
 
 def label(value) -> str:
-    """A category's label: whole numbers without a decimal point."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return str(int(value)) if float(value).is_integer() else f"{float(value):g}"
-    return str(value)
+    """A category's label: the value as every step reads it (:func:`~ektelo_pgm.table_io.canonical_value`),
+    so a whole number has no decimal point whether it is written ``3``, ``3.0`` or ``3e0``."""
+    return str(canonical_value(value))
 
 
 def number(value) -> float:

@@ -304,11 +304,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation.advice = advise(evaluation, real_compared, synthetic, absent, model)
     kinds = {name: "numeric" if name in coding.edges else "categorical" for name in coding.columns}
     columns = list(real_compared.columns)
-    train, made = _missing_as_nan(real_compared), _missing_as_nan(synthetic[columns])
+    train, made = _as_compared(real_compared, kinds), _as_compared(synthetic[columns], kinds)
     evaluation.quality = quality(train, made, kinds)
     evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
-        held = _missing_as_nan(_on_time_axis(holdout[columns], times))
+        held = _as_compared(_on_time_axis(holdout[columns], times), kinds)
         evaluation.disclosure = disclosure(train, held, made, kinds)
         if target is not None:
             evaluation.efficacy = ml_efficacy(train, held, made, target, kinds)
@@ -348,14 +348,19 @@ def release(model) -> str:
             f"{': ' + spent if spent else ''}")
 
 
-def _missing_as_nan(frame):
-    """``frame`` with the missing markers (:data:`MISSING_MARKERS`, around spaces) as NaN in its
-    text columns; its other columns as they are."""
-    marked = np.zeros(frame.shape, dtype=bool)
-    for j, (_, column) in enumerate(frame.items()):
-        if column.dtype == object or str(column.dtype) in ("str", "string"):
-            marked[:, j] = column.astype(str).str.strip().isin(MISSING_MARKERS).to_numpy()
-    return frame.mask(marked)
+def _as_compared(frame, kinds: dict):
+    """``frame`` as the scores read it: each value of a column ``kinds`` calls categorical as its
+    :func:`label` (``"3.0"`` and ``3`` one category, as every step reads them), the missing
+    markers (:data:`MISSING_MARKERS`, around spaces) as NaN."""
+    frame = frame.copy()
+    for name in list(frame.columns):
+        column = frame[name]
+        if kinds[str(name)] == "categorical":
+            index, values = distinct(column)
+            frame[name] = np.array([label(v) for v in values] + [np.nan], dtype=object)[index]
+        elif column.dtype == object or str(column.dtype) in ("str", "string"):
+            frame[name] = column.mask(column.astype(str).str.strip().isin(MISSING_MARKERS))
+    return frame
 
 
 def _on_time_axis(frame, formats: dict):
