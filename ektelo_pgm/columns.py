@@ -357,11 +357,9 @@ class NumericColumn:
             return pd.Series(text, name=self.name, dtype=object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
         if self.decimals is not None and within_bin == "uniform":  # among the bin's numbers of those decimals
-            scale = 10.0 ** self.decimals
-            first, stop = np.ceil(np.round(lo * scale, 6)), np.round(hi * scale, 6)
-            stop = np.ceil(stop) + ((bin_of == self.bins - 1) & (stop % 1 == 0))  # the closed last bin: hi too
-            values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first))) / scale,
-                              values)
+            first, stop = _with_decimals(lo, hi, bin_of == self.bins - 1, self.decimals)
+            values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first)))
+                              / 10.0 ** self.decimals, values)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
@@ -381,6 +379,27 @@ class NumericColumn:
                 "integer": self.integer, "missing": self.missing}
         optional = {"decimals": self.decimals, "time_format": self.time_format, "time_unit": self.time_unit}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
+
+
+def _with_decimals(lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, decimals: int) -> tuple:
+    """``(first, stop)``: the numbers of ``decimals`` decimals in each bin ``[lo, hi)`` (``[lo,
+    hi]`` where ``closed``) are ``first, ..., stop - 1`` over ``10 ** decimals``; none where
+    ``stop <= first``."""
+    first, stop = np.ceil(np.round(lo * 10.0 ** decimals, 6)), np.round(hi * 10.0 ** decimals, 6)
+    return first, np.ceil(stop) + (closed & (stop % 1 == 0))
+
+
+def held_decimals(edges, most: int) -> int | None:
+    """The fewest decimals, up to ``most`` (None: more), at which each bin of ``edges`` (the
+    last closed) wider than one float holds a number."""
+    edges = np.asarray(edges, dtype=float)
+    lo, hi = edges[:-1], edges[1:]
+    wide, closed = hi > np.nextafter(lo, np.inf), np.arange(lo.size) == lo.size - 1
+    for decimals in range(most + 1):
+        first, stop = _with_decimals(lo, hi, closed, decimals)
+        if np.all((stop > first)[wide]):
+            return decimals
+    return None
 
 
 def check_bounds(name: str, bounds):

@@ -614,6 +614,26 @@ def test_a_thinning_tail_is_not_clipped_where_the_end_parts_digits_hold_numbers(
         assert np.mean(clipped) <= most and np.mean(past) <= 1e-4, (rho, clipped, past)
 
 
+def test_fractions_whose_decimals_the_noise_hides_keep_their_bins():
+    """Snowfall as Chicago's: 85% zeros, the rest fractions written with 1 to 3 decimals or as
+    24ths.  No count of decimals but the whole numbers' is noticed at rho 3e-4, and the column was
+    written with none: its fractions all came out as one value (0.98 on Chicago).  They are now
+    written with the fewest decimals at which each bin holds a number, spread as the real ones."""
+    rng = np.random.default_rng(0)
+    n = 6000
+    places = rng.integers(1, 5, n)
+    fractions = np.where(places == 4, rng.integers(1, 25, n) / 24,
+                         np.round(rng.uniform(0.025, 1.0, n) * 10.0 ** places) / 10.0 ** places)
+    frame = pd.DataFrame({"snow": np.where(rng.random(n) < 0.85, 0.0, fractions)})
+    real = np.median(fractions)
+    for seed in range(6):
+        column = infer(frame, Budget.zcdp(3e-4), None, 1e-9, rng=seed).columns["snow"]
+        decoded = _decoded(frame, column, seed).to_numpy(dtype=float)
+        snowy = decoded[decoded > 0]
+        assert column.decimals >= 1 and np.unique(snowy).size >= 20, (seed, column)
+        assert abs(np.median(snowy) - real) < 0.15 and abs(snowy.size / n - 0.15) < 0.03, (seed, column)
+
+
 def test_years_end_near_the_last_when_the_noise_keeps_their_end_decade_whole():
     """Years of sale 2006 to 2010 as ames' (341 records in 2010; noise std 183 and 245, rho 1e-4):
     in 5 schemas of 40 the decade [2010, 2020) surely held numbers but none of its years could
