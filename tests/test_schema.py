@@ -12,8 +12,8 @@ from ektelo_pgm.columns import CategoricalColumn, NumericColumn
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget, Person
 from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of, column_changes, column_from,
-                               ColumnSpec, Declared, encoded, infer, learn, noise_tail, release, release_threshold,
-                               refine, tally, Unreleasable)
+                               ColumnSpec, Declared, encoded, infer, learn, names_codes, noise_tail, release,
+                               release_threshold, refine, tally, Unreleasable)
 from ektelo_pgm.synthesizer import Synthesizer
 
 
@@ -632,6 +632,17 @@ def test_fractions_whose_decimals_the_noise_hides_keep_their_bins():
         snowy = decoded[decoded > 0]
         assert column.decimals >= 1 and np.unique(snowy).size >= 20, (seed, column)
         assert abs(np.median(snowy) - real) < 0.15 and abs(snowy.size / n - 0.15) < 0.03, (seed, column)
+
+
+@pytest.mark.parametrize("name, codes", [
+    ("zip_code", True), ("ZIPCode", True), ("postcode", True), ("fip", True), ("state_fips", True), ("puma", True),
+    ("GEOID", True), ("census_tract", True), ("naics", True), ("sic", True), ("icd10", True), ("puma10", True), ("zipper", False),
+    ("income", False), ("tractor", False), ("music", False), ("x2", False)])
+def test_a_name_that_says_codes_is_read_from_its_words(name, codes):
+    """abortion's state codes (column fip) and census2000's areas (puma) were binned as amounts:
+    synthetic state codes no state has, 89% of the areas codes that do not exist.  A word's
+    ending digits (a codebook's year or revision) are not read."""
+    assert names_codes(name) is codes
 
 
 def test_years_end_near_the_last_when_the_noise_keeps_their_end_decade_whole():

@@ -88,7 +88,7 @@ Everything else is post-processing of those noisy counts:
   end, or in a categorical column of numbers the nearest category (clipped, never blanked); any
   other value needing a code its column lacks gets the column's first code (:func:`encoded`: no
   record is ever dropped);
-* a column whose name says it holds codes (:func:`names_codes`: ZIP and postal codes, FIPS, a
+* a column whose name says it holds codes (:func:`names_codes`: ZIP and postal codes, census areas, a
   codebook's) is categorical unless its kind is given: the name is public, so this costs nothing;
 * a column of which nothing can be released (no value frequent enough: an identifier, free
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its

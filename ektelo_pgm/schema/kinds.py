@@ -23,8 +23,11 @@ OTHER_Z = 2.0
 #: all released, drew again at epsilon 1, seeds 1 and 2, and the schema took half the budget, not 13%).
 DRAW_AGAIN_Z = 3.0
 #: Words of a column's name that say it holds the codes of a codebook (:func:`names_codes`): ZIP
-#: and postal codes, FIPS, NAICS and ICD codes, whose numbers are labels, not amounts.
-CODE_WORDS = frozenset({"zip", "zipcode", "postal", "postcode", "fips", "naics", "icd", "code", "codes"})
+#: and postal codes, the census' areas (FIPS, "fip" too, PUMA, GEOID, tract, CBSA and MSA),
+#: industry and occupation codes (NAICS, SIC, ISIC, NACE, ISCO) and ICD codes, whose numbers are
+#: labels, not amounts.
+CODE_WORDS = frozenset({"zip", "zipcode", "postal", "postcode", "fips", "fip", "puma", "geoid", "tract", "cbsa",
+                        "msa", "naics", "sic", "isic", "nace", "isco", "icd", "code", "codes"})
 #: Default bins of a numeric column (each point mass adds a code), and the most integers a column
 #: of whole numbers coded integer by integer spans.  AIM scores a marginal by its error less the noise
 #: its measurement would add over its cells, so at 32 bins and one code per integer up to 1,024
@@ -141,11 +144,13 @@ def has_missing(r: Release, of_numbers: bool) -> bool:
 def names_codes(name: str) -> bool:
     """Whether the column name ``name`` (public: it heads the output) says the column holds codes
     (one of ``CODE_WORDS``, or a word ending in "code", words split at what is not a letter or a
-    digit and where a capital follows a small letter: ``zip_code``, ``ZIPCode``, ``postcode``):
+    digit and where a capital follows a small letter, less their ending digits: ``zip_code``,
+    ``ZIPCode``, ``postcode``, ``icd10``):
     :func:`~ektelo_pgm.schema.infer` reads such a column as categories unless its kind is given,
     so that no synthetic ZIP code is one no record holds."""
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return any(w in CODE_WORDS or w.endswith("code") for w in re.split(r"[^a-z0-9]+", words.lower()) if w)
+    words = (w.rstrip("0123456789") for w in re.split(r"[^a-z0-9]+", words.lower()))
+    return any(w in CODE_WORDS or w.endswith("code") for w in words if w)
 
 
 def public_column(name: str, t: Tally) -> CategoricalColumn:
