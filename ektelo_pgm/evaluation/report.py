@@ -414,7 +414,7 @@ def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
     if column.kind == "numeric" and column.time_format is None:
         numbers = _as_numbers(real)
         numbers = numbers[~np.isnan(numbers)]
-        lo, hi = float(column.edges[0]), float(column.edges[-1])
+        lo, hi = float(column.edges[0]), float(column.largest)  # the values it writes, as its note says
         clipped = float(np.mean((numbers < lo) | (numbers > hi))) if numbers.size else 0.0
         if clipped > CLIPPED_SHARE:
             return f"its range [{edge_label(lo)}, {edge_label(hi)}] clips {clipped:.0%} of the real values", BOUNDS
