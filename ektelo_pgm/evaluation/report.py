@@ -242,11 +242,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     synthetic table; its settings head the report, its schema explains the advice
     (:func:`advise`), its columns of times are compared on the time axis (without it, those the
     real table holds: :func:`time_columns`), and the columns it was told to drop or regenerate
-    are not compared.  ``holdout``: real rows the synthesizer never
-    saw (a DataFrame or a path), for the privacy sanity checks and, with ``target`` (a column),
-    the machine-learning efficacy (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the
-    training part).  Writes the HTML report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when
-    given (``png`` ending in ``.png`` loses that suffix).  Not private: see the module's docstring.
+    are not compared.  ``holdout``: real rows the synthesizer never saw (a DataFrame or a path),
+    for the privacy sanity checks and, with ``target`` (a column), the machine-learning efficacy
+    (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the training part).  Writes the HTML
+    report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when given (``png`` ending in
+    ``.png`` loses that suffix).  Not private: see the module's docstring.
     """
     orders = sorted(set(int(k) for k in orders))
     if not orders or orders[0] < 1 or orders[-1] > 3:
