@@ -16,11 +16,11 @@ from .dataset import Dataset
 from .errors import ExpectedError, InputError
 from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
-                      memory, path, quoted_newlines_argument, seed, separator, share, text_encoding)
+                      max_memory_argument, path, quoted_newlines_argument, seed, separator, share, text_encoding)
 from .privacy import ADD_REMOVE, Budget
-from .schema import column_changes
+from .schema import blank_records, column_changes
 from .stopping import stopped_by_signals
-from .table_io import PARQUET, write_table
+from .table_io import PARQUET, is_parquet, table_files, write_table
 from .uncertainty import LEVEL
 
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
@@ -241,13 +241,16 @@ def fitted(args, frame, **options):
                         regenerate=args.regenerate, public=args.public_categories, metadata=args.metadata,
                         person=args.person, max_rows=args.max_rows_per_person, **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.declared, cache=args.cache)
-    notes(args, synth.left_out, synth.encoder, synth.thresholds)
+    notes(args, synth.left_out, synth.encoder, synth.thresholds, synth.blank_records)
     return synth
 
 
-def notes(args, left_out: dict, encoder, thresholds: dict) -> None:
-    """One line per column left out, per column whose categories were declared public, and per
-    other column of the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`)."""
+def notes(args, left_out: dict, encoder, thresholds: dict, blank: float = 0.0) -> None:
+    """One line on the ``blank`` records blank in every column (:func:`~ektelo_pgm.schema.blank_records`), one per
+    column left out, per column whose categories were declared public, and per other column of
+    the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`)."""
+    if blank:  # a CSV read line by line: records holding line breaks?
+        say(args, "note: " + blank_records(blank, not (args.quoted_newlines or is_parquet(table_files(args.input)[0]))))
     for why in left_out.values():
         say(args, f"note: left out {why}")
     fixed = kinds(args)
@@ -333,7 +336,7 @@ def schema(args) -> None:
 
 def read_compared(path: str, args):
     """A table given to ``evaluate``: a CSV's header line detected, ``--names`` naming the columns of one without."""
-    from .table_io import has_header, is_parquet, read_table
+    from .table_io import has_header, read_table
 
     if is_parquet(path) or not os.path.isfile(path):
         return read_table(path)
@@ -346,7 +349,7 @@ def check_compared(paths: list[str], args) -> None:
     """Refuse, before any is read, tables for ``evaluate`` (which reads them whole) that would take more
     than --max-memory together (:func:`~ektelo_pgm.table_io.decoded_bytes`), naming their size in MB."""
     from .memory import memory_cap
-    from .table_io import decoded_bytes, table_files
+    from .table_io import decoded_bytes
 
     cap, need = memory_cap(args.max_memory), sum(decoded_bytes(table_files(p)) for p in paths)
     if need > cap:
@@ -477,15 +480,6 @@ def table_arguments(p, mechanism: bool = True) -> None:
         p.add_argument("--schema-share", type=share, default=SCHEMA_SHARE,
                        help=f"share of the budget that infers the schema without --schema, in (0, 1), or auto "
                             f"(default {SCHEMA_SHARE}: what its columns need for the table's noisy number of rows)")
-
-
-def max_memory_argument(p) -> None:
-    """The --max-memory option of the commands that read tables."""
-    from .memory import MAX_DEFAULT_CAP, MEMORY_SHARE
-
-    p.add_argument("--max-memory", type=memory, help=f"the memory a run may take reading its tables, a number and a "
-                   f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory, at "
-                   f"most {MAX_DEFAULT_CAP / 2**30:g} GiB)")
 
 
 def parser() -> argparse.ArgumentParser:

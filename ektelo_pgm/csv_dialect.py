@@ -21,7 +21,9 @@ data:
 In both, a record that leaves a quoted field open at its end (how the first line of a record
 that spans lines reads as a line of its own) is read as a record with every field missing, never
 as values in the wrong columns: the damage shows in what is released (rows blank in every
-column), and no count of such records is shown (a count would tell whether one record is there).
+column), and no exact count of such records is shown (it would tell whether one record is there),
+only the schema's noisy count of the records blank in every column
+(:func:`~ektelo_pgm.schema.learn`'s ``found``).
 A quote inside an unquoted field (``5'11"``) is itself, as every CSV reader reads it.
 
 :func:`csv_fields`, :func:`record_fields` and :func:`defined_records` are the definition (the

@@ -221,3 +221,12 @@ def quoted_newlines_argument(p) -> None:
                         "holding a quote, the separator or a line break quoted, its quotes doubled): a quoted field "
                         f"may hold line breaks, a record then spanning up to {SPAN_LINES} lines (default: a record "
                         "is a line, and a line that leaves a quoted field open is read as blank)")
+
+
+def max_memory_argument(p) -> None:
+    """The --max-memory option of the commands that read tables."""
+    from .memory import MAX_DEFAULT_CAP, MEMORY_SHARE
+
+    p.add_argument("--max-memory", type=memory, help=f"the memory a run may take reading its tables, a number and a "
+                   f"unit (4GiB, 512MB; no unit: MB; default {MEMORY_SHARE * 100:g}%% of this machine's memory, at "
+                   f"most {MAX_DEFAULT_CAP / 2**30:g} GiB)")

@@ -221,7 +221,9 @@ class Synthesizer:
     :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it),
     and :attr:`blankless` the columns whose missing code the schema did not infer and the
     measurements do not show (``BLANK_Z``): :meth:`sample` draws none of their blanks
-    (:func:`~ektelo_pgm.estimate.synthetic_without`).
+    (:func:`~ektelo_pgm.estimate.synthetic_without`), and :attr:`blank_records` the noisy count
+    of the records blank in every column inferred where it is clearly positive, else 0 (with
+    ``schema_share="auto"``: :func:`~ektelo_pgm.schema.learn`'s ``found``).
     mechanism_options : keyword arguments of the mechanism's class (e.g. ``rounds=``).
     """
 
@@ -256,6 +258,7 @@ class Synthesizer:
             self.kinds, self.public, self.regenerate = self.metadata.joined(self.kinds, self.public, self.regenerate)
         self.left_out: dict[str, str] = {}
         self.thresholds: dict[str, float] = {}
+        self.blank_records = 0.0
         self.order: list[str] = []
         self.mechanism_options = dict(mechanism_options)
         self.params: dict | None = None
@@ -326,12 +329,12 @@ class Synthesizer:
                              "given a kind")
         open_ = schemas.undeclared(frame.columns, declared, self.public)
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
-        left_out, thresholds = {}, {}
+        left_out, thresholds, found = {}, {}, {}
         amount = None if not open_ else schemas.AUTO if self.schema_share == schemas.AUTO \
             else budget.fraction(self.schema_share)
         encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
-                                left_out=left_out, thresholds=thresholds,
+                                left_out=left_out, thresholds=thresholds, found=found,
                                 ranges={c: r for c, r in metadata.ranges.items() if c in frame.columns}
                                 if metadata else None, folder=cache)
         columns = encoder.columns
@@ -347,6 +350,7 @@ class Synthesizer:
         self.left_out = {**(metadata.left_out if metadata else {}), **left_out}
         self.order = [c for c in table_order if c in columns or c in self.regenerate]
         self.thresholds = {c: t for c, t in thresholds.items() if getattr(columns.get(c), "other", None) is not None}
+        self.blank_records = found.get("blank", 0.0)
         self.ledger, self.total, self.unit = list(budget.ledger), Fraction(repr(budget.total)), budget.unit
         return self
 
@@ -492,7 +496,7 @@ class Synthesizer:
             "schema_declared": self.schema_declared, "order": self.order,
             "drop": list(self.drop), "column_kinds": self.kinds, "other": self.other, "regenerate": list(self.regenerate),
             "public": list(self.public), "left_out": self.left_out, "thresholds": self.thresholds,
-            "total": str(self.total), "unit": self.unit,
+            "blank_records": self.blank_records, "total": str(self.total), "unit": self.unit,
             "ledger": [{"label": c.label, "amount": str(c.amount), "mechanism": c.mechanism,
                         "parameter": c.parameter} for c in self.ledger],
             "estimate": estimate, "error_bars": bars, "blankless": list(self.blankless),
@@ -530,6 +534,7 @@ class Synthesizer:
         synth.public, synth.metadata = tuple(state.get("public", ())), None  # its effects are saved
         synth.person, synth.max_rows = state.get("person"), state.get("max_rows")  # saved before: per row
         synth.left_out, synth.thresholds = state.get("left_out", {}), state.get("thresholds", {})
+        synth.blank_records = state.get("blank_records", 0.0)  # saved before it was counted: none noticed
         synth.total, synth.unit = Fraction(state["total"]), state["unit"]
         synth.ledger = [Charge(c["label"], Fraction(c["amount"]), c["mechanism"], c["parameter"])
                         for c in state["ledger"]]

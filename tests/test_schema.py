@@ -1097,6 +1097,52 @@ def test_the_schema_share_the_columns_need_falls_with_rows_and_budget_and_is_les
     assert needed_share(kinds, 20000, 1.0, "pure") <= Fraction(1, 2)
 
 
+def test_the_records_blank_in_every_column_are_counted_whole_and_part_by_part(tmp_path):
+    """Tallies.blank, the records missing in every column (empty, spaces, missing markers, a line
+    that leaves a quote open), is the count of such lines, read whole or part by part; a line
+    blank in all but one column is not one."""
+    from ektelo_pgm.schema import tallies
+    from ektelo_pgm.table_io import MISSING, Partitions, read_table
+
+    kinds = {"1,x,2.5": False, ",,": True, " , NA ,?": True, '3,"open': True, "4,,": False, ',,"y"': False,
+             '"",, ': True}
+    rng = np.random.default_rng(0)
+    lines = rng.choice(list(kinds), 500)
+    (tmp_path / "t.csv").write_text("a,b,c\n" + "".join(line + "\n" for line in lines))
+    expected = sum(kinds[line] for line in lines)
+    markers = frozenset(MISSING)
+    assert tallies(read_table(tmp_path / "t.csv", header=True), markers).blank == expected
+    assert tallies(Partitions(tmp_path / "t.csv", header=True, rows=7), markers).blank == expected
+    assert tallies(Partitions(tmp_path / "t.csv", header=True, rows=7)[["a", "b"]], markers).blank \
+        == sum(kinds[line] or line == ',,"y"' for line in lines)
+
+
+@pytest.mark.parametrize("notion", ["zcdp", "pure"])
+def test_the_auto_share_counts_the_blank_records_with_noise_and_no_more_charge(notion):
+    """With amount=AUTO the first charge counts the records, those blank in every column apart (a
+    record adds one to one of two counts; under pure DP the number is public and the blank ones
+    are counted alone), at ROWS_SHARE, and ``found`` gets their noisy count where it passes the
+    bar of an empty decade (4.5 stds): within 5 stds of the truth, and never on a table without
+    such records."""
+    from ektelo_pgm.schema import AUTO, ROWS_SHARE
+
+    rng = np.random.default_rng(1)
+    n, blank = 20000, 4000
+    table = pd.DataFrame({"a": rng.choice(["x", "y"], n), "b": rng.integers(0, 50, n).astype(str)})
+    table.iloc[:blank] = ["", "NA"]
+    std = 1 / math.sqrt(2 * 0.0144 / 100) if notion == "zcdp" else math.sqrt(2) * 2 / 0.01
+    label = "schema: number of records" if notion == "zcdp" else "schema: records blank in every column"
+    for seed in range(5):
+        for frame, count in ((table, blank), (table.iloc[blank:], 0)):
+            budget = Budget.zcdp(0.0144) if notion == "zcdp" else Budget.pure(1.0, neighbours="substitute")
+            found = {}
+            learn(frame, budget, AUTO, 1e-9, np.random.default_rng(seed), found=found)
+            first, share = budget.ledger[0], Fraction(repr(budget.total)) * ROWS_SHARE
+            assert first.label == label and 0 <= share - first.amount < share * Fraction(1, 10 ** 12)
+            assert [c.label for c in budget.ledger].count(label) == 1
+            assert ("blank" in found) == bool(count) and abs(found.get("blank", 0) - count) < 5 * std
+
+
 def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatch):
     """Neighbouring tables (one record removed, another changed) given the same noisy count of
     records (the same draw) spend exactly the same amounts on every column: the rule reads
@@ -1108,7 +1154,7 @@ def test_the_auto_amount_reads_the_table_only_through_its_noisy_count(monkeypatc
 
     def same_draw(answers, per_record, budget, amount, rng, label):
         if label == "schema: number of records":
-            answers = np.array([20000.0])  # the noise is then the same draw on both tables
+            answers = np.array([20000.0, 0.0])  # records not blank, blank: then the same draw on both tables
         return real(answers, per_record, budget, amount, rng, label)
 
     monkeypatch.setattr(table_module, "noisy_counts", same_draw)

@@ -59,10 +59,24 @@ def _grouped(values: np.ndarray, counts: np.ndarray, missing: int) -> Tally:
     return Tally(kept, summed, int(missing + counts[~present].sum()))
 
 
+class Tallies(dict):
+    """``{column: Tally}`` of a table (:func:`tallies`), in the table's order, with ``blank``: the
+    records missing in every one of its columns (never released itself: :mod:`.table` counts
+    them with noise)."""
+
+    def __init__(self, columns=(), blank: int = 0):
+        super().__init__(columns)
+        self.blank = int(blank)
+
+
 def tally(series, markers: frozenset) -> Tally:
     """The Tally of one raw column (a pandas Series), as :func:`~ektelo_pgm.table_io.canonical`
     reads it (``markers``: the missing markers)."""
-    codes, values = factorized(series, markers)
+    return _tally_of(*factorized(series, markers))
+
+
+def _tally_of(codes: np.ndarray, values: np.ndarray) -> Tally:
+    """The Tally of a column given as its :func:`~ektelo_pgm.table_io.factorized` ``codes`` and ``values``."""
     counts = np.bincount(codes[codes >= 0], minlength=len(values)).astype(np.int64)
     return _grouped(values, counts, int((codes < 0).sum()))
 
@@ -81,9 +95,9 @@ def timed(t: Tally, fmt: str) -> Tally:
     return _grouped(as_times(t.values, fmt), t.counts, t.missing)
 
 
-def tallies(frame, markers: frozenset, folder=None) -> dict:
-    """The Tally of every column of a pandas or partitioned table (a Dask DataFrame, read
-    partition by partition where Dask runs, or an iterable of pandas DataFrames such as
+def tallies(frame, markers: frozenset, folder=None) -> Tallies:
+    """The :class:`Tallies` of a pandas or partitioned table (a Dask DataFrame, read partition by
+    partition where Dask runs, or an iterable of pandas DataFrames such as
     :class:`~ektelo_pgm.table_io.Partitions`): the partitions' tallies merged in order.  Where
     the distinct values held for a Partitions would take more than half its memory ``cap``
     (``VALUE_BYTES`` each: a column of identifiers), the column holding the most is written to a
@@ -106,9 +120,10 @@ def tallies(frame, markers: frozenset, folder=None) -> dict:
     cap = frame.cap if isinstance(frame, Partitions) else None
     most = None if cap is None else max(cap // (2 * VALUE_BYTES), 1)  # distinct values held at most
     names: list = []  # the columns, in the table's order
+    blank = 0
     with progress.bar(None, "schema counts", "part") as shown:
         for part in parts:
-            names = names or list(part)
+            names, blank = names or list(part), blank + part.blank
             for name, t in part.items():
                 if name in spilled:
                     spilled[name].add(t)
@@ -136,7 +151,7 @@ def tallies(frame, markers: frozenset, folder=None) -> dict:
     if not columns and not spilled:
         raise InputError("the table has no rows")
     out = {**{name: merged(ts) for name, ts in columns.items()}, **spilled}
-    return {name: out[name] for name in names}
+    return Tallies({name: out[name] for name in names}, blank)
 
 
 #: Groups of the values by the top bits of :func:`value_hashes` in which a :class:`Spilled` column
@@ -252,8 +267,13 @@ def whole(t) -> Tally:
     return Tally(read.values, read.counts, t.missing)
 
 
-def _part_tallies(part, markers: frozenset) -> dict[str, Tally]:
-    return {str(name): tally(part[name], markers) for name in part.columns}
+def _part_tallies(part, markers: frozenset) -> Tallies:
+    columns, blank = {}, np.ones(len(part), dtype=bool)
+    for name in part.columns:
+        codes, values = factorized(part[name], markers)
+        columns[str(name)] = _tally_of(codes, values)
+        blank &= np.append([v is None for v in values], True)[codes]  # a code of -1: NaN or None
+    return Tallies(columns, int(blank.sum()) if len(part.columns) else 0)
 
 
 def column_values(series, markers: frozenset, time_format: str | None = None) -> np.ndarray:

@@ -1,5 +1,7 @@
 """What a schema does to each column's values, in words: one note per column that the command
-line prints (:func:`column_changes`), read from the schema alone (post-processing of its release)."""
+line prints (:func:`column_changes`), read from the schema alone (post-processing of its release),
+and one about the records blank in every column where their noisy count shows them
+(:func:`blank_records`)."""
 from __future__ import annotations
 
 from ..columns import json_value
@@ -37,3 +39,16 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
     return changes
 
+
+
+def blank_records(count: float, lines: bool) -> str:
+    """The note on ``count`` records blank in every column (a noisy count, :func:`~.table.learn`'s
+    ``found``); ``lines``: whether the table is a CSV read line by line, where the first line of a
+    record whose quoted field holds a line break reads so, and its other lines as records of
+    their own (:mod:`~ektelo_pgm.csv_dialect`)."""
+    note = f"about {count:,.0f} records (a noisy count) are blank in every column"
+    if lines:
+        note += (": a CSV read line by line (the default) reads so the first line of a record whose quoted field holds "
+                 "a line break, and its other lines as records of their own; if the file's fields hold line breaks, "
+                 "read it with --quoted-newlines")
+    return note

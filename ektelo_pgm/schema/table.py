@@ -14,10 +14,10 @@ from ..encoding import TableEncoder
 from ..errors import InputError
 from ..privacy import Budget
 from ..table_io import MISSING, as_frame
-from .counts import Tally, tallies
+from .counts import tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
-from .histogram import KIND_SHARE, Unreleasable, float_below, noisy_counts, release
+from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
 from .kinds import BINS, DRAW_AGAIN_Z, OTHER, column_from, names_codes, public_column, unreleased_stds
 from .metadata import within
 from .numbers import fine_charges, refine
@@ -181,7 +181,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
           public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None,
-          folder=None) -> TableEncoder:
+          folder=None, found: dict | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
@@ -193,7 +193,10 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     released, for the columns that show they need more (:func:`infer`'s ``extra``).
     ``kinds``, ``other``, ``left_out``, ``thresholds`` and ``ranges`` are :func:`infer`'s; ``folder``, a
     private folder where a column with more distinct values than the memory cap holds is kept
-    (:func:`tallies`).  The encoder has
+    (:func:`tallies`).  Given a dict ``found``, with ``amount=AUTO``, ``found["blank"]`` is the
+    noisy count of the records blank in every column read, where it is clearly positive (a CSV
+    read line by line reads so the first line of a record whose quoted field holds a line break).
+    The encoder has
     the declared schema's settings, else ``bins`` and clipping; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     declared = None if declared is None else Declared.read(declared)
@@ -213,7 +216,10 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     if open_ and amount == AUTO:
         rng = np.random.default_rng(rng)
         fixed_open = fixed_kinds(open_, kinds)
-        amount, extra = _needed_amount(counted[open_[0]], budget, [fixed_open.get(c) for c in open_], rng)
+        amount, extra, blank = _needed_amount(counted[open_[0]].records, counted.blank, budget,
+                                              [fixed_open.get(c) for c in open_], rng)
+        if found is not None and blank:
+            found["blank"] = blank
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
                      left_out=left_out, thresholds=thresholds, counts=counted, extra=extra,
                      ranges=ranges) if open_ else None
@@ -229,24 +235,34 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     return encoder
 
 
-def _needed_amount(t: Tally, budget: Budget, kinds: list, rng) -> tuple[float, tuple[float, float] | None]:
-    """``(amount, extra)`` of ``budget`` (its unit) for :func:`infer`: what the schema of columns of
-    ``kinds`` needs (:func:`needed_share` of what remains), from the number of records of a
-    column's Tally ``t``: counted with noise, spending ``ROWS_SHARE`` of what remains (the exact
-    count where it is public, ``budget.public_total``), a charge that is part of the share; and
+def _needed_amount(records: int, blank: int, budget: Budget, kinds: list,
+                   rng) -> tuple[float, tuple[float, float] | None, float]:
+    """``(amount, extra, blank)`` of ``budget`` (its unit) for :func:`infer`: what the schema of
+    columns of ``kinds`` needs (:func:`needed_share` of what remains), from the number of
+    ``records`` of the table: counted with noise, spending ``ROWS_SHARE`` of what remains, as two
+    counts to one of which a record adds one, the ``blank`` ones (blank in every column,
+    :attr:`~.counts.Tallies.blank`) and the others (where the number is public, ``budget.public_total``, it
+    is exact and the blank ones are counted alone), a charge that is part of the share;
     ``(least, most)``, what is left up to the most share, ``SHARE_BOUNDS[1]``, and up to
-    ``SHARE_AGAIN``, for columns whose values need more.
-    Where that is less than the share itself (``extra`` None), the most share at once: a second
-    draw that replaces a first holding more would lose (a column of 120 towns of 72 records,
-    some released at half the budget, none in two draws)."""
+    ``SHARE_AGAIN``, for columns whose values need more; and ``blank``, the noisy count of the
+    records blank in every column where noise alone passes it as rarely as an empty decade
+    (``DECADE_Z``), else 0.  Where ``extra`` is less than the share itself (None), the most
+    share at once: a second draw that replaces a first holding more would lose (a column of 120
+    towns of 72 records, some released at half the budget, none in two draws)."""
     remaining = Fraction(repr(budget.remaining))
-    rows = float(t.records)
-    if not budget.public_total:
-        rows = float(noisy_counts(np.array([rows]), 1, budget, float_below(remaining * ROWS_SHARE), rng,
-                                  "schema: number of records")[0][0])
+    amount = float_below(remaining * ROWS_SHARE)
+    if budget.public_total:
+        rows = float(records)
+        noisy, scale, _ = noisy_counts(np.array([blank]), 1, budget, amount, rng,
+                                       "schema: records blank in every column")
+    else:
+        noisy, scale, _ = noisy_counts(np.array([records - blank, blank]), 1, budget, amount, rng,
+                                       "schema: number of records")
+        rows = float(noisy.sum())
+    blank = float(noisy[-1]) if noisy[-1] > noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS) else 0.0
     share = needed_share(kinds, rows, float(remaining), budget.notion)
     counted = remaining - Fraction(repr(budget.remaining))
     if share > SHARE_BOUNDS[1] / 2:
-        return float_below(remaining * SHARE_BOUNDS[1] - counted), None
+        return float_below(remaining * SHARE_BOUNDS[1] - counted), None, blank
     return float_below(remaining * share - counted), (float_below(remaining * (SHARE_BOUNDS[1] - share)),
-                                                      float_below(remaining * (SHARE_AGAIN - share)))
+                                                      float_below(remaining * (SHARE_AGAIN - share))), blank
