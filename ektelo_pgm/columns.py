@@ -55,7 +55,9 @@ class CategoricalColumn:
     """A column coded by category: code ``i`` is ``categories[i]``; when ``other`` (a label)
     is given, the next code stands for every value outside the categories and decodes to that
     label; when ``missing`` the last code stands for a missing value.  ``public``: the categories
-    were declared public knowledge and read from the table as they are (not a private release)."""
+    were declared public knowledge and read from the table as they are (not a private release).
+    ``fallback``: the category of a value the column has no other code for (without an other or
+    a missing code; :func:`~ektelo_pgm.schema.encoded`), one of ``categories`` (None: the first)."""
 
     name: str
     categories: tuple
@@ -63,6 +65,16 @@ class CategoricalColumn:
     others_missing: bool = False  # values outside the categories get the missing code (without other)
     other: str | None = None
     public: bool = False
+    fallback: object = None
+
+    def __post_init__(self):
+        if self.fallback is not None and self.fallback not in self.categories:
+            raise InputError(f"column {self.name!r}: its fallback is not one of its categories")
+
+    @property
+    def fallback_code(self) -> int:
+        """The code of :attr:`fallback`."""
+        return 0 if self.fallback is None else self.categories.index(self.fallback)
 
     kind = "categorical"
 
@@ -138,7 +150,8 @@ class CategoricalColumn:
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
                 "missing": self.missing, "others_missing": self.others_missing, "other": self.other,
-                **({"public": True} if self.public else {})}
+                **({"public": True} if self.public else {}),
+                **({} if self.fallback is None else {"fallback": self.fallback})}
 
 
 @dataclass(frozen=True)

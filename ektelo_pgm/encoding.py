@@ -78,7 +78,7 @@ def _column_from_dict(spec: dict):
     if spec.get("kind") == "categorical":
         return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]),
                                  bool(spec.get("others_missing", False)), spec.get("other"),
-                                 bool(spec.get("public", False)))
+                                 bool(spec.get("public", False)), spec.get("fallback"))
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
                              spec.get("decimals"), spec.get("time_format"), spec.get("time_unit"))

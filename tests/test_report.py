@@ -234,6 +234,21 @@ def test_the_report_says_what_to_do_about_columns_far_from_the_real_ones(tmp_pat
     assert out.startswith("release: mst, (1, 1e-09)-DP") and "what to do" in out and "id (not in the synthetic" in out
 
 
+def test_the_cause_of_a_column_whose_rare_values_took_its_fallback_names_it():
+    """Planes' makers: 9% of the real rows hold makers too rare to release, written as the
+    category of the largest noisy count; the report named "the mechanism's noise"."""
+    from ektelo_pgm.columns import CategoricalColumn
+    from ektelo_pgm.evaluation.report import _model_cause
+
+    column = CategoricalColumn("maker", ("AIRBUS", "BOEING"), False, fallback="BOEING")
+    real = pd.Series(["AIRBUS"] * 30 + ["BOEING"] * 61 + ["CESSNA", "PIPER", "MOONEY"] * 3)
+    synthetic = pd.Series(["AIRBUS"] * 30 + ["BOEING"] * 70)
+    cause, remedy = _model_cause(column, real, synthetic)
+    assert cause == "categories too rare to release, 9% of the real rows, are written as 'BOEING'"
+    assert "--public-categories" in remedy
+    assert _model_cause(column, real[:91], synthetic) is None  # every real maker released
+
+
 def test_with_the_model_times_are_compared_on_the_time_axis_and_chosen_columns_not_at_all():
     """A timestamp column (every value distinct: as text, no two tables share a category) is
     compared on the time axis; the columns the fit was told to drop or regenerate are not
@@ -277,6 +292,17 @@ def test_without_the_model_the_real_tables_columns_of_times_are_compared_on_the_
         "marginal").loc[[("clock",)], "tvd"].item() > 0.9  # declared categories stay categories
     real.loc[:99, "clock"] = "unknown"  # past the schema's share of text: a column of text
     assert "clock" not in evaluate(real, synthetic).discretisation.time_formats
+
+
+def test_a_clipped_column_of_dates_is_named_with_dates():
+    """Without the model, a column of dates whose synthetic values stop short of the real ones
+    is said to be clipped to a range of dates (the polls' start dates: [1468195200, 1765756800])."""
+    rng = np.random.default_rng(2)
+    days = pd.Timestamp("2015-11-01") + pd.to_timedelta(rng.integers(0, 370, 4000), unit="D")
+    real = pd.DataFrame({"start": days.strftime("%Y-%m-%d"), "kind": rng.choice(["a", "b"], 4000)})
+    synthetic = real.assign(start=np.maximum(days, pd.Timestamp("2016-07-11")).strftime("%Y-%m-%d"))
+    advice = {a.column: a for a in evaluate(real, synthetic).advice}
+    assert advice["start"].cause.startswith("the synthetic values stay within [2016-07-11, 2016-11-0")
 
 
 def test_whole_numbers_written_with_a_decimal_point_are_the_categories_written_without():

@@ -12,7 +12,7 @@ from ektelo_pgm.columns import CategoricalColumn, NumericColumn
 from ektelo_pgm.encoding import TableEncoder
 from ektelo_pgm.privacy import Budget, Person
 from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of, column_changes, column_from,
-                               ColumnSpec, Declared, encoded, infer, learn, names_codes, noise_tail, release,
+                               ColumnSpec, Declared, encoded, infer, learn, names_codes, names_ids, noise_tail, release,
                                release_threshold, refine, tally, Unreleasable)
 from ektelo_pgm.synthesizer import Synthesizer
 
@@ -645,6 +645,31 @@ def test_a_name_that_says_codes_is_read_from_its_words(name, codes):
     assert names_codes(name) is codes
 
 
+@pytest.mark.parametrize("name, ids", [("case.id", True), ("record_id", True), ("idNum", True), ("uid", True),
+                                      ("rownames", True), ("paid", False), ("humid", False), ("pid7", False),
+                                      ("idle", False), ("zip_code", False)])
+def test_a_name_that_says_identifiers_is_read_from_its_words(name, ids):
+    assert names_ids(name) is ids
+
+
+def test_identifiers_are_never_binned_as_amounts():
+    """nafld1's case ids (several rows a case) were binned as amounts, 78% of the synthetic ids
+    no case has, and whether its unique ids were left out changed from seed to seed.  By name,
+    unique ids are always left out, repeated ones are categories, and a dense span of small ids
+    keeps every id; an amount named otherwise is binned as before."""
+    rng = np.random.default_rng(0)
+    n = 12000
+    frame = pd.DataFrame({"record_id": rng.permutation(n) + 300, "case.id": rng.integers(1, 4001, n) * 7,
+                          "plot_id": rng.integers(1, 25, n), "paid": np.round(rng.lognormal(5, 1, n))})
+    for seed in range(4):
+        left_out = {}
+        encoder = infer(frame, Budget.zcdp(0.005), None, 1e-9, rng=seed, left_out=left_out)
+        assert list(left_out) == ["record_id", "case.id"] and "no value is frequent enough" in left_out["case.id"]
+        plot = encoder.columns["plot_id"]
+        assert (plot.edges == tuple(range(1, 26))) if plot.kind == "numeric" else plot.categories == tuple(range(1, 25))
+        assert encoder.columns["paid"].kind == "numeric" and encoder.columns["paid"].bins > 8
+
+
 def test_years_end_near_the_last_when_the_noise_keeps_their_end_decade_whole():
     """Years of sale 2006 to 2010 as ames' (341 records in 2010; noise std 183 and 245, rho 1e-4):
     in 5 schemas of 40 the decade [2010, 2020) surely held numbers but none of its years could
@@ -917,6 +942,32 @@ def test_a_public_column_has_a_missing_code_whatever_the_records_hold():
                                                 "public": True, "missing": False}}})
     assert never.columns["city"].public and never.columns["city"].size == 2
     assert encoded(blank[["city"]], never.encoder()).records[7, 0] == 0  # blank: the first code
+
+
+def test_values_too_rare_to_release_go_to_the_largest_category_and_the_note_says_so():
+    """A categorical column without an other or a missing code (values not released too few for
+    the noise to show) gave them its first category: planes' 289 makers not released (8.7%)
+    took AIRBUS from 10% to 19% of the rows, unnoted.  They now go to the category of the largest
+    noisy count, its fallback, saved with the schema, and the column's note names it."""
+    from ektelo_pgm.schema.histogram import Release
+
+    kinds = {"missing": 3.0, "text": 2300.0, "whole": -20.0, "fractional": 15.0}
+    values = {"AIRBUS": 300.0, "BOEING": 1600.0, "EMBRAER": 280.0}  # 120 unreleased: 1.2 stds
+    r = Release("maker", kinds, values, (), 150.0, std=30.0, kind_std=50.0, kind_bar=225.0, decade_bar=1.0,
+                tenth_bar=1.0)
+    column = column_from(r)
+    assert column.other is None and not column.missing and column.fallback == "BOEING"
+    frame = pd.DataFrame({"maker": ["AIRBUS", "CESSNA", "EMBRAER", "", "BOEING", "PIPER"]})
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"maker": column}
+    assert encoded(frame, encoder).records[:, 0].tolist() == [0, 1, 2, 1, 1, 1]
+    assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["maker"] == column
+    assert column_changes(column, None, False) == ["no blanks: a blank, or a value too rare to release, would be "
+                                                   "written as 'BOEING'"]
+    with pytest.raises(ValueError, match="column 'maker': its fallback is not one of its categories"):
+        CategoricalColumn("maker", ("AIRBUS",), False, fallback="CESSNA")
+    declared = CategoricalColumn("maker", ("AIRBUS", "BOEING"), False)  # no fallback: the first, as declared
+    assert declared.fallback_code == 0 and "would be written as 'AIRBUS'" in column_changes(declared, None, True)[0]
 
 
 def test_the_schema_package_is_layered_short_and_imports_no_private_name():

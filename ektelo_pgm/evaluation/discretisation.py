@@ -162,15 +162,20 @@ class Discretisation:
         """The cells of ``column`` in code order: bins or categories, then missing and other.
         The bins of a column in :attr:`time_formats` (seconds since 1970) show times."""
         if column in self.edges:
-            from ..encoding import time_text
-
-            fmt = self.time_formats.get(column)
-            e = [edge_label(x) if fmt is None else time_text(x, fmt) for x in self.edges[column]]
+            e = [self.value_label(column, x) for x in self.edges[column]]
             cells = [f"≤ {e[0]}"] + [f"({a}, {b}]" for a, b in zip(e, e[1:])]
             cells.append(f"> {e[-1]}")
         else:
             cells = list(self.categories[column])
         return cells + [MISSING, OTHER]
+
+    def value_label(self, column: str, x: float) -> str:
+        """A number of the numeric ``column`` as its bins show it: a time for a column in
+        :attr:`time_formats`, else :func:`edge_label`."""
+        from ..encoding import time_text
+
+        fmt = self.time_formats.get(column)
+        return edge_label(x) if fmt is None else time_text(x, fmt)
 
     @property
     def domain(self) -> Domain:

@@ -380,7 +380,8 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
     1-way TVD exceeds ``ADVICE_TVD``, worst first.  The cause is read from the fitted ``model``
     where given (why a column was left out; a numeric column's range that clips more than
     ``CLIPPED_SHARE`` of the real values, or bins too few for it; a categorical column whose
-    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows); else,
+    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows, or without
+    an other code of the real rows, written as its fallback); else,
     and where none of these shows, from the synthetic table itself (:func:`_table_cause`)."""
     columns = {} if model is None else model.encoder.columns
     left_out = {} if model is None else model.left_out
@@ -426,6 +427,13 @@ def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
         if share > OTHER_SHARE:
             return (f"categories too rare to release are {share:.0%} of the synthetic rows, as {column.other!r}",
                     CATEGORIES)
+    if column.kind == "categorical" and column.other is None and not column.missing:
+        index, values = distinct(real)
+        known = {label(c) for c in column.categories}
+        share = float(np.mean(np.isin(index, [k for k, v in enumerate(values) if label(v) not in known])))
+        if share > OTHER_SHARE:
+            return (f"categories too rare to release, {share:.0%} of the real rows, are written as "
+                    f"{label(column.categories[column.fallback_code])!r}", CATEGORIES)
     return None
 
 
@@ -460,8 +468,9 @@ def _table_cause(evaluation: Evaluation, name: str, real, synthetic) -> tuple[st
             beyond = float(np.mean((truth < lo) | (truth > hi))) if truth.size else 0.0
             other_cause = labels[cell] in (OTHER, MISSING) and gaps[cell] > beyond  # the clipped pile in a bin
             if beyond > CLIPPED_SHARE and beyond >= tvd / 2 and not other_cause:
-                return (f"the synthetic values stay within [{edge_label(lo)}, {edge_label(hi)}], beyond which lie "
-                        f"{beyond:.0%} of the real values: clipped", BOUNDS)
+                return (f"the synthetic values stay within [{coding.value_label(name, lo)}, "
+                        f"{coding.value_label(name, hi)}], beyond which lie {beyond:.0%} of the real values: clipped",
+                        BOUNDS)
     shares = f"{_percent(q[cell])} of the synthetic rows against {_percent(p[cell])} of the real ones"
     what = "bin" if numeric else "category"
     if gaps[cell] < tvd / 2:

@@ -86,10 +86,12 @@ Everything else is post-processing of those noisy counts:
   its missing values (for a numeric column: and text) is clearly positive (:func:`has_missing`:
   a column without blanks never gains them); a number a column cannot code goes to the nearest
   end, or in a categorical column of numbers the nearest category (clipped, never blanked); any
-  other value needing a code its column lacks gets the column's first code (:func:`encoded`: no
-  record is ever dropped);
+  other value needing a code its column lacks gets the column's first bin, or in a categorical
+  column its category of the largest noisy count (:func:`encoded`: no record is ever dropped);
 * a column whose name says it holds codes (:func:`names_codes`: ZIP and postal codes, census areas, a
-  codebook's) is categorical unless its kind is given: the name is public, so this costs nothing;
+  codebook's) is categorical unless its kind is given, and one whose name says it holds
+  identifiers (:func:`names_ids`) is never binned as amounts (categorical, or coded integer by
+  integer over a dense span): the name is public, so this costs nothing;
 * a column of which nothing can be released (no value frequent enough: an identifier, free
   text, a column almost always missing) raises :class:`Unreleasable`, or is left out with its
   reason (``left_out``).
@@ -125,7 +127,7 @@ from .counts import Tally, column_values, merged, tallies, tally
 from .declared import ColumnSpec, Declared, undeclared
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
 from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
-from .kinds import BINS, OTHER, column_from, names_codes, public_column
+from .kinds import BINS, OTHER, column_from, names_codes, names_ids, public_column
 from .metadata import Metadata
 from .numbers import fine_charges, refine
 from .notes import blank_records, column_changes
@@ -134,5 +136,5 @@ from .table import AUTO, ROWS_SHARE, infer, learn, needed_share
 __all__ = ["learn", "infer", "AUTO", "ROWS_SHARE", "needed_share", "encoded", "Declared", "ColumnSpec", "Metadata",
            "undeclared", "public_column", "Unreleasable", "BINS", "OTHER", "Tally", "tally", "merged",
            "tallies", "column_values", "Release", "release", "release_threshold", "noise_tail", "refine",
-           "fine_charges", "column_from", "names_codes", "column_changes", "blank_records", "BOUNDARIES",
+           "fine_charges", "column_from", "names_codes", "names_ids", "column_changes", "blank_records", "BOUNDARIES",
            "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

@@ -28,6 +28,10 @@ DRAW_AGAIN_Z = 3.0
 #: labels, not amounts.
 CODE_WORDS = frozenset({"zip", "zipcode", "postal", "postcode", "fips", "fip", "puma", "geoid", "tract", "cbsa",
                         "msa", "naics", "sic", "isic", "nace", "isco", "icd", "code", "codes"})
+#: Words of a column's name that say it holds identifiers (:func:`names_ids`), labels too: binned
+#: as amounts, nafld1's case ids came out 78% ids no case has, and whether its unique ids were
+#: left out changed from seed to seed.
+ID_WORDS = frozenset({"id", "ids", "uid", "rownames"})
 #: Default bins of a numeric column (each point mass adds a code), and the most integers a column
 #: of whole numbers coded integer by integer spans.  AIM scores a marginal by its error less the noise
 #: its measurement would add over its cells, so at 32 bins and one code per integer up to 1,024
@@ -77,8 +81,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
 
     It gets a missing code only where the noisy count of its missing values (and, in a numeric
     column, text) is clearly positive (:func:`has_missing`), never for the values not released;
-    without an other code (then the column has no missing code) those get its first code, or in
-    a column of numbers the nearest (see :func:`encoded`)."""
+    without an other code (then the column has no missing code) those get its category of the
+    largest noisy count, its ``fallback``, or in a column of numbers the nearest (see
+    :func:`encoded`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -88,8 +93,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
     missing = has_missing(r, True)
     noticed = unreleased_stds(r) >= OTHER_Z
-    binned = of_numbers and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
-                             or noticed or missing)  # as categorical it would need an other code
+    ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
+    binned = of_numbers and not ids and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
+                                         or noticed or missing)  # as categorical it would need an other code
     span = whole_span(r) if of_numbers and integer and not timed else None
     dense = span is not None and span[1] - span[0] < bins \
         and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
@@ -114,9 +120,10 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
                            + (" (its name reads as codes, so categories: --numeric bins it as numbers)"
                               if kind == "categorical" and names_codes(r.name) else ""))
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
-    missing = not of_numbers and has_missing(r, False)
+    missing = (ids or not of_numbers) and has_missing(r, False)
     other = other if noticed or missing else None
-    return CategoricalColumn(r.name, tuple(cats), missing, other=other)
+    fallback = None if other or missing else max(cats, key=lambda v: r.values[v])
+    return CategoricalColumn(r.name, tuple(cats), missing, other=other, fallback=fallback)
 
 
 def has_missing(r: Release, of_numbers: bool) -> bool:
@@ -148,9 +155,21 @@ def names_codes(name: str) -> bool:
     ``ZIPCode``, ``postcode``, ``icd10``):
     :func:`~ektelo_pgm.schema.infer` reads such a column as categories unless its kind is given,
     so that no synthetic ZIP code is one no record holds."""
+    return any(w in CODE_WORDS or w.endswith("code") for w in _words(name))
+
+
+def names_ids(name: str) -> bool:
+    """Whether the column name ``name`` says the column holds identifiers (one of ``ID_WORDS``,
+    words as :func:`names_codes` reads them: ``case.id``, ``record_id``, ``idNum``): numbers that
+    :func:`column_from` never bins as amounts, unless their kind is given."""
+    return any(w in ID_WORDS for w in _words(name))
+
+
+def _words(name: str) -> list[str]:
+    """The words of a column name, split at what is not a letter or a digit and where a capital
+    follows a small letter, in lower case, less their ending digits."""
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    words = (w.rstrip("0123456789") for w in re.split(r"[^a-z0-9]+", words.lower()))
-    return any(w in CODE_WORDS or w.endswith("code") for w in words if w)
+    return [w for w in (w.rstrip("0123456789") for w in re.split(r"[^a-z0-9]+", words.lower())) if w]
 
 
 def public_column(name: str, t: Tally) -> CategoricalColumn:

@@ -14,7 +14,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     categories, other and missing codes; ``threshold``, the release threshold of a column with
     an other code; ``fixed``, whether the user gave its kind): numbers read as categories by the
     column's name, numbers clipped to the range or to the nearest category, rare values written
-    as the other label, blanks kept or not."""
+    as the other label, blanks kept or not (and where not, what a blank and a value not released
+    are written as)."""
     changes = []
     if column.kind == "numeric":
         ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
@@ -36,7 +37,14 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
             lo, hi = min(numbers), max(numbers)
             changes.append(f"every number written as {lo}" if lo == hi else
                            f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
-    changes.append("blanks kept" if column.missing else "no blanks (a blank would take its first code)")
+    if column.missing:
+        changes.append("blanks kept")
+    elif column.kind == "numeric":
+        changes.append("no blanks: a blank would be written in its first bin")
+    else:
+        rare = "" if column.other is not None else ", or a value too rare to release,"
+        fallback = json_value(column.categories[column.fallback_code])
+        changes.append(f"no blanks: a blank{rare} would be written as {fallback!r}")
     return changes
 
 
