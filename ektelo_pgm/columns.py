@@ -67,6 +67,8 @@ class CategoricalColumn:
     public: bool = False
     fallback: object = None
 
+    kind = "categorical"
+
     def __post_init__(self):
         if self.fallback is not None and self.fallback not in self.categories:
             raise InputError(f"column {self.name!r}: its fallback is not one of its categories")
@@ -75,8 +77,6 @@ class CategoricalColumn:
     def fallback_code(self) -> int:
         """The code of :attr:`fallback`."""
         return 0 if self.fallback is None else self.categories.index(self.fallback)
-
-    kind = "categorical"
 
     @property
     def size(self) -> int:
