@@ -380,7 +380,7 @@ def test_a_range_ends_at_no_noticeable_part_past_one_that_is_not():
     (721 synthetic humidities above 100); with the parts between, it is not noticeable, so the
     range ends with the innermost noticeable cell, [100, 110)."""
     from ektelo_pgm.schema.histogram import Release
-    from ektelo_pgm.schema.numbers import _halving, _placed
+    from ektelo_pgm.schema.ends import _halving, _placed
 
     r = Release("humid", {}, {}, (), 0.0, std=66.7, kind_std=1.0, kind_bar=1.0, decade_bar=1.0, tenth_bar=1.0)
     cells = np.array([43.0, -49, 0, -57, -92, 57, 85, 200, -65, 181])  # [190, 200) down to [100, 110)
@@ -1312,13 +1312,14 @@ def test_bins_placed_inside_declared_bounds_keep_point_masses_at_the_ends():
 def test_a_number_on_a_refined_nodes_lower_edge_is_counted_in_that_node():
     """A node's position is read past float error: 356.13 (CPS1988's heaped weekly wage) was
     counted in [356.12, 356.13), so the bin edge placed after it cut the heap off its own values."""
-    from ektelo_pgm.schema.numbers import _edges, _position
+    from ektelo_pgm.schema.ends import node_edges
+    from ektelo_pgm.schema.numbers import _position
 
     numbers = np.round(np.arange(10.0, 2000.0, 0.01), 2)
     cells = cell_of(numbers)
     for depth in (1, 2, 3):
         at = _position(numbers, cells, depth)
-        edges = np.array([_edges((int(c), depth, int(i))) for c, i in zip(cells, at)])
+        edges = np.array([node_edges((int(c), depth, int(i))) for c, i in zip(cells, at)])
         assert np.all((edges[:, 0] <= numbers) & (numbers < edges[:, 1])), depth
 
 

@@ -47,12 +47,12 @@ Everything else is post-processing of those noisy counts:
   lowest of them noticeable alone, else the lowest (numbers too thin to place are kept whole);
   lower while the next tenth alone or all below together surely hold numbers; then likewise at a
   cell of that tenth; then at the first of the refined parts below it that surely hold numbers
-  where they hold about all of it (:func:`_end`, :func:`_parts`), and ends likewise in the
+  where they hold about all of it (:func:`.ends.end_node`, :func:`.ends.sure_parts`), and ends likewise in the
   highest: no part surely holding numbers is clipped, nor one next to the range that surely
   holds some, and the range passes the numbers by less than the finest part the noise tells
   apart, which only widens an end bin; where that end part surely holds fewer numbers than the
   part next to it and as wide, the range ends inside it, where its count at its neighbour's
-  density ends (:func:`_outer_edge`: numbers that stop mid-part, such as dates up to the day a
+  density ends (:func:`.ends.outer_edge`: numbers that stop mid-part, such as dates up to the day a
   table was taken, are not drawn past their end);
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``bins``
@@ -115,6 +115,7 @@ Reading a declared schema spends nothing.
 The package's modules, each importing only those listed before it: :mod:`.grid` (the fixed grid
 of decades, tenths and cells), :mod:`.counts` (a raw column's exact tally, never released),
 :mod:`.histogram` (a column's noisy histograms, their noise, thresholds and bars),
+:mod:`.ends` (where a range of numbers starts and ends on the grid),
 :mod:`.numbers` (a column of numbers: its refined digits, range, span and bins), :mod:`.kinds`
 (the column a release describes; public categories), :mod:`.declared` (the declared form),
 :mod:`.metadata` (SDV's metadata, read as declared columns, fixed kinds, ids and columns left out),

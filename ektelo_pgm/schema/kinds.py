@@ -10,8 +10,9 @@ import re
 from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
 from .counts import Tally, whole
+from .ends import TAIL_SHARE
 from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
-from .numbers import TAIL_SHARE, numeric_from, whole_span
+from .numbers import numeric_from, whole_span
 
 #: A categorical column gets an other code when its values not released number this many stds
 #: (noise alone passes 2.3% of the time), or when it has a missing code: values not released are

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from statistics import NormalDist
 
 import numpy as np
 
@@ -16,25 +15,15 @@ from ..privacy import Budget
 from ..table_io import as_float
 from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
 from .counts import chunks
-from .grid import CELL_HOLDS_WHOLE, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
+from .ends import TAIL_SHARE, end_node, node_children, node_edges, node_width, outer_edge, sure_parts
+from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
                         noise_bar, noisy_counts)
 
-#: A column whose released values miss more than this share of it has a tail: numeric.
-TAIL_SHARE = 0.02
-#: Noise stds at which a part of a range's end is noticed where none surely holds numbers (:func:`_placed`).
-NOTICE_Z = 2.0
 #: Digits a refined cell gains at most: its tenths, hundredths and thousandths.
 FINE_DEPTH = 3
-#: Noise stds by which the children of a node that cannot be told from empty may hold more than
-#: TAIL_SHARE of it, for the node's numbers to be placed in the others (:func:`_parts`).
-SPLIT_Z = 2.0
 #: Nodes split at most per column and depth (the fullest, and the outermost at each end).
 FINE_NODES = 64
-#: Noise stds (of the ratio of an end node's noisy count to its neighbour's) by which the end node
-#: must surely hold fewer numbers for the range to end inside it, and by which it ends past where
-#: the end node's count at its neighbour's density would end it (:func:`_outer_edge`).
-SURELY_Z, END_Z = 2.0, 1.0
 #: Decimals a column's numbers are told apart by at most; more is kept at full precision.
 MAX_DECIMALS = 9
 
@@ -80,7 +69,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     bar = math.inf
     nodes = [(int(c), 0, 0) for c in _sure_cells(r, integer)]
     for depth in range(1, FINE_DEPTH + 1):
-        nodes = [n for n in nodes if not integer or _width(n) >= 10.0]
+        nodes = [n for n in nodes if not integer or node_width(n) >= 10.0]
         if not nodes:
             break
         nodes = _fullest(nodes, fine, r.levels[2])
@@ -153,7 +142,7 @@ def fine_charges(r: Release, integer: bool) -> int:
     if not integer:
         depths = FINE_DEPTH if cells.size else 0
     else:
-        widths = [_width((int(c), 0, 0)) for c in cells]
+        widths = [node_width((int(c), 0, 0)) for c in cells]
         depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
     return int(r.time_format is None or not integer or finest_unit(r.time_format) < TIME_UNITS[0]) + depths
 
@@ -174,23 +163,6 @@ def _sure_cells(r: Release, integer: bool) -> np.ndarray:
     return np.flatnonzero(finite & kept & (r.levels[2] >= r.tenth_bar))
 
 
-def _width(node) -> float:
-    """Width of a node ``(cell, depth, index)``."""
-    cell, depth, _ = node
-    return (UPPER[cell] - LOWER[cell]) / 10.0 ** depth
-
-
-def _edges(node) -> tuple[float, float]:
-    """``[lower, upper)`` of a node ``(cell, depth, index)``."""
-    cell, depth, index = node
-    width = (UPPER[cell] - LOWER[cell]) / 10.0 ** depth
-    if depth == 0:
-        return LOWER[cell], UPPER[cell]
-    digits = 1 - math.floor(math.log10(width))  # the node's decimals, less float error
-    upper = UPPER[cell] if index == 10 ** depth - 1 else round(LOWER[cell] + width * (index + 1), digits)
-    return round(LOWER[cell] + width * index, digits), upper
-
-
 def _position(numbers: np.ndarray, cells: np.ndarray, depth: int) -> np.ndarray:
     """Index of each number's node at ``depth`` inside its cell; a number on a node's lower edge
     is in that node whatever the float error (356.13 in ``[356.13, 356.14)``, not the one below)."""
@@ -209,164 +181,9 @@ def _fullest(nodes: list, fine: dict, cells: np.ndarray) -> list:
     return [nodes[k] for k in sorted([0, len(nodes) - 1] + order[:FINE_NODES - 2])]
 
 
-def _end(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool) -> tuple:
-    """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
-    decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
-    of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
-    cannot hold one are left out where the decade has others), at bars that halve from the inner
-    tenth out (:func:`_halving`: with the widening, an empty tenth is taken in at most about one
-    end of 250 however many lie beyond the numbers); in that tenth the cell placed likewise, at bars twice as lenient (a
-    cell's error is at most its tenth); below that, the first of the :func:`_parts` of each node
-    split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
-    to it that surely holds some, and passes the numbers by less than the finest node the noise
-    lets it tell apart (which only widens an end bin)."""
-    step = -1 if reverse else 1
-    cells = np.flatnonzero(LEVELS[0] == kept)
-    if integer and CELL_HOLDS_WHOLE[cells].any():
-        cells = cells[CELL_HOLDS_WHOLE[cells]]
-    tenths, estimates, variances = _tenths(levels, cells, step)
-    tenth = tenths[_placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
-    cells = cells[LEVELS[1][cells] == tenth][::step]
-    cell = cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
-    node = (int(cell), 0, 0)
-    while (parts := _parts(node, fine, r)):
-        node = parts[::step][0][0]
-    return node
-
-
-def _tenths(levels, cells: np.ndarray, step: int) -> tuple:
-    """``(tenths, estimates, variances)``: the tenths of ``cells`` in order (``step`` -1: descending)
-    and an estimate of the numbers in each, its noisy count and the sum of the noisy counts of
-    its ``cells`` weighed by their noise (variances in units of ``Release.std`` squared: every
-    level has the same noise).  For whole numbers below ten the cell is the number, and a tenth
-    is told twice as well as alone (txhousing's month 1 at noise std 208: 717 records)."""
-    tenths = np.unique(LEVELS[1][cells])
-    at = np.searchsorted(tenths, LEVELS[1][cells])
-    sums = np.bincount(at, weights=levels[2][cells], minlength=tenths.size)
-    sizes = np.bincount(at, minlength=tenths.size)
-    precision = 1.0 + 1.0 / sizes
-    return tenths[::step], ((levels[1][tenths] + sums / sizes) / precision)[::step], (1.0 / precision)[::step]
-
-
-def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Release, shares: np.ndarray) -> int:
-    """Index of the part of a whole (of noisy count ``total``) where a range starts, from the noisy
-    ``estimates`` of its parts from the outer end (of noise variances ``variances`` times
-    ``r.std`` squared): the first that surely holds numbers (:func:`_first`, at ``shares`` of
-    ``RANGE_MISS``); where none does, the outermost noticeable one (``NOTICE_Z`` stds) that,
-    with the parts between it and the innermost noticeable one, is noticeable together
-    (weather's day 31, 756 records at noise std 268, where the range reached 39; humidity's 286
-    hundreds reached 130 from the noise of the cell [120, 130) past an empty one), or else the
-    outer one.  A start that no part surely holds alone moves out while all beyond it together
-    are noticeable (:func:`_outside`): to the outermost part beyond it noticeable alone, else to
-    the outer one.  So numbers spread too thin for the noise to place them are kept whole rather
-    than clipped (ames' living areas, about 230 houses in each hundred square feet from 1,000 to
-    1,999 at noise std 188, were clipped into [1200, 1400), the hundreds noise lifted past 2
-    stds: 83% of the houses), and a tail that a running count made sure keeps its noticeable
-    parts (CPS wages from 50 a week: the range starts in [50, 60), not [10, 20) nor [70, 80)).
-    Then out while the next alone or all beyond together surely hold some (:func:`_widened`)."""
-    first, alone = _first(estimates, variances, r, shares)
-    noticeable = estimates >= NOTICE_Z * r.std * np.sqrt(variances)
-    if first is None:
-        noticed = np.flatnonzero(noticeable)
-        inner = int(noticed[-1]) if noticed.size else 0
-        first = next((int(k) for k in noticed if estimates[k:inner].sum() >= NOTICE_Z * r.std
-                      * math.sqrt(variances[k:inner].sum())), inner)
-    while first and not alone:
-        outside, std = _outside(estimates, variances, first, total)
-        if outside < NOTICE_Z * r.std * std:
-            break
-        beyond = np.flatnonzero(noticeable[:first])
-        first = int(beyond[0]) if beyond.size else 0
-    return _widened(estimates, variances, first, r, total)
-
-
-def _halving(n: int) -> np.ndarray:
-    """Shares of ``RANGE_MISS`` for ``n`` parts from the outer end, halving from the inner end out
-    (1/4, 1/8, ...): for each of :func:`_first`'s two tests, they sum to less than a half."""
-    return 0.5 ** (1 + n - np.arange(n))
-
-
-def _first(estimates: np.ndarray, variances: np.ndarray, r: Release, shares: np.ndarray) -> tuple[int | None, bool]:
-    """``(index, alone)``: the first of the noisy ``estimates`` (of noise variances ``variances``
-    times ``r.std`` squared), from the outer end, that surely holds numbers (``alone``), or at
-    which their running sum surely does (a thin tail before it), whichever comes first; None when
-    none does.
-    Surely: past :func:`_bar` at its part's share of ``RANGE_MISS`` (``shares``, each test), so
-    that with :func:`_halving` an empty part far beyond the numbers needs more than one next to
-    them (at three stds each, txhousing's year reached 9,999 from a tenth of noise at 3.2 stds,
-    six empty tenths beyond its years, in one schema of sixty at epsilon 0.3)."""
-    alone = estimates >= _bar(r, shares, np.sqrt(variances) * r.std)
-    running = np.cumsum(estimates) >= _bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
-    sure = alone | running
-    first = int(np.argmax(sure)) if sure.any() else None
-    return first, first is not None and bool(alone[first])
-
-
-def _bar(r: Release, shares, std) -> np.ndarray:
-    """The noisy estimates of noise stds ``std`` that estimates of nothing pass with probabilities
-    at most ``shares`` of ``RANGE_MISS`` (by the union bound, any of them at most their sum
-    times it): a count's :func:`~.histogram.noise_bar` at that probability (under Laplace noise,
-    whose tails are heavier, more than the Gaussian's stds), in units of ``std``."""
-    shares, std = np.broadcast_arrays(np.asarray(shares, dtype=float), np.asarray(std, dtype=float))
-    scale = r.std if r.notion == "zcdp" else r.std / math.sqrt(2.0)  # the count noise's parameter
-    misses = RANGE_MISS * shares.ravel()
-    return np.array([noise_bar(r.notion, scale, NormalDist().inv_cdf(1.0 - miss), miss) for miss in misses]) \
-        * std.ravel() / r.std
-
-
-def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Release, total: float) -> int:
-    """``first`` moved out over the noisy ``estimates`` before it (of the parts of a whole of noisy
-    count ``total``, from the outer end), while the next alone or all before it together surely
-    hold numbers (past :func:`_bar` of one test each: an empty one passes about once in 740).
-    All before it are told twice, by their sum and by ``total`` less the other estimates,
-    weighed by their noise: the open credit lines of a loan table (10-19: 47% of them, sure; 20
-    to 51: 10%, none of these tenths sure alone at noise std 204) are not clipped into 19, nor
-    txhousing's first month into its second (717 records, let go before while under 2% of the
-    numbers plus 2.5 stds)."""
-    while first:
-        outside, std = _outside(estimates, variances, first, total)
-        near = estimates[first - 1] >= _bar(r, 1.0, math.sqrt(variances[first - 1]) * r.std)[0]
-        if not near and outside < _bar(r, 1.0, std * r.std)[0]:
-            break
-        first -= 1
-    return first
-
-
-def _outside(estimates: np.ndarray, variances: np.ndarray, first: int, total: float) -> tuple[float, float]:
-    """``(estimate, std)``: the numbers in the parts before ``first`` (of noisy ``estimates`` from the
-    outer end, of noise variances ``variances`` times the noise std squared, of a whole of noisy
-    count ``total`` with the noise std), told twice, by their sum and by ``total`` less the other
-    estimates, weighed by their noise; its std in units of the noise std."""
-    before, after = variances[:first].sum(), 1.0 + variances[first:].sum()
-    precision = 1.0 / before + 1.0 / after
-    return (estimates[:first].sum() / before + (total - estimates[first:].sum()) / after) / precision, \
-        1.0 / math.sqrt(precision)
-
-
-def _parts(node, fine: dict, r: Release) -> list:
-    """``[(child, noisy count)]`` of the children of ``node`` that surely hold numbers (noisy count
-    at least ``r.fine_bar``), when :func:`refine` split it and the others hold little of it: the
-    sum of their noisy counts at most ``TAIL_SHARE`` of the children's (clipped at zero), up to
-    ``SPLIT_Z`` stds of that sum; else ``[]`` (its numbers are too spread for the noise to place
-    them: the node is kept whole)."""
-    parts = _children(node)
-    if parts[0] not in fine:
-        return []
-    sure = [(part, fine[part]) for part in parts if fine[part] >= r.fine_bar]
-    rest = [fine[part] for part in parts if fine[part] < r.fine_bar]
-    total = sum(c for _, c in sure) + sum(max(c, 0.0) for c in rest)
-    return sure if sum(rest) <= TAIL_SHARE * total + SPLIT_Z * math.sqrt(len(rest)) * r.fine_std else []
-
-
-def _children(node) -> list:
-    """The ten nodes one digit below ``node``, in order."""
-    cell, depth, index = node
-    return [(cell, depth + 1, 10 * index + j) for j in range(10)]
-
-
 def _atoms(levels, fine: dict, r: Release, kept: np.ndarray, ends: tuple, least: float):
     """``(lower, upper, count)`` arrays of the finest nodes holding numbers, in order: the counts
-    per cell of :func:`_spread`, each cell's shared among its :func:`_parts` in proportion to
+    per cell of :func:`_spread`, each cell's shared among its :func:`sure_parts` in proportion to
     their noisy counts, and theirs likewise, down to nodes kept whole.  A split node kept whole
     at an end of the range (holding ``ends[0]`` or ``ends[1]``) with more than ``least`` of the
     numbers is shared among all its parts in proportion to their noisy counts clipped at zero,
@@ -378,11 +195,11 @@ def _atoms(levels, fine: dict, r: Release, kept: np.ndarray, ends: tuple, least:
     lower, upper, count = [], [], []
 
     def share(node, mass):
-        parts = _parts(node, fine, r)
-        below, above = _edges(node)
+        parts = sure_parts(node, fine, r)
+        below, above = node_edges(node)
         at_end = below <= ends[0] < above or below < ends[1] <= above
-        if not parts and at_end and mass > least and _children(node)[0] in fine:
-            parts = [(part, fine[part]) for part in _children(node) if fine[part] > 0]
+        if not parts and at_end and mass > least and node_children(node)[0] in fine:
+            parts = [(part, fine[part]) for part in node_children(node) if fine[part] > 0]
         if not parts:
             lower.append(below), upper.append(above), count.append(mass)
             return
@@ -446,19 +263,19 @@ def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np
 
 
 def whole_span(r: Release):
-    """The integers ``(lo, hi)`` of the column's range (package docstring, :func:`_end`), widened to
+    """The integers ``(lo, hi)`` of the column's range (package docstring, :func:`end_node`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
     numbers = r.kinds["whole"] + r.kinds["fractional"]
     kept = _kept(r.levels, r, True, numbers)
     if not kept.size:
         return None
-    first = _end(r.levels, r.fine, r, kept[0], reverse=False, integer=True)
-    last = _end(r.levels, r.fine, r, kept[-1], reverse=True, integer=True)
+    first = end_node(r.levels, r.fine, r, kept[0], reverse=False, integer=True)
+    last = end_node(r.levels, r.fine, r, kept[-1], reverse=True, integer=True)
     if first[0] == 0 or last[0] == N_CELLS - 1:
         return None
-    lo = math.ceil(_outer_edge(first, r.levels, r.fine, r, False, 1))
-    hi = math.ceil(_outer_edge(last, r.levels, r.fine, r, True, 1)) - 1
+    lo = math.ceil(outer_edge(first, r.levels, r.fine, r, False, 1))
+    hi = math.ceil(outer_edge(last, r.levels, r.fine, r, True, 1)) - 1
     released = [v for v in r.values if isinstance(v, int)]
     lo, hi = min([lo] + released), max([hi] + released)
     return (lo, hi) if lo <= hi else None
@@ -477,73 +294,10 @@ def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
     return np.concatenate([np.delete(inner, nearest), marks])
 
 
-def _outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: float) -> float:
-    """The edge where a range ending in ``node`` (found by :func:`_end`; ``upper_end``: its upper
-    end) ends: the node's outer edge, or inside the node where it surely holds fewer numbers
-    than its inner neighbour (the node next to it and as wide): where its noisy count ends when
-    laid from the inner edge at that neighbour's density, ``END_Z`` stds of that ratio's noise
-    further out.  A range ends where its numbers thin out or stop, so an end node no fuller than
-    its neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in the finest
-    node [2017.6, 2017.7), were drawn up to 2017.7: 37% of it past the last date; ames' years
-    of sale, 2006 to 2010, were coded up to 2019 from [2010, 2020) kept whole).  A node fuller
-    than its neighbour (numbers piled at a cap) keeps its edge, and the edge never passes the
-    node's children beyond it that surely hold numbers together (:func:`_held_beyond`: a tail
-    thinning out, not stopping).  The edge moves outward onto a thousandth of the node's width,
-    or onto a multiple of ``step`` (whole numbers: 1, or a time's unit; else 0), never inside a
-    node one step wide.  Post-processing of noisy counts."""
-    cell, depth, index = node
-    below, above = _edges(node)
-    outer, inward, width = (above if upper_end else below), (-1 if upper_end else 1), above - below
-    if depth == 0:  # a cell: its neighbour is the next cell, both told by the cells' counts
-        near, std = (cell + inward, 0, 0), r.std
-        count = levels[2][cell]
-        near_count = levels[2][cell + inward] if 0 < cell + inward < N_CELLS - 1 else 0.0
-    else:
-        near, std = (cell, depth, index + inward), r.fine_std
-        count, near_count = fine.get(node, 0.0), fine.get(near, 0.0)
-    if width <= max(step, 1e-300) or count <= 0 or near_count <= 0 or not math.isclose(_width(near), width):
-        return outer
-    ratio, error = count / near_count, std * math.hypot(1.0 / count, 1.0 / near_count)
-    if ratio * (1.0 + SURELY_Z * error) >= 1.0:
-        return outer
-    filled = ratio * width * (1.0 + END_Z * error)
-    edge = below + filled if upper_end else above - filled
-    held = _held_beyond(node, edge, fine, r, upper_end)
-    if held is not None:  # a child's edge, on the grid: onto a multiple of step, outward
-        return (math.ceil(held / step) if upper_end else math.floor(held / step)) * step if step else held
-    digits = 3 - math.floor(math.log10(width))
-    unit = step or 10.0 ** -digits
-    edge = (math.ceil(edge / unit) if upper_end else math.floor(edge / unit)) * unit
-    return edge if step else round(edge, digits)
-
-
-def _held_beyond(node, edge: float, fine: dict, r: Release, upper_end: bool) -> float | None:
-    """Where a range ending at ``edge`` inside ``node`` (``upper_end``: its upper end) ends instead
-    when the node was split and its children beyond ``edge`` together surely hold numbers (past
-    :func:`_bar` of one test, as :func:`_widened` takes parts in): the outer edge of the child
-    from which on, outward, they still do (weather's pressures, thinning from 1010 hPa down to
-    984, were clipped at 1007.25 by the density of [1000, 1010) against [1010, 1020), while its
-    hectopascals 1005 and 1006 held 475 and 562 at noise std 106); None where they do not.
-    Post-processing of noisy counts."""
-    children = _children(node)
-    if children[0] not in fine:
-        return None
-    below, above = _edges(node)
-    inner = min(int((edge - below) / (above - below) * len(children)), len(children) - 1)  # the child holding edge
-    outward = children[inner + 1:] if upper_end else children[:inner][::-1]  # nearest the edge first
-    counts = np.array([fine[child] for child in outward])
-    beyond = np.cumsum(counts[::-1])[::-1]  # from each child outward
-    sure = beyond >= _bar(r, 1.0, r.fine_std * np.sqrt(np.arange(counts.size, 0, -1)))
-    if not sure.size or not sure[0]:
-        return None
-    last = counts.size - 1 if sure.all() else int(np.argmin(sure)) - 1  # before the first not sure
-    return _edges(outward[last])[1 if upper_end else 0]
-
-
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
-    The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`_end`) and ends
+    The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`end_node`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
     finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
     the column's ``decimals``; a column of times keeps its ``time_unit`` (when :func:`refine` did
@@ -572,13 +326,13 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
     kept = _kept(levels, r, integer, numbers)
     if kept.size:
-        first = _end(levels, fine, r, kept[0], reverse=False, integer=integer)
-        last = _end(levels, fine, r, kept[-1], reverse=True, integer=integer)
-        lo, hi = _edges(first)[0], _edges(last)[1]
+        first = end_node(levels, fine, r, kept[0], reverse=False, integer=integer)
+        last = end_node(levels, fine, r, kept[-1], reverse=True, integer=integer)
+        lo, hi = node_edges(first)[0], node_edges(last)[1]
         _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
         # the ends moved in where the numbers stop, never past a point mass inside the range
-        lo = min([_outer_edge(first, levels, fine, r, False, step if integer else 0)] + [e for e in edges if e >= lo])
-        hi = max([_outer_edge(last, levels, fine, r, True, step if integer else 0)] + [e for e in edges if e <= hi])
+        lo = min([outer_edge(first, levels, fine, r, False, step if integer else 0)] + [e for e in edges if e >= lo])
+        hi = max([outer_edge(last, levels, fine, r, True, step if integer else 0)] + [e for e in edges if e <= hi])
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
