@@ -165,8 +165,9 @@ class NumericColumn:
     ``len(edges) - 1``, stands for a missing value.  ``decimals`` (fractional columns): decoded
     values are rounded to that many decimals, as the column's numbers are written (None: not
     rounded).  ``time_format``: the numbers are whole seconds since 1970-01-01T00:00:00, read
-    from and written as text in that format (:func:`as_times`); ``time_unit``: decoded times are
-    whole multiples of that many seconds (86400: midnights, 3600: on the hour; None: any second).
+    from and written as text in that format (:func:`as_times`); ``unit``: decoded whole numbers
+    are multiples of it (25: a loan's amount; times in seconds, 86400: midnights, 3600: on the
+    hour; None: any).
     """
 
     name: str
@@ -175,7 +176,7 @@ class NumericColumn:
     missing: bool
     decimals: int | None = None
     time_format: str | None = None
-    time_unit: int | None = None
+    unit: int | None = None
 
     kind = "numeric"
 
@@ -192,11 +193,11 @@ class NumericColumn:
     @property
     def largest(self) -> float:
         """The largest value :meth:`decode` gives: of whole numbers (or times), the last below the
-        last edge (a multiple of ``time_unit``); else the last edge, or the number alone in a last
+        last edge (a multiple of ``unit``); else the last edge, or the number alone in a last
         bin one float wide (a point mass: 10, not 10.000000000000002)."""
         last = self.edges[-1]
         if self.integer:
-            unit = self.time_unit or 1
+            unit = self.unit or 1
             return (last - 1) // unit * unit
         below = self.edges[-2]
         return below if np.nextafter(below, np.inf) == last else last
@@ -329,13 +330,13 @@ class NumericColumn:
         ``within_bin="midpoint"`` gives the middle of the bin (for whole
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
-        uniformly among the bin's whole numbers; of a column of times, among its multiples of
-        ``time_unit``, or its whole seconds where it holds none; with ``decimals``, among the
-        bin's numbers of that many decimals, so that none is rounded into the next bin: a bin
-        ``[237.42, 237.43)`` gave 237.43 half the time).  A bin one float wide (a point mass)
-        gives its lower edge.  ``whole`` decodes whole numbers although the edges are not (a column of
-        integers binned at fractional edges): the integers inside each bin, or the integer
-        nearest its middle when it holds none, so that a value re-encodes to its code.
+        uniformly among the bin's whole numbers, or its multiples of ``unit`` where it holds
+        some; with ``decimals``, among the bin's numbers of that many decimals, so that none is
+        rounded into the next bin: a bin ``[237.42, 237.43)`` gave 237.43 half the time).  A bin
+        one float wide (a point mass) gives its lower edge.  ``whole`` decodes whole numbers
+        although the edges are not (a column of integers binned at fractional edges): the
+        integers inside each bin, or the integer nearest its middle when it holds none, so that a
+        value re-encodes to its code.
         """
         pd = pandas_module()
         edges = np.asarray(self.edges, dtype=float)
@@ -352,9 +353,9 @@ class NumericColumn:
             first = np.where(empty, np.round((lo + hi) / 2), first)
             lo, hi = first, np.where(empty, first + 1, stop)
             step = np.ones(codes.shape)
-            if self.time_unit is not None and self.time_unit > 1:  # in units: the multiples of the bin
-                first, stop = np.ceil(lo / self.time_unit), np.ceil(hi / self.time_unit)
-                step = np.where(stop > first, float(self.time_unit), 1.0)
+            if self.unit is not None and self.unit > 1:  # in units: the multiples of the bin
+                first, stop = np.ceil(lo / self.unit), np.ceil(hi / self.unit)
+                step = np.where(stop > first, float(self.unit), 1.0)
                 lo, hi = np.where(stop > first, first, lo), np.where(stop > first, stop, hi)
             if within_bin == "midpoint":
                 values = np.floor((lo + hi - 1) / 2) * step
@@ -390,7 +391,7 @@ class NumericColumn:
     def to_dict(self) -> dict:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
-        optional = {"decimals": self.decimals, "time_format": self.time_format, "time_unit": self.time_unit}
+        optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

@@ -1,9 +1,10 @@
 """Dates and times written as text: the formats a column of times is read in (TIME_FORMATS),
 the first format that reads each value (:func:`time_formats`), values read as whole seconds
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
-(:func:`time_texts`, :func:`time_text`); the units times are written in (TIME_UNITS, the finest a
-format writes :func:`finest_unit`, the coarsest each time is a multiple of :func:`time_units`) and
-the starts of days, months or years in a range of times (:func:`calendar_marks`)."""
+(:func:`time_texts`, :func:`time_text`); the units times and whole numbers are written in
+(TIME_UNITS, NUMBER_UNITS; the finest a format writes :func:`finest_unit`; the coarsest each time
+or number is a multiple of :func:`coarsest_units`) and the starts of days, months or years in a
+range of times (:func:`calendar_marks`)."""
 from __future__ import annotations
 
 import functools
@@ -24,6 +25,10 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
 
 #: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
 TIME_UNITS = (86400, 3600, 60, 1)
+#: Units whole numbers are written in, largest first: round amounts (a loan of 12,500 is a
+#: multiple of 500, a wind of 35 knots of 5).  Not 2: half of any whole numbers are even, and
+#: noise alone would write planes' one engine as two.
+NUMBER_UNITS = (10**6, 10**5, 10**4, 1000, 500, 100, 50, 25, 10, 5, 1)
 
 #: English month abbreviations, as ``%b`` writes them (and reads them, in any case).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -64,20 +69,21 @@ def finest_unit(fmt: str) -> int:
     return next((unit for code, unit in (("%S", 1), ("%M", 60), ("%H", 3600)) if code in pieces), 86400)
 
 
-def time_units(seconds: np.ndarray) -> np.ndarray:
-    """For whole ``seconds`` since 1970-01-01T00:00:00 (exact ints of any size; +-inf, a year past
-    what Python reads, counts as a midnight), the index in TIME_UNITS of the coarsest unit each is
-    a multiple of (0: a midnight, 3: a time with seconds)."""
-    seconds = np.asarray(seconds, dtype=object)
+def coarsest_units(whole: np.ndarray, units: tuple = TIME_UNITS) -> np.ndarray:
+    """For ``whole`` numbers (exact ints of any size; +-inf, a year past what Python reads, counts
+    as a multiple of every unit), the index in ``units`` (largest first: TIME_UNITS in seconds,
+    NUMBER_UNITS) of the first unit each is a multiple of (of times: 0 a midnight, 3 a time with
+    seconds)."""
+    whole = np.asarray(whole, dtype=object)
     try:
-        whole = seconds.astype(np.int64)
+        exact = whole.astype(np.int64)
     except OverflowError:  # past int64, or infinite: one at a time
-        return np.array([next(k for k, unit in enumerate(TIME_UNITS) if int(s) % unit == 0)
-                         if isinstance(s, (int, np.integer)) else 0 for s in seconds], dtype=np.int64)
-    units = np.full(whole.size, len(TIME_UNITS) - 1, dtype=np.int64)
-    for k in range(len(TIME_UNITS) - 2, -1, -1):  # the coarsest last
-        units[whole % TIME_UNITS[k] == 0] = k
-    return units
+        return np.array([next((k for k, unit in enumerate(units) if int(s) % unit == 0), len(units) - 1)
+                         if isinstance(s, (int, np.integer)) else 0 for s in whole], dtype=np.int64)
+    found = np.full(exact.size, len(units) - 1, dtype=np.int64)
+    for k in range(len(units) - 2, -1, -1):  # the coarsest last
+        found[exact % units[k] == 0] = k
+    return found
 
 
 def _days(year, month, day):

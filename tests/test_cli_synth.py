@@ -175,7 +175,9 @@ def bad(tmp_path, frame):
     (lambda p: binary(p / "people.csv"), ["--header"],
      r"no column can be released .*: column '.*': (no value is frequent enough|too few numbers)"),
     (lambda p: p / "none.csv", ["--header"], r"none.csv: no such file"),
-    (lambda p: bad(p, people(200)), ["--header", "--epsilon", "0.1"], r"column 'city': no value is frequent enough"),
+    # unseeded: at this budget noise now and then reads the city's count of text as numbers
+    (lambda p: bad(p, people(200)), ["--header", "--epsilon", "0.1"],
+     r"column 'city': (no value is frequent enough|too few numbers)"),
 ])
 def test_bad_input_one_line_exit_1_and_no_output(tmp_path, capsys, make, extra, message):
     path = make(tmp_path)

@@ -13,6 +13,7 @@ from ektelo_pgm.domain import Domain
 from ektelo_pgm.privacy import Budget
 from ektelo_pgm.encoding import (TIME_FORMATS, WITHIN_BIN, CategoricalColumn, NumericColumn, TableEncoder, as_times,
                                  time_formats, time_text, time_texts)
+from ektelo_pgm.errors import InputError
 from ektelo_pgm.table_io import read_table
 
 ADULT_COLUMNS = list(sample_data.ADULT_COLUMNS)
@@ -468,12 +469,12 @@ def test_a_time_of_day_is_read_as_the_seconds_since_midnight():
 
 
 def test_times_decode_in_their_unit_and_round_trip():
-    """A column of times with ``time_unit`` 3600 writes each time on the hour inside its bin, a bin
+    """A column of times with ``unit`` 3600 writes each time on the hour inside its bin, a bin
     holding no hour its whole seconds (declared edges need not be on the unit), at midpoints too;
     the unit is written to and read back from the schema's JSON."""
     start = 1356998400  # 2013-01-01 00:00:00
     column = NumericColumn("at", (start + 1800, start + 7 * 3600 + 60, start + 7 * 3600 + 660, start + 9 * 3600), True,
-                           False, time_format="%Y-%m-%d %H:%M:%S", time_unit=3600)
+                           False, time_format="%Y-%m-%d %H:%M:%S", unit=3600)
     codes = np.repeat([0, 1, 2], 400)
     for within in WITHIN_BIN:
         written = column.decode(codes, within, np.random.default_rng(0))
@@ -487,6 +488,31 @@ def test_times_decode_in_their_unit_and_round_trip():
     encoder = TableEncoder(clip=True)
     encoder.columns = {"at": column}
     assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["at"] == column
+
+
+def test_whole_numbers_decode_in_their_unit_and_a_schema_names_a_bad_unit():
+    """A column of whole numbers with ``unit`` 25 writes multiples of 25 inside each bin that holds
+    one (its whole numbers in one that holds none), read back from the JSON; one written by
+    earlier versions (``time_unit``) reads the same, and a unit that is not a whole number of at
+    least 1 is an error naming the column."""
+    column = NumericColumn("loan", (500, 1001, 1011, 35001), True, False, unit=25)
+    codes = np.repeat([0, 1, 2], 400)
+    values = column.decode(codes, "uniform", np.random.default_rng(0)).to_numpy(dtype=np.int64)
+    assert (np.searchsorted(column.edges, values, side="right") - 1 == codes).all()
+    assert (values[codes != 1] % 25 == 0).all() and set(values[codes == 1]) == set(range(1001, 1011))
+    assert column.largest == 35000
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"loan": column}
+    written = json.loads(json.dumps(encoder.to_dict()))
+    spec = written["columns"][0]
+
+    def read(**unit):
+        spec.pop("unit", None)
+        return TableEncoder.from_dict({**written, "columns": [{**spec, **unit}]}).columns["loan"]
+    assert read(unit=25) == read(time_unit=25) == column
+    for bad in (0, 2.5, "25", True):
+        with pytest.raises(InputError, match="column 'loan': \"unit\" must be a whole number"):
+            read(unit=bad)
 
 
 def test_decoded_numbers_of_a_few_decimals_stay_in_their_bins():

@@ -87,6 +87,12 @@ def hourly(rows):
     return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
 
 
+def gridded(rows):
+    """The base rows with an amount in multiples of 25 (a loan) in place of the country."""
+    loans = np.random.default_rng(10).integers(20, 1400, len(rows)) * 25
+    return [r[:3] + [str(x)] for r, x in zip(rows, loans)]
+
+
 def tropez(rows):
     """The base rows with a city written as database dumps write a quote in a field (a backslash
     before it), one record in 5: a category released."""
@@ -233,6 +239,7 @@ CASES = {
     "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
     # issue 56: a time's unit
     "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
+    "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
@@ -391,11 +398,11 @@ def csv_features(name: str, data: bytes) -> dict:
 def schema_features(name: str, schema: dict) -> dict:
     """A schema's columns: their names, kinds and whether they have a missing code, all together
     and column by column (so that what one record decides of a column shows whatever the noise
-    decides of the others), and the unit of a column of times on its own."""
+    decides of the others), and the unit of a column of times or whole numbers on its own."""
     found = {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
     found.update({f"{name}: column {c['name']}": (c["kind"], c["missing"]) for c in schema["columns"]})
-    found.update({f"{name}: column {c['name']} time unit": c["time_unit"] for c in schema["columns"]
-                  if "time_unit" in c})
+    found.update({f"{name}: column {c['name']} unit": c.get("unit") for c in schema["columns"]
+                  if c["kind"] == "numeric"})
     return found
 
 
@@ -748,25 +755,26 @@ def test_no_output_overwrites_the_input(tmp_path, capsys):
     assert table.read_bytes() == model.read_bytes() == before and not (tmp_path / "out.csv").exists()
 
 
-def test_the_audit_sees_a_unit_of_times_read_exactly(tmp_path, monkeypatch):
-    """Power for issue 56's unit of times: taken from the table exactly (the coarsest unit all its
-    times are multiples of) in place of its noisy counts, the one record at odd seconds among
-    times on the hour decides the schema's unit, and the audit flags it."""
+@pytest.mark.parametrize("case, unit", [("time at odd seconds among times on the hour", 3600),
+                                        ("a whole number off the grid among multiples of 25", 25)])
+def test_the_audit_sees_a_unit_read_exactly(tmp_path, monkeypatch, case, unit):
+    """Power for issue 56's units: taken from the table exactly (the greatest common divisor of all
+    its times or whole numbers) in place of its noisy counts, the one record off the grid decides
+    the schema's unit, and the audit flags it."""
     from dataclasses import replace
 
     from ektelo_pgm.schema import numbers
     from ektelo_pgm.schema.counts import chunks
-    from ektelo_pgm.times import TIME_UNITS, time_units
 
     noisy = numbers.refine
 
     def exact(r, t, *args):
         refined = noisy(r, t, *args)
-        if r.time_format is None:
+        if r.name != "country":
             return refined
-        coarsest = max(int(time_units(c.values).max()) for c in chunks(t, r.time_format))
-        return replace(refined, time_unit=TIME_UNITS[coarsest])
+        return replace(refined, unit=math.gcd(*(v for c in chunks(t, r.time_format) for v in c.values
+                                                 if isinstance(v, int))))
 
     monkeypatch.setattr("ektelo_pgm.schema.table.refine", exact)
-    found = audit(tmp_path, CASES["time at odd seconds among times on the hour"], "schema")
-    assert any(line.startswith("schema.json: column country time unit = '3600'") for line in found), found
+    found = audit(tmp_path, CASES[case], "schema")
+    assert any(line.startswith(f"schema.json: column country unit = '{unit}'") for line in found), found

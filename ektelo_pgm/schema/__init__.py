@@ -20,9 +20,10 @@ alike (:func:`release`) and the rest where columns of numbers need it (:func:`re
   digits (``[17, 18)``, ``[1.5e4, 1.6e4)``): a fixed, data-independent grid (negatives
   mirrored, zero apart, ``k`` in DECADES);
 * for a column binned as numbers, the digits past the cell's two where the mass is, the
-  number of distinct whole numbers, the numbers' decimals, or for a column of times written
-  with a clock, each time's unit: the coarsest of day, hour, minute and second it is a
-  multiple of (:func:`refine`; a column of dates has none to count).
+  number of distinct whole numbers and each one's unit (zero, or the largest of NUMBER_UNITS
+  it is a multiple of), the numbers' decimals, or for a column of times written with a clock,
+  each time's unit: the coarsest of day, hour, minute and second it is a multiple of
+  (:func:`refine`; a column of dates has none to count).
 
 Everything else is post-processing of those noisy counts:
 
@@ -77,9 +78,12 @@ Everything else is post-processing of those noisy counts:
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles
   of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
   decimals its numbers have (the most held by a noticeable count: the decades' bar and
-  ``TEXT_SHARE`` of the numbers); a column of times has its edges on multiples of its unit,
-  its inner edge nearest each start of a day, month or year (the finest of which it has
-  fewer starts than bins) moved onto it, and is written in its unit;
+  ``TEXT_SHARE`` of the numbers); a column of whole numbers whose numbers other than zero are
+  surely nearly all multiples of the units of its noticeable counts (at a tenth's bar) has its
+  edges on multiples of their greatest common divisor, and is written in it (loans in 25s); a
+  column of times has its edges on multiples of its unit, its inner edge nearest each start of
+  a day, month or year (the finest of which it has fewer starts than bins) moved onto it, and
+  is written in its unit;
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count), or that has a missing code, codes them together as one category,
   labelled ``other`` (never a blank); a column has a missing code only where the noisy count of

@@ -59,9 +59,10 @@ class Release:
     cells it split (the ``index``-th of the ``10 ** depth`` equal parts of the cell), ``fine_bar``,
     the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those
     counts, ``decimals``, the decimals that tell the column's numbers apart (None: full
-    precision), ``distinct``, the noisy number of distinct whole numbers, and ``time_unit``, the
-    unit in seconds (of TIME_UNITS) that a column of times is written in.  ``time_format``: a
-    column of times in that format, whose numbers are whole seconds (:func:`column_values`).
+    precision), ``distinct``, the noisy number of distinct whole numbers, and ``unit``, the
+    unit whole numbers are written in (of a column of times: in seconds, of TIME_UNITS).
+    ``time_format``: a column of times in that format, whose numbers are whole seconds
+    (:func:`column_values`).
     ``notion``: the budget's, whose noise the counts have (``"zcdp"``: discrete Gaussian)."""
 
     name: str
@@ -80,7 +81,7 @@ class Release:
     decimals: int | None = None
     distinct: float | None = None
     time_format: str | None = None
-    time_unit: int | None = None
+    unit: int | None = None
     notion: str = "zcdp"
 
 

@@ -13,9 +13,9 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     """What the schema does to a column's values, from the schema alone (its kind, range,
     categories, other and missing codes; ``threshold``, the release threshold of a column with
     an other code; ``fixed``, whether the user gave its kind): numbers read as categories by the
-    column's name, numbers clipped to the range or to the nearest category, rare values written
-    as the other label, blanks kept or not (and where not, what a blank and a value not released
-    are written as)."""
+    column's name, numbers clipped to the range or to the nearest category, whole numbers written
+    in multiples of a unit, rare values written as the other label, blanks kept or not (and where
+    not, what a blank and a value not released are written as)."""
     changes = []
     if column.kind == "numeric":
         ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
@@ -23,6 +23,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
         values = "times" if column.time_format else "numbers"
         changes.append(f"every {values[:-1]} written as {ends[0]}" if ends[0] == ends[1] else
                        f"{values} clipped to [{ends[0]}, {ends[1]}]")
+        if column.unit is not None and column.time_format is None:
+            changes.append(f"written in multiples of {column.unit}")
     else:
         numbers = [c for c in column.categories if isinstance(c, (int, float))]
         if numbers and not fixed and names_codes(column.name):

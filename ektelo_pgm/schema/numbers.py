@@ -13,7 +13,7 @@ import numpy as np
 from ..columns import NumericColumn, held_decimals, json_value
 from ..privacy import Budget
 from ..table_io import as_float
-from ..times import TIME_UNITS, calendar_marks, finest_unit, time_units
+from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
 from .counts import chunks
 from .ends import TAIL_SHARE, end_node, node_children, node_edges, node_width, outer_edge, sure_parts
 from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
@@ -26,6 +26,8 @@ FINE_DEPTH = 3
 FINE_NODES = 64
 #: Decimals a column's numbers are told apart by at most; more is kept at full precision.
 MAX_DECIMALS = 9
+#: Noise stds by which the numbers off a column's unit may pass TAIL_SHARE of them (:func:`_number_unit`).
+UNIT_Z = 1.0
 
 
 def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> Release:
@@ -40,32 +42,36 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending
     ``share`` of ``budget`` (its unit; :func:`fine_charges` counts these charges); so is, for a
     column of whole numbers, the number of distinct numbers (sensitivity 1 too), which tells an
-    identifier (:func:`column_from`), and for a fractional column the count of numbers per
-    number of decimals (0 to ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most
-    decimals held by a noticeable count (:func:`_finest_noticed`: the decades' bar, which noise
-    alone lets pass in about one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three
-    stds would write one fractional column in a hundred with made-up decimals); and for a column
-    of times in a format with a clock, the count of times per coarsest unit each is a multiple of
-    (:func:`~ektelo_pgm.times.time_units`: day, hour, minute, second), which gives
-    ``r.time_unit``: the finest unit held by a noticeable count, by the same rule (none noticed:
-    the finest the format writes), so that times on the hour are written on the hour.  Which
-    nodes are split depends on earlier noisy counts only; a depth that would split no node
-    spends nothing."""
-    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format)
-    fine, decimals, distinct, time_unit, fine_std = {}, None, None, None, math.inf
+    identifier (:func:`column_from`), and the count of its zeros and of its numbers per largest
+    unit each is a multiple of (:func:`~ektelo_pgm.times.coarsest_units` of NUMBER_UNITS), which
+    gives ``r.unit`` (:func:`_number_unit`), so that loans in multiples of 25 are drawn in
+    multiples of 25; for a fractional column the count of numbers per number of decimals (0 to
+    ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most decimals held by a
+    noticeable count (:func:`_noticed`: the decades' bar, which noise alone lets pass in about
+    one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
+    fractional column in a hundred with made-up decimals); and for a column of times in a
+    format with a clock, the count of times per
+    coarsest unit each is a multiple of (day, hour, minute, second), which gives ``r.unit``:
+    the finest unit held by a noticeable count (none noticed: the finest the format writes), so
+    that times on the hour are written on the hour.  Which nodes are split depends on earlier
+    noisy counts only; a depth that would split no node spends nothing."""
+    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, integer)
+    fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
     if integer and r.time_format is None:
         count = np.array([float(distinct_count)])
         noisy, _, fine_std = noisy_counts(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
         distinct = float(noisy[0])
+        noisy, scale, std = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: unit")
+        unit = _number_unit(noisy, scale, std, budget, r)
     elif not integer:
         noisy, scale, _ = noisy_counts(digits, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
-        most = _finest_noticed(noisy, scale, budget, r)
-        most = 0 if most is None else most
+        noticed = _noticed(noisy, scale, budget, r)
+        most = int(noticed[-1]) if noticed.size else 0
         decimals = most if most <= MAX_DECIMALS else None
     elif finest_unit(r.time_format) < TIME_UNITS[0]:  # a column of times with a clock
         noisy, scale, _ = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
-        finest = _finest_noticed(noisy, scale, budget, r)
-        time_unit = max(TIME_UNITS[-1 if finest is None else finest], finest_unit(r.time_format))
+        noticed = _noticed(noisy, scale, budget, r)
+        unit = max(TIME_UNITS[noticed[-1] if noticed.size else -1], finest_unit(r.time_format))
     bar = math.inf
     nodes = [(int(c), 0, 0) for c in _sure_cells(r, integer)]
     for depth in range(1, FINE_DEPTH + 1):
@@ -87,18 +93,21 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
         fine.update(zip(children, noisy))
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
     return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct,
-                   time_unit=time_unit)
+                   unit=unit)
 
 
-def _digest(t, fmt: str | None):
+def _digest(t, fmt: str | None, integer: bool):
     """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as times in the format
-    ``fmt``), summed chunk by chunk (:func:`~.counts.chunks`): ``(distinct whole numbers, records
-    per number of decimals (0 to MAX_DECIMALS, then more; whole numbers at 0), records per
-    coarsest unit of time (TIME_UNITS), cells, positions, records)``: for each node of the finest
-    depth holding numbers, its cell, its index at each depth 1 to FINE_DEPTH (:func:`_position`)
-    and the records it holds.  Each a sum over the distinct values, so the same however ``t``
-    is split."""
-    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(len(TIME_UNITS))
+    ``fmt``; ``integer``: a column of whole numbers), summed chunk by chunk
+    (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
+    MAX_DECIMALS, then more; whole numbers at 0), records per largest unit each is a multiple of
+    (of times: TIME_UNITS; of other whole numbers: zero, then NUMBER_UNITS), cells, positions,
+    records)``: for each node of the finest depth holding numbers, its cell, its index at each
+    depth 1 to FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the
+    distinct values, so the same however ``t`` is split."""
+    ladder = TIME_UNITS if fmt is not None else NUMBER_UNITS if integer else ()
+    zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
+    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
     for c in chunks(t, fmt):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
@@ -107,8 +116,11 @@ def _digest(t, fmt: str | None):
         places = np.array([min(_decimals(v), MAX_DECIMALS + 1) for v in c.values[fractional]], dtype=np.int64)
         digits += np.bincount(places, weights=c.counts[fractional], minlength=MAX_DECIMALS + 2)
         digits[0] += c.counts[whole].sum()
-        if fmt is not None and finest_unit(fmt) < TIME_UNITS[0]:
-            units += np.bincount(time_units(c.values), weights=c.counts, minlength=len(TIME_UNITS))
+        if ladder:
+            found = coarsest_units(c.values[whole], ladder) + zero
+            if zero:
+                found[c.values[whole] == 0] = 0
+            units += np.bincount(found, weights=c.counts[whole], minlength=units.size)
         numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
         cells = cell_of(numbers)
         nodes = cells.astype(np.int64)
@@ -123,28 +135,53 @@ def _digest(t, fmt: str | None):
     return distinct, digits, units, key // below[0], positions, weight
 
 
-def _finest_noticed(noisy: np.ndarray, scale: float, budget: Budget, r: Release) -> int | None:
-    """Index of the last of the ``noisy`` counts (of the numbers of ``r``, noise scale ``scale``)
-    that is noticeable: at least the decades' bar and ``TEXT_SHARE`` of the numbers; None when
-    none is.  Post-processing of the counts."""
+def _noticed(noisy: np.ndarray, scale: float, budget: Budget, r: Release, z: float = DECADE_Z,
+             miss: float = DECADE_MISS) -> np.ndarray:
+    """Indices of the ``noisy`` counts (of the numbers of ``r``, noise scale ``scale``) that are
+    noticeable: at least ``z`` noise stds (under Laplace noise, the count that nothing passes with
+    probability ``miss``; by default the decades' bar) and ``TEXT_SHARE`` of the numbers.
+    Post-processing of the counts."""
     total = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
-    noticed = np.flatnonzero(noisy >= max(noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), TEXT_SHARE * total))
-    return int(noticed[-1]) if noticed.size else None
+    return np.flatnonzero(noisy >= max(noise_bar(budget.notion, scale, z, miss), TEXT_SHARE * total))
+
+
+def _number_unit(noisy: np.ndarray, scale: float, std: float, budget: Budget, r: Release) -> int | None:
+    """The unit a column of whole numbers is written in, from the ``noisy`` counts (noise scale
+    ``scale``, std ``std``) of its zeros, then of its numbers per largest of NUMBER_UNITS each is
+    a multiple of: the greatest common divisor of the units of the noticeable counts
+    (:func:`_noticed`, at a tenth's bar, ``RANGE_Z``), where the numbers other than zero that are
+    its multiples surely outnumber the others (by ``NOISE_Z`` stds of the difference: loans' tax
+    liens, 98% zeros and the others ones and twos, were written in thousands from a count of
+    noise at 3.3 stds), and the others are at most ``TAIL_SHARE`` of them, up to ``UNIT_Z`` stds
+    of their sum; None where that is 1 or only zeros are noticed (zero is a multiple of every
+    unit: counted with the others, ames' porch areas, 84% zeros, were written in millions).
+    Post-processing of the counts."""
+    noticed = _noticed(noisy, scale, budget, r, RANGE_Z, RANGE_MISS)
+    unit = math.gcd(*(NUMBER_UNITS[k - 1] for k in noticed if k))  # 0 where only zeros are noticed
+    if unit <= 1:
+        return None
+    multiple = np.array([u % unit == 0 for u in NUMBER_UNITS])
+    on, off = noisy[1:][multiple].sum(), noisy[1:][~multiple].sum()
+    outnumber = on - off >= NOISE_Z * std * math.sqrt(len(NUMBER_UNITS))
+    few = off <= TAIL_SHARE * (on + off) + UNIT_Z * std * math.sqrt((~multiple).sum())
+    return unit if outnumber and few else None
 
 
 def fine_charges(r: Release, integer: bool) -> int:
-    """The charges :func:`refine` makes at most on the release ``r``: one for the number of
-    distinct whole numbers, for the decimals or for the unit of times written with a clock (none
-    for a column of dates), and one per depth of digits its sure cells can be split to (whole
-    numbers: down to parts one wide, so none for cells one wide).  Post-processing of ``r``'s
-    noisy counts."""
+    """The charges :func:`refine` makes at most on the release ``r``: two for whole numbers (their
+    number of distinct numbers and their unit), one for the decimals or for the unit of times
+    written with a clock (none for a column of dates), and one per depth of digits its sure cells
+    can be split to (whole numbers: down to parts one wide, so none for cells one wide).
+    Post-processing of ``r``'s noisy counts."""
     cells = _sure_cells(r, integer)
     if not integer:
         depths = FINE_DEPTH if cells.size else 0
     else:
         widths = [node_width((int(c), 0, 0)) for c in cells]
         depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
-    return int(r.time_format is None or not integer or finest_unit(r.time_format) < TIME_UNITS[0]) + depths
+    if r.time_format is None:
+        return (2 if integer else 1) + depths
+    return int(finest_unit(r.time_format) < TIME_UNITS[0]) + depths
 
 
 def _decimals(x: float) -> int:
@@ -300,10 +337,11 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`end_node`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
     finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
-    the column's ``decimals``; a column of times keeps its ``time_unit`` (when :func:`refine` did
-    not learn it, the finest its format writes), its edges rounded up to multiples of it, so
-    that every bin holds times written in it, and its inner edges moved onto the starts of its
-    days, months or years (:func:`_on_calendar`)."""
+    the column's ``decimals``; a column of whole numbers keeps its ``unit`` where it divides
+    every point mass (else their greatest common divisor), a column of times its ``unit`` (when
+    :func:`refine` did not learn it, the finest its format writes), the edges rounded up to
+    multiples of it, so that every bin holds numbers written in it; a column of times has its
+    inner edges moved onto the starts of its days, months or years (:func:`_on_calendar`)."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
@@ -322,8 +360,12 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     edges = [as_float(v) for v in points]
     edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
     numbers -= sum(r.values[v] for v in points)
-    unit = None if r.time_format is None else r.time_unit or finest_unit(r.time_format)
-    step = unit or 1  # integer edges: whole numbers, or whole multiples of a time's unit
+    if r.time_format is not None:
+        unit = r.unit or finest_unit(r.time_format)
+    else:  # a unit of whole numbers that divides every point mass, or none
+        unit = math.gcd(r.unit, *(v for v in points if isinstance(v, int))) if r.unit else 1
+        unit = None if unit == 1 else unit
+    step = unit or 1  # integer edges: whole numbers, or whole multiples of the unit
     kept = _kept(levels, r, integer, numbers)
     if kept.size:
         first = end_node(levels, fine, r, kept[0], reverse=False, integer=integer)

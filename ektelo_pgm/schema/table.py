@@ -88,7 +88,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
     same noise std in every column's counts) and an equal part of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
-    can make (:func:`fine_charges`: a column of small whole numbers makes one, a fractional one
+    can make (:func:`fine_charges`: a column of small whole numbers makes two, a fractional one
     ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
     columns it names (``"categorical"`` or ``"numeric"``; a column whose name says it holds codes,
     :func:`names_codes`, is categorical unless named) and ``other`` labels a categorical
