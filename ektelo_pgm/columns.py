@@ -167,7 +167,8 @@ class NumericColumn:
     rounded).  ``time_format``: the numbers are whole seconds since 1970-01-01T00:00:00, read
     from and written as text in that format (:func:`as_times`); ``unit``: decoded whole numbers
     are multiples of it (25: a loan's amount; times in seconds, 86400: midnights, 3600: on the
-    hour; None: any).
+    hour; None: any).  ``fallback``: a value the column cannot code (without a missing code;
+    :func:`~ektelo_pgm.schema.encoded`) gets the bin holding this number (None: the first bin).
     """
 
     name: str
@@ -177,6 +178,7 @@ class NumericColumn:
     decimals: int | None = None
     time_format: str | None = None
     unit: int | None = None
+    fallback: float | None = None
 
     kind = "numeric"
 
@@ -189,6 +191,14 @@ class NumericColumn:
     def size(self) -> int:
         """Number of codes of the column."""
         return self.bins + int(self.missing)
+
+    @property
+    def fallback_code(self) -> int:
+        """The code of the bin holding :attr:`fallback` (an end bin for a number beyond them)."""
+        if self.fallback is None:
+            return 0
+        at = np.searchsorted(np.asarray(self.edges, dtype=float), float(self.fallback), side="right") - 1
+        return int(np.clip(at, 0, self.bins - 1))
 
     @property
     def largest(self) -> float:
@@ -391,7 +401,8 @@ class NumericColumn:
     def to_dict(self) -> dict:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
-        optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit}
+        optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
+                    "fallback": self.fallback}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

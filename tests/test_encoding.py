@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 from fractions import Fraction
@@ -513,6 +514,23 @@ def test_whole_numbers_decode_in_their_unit_and_a_schema_names_a_bad_unit():
     for bad in (0, 2.5, "25", True):
         with pytest.raises(InputError, match="column 'loan': \"unit\" must be a whole number"):
             read(unit=bad)
+
+
+def test_a_numeric_columns_fallback_is_the_bin_of_its_number_and_a_schema_names_a_bad_one():
+    """A numeric column's ``fallback`` codes to the bin holding it (an end bin beyond them; the first
+    without one), is written to and read back from the JSON, and one that is not a finite number
+    is an error naming the column."""
+    column = NumericColumn("income", (0, 50, 100, 200), True, False, fallback=120.5)
+    assert column.fallback_code == 2 and NumericColumn("income", (0, 50, 100, 200), True, False).fallback_code == 0
+    assert dataclasses.replace(column, fallback=-7).fallback_code == 0
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"income": column}
+    written = json.loads(json.dumps(encoder.to_dict()))
+    assert TableEncoder.from_dict(written).columns["income"] == column
+    for bad in ("120", True, float("inf")):
+        written["columns"][0]["fallback"] = bad
+        with pytest.raises(InputError, match="column 'income': \"fallback\" must be a finite number"):
+            TableEncoder.from_dict(written)
 
 
 def test_decoded_numbers_of_a_few_decimals_stay_in_their_bins():

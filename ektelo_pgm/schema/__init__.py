@@ -90,8 +90,9 @@ Everything else is post-processing of those noisy counts:
   its missing values (for a numeric column: and text) is clearly positive (:func:`has_missing`:
   a column without blanks never gains them); a number a column cannot code goes to the nearest
   end, or in a categorical column of numbers the nearest category (clipped, never blanked); any
-  other value needing a code its column lacks gets the column's first bin, or in a categorical
-  column its category of the largest noisy count (:func:`encoded`: no record is ever dropped);
+  other value needing a code its column lacks gets the bin of the column's median, or in a
+  categorical column its category of the largest noisy count (:func:`encoded`: no record is
+  ever dropped);
 * a column whose name says it holds codes (:func:`names_codes`: ZIP and postal codes, census areas, a
   codebook's) is categorical unless its kind is given, and one whose name says it holds
   identifiers (:func:`names_ids`) is never binned as amounts (categorical, or coded integer by

@@ -26,10 +26,11 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     number outside its categories to the nearest of them: numbers are clipped, never blanked; a
     value the column cannot code otherwise (missing, text in a numeric column, a category
     outside the schema's) gets the column's missing code, or when the schema gives it none its
-    first code, in a categorical column its ``fallback`` (the category with the largest noisy
-    count: such records are too few for the noise to show, and in the largest they change its
-    share the least); a column with an ``other`` code gives it to the values outside its
-    categories.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
+    ``fallback_code``: in a categorical column the category with the largest noisy count (such
+    records are too few for the noise to show, and in the largest they change its share the
+    least), in a numeric one the bin of its median (there they move its quantiles least), or in
+    a declared column its first code; a column with an ``other`` code gives it to the values
+    outside its categories.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
     :class:`~ektelo_pgm.dask_dataset.DaskDataset` coded partition by partition where Dask runs;
     a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
     whose codes are written once under ``folder``."""
@@ -94,7 +95,7 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
             code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
         elif not column.missing:
             code = _nearest(code, values, categories)
-    code[code < 0] = column.size - 1 if column.missing else getattr(column, "fallback_code", 0)
+    code[code < 0] = column.size - 1 if column.missing else column.fallback_code
     return code.astype(np.int64)[rows]
 
 

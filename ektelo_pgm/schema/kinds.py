@@ -12,7 +12,7 @@ from ..errors import InputError
 from .counts import Tally, whole
 from .ends import TAIL_SHARE
 from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
-from .numbers import numeric_from, whole_span
+from .numbers import median_number, numeric_from, whole_span
 
 #: A categorical column gets an other code when its values not released number this many stds
 #: (noise alone passes 2.3% of the time), or when it has a missing code: values not released are
@@ -84,7 +84,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     column, text) is clearly positive (:func:`has_missing`), never for the values not released;
     without an other code (then the column has no missing code) those get its category of the
     largest noisy count, its ``fallback``, or in a column of numbers the nearest (see
-    :func:`encoded`)."""
+    :func:`encoded`); a numeric column's ``fallback`` is its median (:func:`median_number`)."""
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
@@ -101,7 +101,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     dense = span is not None and span[1] - span[0] < bins \
         and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
     if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
-        return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing)
+        median = median_number([(v, c) for v, c in r.values.items() if isinstance(v, int)])
+        return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing,
+                             fallback=None if missing else median)
     if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \
             >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.kind_std) ** 2):
         raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "

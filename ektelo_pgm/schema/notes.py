@@ -42,7 +42,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     if column.missing:
         changes.append("blanks kept")
     elif column.kind == "numeric":
-        changes.append("no blanks: a blank would be written in its first bin")
+        where = "its first bin" if column.fallback is None else "the bin of its median"
+        changes.append(f"no blanks: a blank would be written in {where}, {column.labels()[column.fallback_code]}")
     else:
         rare = "" if column.other is not None else ", or a value too rare to release,"
         fallback = json_value(column.categories[column.fallback_code])

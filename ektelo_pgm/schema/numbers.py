@@ -336,12 +336,15 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
     The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`end_node`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
-    finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Sampled values keep
-    the column's ``decimals``; a column of whole numbers keeps its ``unit`` where it divides
-    every point mass (else their greatest common divisor), a column of times its ``unit`` (when
-    :func:`refine` did not learn it, the finest its format writes), the edges rounded up to
-    multiples of it, so that every bin holds numbers written in it; a column of times has its
-    inner edges moved onto the starts of its days, months or years (:func:`_on_calendar`)."""
+    finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Without a missing
+    code, a value the column cannot code goes to the bin of its median (``fallback``: such
+    records are too few for the noise to show, and there they move its quantiles least).
+    Sampled values keep the column's ``decimals``; a column of whole numbers keeps its ``unit``
+    where it divides every point mass (else their greatest common divisor), a column of times
+    its ``unit`` (when :func:`refine` did not learn it, the finest its format writes), the edges
+    rounded up to multiples of it, so that every bin holds numbers written in it; a column of
+    times has its inner edges moved onto the starts of its days, months or years
+    (:func:`_on_calendar`)."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
@@ -360,6 +363,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     edges = [as_float(v) for v in points]
     edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
     numbers -= sum(r.values[v] for v in points)
+    masses = [(as_float(v), r.values[v]) for v in points]  # where the numbers are, and how many: the median
     if r.time_format is not None:
         unit = r.unit or finest_unit(r.time_format)
     else:  # a unit of whole numbers that divides every point mass, or none
@@ -371,7 +375,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         first = end_node(levels, fine, r, kept[0], reverse=False, integer=integer)
         last = end_node(levels, fine, r, kept[-1], reverse=True, integer=integer)
         lo, hi = node_edges(first)[0], node_edges(last)[1]
-        _, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
+        lower, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
+        masses += list(zip((lower + upper) / 2, count))
         # the ends moved in where the numbers stop, never past a point mass inside the range
         lo = min([outer_edge(first, levels, fine, r, False, step if integer else 0)] + [e for e in edges if e >= lo])
         hi = max([outer_edge(last, levels, fine, r, True, step if integer else 0)] + [e for e in edges if e <= hi])
@@ -391,4 +396,15 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     # hold numbers of (Chicago's snowfall, 15% fractions in (0, 1], came out as 0 and 0.98 with none)
     decimals = None if integer else r.decimals if r.decimals != 0 else held_decimals(edges, MAX_DECIMALS)
     return NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
-                         unit)
+                         unit, None if missing else median_number(masses))
+
+
+def median_number(masses) -> float | None:
+    """The median of numbers given as ``(place, noisy count)`` pairs (counts clipped at zero); None
+    where they hold none.  Post-processing of the counts."""
+    places, counts = (np.array(x, dtype=float) for x in zip(*masses)) if masses else (np.empty(0), np.empty(0))
+    order = np.argsort(places, kind="stable")
+    cumulative = np.cumsum(np.clip(counts[order], 0.0, None))
+    if not cumulative.size or cumulative[-1] <= 0:
+        return None
+    return json_value(float(places[order][np.searchsorted(cumulative, cumulative[-1] / 2)]))
