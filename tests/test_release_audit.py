@@ -237,7 +237,7 @@ CASES = {
     # issue 52: values
     "time of year 3000": Case(substitute("country", "3000-01-01 00:00:00"), base=stamped),
     "time of year 1": Case(substitute("country", "0001-01-01 00:00:00"), base=stamped),
-    # issue 56: a time's unit
+    # issue 56: the unit of times and of whole numbers
     "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
     "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
