@@ -5,6 +5,7 @@ from declared categories or bounds, or privately (noisy category counts, noisy q
 each encoding a cleaned column to codes and decoding codes to values."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,6 +182,14 @@ class NumericColumn:
     fallback: float | None = None
 
     kind = "numeric"
+
+    def __post_init__(self):
+        unit, fallback = self.unit, self.fallback
+        if unit is not None and (not isinstance(unit, int) or isinstance(unit, bool) or unit < 1):
+            raise InputError(f"column {self.name!r}: \"unit\" must be a whole number of at least 1, got {unit!r}")
+        if fallback is not None and (not isinstance(fallback, (int, float)) or isinstance(fallback, bool)
+                                     or not math.isfinite(fallback)):
+            raise InputError(f"column {self.name!r}: \"fallback\" must be a finite number, got {fallback!r}")
 
     @property
     def bins(self) -> int:

@@ -41,7 +41,6 @@ The columns are :mod:`ektelo_pgm.columns`' :class:`CategoricalColumn` and
 from __future__ import annotations
 
 import json
-import math
 from fractions import Fraction
 from typing import Iterable
 
@@ -81,15 +80,9 @@ def _column_from_dict(spec: dict):
                                  bool(spec.get("others_missing", False)), spec.get("other"),
                                  bool(spec.get("public", False)), spec.get("fallback"))
     if spec.get("kind") == "numeric":
-        unit = spec.get("unit", spec.get("time_unit"))  # earlier versions wrote time_unit
-        if unit is not None and (not isinstance(unit, int) or isinstance(unit, bool) or unit < 1):
-            raise InputError(f"column {spec['name']!r}: \"unit\" must be a whole number of at least 1, got {unit!r}")
-        fallback = spec.get("fallback")
-        if fallback is not None and (not isinstance(fallback, (int, float)) or isinstance(fallback, bool)
-                                     or not math.isfinite(fallback)):
-            raise InputError(f"column {spec['name']!r}: \"fallback\" must be a finite number, got {fallback!r}")
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
-                             spec.get("decimals"), spec.get("time_format"), unit, fallback)
+                             spec.get("decimals"), spec.get("time_format"),
+                             spec.get("unit", spec.get("time_unit")), spec.get("fallback"))  # earlier: time_unit
     raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

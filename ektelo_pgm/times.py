@@ -69,7 +69,7 @@ def finest_unit(fmt: str) -> int:
     return next((unit for code, unit in (("%S", 1), ("%M", 60), ("%H", 3600)) if code in pieces), 86400)
 
 
-def coarsest_units(whole: np.ndarray, units: tuple = TIME_UNITS) -> np.ndarray:
+def coarsest_units(whole: np.ndarray, units: tuple) -> np.ndarray:
     """For ``whole`` numbers (exact ints of any size; +-inf, a year past what Python reads, counts
     as a multiple of every unit), the index in ``units`` (largest first: TIME_UNITS in seconds,
     NUMBER_UNITS) of the first unit each is a multiple of (of times: 0 a midnight, 3 a time with

@@ -50,11 +50,11 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     noticeable count (:func:`_noticed`: the decades' bar, which noise alone lets pass in about
     one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
     fractional column in a hundred with made-up decimals); and for a column of times in a
-    format with a clock, the count of times per
-    coarsest unit each is a multiple of (day, hour, minute, second), which gives ``r.unit``:
-    the finest unit held by a noticeable count (none noticed: the finest the format writes), so
-    that times on the hour are written on the hour.  Which nodes are split depends on earlier
-    noisy counts only; a depth that would split no node spends nothing."""
+    format with a clock, the count of times per coarsest unit each is a multiple of (day, hour,
+    minute, second), which gives ``r.unit``: the finest unit held by a noticeable count (none
+    noticed: the finest the format writes), so that times on the hour are written on the hour.
+    Which nodes are split depends on earlier noisy counts only; a depth that would split no node
+    spends nothing."""
     distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, integer)
     fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
     if integer and r.time_format is None:
@@ -101,11 +101,12 @@ def _digest(t, fmt: str | None, integer: bool):
     ``fmt``; ``integer``: a column of whole numbers), summed chunk by chunk
     (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
     MAX_DECIMALS, then more; whole numbers at 0), records per largest unit each is a multiple of
-    (of times: TIME_UNITS; of other whole numbers: zero, then NUMBER_UNITS), cells, positions,
-    records)``: for each node of the finest depth holding numbers, its cell, its index at each
-    depth 1 to FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the
-    distinct values, so the same however ``t`` is split."""
-    ladder = TIME_UNITS if fmt is not None else NUMBER_UNITS if integer else ()
+    (of times with a clock: TIME_UNITS; of whole numbers not times: zero, then NUMBER_UNITS;
+    else none), cells, positions, records)``: for each node of the finest depth holding numbers,
+    its cell, its index at each depth 1 to FINE_DEPTH (:func:`_position`) and the records it
+    holds.  Each a sum over the distinct values, so the same however ``t`` is split."""
+    clock = fmt is not None and finest_unit(fmt) < TIME_UNITS[0]  # a column of dates has no unit to count
+    ladder = TIME_UNITS if clock else NUMBER_UNITS if integer and fmt is None else ()
     zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
     distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
