@@ -28,9 +28,12 @@ FINE_NODES = 64
 MAX_DECIMALS = 9
 #: Noise stds by which the numbers off a column's unit may pass TAIL_SHARE of them (:func:`_number_unit`).
 UNIT_Z = 1.0
+#: What :func:`refine` counts of a column of whole numbers besides its digits, at most (:func:`whole_counts`).
+WHOLE_COUNTS = ("distinct", "unit")
 
 
-def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> Release:
+def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
+           counted: tuple = WHOLE_COUNTS) -> Release:
     """``r`` with the numbers' digits past the two significant ones of its cells, where the mass
     is (a hierarchical histogram refined only below nodes that surely hold numbers, as in
     PrivTree, Zhang, Xiao and Xie 2016, but on a fixed decimal grid and a fixed noise per level),
@@ -41,8 +44,9 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     at most ``FINE_NODES`` nodes per depth: the fullest, and always the outermost at each end.
     Each depth is one histogram (one count per record: L1 and L2 sensitivity 1) spending
     ``share`` of ``budget`` (its unit; :func:`fine_charges` counts these charges); so is, for a
-    column of whole numbers, the number of distinct numbers (sensitivity 1 too), which tells an
-    identifier (:func:`column_from`), and the count of its zeros and of its numbers per largest
+    column of whole numbers, what ``counted`` names (:func:`whole_counts`): ``"distinct"``, the
+    number of distinct numbers (sensitivity 1 too), which tells an identifier
+    (:func:`column_from`), and ``"unit"``, the count of its zeros and of its numbers per largest
     unit each is a multiple of (:func:`~ektelo_pgm.times.coarsest_units` of NUMBER_UNITS), which
     gives ``r.unit`` (:func:`_number_unit`), so that loans in multiples of 25 are drawn in
     multiples of 25; for a fractional column the count of numbers per number of decimals (0 to
@@ -55,14 +59,17 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
     noticed: the finest the format writes), so that times on the hour are written on the hour.
     Which nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
-    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, integer)
+    whole = integer and r.time_format is None
+    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, whole and "unit" in counted)
     fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
-    if integer and r.time_format is None:
-        count = np.array([float(distinct_count)])
-        noisy, _, fine_std = noisy_counts(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
-        distinct = float(noisy[0])
-        noisy, scale, std = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: unit")
-        unit = _number_unit(noisy, scale, std, budget, r)
+    if whole:
+        if "distinct" in counted:
+            count = np.array([float(distinct_count)])
+            noisy, _, fine_std = noisy_counts(count, 1, budget, share, rng, f"schema of column {r.name!r}: distinct")
+            distinct = float(noisy[0])
+        if "unit" in counted:
+            noisy, scale, std = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: unit")
+            unit = _number_unit(noisy, scale, std, budget, r)
     elif not integer:
         noisy, scale, _ = noisy_counts(digits, 1, budget, share, rng, f"schema of column {r.name!r}: decimals")
         noticed = _noticed(noisy, scale, budget, r)
@@ -96,17 +103,17 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool) -> R
                    unit=unit)
 
 
-def _digest(t, fmt: str | None, integer: bool):
+def _digest(t, fmt: str | None, units: bool):
     """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as times in the format
-    ``fmt``; ``integer``: a column of whole numbers), summed chunk by chunk
-    (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
-    MAX_DECIMALS, then more; whole numbers at 0), records per largest unit each is a multiple of
-    (of times with a clock: TIME_UNITS; of whole numbers not times: zero, then NUMBER_UNITS;
-    else none), cells, positions, records)``: for each node of the finest depth holding numbers,
-    its cell, its index at each depth 1 to FINE_DEPTH (:func:`_position`) and the records it
-    holds.  Each a sum over the distinct values, so the same however ``t`` is split."""
+    ``fmt``), summed chunk by chunk (:func:`~.counts.chunks`): ``(distinct whole numbers, records
+    per number of decimals (0 to MAX_DECIMALS, then more; whole numbers at 0), records per
+    largest unit each is a multiple of (of times with a clock: TIME_UNITS; of whole numbers not
+    times, where ``units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
+    for each node of the finest depth holding numbers, its cell, its index at each depth 1 to
+    FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
+    so the same however ``t`` is split."""
     clock = fmt is not None and finest_unit(fmt) < TIME_UNITS[0]  # a column of dates has no unit to count
-    ladder = TIME_UNITS if clock else NUMBER_UNITS if integer and fmt is None else ()
+    ladder = TIME_UNITS if clock else NUMBER_UNITS if units else ()
     zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
     distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
@@ -168,9 +175,9 @@ def _number_unit(noisy: np.ndarray, scale: float, std: float, budget: Budget, r:
     return unit if outnumber and few else None
 
 
-def fine_charges(r: Release, integer: bool) -> int:
-    """The charges :func:`refine` makes at most on the release ``r``: two for whole numbers (their
-    number of distinct numbers and their unit), one for the decimals or for the unit of times
+def fine_charges(r: Release, integer: bool, counted: tuple) -> int:
+    """The charges :func:`refine` makes at most on the release ``r``: one for each count of whole
+    numbers ``counted`` (:func:`whole_counts`), one for the decimals or for the unit of times
     written with a clock (none for a column of dates), and one per depth of digits its sure cells
     can be split to (whole numbers: down to parts one wide, so none for cells one wide).
     Post-processing of ``r``'s noisy counts."""
@@ -181,8 +188,22 @@ def fine_charges(r: Release, integer: bool) -> int:
         widths = [node_width((int(c), 0, 0)) for c in cells]
         depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
     if r.time_format is None:
-        return (2 if integer else 1) + depths
+        return (len(counted) if integer else 1) + depths
     return int(finest_unit(r.time_format) < TIME_UNITS[0]) + depths
+
+
+def whole_counts(r: Release, column, fixed: bool) -> tuple:
+    """What :func:`refine` counts of a column of whole numbers besides its digits (not of times),
+    read from ``column``, the column its first release ``r`` gives (``fixed``: its kind given by
+    the user): where a bin is wider than one number, its unit, to draw numbers in it; and there,
+    where the kind is not fixed and no value was released, its number of distinct numbers, to
+    tell an identifier (:func:`column_from`).  A code per whole number needs neither (ames'
+    months, rooms and baths, 14 of its 29 such columns).  Post-processing of ``r``."""
+    if column.kind != "numeric" or not column.integer or r.time_format is not None:
+        return ()
+    if all(b - a <= 1 for a, b in zip(column.edges, column.edges[1:])):
+        return ()
+    return ("unit",) if fixed or r.values else ("distinct", "unit")
 
 
 def _decimals(x: float) -> int:

@@ -20,7 +20,7 @@ from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
 from .kinds import BINS, DRAW_AGAIN_Z, OTHER, column_from, names_codes, public_column, unreleased_stds
 from .metadata import within
-from .numbers import fine_charges, refine
+from .numbers import fine_charges, refine, whole_counts
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
 FINE_SHARE = Fraction(1, 4)
@@ -88,9 +88,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
     same noise std in every column's counts) and an equal part of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
-    can make (:func:`fine_charges`: a column of small whole numbers makes two, a fractional one
-    ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the kind of the
-    columns it names (``"categorical"`` or ``"numeric"``; a column whose name says it holds codes,
+    can make (:func:`fine_charges`: a column of whole numbers in bins one wide makes none, a
+    fractional one ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the
+    kind of the columns it names (``"categorical"`` or ``"numeric"``; a column whose name says it holds codes,
     :func:`names_codes`, is categorical unless named) and ``other`` labels a categorical
     column's values not released (see :func:`column_from`).  A column of which nothing can be
     released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
@@ -151,13 +151,14 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
                 columns[name] = column_from(releases[name], bins, kinds.get(name), other)
             except Unreleasable as reason:
                 why[name] = reason
-    charges = {name: fine_charges(releases[name], column.integer) for name, column in columns.items()
+    whole = {name: whole_counts(releases[name], column, name in kinds) for name, column in columns.items()}
+    charges = {name: fine_charges(releases[name], column.integer, whole[name]) for name, column in columns.items()
                if column.kind == "numeric"}
     each = float_below(total * FINE_SHARE / max(sum(charges.values()), 1))
     with progress.bar(len(charges), "schema digits", "column") as shown:
         for name, count in charges.items():
             if count:
-                refined = refine(releases[name], counted[name], budget, each, rng, columns[name].integer)
+                refined = refine(releases[name], counted[name], budget, each, rng, columns[name].integer, whole[name])
                 try:
                     columns[name] = column_from(refined, bins, kinds.get(name), other)
                 except Unreleasable as reason:
