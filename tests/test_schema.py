@@ -908,7 +908,7 @@ def test_the_unit_of_whole_numbers_is_learnt_privately(notion, share):
 def test_refine_counts_of_whole_numbers_only_what_their_column_reads():
     """Issue 56: the unit and the number of distinct numbers took 58 of ames' 74 refine charges,
     though a code per whole number (months, rooms) reads neither and released values tell no
-    identifier; now 27 of 43, the digits' noise 24% lower.  Bins wider than one number read the
+    identifier; now 27 of 43, the digits' noise 23% lower.  Bins wider than one number read the
     unit; where, besides, no value was released and the kind is not given, the distinct numbers
     (an identifier?).  Fractional columns count decimals instead."""
     n = 20000

@@ -402,7 +402,7 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
 
 #: Remedies of the causes found (:func:`_model_cause`, :func:`_table_cause`).
 NOISE = "most likely the mechanism's noise: raise --epsilon, or leave out columns you do not need (--drop)"
-BOUNDS = "declare its bounds in a schema (--schema), or raise --schema-share"
+BOUNDS = "declare its bounds (--metadata, or --schema), or raise --schema-share"
 CATEGORIES = ("declare its categories public (--public-categories) if they are, or in a schema; "
               "or raise --schema-share")
 
