@@ -60,7 +60,8 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     Which nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
     whole = integer and r.time_format is None
-    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, whole and "unit" in counted)
+    count_units = whole and "unit" in counted
+    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, count_units)
     fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
     if whole:
         if "distinct" in counted:
@@ -103,17 +104,17 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
                    unit=unit)
 
 
-def _digest(t, fmt: str | None, units: bool):
+def _digest(t, fmt: str | None, count_units: bool):
     """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as times in the format
     ``fmt``), summed chunk by chunk (:func:`~.counts.chunks`): ``(distinct whole numbers, records
     per number of decimals (0 to MAX_DECIMALS, then more; whole numbers at 0), records per
     largest unit each is a multiple of (of times with a clock: TIME_UNITS; of whole numbers not
-    times, where ``units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
+    times, where ``count_units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
     for each node of the finest depth holding numbers, its cell, its index at each depth 1 to
     FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
     so the same however ``t`` is split."""
     clock = fmt is not None and finest_unit(fmt) < TIME_UNITS[0]  # a column of dates has no unit to count
-    ladder = TIME_UNITS if clock else NUMBER_UNITS if units else ()
+    ladder = TIME_UNITS if clock else NUMBER_UNITS if count_units else ()
     zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
     distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
@@ -193,9 +194,9 @@ def fine_charges(r: Release, integer: bool, counted: tuple) -> int:
 
 
 def whole_counts(r: Release, column, fixed: bool) -> tuple:
-    """What :func:`refine` counts of a column of whole numbers besides its digits (not of times),
-    read from ``column``, the column its first release ``r`` gives (``fixed``: its kind given by
-    the user): where a bin is wider than one number, its unit, to draw numbers in it; and there,
+    """What :func:`refine` counts of a column of whole numbers (not times) besides its digits, read
+    from ``column``, the column its first release ``r`` gives (``fixed``: its kind given by the
+    user): where a bin is wider than one number, its unit, to draw numbers in it; and there,
     where the kind is not fixed and no value was released, its number of distinct numbers, to
     tell an identifier (:func:`column_from`).  A code per whole number needs neither (ames'
     months, rooms and baths, 14 of its 29 such columns).  Post-processing of ``r``."""

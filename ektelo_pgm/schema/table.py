@@ -88,13 +88,13 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
     same noise std in every column's counts) and an equal part of ``delta``; then the columns
     binned as numbers share the rest to :func:`refine` their bins, an equal part per charge each
-    can make (:func:`fine_charges`: a column of whole numbers in bins one wide makes none, a
-    fractional one ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds`` fixes the
-    kind of the columns it names (``"categorical"`` or ``"numeric"``; a column whose name says it holds codes,
-    :func:`names_codes`, is categorical unless named) and ``other`` labels a categorical
-    column's values not released (see :func:`column_from`).  A column of which nothing can be
-    released raises :class:`Unreleasable`; given a dict ``left_out``, it is left out of the
-    encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
+    can make (:func:`fine_charges`: a column of whole numbers coded one by one makes only its
+    digits', a fractional one ``FINE_DEPTH + 1``; what no charge spends is not spent).  ``kinds``
+    fixes the kind of the columns it names (``"categorical"`` or ``"numeric"``; a column whose
+    name says it holds codes, :func:`names_codes`, is categorical unless named) and ``other``
+    labels a categorical column's values not released (see :func:`column_from`).  A column of
+    which nothing can be released raises :class:`Unreleasable`; given a dict ``left_out``, it is
+    left out of the encoder instead and ``left_out[name]`` says why.  Given a dict ``thresholds``,
     ``thresholds[name]`` is the noisy count a value of the column needed to be released (set by
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
     the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``:
