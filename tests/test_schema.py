@@ -1280,6 +1280,22 @@ def test_the_records_blank_in_every_column_are_counted_whole_and_part_by_part(tm
         == sum(kinds[line] or line == ',,"y"' for line in lines)
 
 
+@pytest.mark.parametrize("dtype", ["Float64", "object", "string"])
+def test_a_column_without_a_single_value_is_tallied_and_left_out_with_its_reason(dtype):
+    """A column with no value at all (a Parquet column of nulls: no distinct value to read) is
+    tallied as blank in every record, and the schema leaves it out naming it."""
+    from ektelo_pgm.schema import AUTO, learn, tallies
+    from ektelo_pgm.table_io import MISSING
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.choice([1.0, np.nan, 3.0], 3000), "z": pd.array([None] * 3000, dtype=dtype)})
+    counted = tallies(frame, frozenset(MISSING))
+    assert counted["z"].counts.size == 0 and counted.blank == int(frame["a"].isna().sum())
+    left_out = {}
+    encoder = learn(frame, Budget.zcdp(1.0), AUTO, 1e-9, rng=0, left_out=left_out)
+    assert list(encoder.columns) == ["a"] and "column 'z'" in left_out["z"]
+
+
 @pytest.mark.parametrize("notion", ["zcdp", "pure"])
 def test_the_auto_share_counts_the_blank_records_with_noise_and_no_more_charge(notion):
     """With amount=AUTO the first charge counts the records, those blank in every column apart (a

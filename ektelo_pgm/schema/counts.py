@@ -272,7 +272,7 @@ def _part_tallies(part, markers: frozenset) -> Tallies:
     for name in part.columns:
         codes, values = factorized(part[name], markers)
         columns[str(name)] = _tally_of(codes, values)
-        blank &= np.append([v is None for v in values], True)[codes]  # a code of -1: NaN or None
+        blank &= np.append(np.array([v is None for v in values], dtype=bool), True)[codes]  # -1: NaN or None
     return Tallies(columns, int(blank.sum()) if len(part.columns) else 0)
 
 
