@@ -964,8 +964,11 @@ def test_whole_number_identifiers_are_left_out_and_amounts_are_not():
     left_out = {}
     columns = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, left_out=left_out).columns
     assert set(left_out) == {"row", "big_id"} and "identifier" in left_out["row"] and set(columns) == {"amount"}
-    kept = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, kinds={"row": "numeric", "big_id": "numeric"}).columns
-    assert kept["row"].kind == kept["big_id"].kind == "numeric"  # the user decides
+    left_out = {}
+    kept = infer(frame, Budget.zcdp(0.01), None, 1e-9, rng=0, kinds={"row": "numeric", "big_id": "numeric"},
+                 left_out=left_out).columns
+    assert kept["row"].kind == "numeric"  # the user decides
+    assert left_out["big_id"].endswith("declare its bounds (--metadata), or its kind --categorical")  # past the grid
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -1294,6 +1297,23 @@ def test_a_column_without_a_single_value_is_tallied_and_left_out_with_its_reason
     left_out = {}
     encoder = learn(frame, Budget.zcdp(1.0), AUTO, 1e-9, rng=0, left_out=left_out)
     assert list(encoder.columns) == ["a"] and "column 'z'" in left_out["z"]
+
+
+def test_numbers_beyond_the_grid_are_left_out_when_all_are_and_clipped_when_some_are():
+    """A column whose numbers all lie past the grid's largest magnitude (ids of 64 bits) is left
+    out naming the grid's bound, never one bin at it; one with some there keeps the rest, its
+    range ending at the grid's last edge."""
+    from ektelo_pgm.schema import AUTO, learn
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    frame = pd.DataFrame({"huge": rng.integers(10**15, 10**18, n),
+                          "some": np.where(rng.random(n) < 0.5, rng.integers(10**14, 10**16, n), rng.integers(1, 1000, n))})
+    left_out = {}
+    encoder = learn(frame, Budget.zcdp(1.0), AUTO, 1e-9, rng=0, left_out=left_out)
+    assert "huge" not in encoder.columns and "column 'huge': its numbers lie beyond +-1e+13" in left_out["huge"]
+    edges = encoder.columns["some"].edges
+    assert edges[0] < 1000 and edges[-1] == BOUNDARIES[-1]
 
 
 @pytest.mark.parametrize("notion", ["zcdp", "pure"])

@@ -54,7 +54,8 @@ Everything else is post-processing of those noisy counts:
   apart, which only widens an end bin; where that end part surely holds fewer numbers than the
   part next to it and as wide, the range ends inside it, where its count at its neighbour's
   density ends (:func:`.ends.outer_edge`: numbers that stop mid-part, such as dates up to the day a
-  table was taken, are not drawn past their end);
+  table was taken, are not drawn past their end); a range held by the outer cells alone (numbers
+  past the grid's largest magnitude, ids of 64 bits) cannot be placed, and its column is left out;
 * a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
   range (rounded inwards) widened to its released values, holds at most ``bins``
   integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it, and at least

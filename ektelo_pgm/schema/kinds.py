@@ -112,7 +112,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
         try:
             return numeric_from(r, bins, integer, missing)
         except Unreleasable as reason:
-            if kind != "numeric":
+            if kind != "numeric" or shows_numbers(r.kinds, r.kind_std, r.kind_bar):
                 raise
             raise Unreleasable(f"{reason} (its kind was fixed numeric, --numeric: are its values numbers?)") from None
     if not r.values:

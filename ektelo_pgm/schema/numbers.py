@@ -16,7 +16,7 @@ from ..table_io import as_float
 from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
 from .counts import chunks
 from .ends import TAIL_SHARE, end_node, node_children, node_edges, node_width, outer_edge, sure_parts
-from .grid import HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
+from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
                         noise_bar, noisy_counts)
 
@@ -133,9 +133,8 @@ def _digest(t, fmt: str | None, count_units: bool):
         numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
         cells = cell_of(numbers)
         nodes = cells.astype(np.int64)
-        with np.errstate(divide="ignore", invalid="ignore"):  # cells of no width: position 0
-            for depth in range(1, FINE_DEPTH + 1):
-                nodes = nodes * 10 ** depth + _position(numbers, cells, depth)
+        for depth in range(1, FINE_DEPTH + 1):
+            nodes = nodes * 10 ** depth + _position(numbers, cells, depth)
         key, inverse = np.unique(np.concatenate([key, nodes]), return_inverse=True)
         weight = np.bincount(inverse, weights=np.concatenate([weight, c.counts[whole | fractional]]),
                              minlength=key.size)
@@ -227,7 +226,8 @@ def _position(numbers: np.ndarray, cells: np.ndarray, depth: int) -> np.ndarray:
     """Index of each number's node at ``depth`` inside its cell; a number on a node's lower edge
     is in that node whatever the float error (356.13 in ``[356.13, 356.14)``, not the one below)."""
     parts = 10 ** depth
-    at = np.floor(np.round((numbers - LOWER[cells]) / (UPPER[cells] - LOWER[cells]) * parts, 6))
+    with np.errstate(divide="ignore", invalid="ignore"):  # cells of no width: position 0
+        at = np.floor(np.round((numbers - LOWER[cells]) / (UPPER[cells] - LOWER[cells]) * parts, 6))
     return np.clip(np.nan_to_num(at), 0, parts - 1).astype(np.int64)
 
 
@@ -394,6 +394,9 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         unit = None if unit == 1 else unit
     step = unit or 1  # integer edges: whole numbers, or whole multiples of the unit
     kept = _kept(levels, r, integer, numbers)
+    if kept.size and np.isin(kept, LEVELS[0][[0, N_CELLS - 1]]).all():
+        raise Unreleasable(f"column {r.name!r}: its numbers lie beyond +-{BOUNDARIES[-1]:.0e}, past the magnitudes "
+                           "the schema places privately; declare its bounds (--metadata), or its kind --categorical")
     if kept.size:
         first = end_node(levels, fine, r, kept[0], reverse=False, integer=integer)
         last = end_node(levels, fine, r, kept[-1], reverse=True, integer=integer)
