@@ -17,11 +17,14 @@ from .errors import InputError
 from .table_io import canonical_value, pandas_module
 
 #: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
-#: first that matches it whole.  The last reads a time of day, as the seconds since midnight.
+#: first that matches it whole.  ``%H:%M:%S`` reads a time of day, as the seconds since midnight;
+#: those with ``%z`` read times at an offset from UTC (ISO 8601's ``+01:00``, ``+0100``, ``+01`` or
+#: ``Z``; pandas writes a zoned time so) as UTC, and write them in UTC (``+00:00``).
 TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
                 "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d", "%Y/%m/%d %H:%M:%S", "%m/%d/%Y",
                 "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d.%m.%Y", "%Y-%m", "%b-%Y", "%b %Y", "%d %b %Y",
-                "%b %d, %Y", "%H:%M:%S")
+                "%b %d, %Y", "%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z",
+                "%Y-%m-%d %H:%M:%S.%f%z")
 
 #: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
 TIME_UNITS = (86400, 3600, 60, 1)
@@ -40,7 +43,8 @@ _TWO_DIGITS = np.array([f"{k:02d}" for k in range(100)])  # months, days, hours,
 #: (``-0001``, or ``-001`` as numpy and pandas write it).
 _TIME_CODES = {"Y": r"-?(?:\d{4}|[1-9]\d{4,})|-\d{1,3}", "m": r"1[0-2]|0[1-9]|[1-9]",
                "d": r"3[01]|[12]\d|0[1-9]|[1-9]| [1-9]", "H": r"2[0-3]|[01]\d|\d", "M": r"[0-5]\d|\d",
-               "S": r"6[01]|[0-5]\d|\d", "f": r"\d{1,9}", "b": "|".join(MONTHS)}
+               "S": r"6[01]|[0-5]\d|\d", "f": r"\d{1,9}", "b": "|".join(MONTHS),
+               "z": r"Z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?"}
 
 
 @functools.lru_cache(maxsize=64)
@@ -160,6 +164,8 @@ def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:
     days = _days(year, month, day)
     seconds = (days * 86400 + field("H", "0").astype(np.int64) * 3600 + field("M", "0").astype(np.int64) * 60
                + field("S", "0").astype(np.int64)).astype(object)
+    if "z" in pattern.groupindex:
+        seconds = seconds - _offsets(field("z", "Z"))
     seconds[beyond] = [float(y) for y in years[beyond]]
     seconds[(day > 28) & (_date(days)[1] != month)] = None  # 31 April, 29 February 2019
     out[[m is not None for m in matches]] = seconds
@@ -197,6 +203,16 @@ def as_times(values: np.ndarray, fmt: str) -> np.ndarray:
     return out
 
 
+def _offsets(zones: np.ndarray) -> np.ndarray:
+    """Seconds east of UTC of each offset as ``%z`` reads it (``Z``, ``+01:00``, ``-0530``, ``+01``)."""
+    def seconds(zone: str) -> int:
+        digits = zone[1:].replace(":", "")
+        east = int(digits[:2] or 0) * 3600 + int(digits[2:] or 0) * 60
+        return -east if zone.startswith("-") else east
+    of = {zone: seconds(zone) for zone in set(zones)}
+    return np.array([of[zone] for zone in zones], dtype=np.int64)
+
+
 def time_texts(seconds: np.ndarray, fmt: str) -> np.ndarray:
     """Whole ``seconds`` since 1970-01-01T00:00:00 (an integer array, or an object array of Python
     ints of any size) written in the time format ``fmt``: a str array, a year in at least 4 digits
@@ -208,7 +224,7 @@ def time_texts(seconds: np.ndarray, fmt: str) -> np.ndarray:
     two = lambda x: _TWO_DIGITS[np.asarray(x, dtype=np.int64)]  # noqa: E731
     fields = {"%Y": np.where(year < 0, np.char.zfill(text, 5), np.char.zfill(text, 4)), "%m": two(month),
               "%d": two(day), "%H": two(clock // 3600), "%M": two(clock // 60 % 60), "%S": two(clock % 60),
-              "%f": "000000", "%b": np.array(MONTHS)[np.asarray(month, dtype=np.int64) - 1]}
+              "%f": "000000", "%b": np.array(MONTHS)[np.asarray(month, dtype=np.int64) - 1], "%z": "+00:00"}
     return functools.reduce(np.char.add, [fields.get(p, p) for p in _time_pieces(fmt)], np.full(len(days), ""))
 
 

@@ -15,7 +15,7 @@ from ektelo_pgm.privacy import Budget
 from ektelo_pgm.encoding import (TIME_FORMATS, WITHIN_BIN, CategoricalColumn, NumericColumn, TableEncoder, as_times,
                                  time_formats, time_text, time_texts)
 from ektelo_pgm.errors import InputError
-from ektelo_pgm.table_io import read_table
+from ektelo_pgm.table_io import canonical, read_table
 
 ADULT_COLUMNS = list(sample_data.ADULT_COLUMNS)
 NUMERIC = ["age", "fnlwgt", "capital-gain", "capital-loss", "hours-per-week"]
@@ -449,12 +449,32 @@ def test_time_formats_read_ordinary_text_as_pandas_did():
              "2019-13", "2019-00-05", "00/05/2019", "2019/1/5 1:2:3", "12/31/1999 23:59", "31 Dec 1999", "Dec 31, 1999",
              "11:38:36", "7:5:0", "24:00:00"]
     texts += [s.strftime(fmt) for s in stamps for fmt in TIME_FORMATS[rng.integers(len(TIME_FORMATS)):][:2]]
-    for fmt in TIME_FORMATS:
+    for fmt in (f for f in TIME_FORMATS if "%z" not in f):  # pandas never read offsets for us
         parsed = pd.to_datetime(pd.Series(texts, dtype=object), format=fmt, errors="coerce")
         undated = 0 if "%Y" in fmt else 2208988800  # pandas reads a time of day on 1900-01-01, ours on 1970-01-01
         theirs = [None if pd.isna(p) else
                   int(p.to_datetime64().astype("datetime64[ns]").astype(np.int64) // 10**9) + undated for p in parsed]
         assert list(as_times(np.array(texts, dtype=object), fmt)) == theirs, fmt
+
+
+def test_times_at_an_offset_from_utc_are_read_as_utc_and_written_in_it():
+    """Issue 56: times written with an offset from UTC (ISO 8601's +01:00; pandas writes a zoned
+    time so, as a Parquet column of them is read) were not times, and their column was left out
+    as an identifier.  They read as the instant pandas reads, and are written back in UTC."""
+    rng = np.random.default_rng(56)
+    instants = 315532800 + rng.integers(0, 60 * 365 * 86400, 300)  # 1980 to 2040
+    zones = {"+01:00": 60, "-05:30": -330, "+0200": 120, "-08": -480, "Z": 0, "+14:00": 840}  # minutes east
+    written = [list(zones)[k % len(zones)] for k in range(instants.size)]
+    utc = pd.to_datetime(instants, unit="s", utc=True)
+    texts = np.array([(t + pd.Timedelta(minutes=zones[z])).strftime("%Y-%m-%d %H:%M:%S") + z
+                      for t, z in zip(utc, written)], dtype=object)
+    fmt = "%Y-%m-%d %H:%M:%S%z"
+    assert list(as_times(texts, fmt)) == instants.tolist() == [int(pd.Timestamp(t).timestamp()) for t in texts]
+    assert set(time_formats(texts)) == {TIME_FORMATS.index(fmt)}
+    assert time_text(instants[0], fmt) == utc[0].strftime("%Y-%m-%d %H:%M:%S") + "+00:00"
+    zoned = pd.Series(utc).dt.tz_convert("Europe/Paris")  # a Parquet column of zoned times, as read
+    read = canonical(zoned, frozenset())
+    assert set(time_formats(read)) == {TIME_FORMATS.index(fmt)} and list(as_times(read, fmt)) == instants.tolist()
 
 
 def test_a_time_of_day_is_read_as_the_seconds_since_midnight():
