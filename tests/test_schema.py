@@ -579,8 +579,8 @@ def test_a_range_ends_inside_its_end_part_where_the_numbers_stop():
     [2017.6, 2017.7) holds the last of them at the density of the part before it, so the range
     ends about where they stop.  Drawn up to 2017.7, 1.0-1.5% of the decoded values were past the
     last date in each of 8 seeds (37% of that part); now 0.5% on average over seeds 0-59, and the
-    range clips at most 0.7% of them (5 days; over 0.5% in one schema of 60).  Numbers piled in an end part (a fifth of scores in [99.5, 100])
-    keep it whole."""
+    range clips at most 0.7% of them (5 days; over 0.5% in one schema of 60).  Numbers piled in an
+    end part (a fifth of scores in [99.5, 100]) keep it whole."""
     rng = np.random.default_rng(3)
     dates = pd.DataFrame({"when": np.round(rng.uniform(2015.5, 2017.663, 15000), 6)})
     scores = pd.DataFrame({"score": np.round(np.concatenate([rng.uniform(80.0, 99.5, 12000),
@@ -1313,8 +1313,9 @@ def test_numbers_beyond_the_grid_are_left_out_when_all_are_and_clipped_when_some
 
     rng = np.random.default_rng(0)
     n = 4000
+    past = rng.integers(10**14, 10**16, n)
     frame = pd.DataFrame({"huge": rng.integers(10**15, 10**18, n),
-                          "some": np.where(rng.random(n) < 0.5, rng.integers(10**14, 10**16, n), rng.integers(1, 1000, n))})
+                          "some": np.where(rng.random(n) < 0.5, past, rng.integers(1, 1000, n))})
     left_out = {}
     encoder = learn(frame, Budget.zcdp(1.0), AUTO, 1e-9, rng=0, left_out=left_out)
     assert "huge" not in encoder.columns and "column 'huge': its numbers lie beyond +-1e+13" in left_out["huge"]
