@@ -463,3 +463,15 @@ def test_the_reference_is_the_table_evaluated_with_its_columns_shuffled_apart():
     assert "columns shuffled apart" in text and "seed 0" in text
     other = evaluate(real.assign(size=np.random.default_rng(1).choice(["big", "small"], len(real))), fake)
     assert other.reference.column_pair_trends_score != pytest.approx(evaluation.reference.column_pair_trends_score)
+
+
+def test_pair_trends_that_count_no_pair_are_said_in_words():
+    """SDMetrics counts a pair's trend only where the real pair is associated; a table of
+    independent columns has none, and the headline said "column pair trends nan"."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"a": rng.choice(["x", "y"], 500), "b": rng.normal(0, 1, 500), "c": rng.integers(0, 5, 500)})
+    evaluation = evaluate(real, real.sample(frac=1.0, random_state=1, ignore_index=True))
+    assert np.isnan(evaluation.quality.column_pair_trends_score)
+    text = evaluation.text()
+    assert "nan" not in text.split("worst columns")[0]
+    assert text.count("column pair trends none counted (no pair of the real table associated enough)") == 2

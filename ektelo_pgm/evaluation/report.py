@@ -58,6 +58,12 @@ CLIPPED_SHARE = 0.02
 OTHER_SHARE = 0.05
 
 
+def _trends(score: float) -> str:
+    """A pair trends score as the headline writes it; NaN, where SDMetrics counts no pair (none of
+    the real table's is associated past its thresholds), in words."""
+    return "none counted (no pair of the real table associated enough)" if np.isnan(score) else f"{score:.3f}"
+
+
 @dataclass(frozen=True)
 class Advice:
     """What a steward can do about one column: its 1-way TVD (None: not in the synthetic
@@ -121,10 +127,10 @@ class Evaluation:
                  f"real: {len(self.real):,} rows, synthetic: {len(self.synthetic):,} rows, "
                  f"{len(self.discretisation.columns)} columns compared",
                  f"quality (SDMetrics's scores; 1 = identical): overall {q.score:.3f}, "
-                 f"column shapes {q.column_shapes_score:.3f}, column pair trends {q.column_pair_trends_score:.3f}",
+                 f"column shapes {q.column_shapes_score:.3f}, column pair trends {_trends(q.column_pair_trends_score)}",
                  f"reference, the real table with its columns shuffled apart (seed {REFERENCE_SEED}; exact columns, "
                  f"no association; not private): overall {r.score:.3f}, column shapes {r.column_shapes_score:.3f}, "
-                 f"column pair trends {r.column_pair_trends_score:.3f}",
+                 f"column pair trends {_trends(r.column_pair_trends_score)}",
                  "worst columns: " + ", ".join(f"{c} {m} {v:.3f}" for c, m, v in
                                                zip(shapes["column"], shapes["metric"], shapes["score"])),
                  "worst pairs: " + ", ".join(f"{' x '.join(c)} {m} {v:.3f}" for c, m, v in
