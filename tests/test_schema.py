@@ -391,6 +391,32 @@ def test_a_range_ends_at_no_noticeable_part_past_one_that_is_not():
     assert _placed(cells, np.ones(10), 228.0, r, 2 * _halving(10)) == 7
 
 
+def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
+    """Counts of new cases (as who's, 0 to 70,376 at noise std 168): the outer cell past 10^13
+    drew 820, 4.9 stds, past the decades' bar of 4.5, and the range reached 10^13 (8.9% of the
+    numbers decoded past the real ones; movies' ratings reached -10^13 likewise).  A decade ``g``
+    decades past the last one kept on its side now needs the bar that an empty one passes with
+    probability DECADE_MISS / 2^g: there 5.8 stds.  A decade next to the numbers keeps the usual
+    bar, and one far off that surely holds numbers still stretches the range."""
+    from ektelo_pgm.schema.grid import LEVELS
+    from ektelo_pgm.schema.histogram import Release
+    from ektelo_pgm.schema.numbers import _kept
+
+    std = 168.0
+    kinds = {"missing": 4000.0, "text": 0.0, "whole": 3100.0, "fractional": 0.0}
+    r = Release("cases", kinds, {}, (), 0.0, std=std, kind_std=std, kind_bar=4.5 * std, decade_bar=4.5 * std,
+                tenth_bar=3.0 * std)
+    decade = lambda value: int(LEVELS[0][cell_of(np.array([value]))[0]])  # noqa: E731
+    counts = np.zeros(LEVELS[0].max() + 1)
+    for value, count in ((1, 720.0), (10, 1200.0), (100, 1000.0), (1000, 500.0)):
+        counts[decade(value)] = count
+    counts[decade(2e13)] = 4.9 * std
+    assert _kept((counts,), r, True).max() <= decade(1000)
+    counts[decade(2e13)] = 6.5 * std
+    assert decade(2e13) in _kept((counts,), r, True)
+    counts[decade(2e13)], counts[decade(1000)] = 0.0, 4.6 * std
+    assert decade(1000) in _kept((counts,), r, True)
+
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
     at each end a tenth of a decade reaches the bar alone where those beyond it do not, though

@@ -125,33 +125,33 @@ def _first(estimates: np.ndarray, variances: np.ndarray, r: Release, shares: np.
     times ``r.std`` squared), from the outer end, that surely holds numbers (``alone``), or at
     which their running sum surely does (a thin tail before it), whichever comes first; None when
     none does.
-    Surely: past :func:`_bar` at its part's share of ``RANGE_MISS`` (``shares``, each test), so
+    Surely: past :func:`sure_bar` at its part's share of ``RANGE_MISS`` (``shares``, each test), so
     that with :func:`_halving` an empty part far beyond the numbers needs more than one next to
     them (at three stds each, txhousing's year reached 9,999 from a tenth of noise at 3.2 stds,
     six empty tenths beyond its years, in one schema of sixty at epsilon 0.3)."""
-    alone = estimates >= _bar(r, shares, np.sqrt(variances) * r.std)
-    running = np.cumsum(estimates) >= _bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
+    alone = estimates >= sure_bar(r, shares, np.sqrt(variances) * r.std)
+    running = np.cumsum(estimates) >= sure_bar(r, shares, np.sqrt(np.cumsum(variances)) * r.std)
     sure = alone | running
     first = int(np.argmax(sure)) if sure.any() else None
     return first, first is not None and bool(alone[first])
 
 
-def _bar(r: Release, shares, std) -> np.ndarray:
+def sure_bar(r: Release, shares, std, miss: float = RANGE_MISS) -> np.ndarray:
     """The noisy estimates of noise stds ``std`` that estimates of nothing pass with probabilities
-    at most ``shares`` of ``RANGE_MISS`` (by the union bound, any of them at most their sum
-    times it): a count's :func:`~.histogram.noise_bar` at that probability (under Laplace noise,
-    whose tails are heavier, more than the Gaussian's stds), in units of ``std``."""
+    at most ``shares`` of ``miss`` (by the union bound, any of them at most their sum times it):
+    a count's :func:`~.histogram.noise_bar` at that probability (under Laplace noise, whose
+    tails are heavier, more than the Gaussian's stds), in units of ``std``."""
     shares, std = np.broadcast_arrays(np.asarray(shares, dtype=float), np.asarray(std, dtype=float))
     scale = r.std if r.notion == "zcdp" else r.std / math.sqrt(2.0)  # the count noise's parameter
-    misses = RANGE_MISS * shares.ravel()
-    return np.array([noise_bar(r.notion, scale, NormalDist().inv_cdf(1.0 - miss), miss) for miss in misses]) \
+    misses = miss * shares.ravel()
+    return np.array([noise_bar(r.notion, scale, NormalDist().inv_cdf(1.0 - chance), chance) for chance in misses]) \
         * std.ravel() / r.std
 
 
 def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Release, total: float) -> int:
     """``first`` moved out over the noisy ``estimates`` before it (of the parts of a whole of noisy
     count ``total``, from the outer end), while the next alone or all before it together surely
-    hold numbers (past :func:`_bar` of one test each: an empty one passes about once in 740).
+    hold numbers (past :func:`sure_bar` of one test each: an empty one passes about once in 740).
     All before it are told twice, by their sum and by ``total`` less the other estimates,
     weighed by their noise: the open credit lines of a loan table (10-19: 47% of them, sure; 20
     to 51: 10%, none of these tenths sure alone at noise std 204) are not clipped into 19, nor
@@ -159,8 +159,8 @@ def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Releas
     numbers plus 2.5 stds)."""
     while first:
         outside, std = _outside(estimates, variances, first, total)
-        near = estimates[first - 1] >= _bar(r, 1.0, math.sqrt(variances[first - 1]) * r.std)[0]
-        if not near and outside < _bar(r, 1.0, std * r.std)[0]:
+        near = estimates[first - 1] >= sure_bar(r, 1.0, math.sqrt(variances[first - 1]) * r.std)[0]
+        if not near and outside < sure_bar(r, 1.0, std * r.std)[0]:
             break
         first -= 1
     return first
@@ -241,7 +241,7 @@ def outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: floa
 def _held_beyond(node, edge: float, fine: dict, r: Release, upper_end: bool) -> float | None:
     """Where a range ending at ``edge`` inside ``node`` (``upper_end``: its upper end) ends instead
     when the node was split and its children beyond ``edge`` together surely hold numbers (past
-    :func:`_bar` of one test, as :func:`_widened` takes parts in): the outer edge of the child
+    :func:`sure_bar` of one test, as :func:`_widened` takes parts in): the outer edge of the child
     from which on, outward, they still do (weather's pressures, thinning from 1010 hPa down to
     984, were clipped at 1007.25 by the density of [1000, 1010) against [1010, 1020), while its
     hectopascals 1005 and 1006 held 475 and 562 at noise std 106); None where they do not.
@@ -254,7 +254,7 @@ def _held_beyond(node, edge: float, fine: dict, r: Release, upper_end: bool) -> 
     outward = children[inner + 1:] if upper_end else children[:inner][::-1]  # nearest the edge first
     counts = np.array([fine[child] for child in outward])
     beyond = np.cumsum(counts[::-1])[::-1]  # from each child outward
-    sure = beyond >= _bar(r, 1.0, r.fine_std * np.sqrt(np.arange(counts.size, 0, -1)))
+    sure = beyond >= sure_bar(r, 1.0, r.fine_std * np.sqrt(np.arange(counts.size, 0, -1)))
     if not sure.size or not sure[0]:
         return None
     last = counts.size - 1 if sure.all() else int(np.argmin(sure)) - 1  # before the first not sure
