@@ -394,10 +394,11 @@ def test_a_range_ends_at_no_noticeable_part_past_one_that_is_not():
 def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
     """Counts of new cases (as who's, 0 to 70,376 at noise std 168): the outer cell past 10^13
     drew 820, 4.9 stds, past the decades' bar of 4.5, and the range reached 10^13 (8.9% of the
-    numbers decoded past the real ones; movies' ratings reached -10^13 likewise).  A decade ``g``
-    decades past the last one kept on its side now needs the bar that an empty one passes with
-    probability DECADE_MISS / 2^g: there 5.8 stds.  A decade next to the numbers keeps the usual
-    bar, and one far off that surely holds numbers still stretches the range."""
+    numbers decoded past the real ones; movies' ratings reached -10^13 likewise).  The outermost
+    decade past ``g >= 2`` decades that may well be empty now needs the bar that an empty one
+    passes with probability DECADE_MISS / 2^(g - 1): there (g = 10) 5.75 stds.  A decade next to
+    the numbers, and zeros far below them, keep the usual bar, and a decade far off that surely
+    holds numbers still stretches the range."""
     from ektelo_pgm.schema.grid import LEVELS
     from ektelo_pgm.schema.histogram import Release
     from ektelo_pgm.schema.numbers import _kept
@@ -416,6 +417,8 @@ def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
     assert decade(2e13) in _kept((counts,), r, True)
     counts[decade(2e13)], counts[decade(1000)] = 0.0, 4.6 * std
     assert decade(1000) in _kept((counts,), r, True)
+    counts[decade(1)], counts[decade(0)] = 0.0, 4.6 * std
+    assert decade(0) in _kept((counts,), r, False)
 
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:

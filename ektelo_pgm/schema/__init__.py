@@ -34,18 +34,18 @@ Everything else is post-processing of those noisy counts:
   column *of times* has nearly only text in one format (:func:`_time_format`): its numbers are
   whole seconds, binned, and written back in that format, in the finest unit a noticeable
   count of its times holds (the decimals' rule below; a date's unit is a day);
-* the *range* of a column of numbers: the fullest decade whose noisy count reaches ``DECADE_Z``
-  noise stds (under Laplace noise: the count that an empty decade passes as rarely,
-  ``DECADE_MISS``) is kept, and out from it each decade whose count reaches the bar an empty one
-  passes with probability ``DECADE_MISS / 2^g``, ``g`` the decades between it and the last kept
-  on its side (an empty decade far from the numbers needs more than one next to them); next to
-  them, one at a time, the decade with the larger noisy count while they surely hold less than
-  all but ``TAIL_SHARE`` of the numbers, so that numbers spread thin over several decades keep
-  them (:func:`_kept`; a column of whole numbers only decades that can hold one); the range
-  starts in the lowest, at its first tenth that surely holds numbers, alone or with the tenths
-  below it (a thin tail), at bars that halve from the inner tenth out (an empty
-  tenth far below the numbers needs more than one next to them; each tenth told by its count and
-  its cells'), else at the lowest noticeable one (``NOTICE_Z`` stds) that is noticeable together
+* the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
+  stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
+  are kept, but the outermost at an end, past ``g >= 2`` decades that may well be empty, needs
+  the bar an empty one passes with probability ``DECADE_MISS / 2^(g - 1)`` (an empty decade
+  orders of magnitude past the numbers needs more than one next to them); next to them, one at
+  a time, the decade with the larger noisy count while they surely hold less than all but
+  ``TAIL_SHARE`` of the numbers, so that numbers spread thin over several decades keep them
+  (:func:`_kept`; a column of whole numbers only decades that can hold one); the range starts
+  in the lowest, at its first tenth that surely holds numbers, alone or with the tenths below
+  it (a thin tail), at bars that halve from the inner tenth out (an empty tenth far below the
+  numbers needs more than one next to them; each tenth told by its count and its cells'), else
+  at the lowest noticeable one (``NOTICE_Z`` stds) that is noticeable together
   with the tenths between it and the highest noticeable one, else at the lowest; a start that no
   tenth surely holds alone moves down while the tenths below it are noticeable together, to the
   lowest of them noticeable alone, else the lowest (numbers too thin to place are kept whole);
