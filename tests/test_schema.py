@@ -420,6 +420,7 @@ def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
     counts[decade(1)], counts[decade(0)] = 0.0, 4.6 * std
     assert decade(0) in _kept((counts,), r, False)
 
+
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
     at each end a tenth of a decade reaches the bar alone where those beyond it do not, though

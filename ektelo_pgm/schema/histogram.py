@@ -24,8 +24,8 @@ KIND_SHARE = Fraction(1, 5)
 TEXT_SHARE = 0.01
 #: A noisy count below this many noise stds may well be zero.
 NOISE_Z = 3.0
-#: Noise stds a decade's count must reach to be kept under Gaussian noise (one orders of magnitude
-#: past the others needs more: :func:`~.numbers._sure_decades`).
+#: Noise stds a decade's count must reach to be kept under Gaussian noise (the outermost, orders
+#: of magnitude past the others, needs more: :func:`~.numbers._sure_decades`).
 DECADE_Z = 4.5
 #: The probability with which an empty decade passes that bar; under Laplace noise, whose tails
 #: are heavier, the bar is set by this probability instead (4.5 stds would let 3% of columns
