@@ -1335,6 +1335,22 @@ def test_a_column_without_a_single_value_is_tallied_and_left_out_with_its_reason
     assert list(encoder.columns) == ["a"] and "column 'z'" in left_out["z"]
 
 
+def test_numbers_written_with_symbols_are_left_out_saying_that_written_plain_they_are_read():
+    """Prices written as $1,243.56, thousands grouped with commas and percentages are text to
+    the reader, each value too rare to release: such a column is left out, and its reason names
+    them beside identifiers and free text (it named only those); written plain, they are numbers."""
+    from ektelo_pgm.schema import AUTO, learn
+
+    amounts = np.round(np.random.default_rng(0).lognormal(7.0, 1.0, 4000), 2)
+    frame = pd.DataFrame({"price": [f"${a:,.2f}" for a in amounts], "grouped": [f"{a * 10:,.0f}" for a in amounts],
+                          "share": [f"{a / 100:.2f}%" for a in amounts], "plain": amounts})
+    left_out = {}
+    encoder = learn(frame, Budget.zcdp(1.0), AUTO, 1e-9, rng=0, left_out=left_out)
+    assert list(encoder.columns) == ["plain"] and encoder.columns["plain"].kind == "numeric"
+    for name in ("price", "grouped", "share"):
+        assert "numbers written with symbols such as $1,234 or 12%" in left_out[name], left_out[name]
+        assert "1,243" not in left_out[name] and "$" + f"{amounts[0]:,.2f}" not in left_out[name]
+
 def test_numbers_beyond_the_grid_are_left_out_when_all_are_and_clipped_when_some_are():
     """A column whose numbers all lie past the grid's largest magnitude (ids of 64 bits) is left
     out naming the grid's bound, never one bin at it; one with some there keeps the rest, its

@@ -118,8 +118,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     if not r.values:
         raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
                            f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
-                           "identifier, free text, or a column almost always missing?); declare the column in a "
-                           "schema, give more records, or a larger epsilon"
+                           "identifier, free text, a column almost always missing, or numbers written with "
+                           "symbols such as $1,234 or 12%, which are read as numbers when written plain?); "
+                           "declare the column in a schema, give more records, or a larger epsilon"
                            + (" (its name reads as codes, so categories: --numeric bins it as numbers)"
                               if kind == "categorical" and names_codes(r.name) else ""))
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
