@@ -61,3 +61,7 @@ HOLDS_WHOLE = _holds_whole()
 def cell_of(numbers: np.ndarray) -> np.ndarray:
     """Cell index of each number: 0 below every boundary, ``len(BOUNDARIES)`` at or above the last."""
     return np.searchsorted(BOUNDARIES, numbers, side="right")
+
+
+#: The decade of zero, a cell alone: it holds zeros and nothing else.
+ZERO_DECADE = int(LEVELS[0][cell_of(np.array([0.0]))[0]])

@@ -16,12 +16,10 @@ from ..table_io import as_float
 from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
 from .counts import chunks
 from .ends import TAIL_SHARE, end_node, node_children, node_edges, node_width, outer_edge, sure_bar, sure_parts
-from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, cell_of
+from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, ZERO_DECADE, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
                         noise_bar, noisy_counts)
 
-#: The decade of zero, which holds zeros alone.
-ZERO = int(LEVELS[0][cell_of(np.array([0.0]))[0]])
 #: Digits a refined cell gains at most: its tenths, hundredths and thousandths.
 FINE_DEPTH = 3
 #: Nodes split at most per column and depth (the fullest, and the outermost at each end).
@@ -341,8 +339,8 @@ def _sure_decades(counts: np.ndarray, decades: np.ndarray, r: Release) -> list:
     for top in (True, False):
         while len(kept) > 1:
             outer = kept[-1] if top else kept[0]
-            others = [d for d in kept if d not in (outer, ZERO)]
-            if not others or (outer <= ZERO if top else outer >= ZERO):
+            others = [d for d in kept if d not in (outer, ZERO_DECADE)]
+            if not others or (outer <= ZERO_DECADE if top else outer >= ZERO_DECADE):
                 break
             inner = max(others) if top else min(others)
             between = (decades > min(inner, outer)) & (decades < max(inner, outer))
