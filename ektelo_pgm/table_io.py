@@ -419,9 +419,13 @@ def as_frame(table):
 
 def clean(series, missing: frozenset):
     """A raw column with its strings stripped and its missing markers (and NaN, None) as NaN:
-    an object Series."""
+    an object Series.  Numbers stored in fewer than 64 bits (float32) are read as their
+    shortest digits, as written (``0.1``, not float64's ``0.10000000149011612``)."""
     pd = pandas_module()
     values = series.astype(object)
+    if series.dtype.kind == "f" and series.dtype.itemsize < 8:
+        narrow = np.dtype(f"f{series.dtype.itemsize}").type
+        values = values.map(lambda v: float(str(narrow(v))), na_action="ignore")
     if series.dtype.kind in "iufcb":  # numbers or booleans: nothing to strip or to match
         return values.mask(pd.isna(values))
     text = np.array([isinstance(v, str) for v in values.to_numpy()], dtype=bool)

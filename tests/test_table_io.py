@@ -328,3 +328,18 @@ def test_one_file_past_the_memory_cap_is_read_whole_without_pyarrow(tmp_path, mo
         assert ("needs pyarrow" in stream.getvalue()) == shown and stream.getvalue().count("\n") == shown
     with pytest.raises(ImportError, match="pyarrow"):
         table_io.open_table(path, header=True, engine="parts")
+
+
+def test_float32_numbers_are_read_as_their_shortest_digits():
+    """A float32 column (Parquet and ML tables store them so) was read with float64's digits,
+    0.1 as 0.10000000149011612: its prices needed full precision and its categories read so."""
+    from ektelo_pgm.privacy import Budget
+    from ektelo_pgm.schema import infer
+
+    written = [0.1, -0.43723214, 2.5, 16777216.0, np.inf]
+    for dtype in (np.float32, "Float32"):
+        column = pd.Series(np.array(written + [np.nan], dtype=np.float32)).astype(dtype)
+        assert canonical(column, frozenset()).tolist() == [0.1, -0.43723214, 2.5, 16777216, np.inf, None]
+    rng = np.random.default_rng(0)
+    prices = pd.DataFrame({"price": np.round(rng.lognormal(3, 1, 20000), 2).astype(np.float32)})
+    assert infer(prices, Budget.zcdp(0.05), None, 1e-9, rng=0).columns["price"].decimals == 2
