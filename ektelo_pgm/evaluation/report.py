@@ -36,7 +36,7 @@ from ..dataset import Dataset
 from ..errors import InputError
 from ..files import atomic_write
 from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
-                             number, time_columns)
+                             number, number_columns, time_columns)
 from .fidelity import quality
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
@@ -246,8 +246,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     mapping or a JSON path of either, fixes the columns' kinds).  ``model``: the fitted
     :class:`~ektelo_pgm.synthesizer.Synthesizer` (or the path it was saved to) that wrote the
     synthetic table; its settings head the report, its schema explains the advice
-    (:func:`advise`), its columns of times are compared on the time axis (without it, those the
-    real table holds: :func:`time_columns`), and the columns it was told to drop or regenerate
+    (:func:`advise`), its columns of times are compared on the time axis and those of numbers
+    written with symbols as numbers (without it, those the real table holds: :func:`time_columns`,
+    :func:`number_columns`), and the columns it was told to drop or regenerate
     are not compared.  ``holdout``: real rows the synthesizer never saw (a DataFrame or a path),
     for the privacy sanity checks and, with ``target`` (a column), the machine-learning efficacy
     (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the training part).  Writes the HTML
@@ -288,12 +289,16 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     if real_compared.shape[1] == 0:
         raise InputError("the synthetic table has none of the real table's columns")
     kinds = {} if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
-    # columns of times compared as numbers on the time axis: the model's, else those of the real table
+    # columns of times, and of numbers written with symbols, compared as numbers (times on the
+    # time axis): the model's, else those of the real table
+    fitted = {} if model is None else {name: column for name, column in model.encoder.columns.items()
+                                       if column.kind == "numeric" and name in present}
     times = time_columns(real_compared, kinds) if model is None else \
-        {name: column.time_format for name, column in model.encoder.columns.items()
-         if column.kind == "numeric" and column.time_format is not None and name in present}
-    real_compared, synthetic = (_on_time_axis(frame, times) for frame in (real_compared, synthetic))
-    coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in times}})
+        {name: column.time_format for name, column in fitted.items() if column.time_format is not None}
+    written = number_columns(real_compared, {**kinds, **times}) if model is None else \
+        {name: column.number_format for name, column in fitted.items() if column.number_format is not None}
+    real_compared, synthetic = (_read_in_formats(frame, {**times, **written}) for frame in (real_compared, synthetic))
+    coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in {**times, **written}}})
     coding.time_formats = times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
     shuffled = Dataset(shuffled_apart(pd.DataFrame(truth.records)).to_numpy(), truth.domain)
@@ -314,7 +319,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation.quality = quality(train, made, kinds)
     evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
-        held = _as_compared(_on_time_axis(holdout[columns], times), kinds)
+        held = _as_compared(_read_in_formats(holdout[columns], {**times, **written}), kinds)
         evaluation.disclosure = disclosure(train, held, made, kinds)
         if target is not None:
             evaluation.efficacy = ml_efficacy(train, held, made, target, kinds)
@@ -369,15 +374,15 @@ def _as_compared(frame, kinds: dict):
     return frame
 
 
-def _on_time_axis(frame, formats: dict):
-    """``frame`` with each column of ``formats`` (name -> time format) as seconds since 1970
-    (text that is not a time in its format: missing)."""
+def _read_in_formats(frame, formats: dict):
+    """``frame`` with each column of ``formats`` (name -> time or number format) as its numbers,
+    times as seconds since 1970 (text that its format does not read: missing)."""
     from ..schema import column_values
 
     frame = frame.copy()
     for name, fmt in formats.items():
-        seconds = column_values(frame[name], frozenset(MISSING_MARKERS), fmt)
-        frame[name] = np.array([np.nan if s is None else float(s) for s in seconds])
+        numbers = column_values(frame[name], frozenset(MISSING_MARKERS), fmt)
+        frame[name] = np.array([np.nan if x is None else float(x) for x in numbers])
     return frame
 
 

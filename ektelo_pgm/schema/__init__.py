@@ -7,7 +7,8 @@ per level (sensitivity 1 per level), spending ``1 - FINE_SHARE`` of the amount o
 alike (:func:`release`) and the rest where columns of numbers need it (:func:`refine`):
 
 * its *kind* (a ``KIND_SHARE`` of the column's first amount): missing, text, whole number,
-  fractional number, or text in one of the date and time formats of ``TIME_FORMATS``;
+  fractional number, text in one of the date and time formats of ``TIME_FORMATS``, or a whole
+  or fractional number written with symbols in one of ``NUMBER_FORMATS`` (``$1,234.5``);
 * its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
   value is released only when its noisy count reaches a threshold ``tau`` that a value held by
   one record passes with probability at most ``delta_c`` (the stability-based histogram of
@@ -33,7 +34,9 @@ Everything else is post-processing of those noisy counts:
   when at most ``TEXT_SHARE`` of its numbers are fractional (up to ``NOISE_Z`` noise stds); a
   column *of times* has nearly only text in one format (:func:`_time_format`): its numbers are
   whole seconds, binned, and written back in that format, in the finest unit a noticeable
-  count of its times holds (the decimals' rule below; a date's unit is a day);
+  count of its times holds (the decimals' rule below; a date's unit is a day); a column *of
+  numbers written with symbols* has nearly only numbers that one number format reads, plain or
+  with its signs (:func:`_number_format`): binned as numbers, and written back in that format;
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
   stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
   are kept, but the outermost at an end, past ``g >= 2`` decades that may well be empty, needs

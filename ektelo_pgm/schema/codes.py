@@ -12,8 +12,8 @@ from ..dataset import Dataset
 from ..encoding import TableEncoder
 from ..errors import InputError
 from ..files import PRIVATE_FOLDER, private_file
+from ..number_formats import as_written, read_numbers
 from ..table_io import Partitions, arrow, as_float, canonical_value, factorized, is_dask_collection, pandas_module
-from ..times import as_times
 
 
 def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
@@ -78,12 +78,13 @@ def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDa
 
 def column_codes(series, column, markers: frozenset) -> np.ndarray:
     """The int64 code of each row of a raw column in the schema's ``column`` (:func:`encoded`'s
-    rules), each distinct raw value coded once."""
+    rules), each distinct raw value coded once; a numeric column's text read in its format, or
+    without one (declared) each in the first number format that reads it (:func:`as_written`)."""
     rows, values = factorized(series, markers)
     values = np.append(values, None)  # the value of row code -1: missing
-    if getattr(column, "time_format", None) is not None:
-        values = as_times(values, column.time_format)
     if column.kind == "numeric":
+        fmt = column.time_format or column.number_format
+        values = as_written(values) if fmt is None else read_numbers(values, fmt)
         number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
         code = np.full(len(values), -1, dtype=np.int64)
         edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size

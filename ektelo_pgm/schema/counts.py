@@ -1,7 +1,7 @@
 """A raw column as the private schema reads it, before any noise: its :class:`Tally`, the
 distinct :func:`~ektelo_pgm.table_io.canonical` values with the records holding each and the
 records missing, of a pandas column (:func:`tally`), of a table's parts merged in order
-(:func:`merged`, :func:`tallies`) or read as times (:func:`timed`); a column with more distinct
+(:func:`merged`, :func:`tallies`) or read as numbers in a format (:func:`timed`); a column with more distinct
 values than the memory cap holds is kept on disk by ranges of a fixed hash of its values
 (:class:`Spilled`), and every step reads a column range by range (:func:`chunks`, in the order
 of :func:`hash_order`).  Never released itself: each count the schema releases is a noisy sum
@@ -20,7 +20,7 @@ from .. import progress
 from ..errors import InputError
 from ..files import private_file
 from ..table_io import Partitions, canonical, factorized, is_dask_collection, pandas_module
-from ..times import as_times
+from ..number_formats import read_numbers
 
 #: Bytes a run takes per distinct value of a column held in its tally, from the tally to the
 #: schema's release: 2M unique whole numbers took 838 and 857 MB more than the table without them
@@ -90,9 +90,10 @@ def merged(tallies) -> Tally:
 
 
 def timed(t: Tally, fmt: str) -> Tally:
-    """``t`` read in the time format ``fmt``: whole seconds (:func:`~ektelo_pgm.encoding.as_times`),
-    values that it does not read counted as missing."""
-    return _grouped(as_times(t.values, fmt), t.counts, t.missing)
+    """``t`` read in the time or number format ``fmt``: whole seconds, or numbers written with
+    symbols (:func:`~ektelo_pgm.number_formats.read_numbers`), values that it does not read
+    counted as missing."""
+    return _grouped(read_numbers(t.values, fmt), t.counts, t.missing)
 
 
 def tallies(frame, markers: frozenset, folder=None) -> Tallies:
@@ -225,8 +226,8 @@ class Spilled:
 
     def chunks(self, fmt: str | None = None):
         """The column's Tally range by range of groups (each exact for its values, ``missing`` 0);
-        ``fmt``: read as times in that format (:func:`timed`), the seconds grouped anew by their
-        own hash, in a folder beside this one."""
+        ``fmt``: read as numbers in that time or number format (:func:`timed`), grouped anew by
+        their own hash, in a folder beside this one."""
         source = self
         if fmt is not None:
             source = Spilled(tempfile.mkdtemp(prefix="timed-", dir=os.path.dirname(self.folder)), self.most)
@@ -250,8 +251,8 @@ class Spilled:
 
 
 def chunks(t, fmt: str | None = None):
-    """A column's Tally or :class:`Spilled` ``t`` (read as times in the format ``fmt``:
-    :func:`timed`) as Tallies that each hold their distinct values once and together all of
+    """A column's Tally or :class:`Spilled` ``t`` (read as numbers in the time or number format
+    ``fmt``: :func:`timed`) as Tallies that each hold their distinct values once and together all of
     them: ``t`` itself, or a Spilled range by range.  Sorted by :func:`hash_order`, the chunks'
     values in turn give the same order as the whole column's."""
     if isinstance(t, Spilled):
@@ -276,8 +277,9 @@ def _part_tallies(part, markers: frozenset) -> Tallies:
     return Tallies(columns, int(blank.sum()) if len(part.columns) else 0)
 
 
-def column_values(series, markers: frozenset, time_format: str | None = None) -> np.ndarray:
+def column_values(series, markers: frozenset, fmt: str | None = None) -> np.ndarray:
     """A raw column as the schema reads it: :func:`~ektelo_pgm.table_io.canonical` values, or
-    for a column of times, seconds (:func:`~ektelo_pgm.encoding.as_times`)."""
+    for a column of times or of numbers written with symbols, its numbers in the format ``fmt``
+    (:func:`~ektelo_pgm.number_formats.read_numbers`)."""
     values = canonical(series, markers)
-    return values if time_format is None else as_times(values, time_format)
+    return values if fmt is None else read_numbers(values, fmt)

@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..privacy import Budget, count_noise, gaussian, laplace
+from ..number_formats import NUMBER_FORMATS, number_formats
 from ..table_io import as_float
 from ..times import TIME_FORMATS, time_formats
 from .counts import chunks, hash_order
@@ -62,7 +63,8 @@ class Release:
     precision), ``distinct``, the noisy number of distinct whole numbers, and ``unit``, the
     unit whole numbers are written in (of a column of times: in seconds, of TIME_UNITS).
     ``time_format``: a column of times in that format, whose numbers are whole seconds
-    (:func:`column_values`).
+    (:func:`column_values`); ``number_format``: a column of numbers written with symbols, in
+    that format of NUMBER_FORMATS.
     ``notion``: the budget's, whose noise the counts have (``"zcdp"``: discrete Gaussian)."""
 
     name: str
@@ -81,8 +83,15 @@ class Release:
     decimals: int | None = None
     distinct: float | None = None
     time_format: str | None = None
+    number_format: str | None = None
     unit: int | None = None
     notion: str = "zcdp"
+
+    @property
+    def written_in(self) -> str | None:
+        """The format the column's numbers are read from text in: of its times, or of its numbers
+        written with symbols (None: neither)."""
+        return self.time_format or self.number_format
 
 
 def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None,
@@ -102,18 +111,18 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
     :func:`~.counts.hash_order`, then the levels': the same release however ``t`` is split."""
     label, exact = f"schema of column {name!r}", Fraction(repr(float(amount)))
     if kinds_of is None:
-        kinds, kind_std, kind_bar, time_format = _noisy_kinds(t, budget, float_below(exact * KIND_SHARE), rng,
-                                                              label, kind)
+        kinds, kind_std, kind_bar, time_format, number_format = _noisy_kinds(
+            t, budget, float_below(exact * KIND_SHARE), rng, label, kind)
         exact *= 1 - KIND_SHARE
     else:
-        kinds, kind_std, kind_bar, time_format = (kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar,
-                                                  kinds_of.time_format)
-    of_numbers = kind == "numeric" or time_format is not None or kind is None and shows_numbers(kinds, kind_std,
-                                                                                                kind_bar)
+        kinds, kind_std, kind_bar, time_format, number_format = (
+            kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar, kinds_of.time_format, kinds_of.number_format)
+    of_numbers = kind == "numeric" or time_format is not None or number_format is not None \
+        or kind is None and shows_numbers(kinds, kind_std, kind_bar)
     draw, scale, std = noise_draws(1 + len(LEVELS) if of_numbers else 1, budget, float_below(exact), rng, label)
     threshold = release_threshold(budget.notion, scale, delta, budget.max_rows)
     blocks, released, cells = _Blocks(draw), {}, np.zeros(N_CELLS)
-    for c in chunks(t, time_format):
+    for c in chunks(t, time_format or number_format):
         order = hash_order(c.values)
         values, counts = c.values[order], c.counts[order]
         noisy = (counts + blocks.take(len(values))).astype(float)
@@ -131,32 +140,72 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
         levels = [np.zeros(group.max() + 1) for group in LEVELS]
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std, kind_bar,
                    noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), noise_bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
-                   time_format=time_format, notion=budget.notion)
+                   time_format=time_format, number_format=number_format, notion=budget.notion)
 
 
 def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | None) -> tuple:
-    """``(kinds, kind_std, kind_bar, time_format)`` of :func:`release`: the noisy count of each
-    kind of the column's values (one count per record, spending ``amount``), the noise std and
-    bar of those counts, and the format of a column of times (None for one fixed ``kind``
-    categorical); in a column of times, its times are its numbers and anything else is text."""
-    kinds = np.zeros(4 + len(TIME_FORMATS))
+    """``(kinds, kind_std, kind_bar, time_format, number_format)`` of :func:`release`: the noisy
+    count of each kind of the column's values (one count per record, spending ``amount``), the
+    noise std and bar of those counts, and the format of a column of times or of numbers written
+    with symbols (None for one fixed ``kind`` categorical); in a column of times, its times are
+    its numbers and anything else is text; in one of numbers written with symbols, the numbers
+    its format reads (:func:`_number_format`)."""
+    formats = len(NUMBER_FORMATS)
+    kinds = np.zeros(4 + len(TIME_FORMATS) + 2 * formats)
     kinds[0] = t.missing
     for c in chunks(t):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
         number = whole | np.array([isinstance(v, float) for v in c.values], dtype=bool)
-        times = np.bincount(time_formats(c.values) + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
-        kinds += [0, times[0] - c.counts[number].sum(), c.counts[whole].sum(), c.counts[number & ~whole].sum(),
-                  *times[1:]]
+        timed = time_formats(c.values)
+        times = np.bincount(timed + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
+        written, integer = number_formats(c.values)
+        slot = np.where((written >= 0) & (timed < 0), written + formats * ~integer, -1)  # whole, then fractional
+        symbols = np.bincount(slot + 1, weights=c.counts, minlength=2 * formats + 1)[1:]
+        kinds += [0, times[0] - c.counts[number].sum() - symbols.sum(), c.counts[whole].sum(),
+                  c.counts[number & ~whole].sum(), *times[1:], *symbols]
     kinds, kind_scale, kind_std = noisy_counts(kinds, 1, budget, amount, rng, label + ": kinds")
     kind_bar = noise_bar(budget.notion, kind_scale, DECADE_Z, DECADE_MISS)
+    missing, text, numbers = kinds[0], kinds[1], kinds[2:4]
+    sure = np.where(kinds[4:] >= kind_bar, kinds[4:], 0.0)  # text in a format (noise alone adds nothing)
     time_format = None if kind == "categorical" else _time_format(kinds, kind_std, kind_bar)
-    missing, text, numbers, times = kinds[0], kinds[1], kinds[2:4], kinds[4:]
-    sure = np.where(times >= kind_bar, times, 0.0)  # text read as times (noise alone adds nothing)
-    if time_format is None:
-        return dict(zip(KINDS, [missing, text + sure.sum(), *numbers])), kind_std, kind_bar, None
-    at = TIME_FORMATS.index(time_format)
-    return (dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at], times[at], 0.0])), kind_std,
-            kind_bar, time_format)
+    if time_format is not None:
+        at = 4 + TIME_FORMATS.index(time_format)
+        return (dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at - 4], kinds[at], 0.0])),
+                kind_std, kind_bar, time_format, None)
+    number_format = None if kind == "categorical" else _number_format(kinds, kind_std, kind_bar)
+    if number_format is None:
+        return dict(zip(KINDS, [missing, text + sure.sum(), *numbers])), kind_std, kind_bar, None, None
+    read = _reads(number_format)  # of the counts of numbers written with symbols: whole, then fractional
+    symbols = kinds[4 + len(TIME_FORMATS):]
+    return (dict(zip(KINDS, [missing, text + sure.sum() - sure[len(TIME_FORMATS):][read].sum(),
+                             numbers[0] + symbols[:formats][read[:formats]].sum(),
+                             numbers[1] + symbols[formats:][read[formats:]].sum()])),
+            kind_std, kind_bar, None, number_format)
+
+
+def _reads(fmt: str) -> np.ndarray:
+    """Which counts of numbers written with symbols (whole, then fractional, per NUMBER_FORMATS)
+    the number format ``fmt`` reads: its own, and those of its convention without signs."""
+    own = np.array([f == fmt or f == fmt.strip("$€£% ") for f in NUMBER_FORMATS], dtype=bool)
+    return np.concatenate([own, own])
+
+
+def _number_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
+    """The format of a column of numbers written with symbols, from its noisy kinds (missing,
+    text, whole, fractional, one count per TIME_FORMATS, then per NUMBER_FORMATS the whole and the
+    fractional numbers it reads first, each of noise std ``std``): the format whose counts surely
+    hold the most (each at least ``bar``, as a time format's), when the text it does not read
+    (other formats' counts too, where they reach ``bar``) is at most ``TEXT_SHARE`` of all that is
+    present (up to ``NOISE_Z`` stds of two counts); else None."""
+    counts = np.clip(kinds[1:], 0.0, None)
+    counts[3:] = np.where(counts[3:] >= bar, counts[3:], 0.0)
+    written = counts[3 + len(TIME_FORMATS):]
+    held = written[:len(NUMBER_FORMATS)] + written[len(NUMBER_FORMATS):]
+    if not held.max() > 0:
+        return None
+    fmt = NUMBER_FORMATS[int(np.argmax(held))]
+    rest = counts[0] + counts[3:].sum() - written[_reads(fmt)].sum()
+    return fmt if rest <= TEXT_SHARE * counts.sum() + NOISE_Z * std * math.sqrt(2) else None
 
 
 class _Blocks:
@@ -177,14 +226,15 @@ class _Blocks:
 
 def _time_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
     """The format of a column of times, from its noisy kinds (missing, text, whole, fractional,
-    then one count per TIME_FORMATS, each of noise std ``std``): the format most values are read
+    then one count per TIME_FORMATS, then those of NUMBER_FORMATS, each of noise std ``std``):
+    the time format most values are read
     in, when its count surely holds some (at least ``bar``, as every other format counted: the
     decades' bar, for one of many counts that noise alone passes about once in 10^5 columns)
     and all else present is at most ``TEXT_SHARE`` of it all (up to ``NOISE_Z`` stds of the sum
     of text, numbers and another format); else None."""
     counts = np.clip(kinds[1:], 0.0, None)
     counts[3:] = np.where(counts[3:] >= bar, counts[3:], 0.0)
-    at = int(np.argmax(counts[3:]))
+    at = int(np.argmax(counts[3:3 + len(TIME_FORMATS)]))
     rest = counts.sum() - counts[3 + at]
     if counts[3 + at] > 0 and rest <= TEXT_SHARE * counts.sum() + NOISE_Z * std * math.sqrt(4):
         return TIME_FORMATS[at]

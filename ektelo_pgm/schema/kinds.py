@@ -88,22 +88,22 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     text, whole, fractional = (max(r.kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     present = max(text + whole + fractional, 1.0)
     covered = sum(r.values.values()) / present
-    timed = r.time_format is not None
-    of_numbers = kind == "numeric" or timed or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
+    timed, written = r.time_format is not None, r.written_in is not None
+    of_numbers = kind == "numeric" or written or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
         and all(not isinstance(v, str) for v in r.values)
     integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
     missing = has_missing(r, True)
     noticed = unreleased_stds(r) >= OTHER_Z
     ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
-    binned = of_numbers and not ids and (kind == "numeric" or timed or len(r.values) > bins or covered < 1 - TAIL_SHARE
-                                         or noticed or missing)  # as categorical it would need an other code
+    binned = of_numbers and not ids and (kind == "numeric" or written or len(r.values) > bins
+                                         or covered < 1 - TAIL_SHARE or noticed or missing)  # categorical: other code
     span = whole_span(r) if of_numbers and integer and not timed else None
     dense = span is not None and span[1] - span[0] < bins \
         and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
     if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         median = median_number([(v, c) for v, c in r.values.items() if isinstance(v, int)])
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing,
-                             fallback=None if missing else median)
+                             fallback=None if missing else median, number_format=r.number_format)
     if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \
             >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.kind_std) ** 2):
         raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "
@@ -118,8 +118,8 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     if not r.values:
         raise Unreleasable(f"column {r.name!r}: no value is frequent enough to be released privately (a value "
                            f"needs a noisy count of at least {r.threshold:.0f} records at this budget: an "
-                           "identifier, free text, a column almost always missing, or numbers written with "
-                           "symbols such as $1,234 or 12%, which are read as numbers when written plain?); "
+                           "identifier, free text, a column almost always missing, or numbers in a form the "
+                           "schema does not read: it reads them plain or as in $1,234.5, 1,234.5% or 1.234,5 €?); "
                            "declare the column in a schema, give more records, or a larger epsilon"
                            + (" (its name reads as codes, so categories: --numeric bins it as numbers)"
                               if kind == "categorical" and names_codes(r.name) else ""))

@@ -12,12 +12,15 @@ from .kinds import names_codes
 def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     """What the schema does to a column's values, from the schema alone (its kind, range,
     categories, other and missing codes; ``threshold``, the release threshold of a column with
-    an other code; ``fixed``, whether the user gave its kind): numbers read as categories by the
+    an other code; ``fixed``, whether the user gave its kind): numbers written with symbols read
+    in a format, numbers read as categories by the
     column's name, numbers clipped to the range or to the nearest category, whole numbers written
     in multiples of a unit, rare values written as the other label, blanks kept or not (and where
     not, what a blank and a value not released are written as)."""
     changes = []
     if column.kind == "numeric":
+        if column.number_format is not None:
+            changes.append(f"numbers written with symbols read and written as {column.number_format} writes 1234.5")
         ends = [str(json_value(e)) if column.time_format is None else time_text(e, column.time_format)
                 for e in (column.edges[0], column.largest)]
         values = "times" if column.time_format else "numbers"

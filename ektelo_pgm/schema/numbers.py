@@ -61,7 +61,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     spends nothing."""
     whole = integer and r.time_format is None
     count_units = whole and "unit" in counted
-    distinct_count, digits, units, cells, positions, weights = _digest(t, r.time_format, count_units)
+    distinct_count, digits, units, cells, positions, weights = _digest(t, r, count_units)
     fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
     if whole:
         if "distinct" in counted:
@@ -104,21 +104,22 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
                    unit=unit)
 
 
-def _digest(t, fmt: str | None, count_units: bool):
-    """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as times in the format
-    ``fmt``), summed chunk by chunk (:func:`~.counts.chunks`): ``(distinct whole numbers, records
-    per number of decimals (0 to MAX_DECIMALS, then more; whole numbers at 0), records per
-    largest unit each is a multiple of (of times with a clock: TIME_UNITS; of whole numbers not
-    times, where ``count_units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
+def _digest(t, r: Release, count_units: bool):
+    """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as numbers in the
+    format ``r.written_in``, of its times or numbers written with symbols), summed chunk by chunk
+    (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
+    MAX_DECIMALS, then more; whole numbers at 0), records per largest unit each is a multiple of
+    (of times with a clock: TIME_UNITS; of whole numbers not times, where ``count_units``: zero,
+    then NUMBER_UNITS; else none), cells, positions, records)``:
     for each node of the finest depth holding numbers, its cell, its index at each depth 1 to
     FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
     so the same however ``t`` is split."""
-    clock = fmt is not None and finest_unit(fmt) < TIME_UNITS[0]  # a column of dates has no unit to count
+    clock = r.time_format is not None and finest_unit(r.time_format) < TIME_UNITS[0]  # dates have no unit to count
     ladder = TIME_UNITS if clock else NUMBER_UNITS if count_units else ()
     zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
     distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
-    for c in chunks(t, fmt):
+    for c in chunks(t, r.written_in):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
         fractional = np.array([isinstance(v, float) for v in c.values], dtype=bool)
         distinct += int(whole.sum())
@@ -451,7 +452,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     # hold numbers of (Chicago's snowfall, 15% fractions in (0, 1], came out as 0 and 0.98 with none)
     decimals = None if integer else r.decimals if r.decimals != 0 else held_decimals(edges, MAX_DECIMALS)
     return NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
-                         unit, None if missing else median_number(masses))
+                         unit, None if missing else median_number(masses), r.number_format)
 
 
 def median_number(masses) -> float | None:

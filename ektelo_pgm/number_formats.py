@@ -1,0 +1,149 @@
+"""Numbers written with symbols as text: the formats a column of such numbers is read in
+(NUMBER_FORMATS: a currency sign, a percent sign, thousands grouped, a decimal comma), the first
+format that reads each value (:func:`number_formats`), values read as numbers (:func:`as_numbers`;
+in any format, of times too: :func:`read_numbers`; each in the first format that reads it:
+:func:`as_written`) and numbers written back (:func:`number_texts`).
+
+A format is named by how it writes one thousand two hundred thirty-four and a half: ``"$1,234.5"``
+groups thousands with commas after a dollar sign; ``"1.234,5 €"`` groups them with points (or
+spaces) before a decimal comma and a euro sign.  It reads a value whole, with or without its
+signs, a minus before or after a currency sign, or an accounting negative in parentheses
+(``($960.92)``); :func:`number_formats` asks for the signs, so that each value counts for one
+format only."""
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+from .table_io import canonical_value, pandas_module
+
+#: The formats numbers written with symbols are read in, first those with commas grouping
+#: thousands (a value both read, ``12,435``, is twelve thousand), then those with decimal commas.
+NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "1,234.5%", "1.234,5", "1.234,5 €", "1.234,5%")
+_BODIES = {"1,234.5": r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+",
+           "1.234,5": r"(?:\d{1,3}(?:[. \u00a0]\d{3})+|\d+)(?:,\d+)?|,\d+"}
+
+
+@functools.lru_cache(maxsize=None)
+def _parts(fmt: str) -> tuple:
+    """``(convention, prefix, suffix)`` of a number format: ``"1,234.5"`` or ``"1.234,5"``, and
+    the signs written before and after the number."""
+    convention = "1,234.5" if "1,234.5" in fmt else "1.234,5"
+    prefix, suffix = fmt.split(convention)
+    return convention, prefix, suffix
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern(fmt: str, signs: bool) -> re.Pattern:
+    """The pattern of a value in ``fmt``: its signs required (``signs``) or optional."""
+    convention, prefix, suffix = _parts(fmt)
+    optional = "" if signs else "?"
+    prefix = f"(?:{re.escape(prefix.strip())}\\s*){optional}" if prefix else ""
+    suffix = f"(?:\\s*{re.escape(suffix.strip())}){optional}" if suffix else ""
+    return re.compile(rf"(?P<open>\()?(?P<sign>[-+]?){prefix}(?P<inner>\()?(?P<sign2>[-+]?)"
+                      rf"(?P<body>{_BODIES[convention]}){suffix}(?P<close>\))?")
+
+
+def _read(text: str, fmt: str, signs: bool):
+    """The number ``text`` writes in ``fmt`` (an int for a whole number, else a float), or None."""
+    m = _pattern(fmt, signs).fullmatch(text)
+    if m is None or bool(m["open"] or m["inner"]) != bool(m["close"]) or (m["open"] and m["inner"]) \
+            or (m["sign"] and m["sign2"]) or (m["close"] and (m["sign"] or m["sign2"])):
+        return None
+    body = m["body"]
+    if _parts(fmt)[0] == "1,234.5":
+        body = body.replace(",", "")
+    else:
+        body = re.sub(r"[. \u00a0]", "", body).replace(",", ".")
+    number = canonical_value(body)
+    return -number if m["close"] or "-" in (m["sign"], m["sign2"]) else number
+
+
+def _first_reads(values: np.ndarray) -> tuple:
+    """``(texts, codes, first, numbers)``: which of :func:`~ektelo_pgm.table_io.canonical`
+    ``values`` are text, each one's index among the distinct texts, and for each distinct text
+    the index in NUMBER_FORMATS of the first format that reads it whole with its signs (-1: none)
+    and the number it reads (None: none)."""
+    pd = pandas_module()
+    texts = np.array([isinstance(v, str) for v in values], dtype=bool)
+    codes, uniques = pd.factorize(pd.Series(values[texts], dtype=object))
+    first, numbers = np.full(len(uniques), -1, dtype=np.int64), np.full(len(uniques), None, dtype=object)
+    for i, u in enumerate(uniques):
+        for k, fmt in enumerate(NUMBER_FORMATS):
+            numbers[i] = _read(u, fmt, signs=True)
+            if numbers[i] is not None:
+                first[i] = k
+                break
+    return texts, codes, first, numbers
+
+
+def number_formats(values: np.ndarray) -> tuple:
+    """``(format, whole)`` for each :func:`~ektelo_pgm.table_io.canonical` value: the index in
+    NUMBER_FORMATS of the first format that reads it whole with its signs (-1: none, or not
+    text), and whether the number it reads is whole.  Each distinct text is read once."""
+    texts, codes, first, numbers = _first_reads(values)
+    found, whole = np.full(len(values), -1, dtype=np.int64), np.zeros(len(values), dtype=bool)
+    found[texts] = first[codes]
+    whole[texts] = np.array([isinstance(x, int) for x in numbers], dtype=bool)[codes]
+    return found, whole
+
+
+def as_written(values: np.ndarray) -> np.ndarray:
+    """:func:`~ektelo_pgm.table_io.canonical` values with each text that a format reads with its
+    signs read as its number (in the first such format, as :func:`number_formats`): how a column
+    declared numeric, whose format nothing released, reads ``$1,234.50``."""
+    texts, codes, _, numbers = _first_reads(values)
+    read = numbers[codes]
+    out = values.copy()
+    out[np.flatnonzero(texts)[read != None]] = read[read != None]  # noqa: E711 (elementwise)
+    return out
+
+
+def as_numbers(values: np.ndarray, fmt: str) -> np.ndarray:
+    """:func:`~ektelo_pgm.table_io.canonical` values read in the number format ``fmt``: numbers
+    as they are, text that it reads whole as its number (an int if whole, else a float), None
+    for anything else."""
+    pd = pandas_module()
+    out = np.array([v if isinstance(v, (int, float)) else None for v in values], dtype=object)
+    text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    if text.any():
+        codes, uniques = pd.factorize(pd.Series(values[text], dtype=object))
+        read = np.empty(len(uniques), dtype=object)
+        read[:] = [_read(u, fmt, signs=False) for u in uniques]
+        out[text] = read[codes]
+    return out
+
+
+def read_numbers(values: np.ndarray, fmt: str) -> np.ndarray:
+    """:func:`~ektelo_pgm.table_io.canonical` values read in ``fmt``: a number format's numbers
+    (:func:`as_numbers`), or a time format's whole seconds (:func:`~ektelo_pgm.times.as_times`)."""
+    from .times import as_times
+
+    return as_numbers(values, fmt) if fmt in NUMBER_FORMATS else as_times(values, fmt)
+
+
+def number_texts(numbers: np.ndarray, fmt: str, decimals: int | None) -> np.ndarray:
+    """Numbers (a float array, or an object array of ints) written in the number format ``fmt``,
+    each fraction with ``decimals`` decimals (None: the fewest that read back), a minus before the
+    signs (``-$960.92``): an object array of str.  With a decimal comma, thousands are grouped
+    only before a fraction: a whole ``1.234`` would read as a plain number, 1.234."""
+    convention, prefix, suffix = _parts(fmt)
+    swap = str.maketrans(",.", ".,")
+
+    def text(x) -> str:
+        if isinstance(x, (int, np.integer)) or decimals is None and float(x).is_integer():
+            digits = str(abs(int(x)))
+        else:
+            digits = np.format_float_positional(abs(x), trim="-") if decimals is None else f"{abs(x):.{decimals}f}"
+        whole, _, fraction = digits.partition(".")
+        if convention == "1,234.5":
+            body = f"{int(whole):,}" + ("." + fraction if fraction else "")
+        else:
+            body = f"{int(whole):,}".replace(",", ".") + "," + fraction if fraction else whole
+        return ("-" if x < 0 else "") + prefix + body + suffix
+
+    out = np.empty(len(numbers), dtype=object)
+    out[:] = [text(x) for x in numbers]
+    return out

@@ -1,0 +1,70 @@
+"""number_formats: numbers written with symbols, read per value and written back."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, number_formats, number_texts,
+                                       read_numbers)
+from ektelo_pgm.table_io import canonical_value
+
+WRITTEN = {  # text -> (the first format that reads it with its signs, the number)
+    "$1,243.56": ("$1,234.5", 1243.56), "-$5": ("$1,234.5", -5), "$-5.5": ("$1,234.5", -5.5),
+    "($960.92)": ("$1,234.5", -960.92), "$(1,000)": ("$1,234.5", -1000), "€1,234,567.00": ("€1,234.5", 1234567),
+    "£3": ("£1,234.5", 3), "12,435": ("1,234.5", 12435), "(960.92)": ("1,234.5", -960.92),
+    "1,000,000": ("1,234.5", 10 ** 6), "65.2%": ("1,234.5%", 65.2), "(5%)": ("1,234.5%", -5),
+    "1243,56": ("1.234,5", 1243.56), "1.234,56": ("1.234,5", 1234.56), "1 234,5": ("1.234,5", 1234.5),
+    "-0,5": ("1.234,5", -0.5), "1.234,56 €": ("1.234,5 €", 1234.56), "12,5%": ("1.234,5%", 12.5),
+}
+NOT_NUMBERS = ["9:27", "abc", "--5", "(5", "(-5)", "-(5)", "1,23,456", "$$5", "5$", "1.234.56,7", "12,5 $", "", "$"]
+
+
+def test_each_value_is_read_by_the_first_format_with_its_signs():
+    values = np.array([canonical_value(v) for v in [*WRITTEN, *NOT_NUMBERS]] + [1234, 5.5], dtype=object)
+    found, whole = number_formats(values)
+    expected = [NUMBER_FORMATS.index(fmt) for fmt, _ in WRITTEN.values()] + [-1] * (len(NOT_NUMBERS) + 2)
+    assert found.tolist() == expected
+    for k, (text, (fmt, number)) in enumerate(WRITTEN.items()):
+        read = as_numbers(np.array([text], dtype=object), fmt)[0]
+        assert read == pytest.approx(number) and type(read) is type(number) and whole[k] == isinstance(number, int)
+
+
+def test_a_format_reads_its_numbers_with_or_without_signs_and_plain_numbers_as_they_are():
+    values = np.array(["$1,234.50", "1,234.5", 17, 2.5, "€5", "65%", None, "n/a"], dtype=object)
+    assert as_numbers(values, "$1,234.5").tolist() == [1234.5, 1234.5, 17, 2.5, None, None, None, None]
+    assert read_numbers(values, "$1,234.5").tolist() == as_numbers(values, "$1,234.5").tolist()
+    assert read_numbers(np.array(["2020-01-02"], dtype=object), "%Y-%m-%d").tolist() == [18263 * 86400]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(NUMBER_FORMATS), st.integers(-10 ** 15, 10 ** 15), st.integers(0, 6))
+def test_numbers_written_in_a_format_read_back_as_themselves(fmt, scaled, decimals):
+    """Written, then read as every step reads a raw value (a European whole number is written
+    without grouping: ``1.234`` would read as a plain number, one point two three four)."""
+    def read_back(texts):
+        return as_numbers(np.array([canonical_value(t) for t in texts], dtype=object), fmt)
+
+    assert read_back(number_texts(np.array([scaled], dtype=object), fmt, None)).tolist() == [scaled]
+    x = scaled / 10 ** decimals
+    assert read_back(number_texts(np.array([x]), fmt, decimals))[0] == pytest.approx(x, rel=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(NUMBER_FORMATS), st.floats(-1e18, 1e18, allow_nan=False))
+def test_fractions_written_with_their_fewest_decimals_read_back_exactly(fmt, x):
+    text = number_texts(np.array([x]), fmt, None)
+    assert float(as_numbers(np.array([canonical_value(text[0])], dtype=object), fmt)[0]) == x
+
+
+def test_a_column_declared_numeric_reads_each_value_in_the_first_format_that_reads_it():
+    """A column declared numeric (--metadata bounds) releases no format: its prices written as
+    $1,234.50 were text, every record coded to its first bin or blank; each value is now read in
+    the first format that reads it with its signs."""
+    import pandas as pd
+
+    from ektelo_pgm.columns import NumericColumn
+    from ektelo_pgm.schema.codes import column_codes
+
+    values = pd.Series(["$1,234.50", "($5)", "12%", "7", "1.234,5 €", "abc", None], dtype=object)
+    column = NumericColumn("price", (-10, 0, 10, 100, 2000), False, True)
+    assert column_codes(values, column, frozenset()).tolist() == [3, 0, 2, 1, 3, 4, 4]
+    assert as_written(np.array(["$5", "x", 3, None], dtype=object)).tolist() == [5, "x", 3, None]
