@@ -9,7 +9,8 @@ groups thousands with commas after a dollar sign; ``"1.234,5 €"`` groups them 
 spaces) before a decimal comma and a euro sign.  It reads a value whole, with or without its
 signs, a minus before or after a currency sign, or an accounting negative in parentheses
 (``($960.92)``); :func:`number_formats` asks for the signs, so that each value counts for one
-format only."""
+format only (the first: ``12,435`` is twelve thousand and some), and :func:`reads` says which
+counts a format reads."""
 from __future__ import annotations
 
 import functools
@@ -21,7 +22,8 @@ from .table_io import canonical_value, pandas_module
 
 #: The formats numbers written with symbols are read in, first those with commas grouping
 #: thousands (a value both read, ``12,435``, is twelve thousand), then those with decimal commas.
-NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "1,234.5%", "1.234,5", "1.234,5 €", "1.234,5%")
+NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "¥1,234.5", "1,234.5%", "1.234,5", "1.234,5 €",
+                  "€1.234,5", "1.234,5%")
 _BODIES = {"1,234.5": r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+",
            "1.234,5": r"(?:\d{1,3}(?:[. \u00a0]\d{3})+|\d+)(?:,\d+)?|,\d+"}
 
@@ -62,10 +64,10 @@ def _read(text: str, fmt: str, signs: bool):
 
 
 def _first_reads(values: np.ndarray) -> tuple:
-    """``(texts, codes, first, numbers)``: which of :func:`~ektelo_pgm.table_io.canonical`
-    ``values`` are text, each one's index among the distinct texts, and for each distinct text
-    the index in NUMBER_FORMATS of the first format that reads it whole with its signs (-1: none)
-    and the number it reads (None: none)."""
+    """``(texts, codes, uniques, first, numbers)``: which of :func:`~ektelo_pgm.table_io.canonical`
+    ``values`` are text, each one's index among the distinct texts ``uniques``, and for each of
+    those the index in NUMBER_FORMATS of the first format that reads it whole with its signs (-1:
+    none) and the number it reads (None: none)."""
     pd = pandas_module()
     texts = np.array([isinstance(v, str) for v in values], dtype=bool)
     codes, uniques = pd.factorize(pd.Series(values[texts], dtype=object))
@@ -76,25 +78,41 @@ def _first_reads(values: np.ndarray) -> tuple:
             if numbers[i] is not None:
                 first[i] = k
                 break
-    return texts, codes, first, numbers
+    return texts, codes, uniques, first, numbers
 
 
-def number_formats(values: np.ndarray) -> tuple:
-    """``(format, whole)`` for each :func:`~ektelo_pgm.table_io.canonical` value: the index in
-    NUMBER_FORMATS of the first format that reads it whole with its signs (-1: none, or not
-    text), and whether the number it reads is whole.  Each distinct text is read once."""
-    texts, codes, first, numbers = _first_reads(values)
-    found, whole = np.full(len(values), -1, dtype=np.int64), np.zeros(len(values), dtype=bool)
-    found[texts] = first[codes]
-    whole[texts] = np.array([isinstance(x, int) for x in numbers], dtype=bool)[codes]
-    return found, whole
+def number_formats(values: np.ndarray) -> np.ndarray:
+    """For each :func:`~ektelo_pgm.table_io.canonical` value that a format of NUMBER_FORMATS reads
+    whole with its signs (the first, ``k`` of ``F``), the count it adds one to (-1: none, or not
+    text): ``k`` for a whole number written with separators, ``F + k`` for a fraction, ``2F + k``
+    for a whole number in digits alone (``€5``, ``5%``: read alike with a decimal point or comma,
+    :func:`reads`).  Each distinct text is read once."""
+    texts, codes, uniques, first, numbers = _first_reads(values)
+    formats = len(NUMBER_FORMATS)
+    whole = np.array([isinstance(x, int) for x in numbers], dtype=bool)
+    bare = np.array([re.search(r"\d\D+\d", u) is None for u in uniques], dtype=bool)
+    slot = np.where(first < 0, -1, first + formats * np.where(whole, 2 * bare, 1))
+    found = np.full(len(values), -1, dtype=np.int64)
+    found[texts] = slot[codes]
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def reads(fmt: str) -> np.ndarray:
+    """Which counts of :func:`number_formats` the number format ``fmt`` reads (a bool per count):
+    its own, those of its convention without signs, and the whole numbers in digits alone with
+    its signs that the other convention counts (``€5`` is five with a decimal comma too)."""
+    convention, prefix, suffix = _parts(fmt)
+    own = np.array([f == fmt or f == convention for f in NUMBER_FORMATS], dtype=bool)
+    alike = np.array([_parts(f)[1:] == (prefix, suffix) for f in NUMBER_FORMATS], dtype=bool)
+    return np.concatenate([own, own, own | alike])
 
 
 def as_written(values: np.ndarray) -> np.ndarray:
     """:func:`~ektelo_pgm.table_io.canonical` values with each text that a format reads with its
     signs read as its number (in the first such format, as :func:`number_formats`): how a column
     declared numeric, whose format nothing released, reads ``$1,234.50``."""
-    texts, codes, _, numbers = _first_reads(values)
+    texts, codes, _, _, numbers = _first_reads(values)
     read = numbers[codes]
     out = values.copy()
     out[np.flatnonzero(texts)[read != None]] = read[read != None]  # noqa: E711 (elementwise)

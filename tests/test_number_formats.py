@@ -1,31 +1,42 @@
 """number_formats: numbers written with symbols, read per value and written back."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, number_formats, number_texts,
-                                       read_numbers)
+                                       read_numbers, reads)
 from ektelo_pgm.table_io import canonical_value
 
 WRITTEN = {  # text -> (the first format that reads it with its signs, the number)
     "$1,243.56": ("$1,234.5", 1243.56), "-$5": ("$1,234.5", -5), "$-5.5": ("$1,234.5", -5.5),
     "($960.92)": ("$1,234.5", -960.92), "$(1,000)": ("$1,234.5", -1000), "€1,234,567.00": ("€1,234.5", 1234567),
-    "£3": ("£1,234.5", 3), "12,435": ("1,234.5", 12435), "(960.92)": ("1,234.5", -960.92),
-    "1,000,000": ("1,234.5", 10 ** 6), "65.2%": ("1,234.5%", 65.2), "(5%)": ("1,234.5%", -5),
-    "1243,56": ("1.234,5", 1243.56), "1.234,56": ("1.234,5", 1234.56), "1 234,5": ("1.234,5", 1234.5),
-    "-0,5": ("1.234,5", -0.5), "1.234,56 €": ("1.234,5 €", 1234.56), "12,5%": ("1.234,5%", 12.5),
+    "£3": ("£1,234.5", 3), "¥12,000": ("¥1,234.5", 12000), "12,435": ("1,234.5", 12435),
+    "(960.92)": ("1,234.5", -960.92), "1,000,000": ("1,234.5", 10 ** 6), "65.2%": ("1,234.5%", 65.2),
+    "(5%)": ("1,234.5%", -5), "1243,56": ("1.234,5", 1243.56), "1.234,56": ("1.234,5", 1234.56),
+    "1 234,5": ("1.234,5", 1234.5), "-0,5": ("1.234,5", -0.5), "1.234,56 €": ("1.234,5 €", 1234.56),
+    "5 €": ("1.234,5 €", 5), "€ 1.234,56": ("€1.234,5", 1234.56), "€ 5": ("€1,234.5", 5),
+    "12,5%": ("1.234,5%", 12.5),
 }
 NOT_NUMBERS = ["9:27", "abc", "--5", "(5", "(-5)", "-(5)", "1,23,456", "$$5", "5$", "1.234.56,7", "12,5 $", "", "$"]
 
 
-def test_each_value_is_read_by_the_first_format_with_its_signs():
+def test_each_value_counts_once_for_the_first_format_with_its_signs():
+    """A whole number written with separators, a fraction, or a whole number in digits alone
+    (``€ 5``: read alike with a decimal point or comma, so the format with a decimal comma and
+    the same signs reads it too)."""
+    formats = len(NUMBER_FORMATS)
     values = np.array([canonical_value(v) for v in [*WRITTEN, *NOT_NUMBERS]] + [1234, 5.5], dtype=object)
-    found, whole = number_formats(values)
-    expected = [NUMBER_FORMATS.index(fmt) for fmt, _ in WRITTEN.values()] + [-1] * (len(NOT_NUMBERS) + 2)
-    assert found.tolist() == expected
-    for k, (text, (fmt, number)) in enumerate(WRITTEN.items()):
+    expected = []
+    for text, (fmt, number) in WRITTEN.items():
+        part = 1 if isinstance(number, float) else 2 if not re.search(r"\d\D+\d", text) else 0
+        expected.append(NUMBER_FORMATS.index(fmt) + part * formats)
         read = as_numbers(np.array([text], dtype=object), fmt)[0]
-        assert read == pytest.approx(number) and type(read) is type(number) and whole[k] == isinstance(number, int)
+        assert read == pytest.approx(number) and type(read) is type(number), text
+    assert number_formats(values).tolist() == expected + [-1] * (len(NOT_NUMBERS) + 2)
+    assert reads("€1.234,5")[2 * formats + NUMBER_FORMATS.index("€1,234.5")]  # "€ 5"
+    assert not reads("€1.234,5")[NUMBER_FORMATS.index("€1,234.5")] and not reads("$1,234.5")[formats + 6]
 
 
 def test_a_format_reads_its_numbers_with_or_without_signs_and_plain_numbers_as_they_are():

@@ -136,7 +136,10 @@ def number_columns(real, kinds: dict | None = None) -> dict:
             continue
         values = canonical(real[column], frozenset(MISSING_MARKERS))
         values = values[values != None]  # noqa: E711 (elementwise)
-        counts = np.bincount(number_formats(values)[0] + 1, minlength=len(NUMBER_FORMATS) + 1)[1:]
+        slots = number_formats(values)
+        told = slots[(slots >= 0) & (slots < 2 * len(NUMBER_FORMATS))]  # not digits alone, read alike by both
+        counts = np.bincount((told if told.size else slots[slots >= 0]) % len(NUMBER_FORMATS),
+                             minlength=len(NUMBER_FORMATS))
         if counts.max() > 0:
             fmt = NUMBER_FORMATS[int(np.argmax(counts))]
             if (as_numbers(values, fmt) != None).sum() >= (1 - TEXT_SHARE) * values.size:  # noqa: E711

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from statistics import NormalDist
 
 import numpy as np
 
 from ..privacy import Budget, count_noise, gaussian, laplace
-from ..number_formats import NUMBER_FORMATS, number_formats
+from ..number_formats import NUMBER_FORMATS, number_formats, reads
 from ..table_io import as_float
 from ..times import TIME_FORMATS, time_formats
 from .counts import chunks, hash_order
@@ -151,16 +152,15 @@ def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | 
     its numbers and anything else is text; in one of numbers written with symbols, the numbers
     its format reads (:func:`_number_format`)."""
     formats = len(NUMBER_FORMATS)
-    kinds = np.zeros(4 + len(TIME_FORMATS) + 2 * formats)
+    kinds = np.zeros(4 + len(TIME_FORMATS) + 3 * formats)
     kinds[0] = t.missing
     for c in chunks(t):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
         number = whole | np.array([isinstance(v, float) for v in c.values], dtype=bool)
         timed = time_formats(c.values)
         times = np.bincount(timed + 1, weights=c.counts, minlength=len(TIME_FORMATS) + 1)
-        written, integer = number_formats(c.values)
-        slot = np.where((written >= 0) & (timed < 0), written + formats * ~integer, -1)  # whole, then fractional
-        symbols = np.bincount(slot + 1, weights=c.counts, minlength=2 * formats + 1)[1:]
+        slot = np.where(timed < 0, number_formats(c.values), -1)
+        symbols = np.bincount(slot + 1, weights=c.counts, minlength=3 * formats + 1)[1:]
         kinds += [0, times[0] - c.counts[number].sum() - symbols.sum(), c.counts[whole].sum(),
                   c.counts[number & ~whole].sum(), *times[1:], *symbols]
     kinds, kind_scale, kind_std = noisy_counts(kinds, 1, budget, amount, rng, label + ": kinds")
@@ -172,39 +172,36 @@ def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | 
         at = 4 + TIME_FORMATS.index(time_format)
         return (dict(zip(KINDS, [missing, text + numbers.sum() + sure.sum() - sure[at - 4], kinds[at], 0.0])),
                 kind_std, kind_bar, time_format, None)
-    number_format = None if kind == "categorical" else _number_format(kinds, kind_std, kind_bar)
+    miss = DECADE_MISS / (3 * formats)  # any of a column's counts of numbers with symbols, empty, passes so rarely
+    format_bar = noise_bar(budget.notion, kind_scale, NormalDist().inv_cdf(1.0 - miss), miss)
+    number_format = None if kind == "categorical" else _number_format(kinds, kind_std, format_bar)
     if number_format is None:
         return dict(zip(KINDS, [missing, text + sure.sum(), *numbers])), kind_std, kind_bar, None, None
-    read = _reads(number_format)  # of the counts of numbers written with symbols: whole, then fractional
-    symbols = kinds[4 + len(TIME_FORMATS):]
+    read, symbols = reads(number_format), kinds[4 + len(TIME_FORMATS):]
+    fractional = np.arange(3 * formats) // formats == 1  # the counts of fractions (number_formats)
     return (dict(zip(KINDS, [missing, text + sure.sum() - sure[len(TIME_FORMATS):][read].sum(),
-                             numbers[0] + symbols[:formats][read[:formats]].sum(),
-                             numbers[1] + symbols[formats:][read[formats:]].sum()])),
+                             numbers[0] + symbols[read & ~fractional].sum(),
+                             numbers[1] + symbols[read & fractional].sum()])),
             kind_std, kind_bar, None, number_format)
-
-
-def _reads(fmt: str) -> np.ndarray:
-    """Which counts of numbers written with symbols (whole, then fractional, per NUMBER_FORMATS)
-    the number format ``fmt`` reads: its own, and those of its convention without signs."""
-    own = np.array([f == fmt or f == fmt.strip("$€£% ") for f in NUMBER_FORMATS], dtype=bool)
-    return np.concatenate([own, own])
 
 
 def _number_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
     """The format of a column of numbers written with symbols, from its noisy kinds (missing,
-    text, whole, fractional, one count per TIME_FORMATS, then per NUMBER_FORMATS the whole and the
-    fractional numbers it reads first, each of noise std ``std``): the format whose counts surely
-    hold the most (each at least ``bar``, as a time format's), when the text it does not read
-    (other formats' counts too, where they reach ``bar``) is at most ``TEXT_SHARE`` of all that is
-    present (up to ``NOISE_Z`` stds of two counts); else None."""
+    text, whole, fractional, one count per TIME_FORMATS, then the counts of
+    :func:`~ektelo_pgm.number_formats.number_formats`, each of noise std ``std``): the format
+    whose counts surely hold the most (each at least ``bar``: noise alone lifts any of a plain
+    column's past it about once in 300,000 columns, which would write its numbers with the signs),
+    when the text it does not read (:func:`~ektelo_pgm.number_formats.reads`; other formats'
+    counts too, where they reach ``bar``) is at most ``TEXT_SHARE`` of all that is present (up to
+    ``NOISE_Z`` stds of two counts); else None."""
     counts = np.clip(kinds[1:], 0.0, None)
     counts[3:] = np.where(counts[3:] >= bar, counts[3:], 0.0)
     written = counts[3 + len(TIME_FORMATS):]
-    held = written[:len(NUMBER_FORMATS)] + written[len(NUMBER_FORMATS):]
+    held = written.reshape(3, len(NUMBER_FORMATS)).sum(axis=0)
     if not held.max() > 0:
         return None
     fmt = NUMBER_FORMATS[int(np.argmax(held))]
-    rest = counts[0] + counts[3:].sum() - written[_reads(fmt)].sum()
+    rest = counts[0] + counts[3:].sum() - written[reads(fmt)].sum()
     return fmt if rest <= TEXT_SHARE * counts.sum() + NOISE_Z * std * math.sqrt(2) else None
 
 
