@@ -26,6 +26,9 @@ NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "¥1,234.5",
                   "€1.234,5", "1.234,5%")
 _BODIES = {"1,234.5": r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+",
            "1.234,5": r"(?:\d{1,3}(?:[. \u00a0]\d{3})+|\d+)(?:,\d+)?|,\d+"}
+#: What every value some format reads matches (signs, then digits and separators, then signs):
+#: text that does not is read by none, without trying each.
+_ANY = re.compile(r"[-+(\s$€£¥]*[\d.,][\d., \u00a0]*[\s%€)]*")
 
 
 @functools.lru_cache(maxsize=None)
@@ -73,7 +76,7 @@ def _first_reads(values: np.ndarray) -> tuple:
     codes, uniques = pd.factorize(pd.Series(values[texts], dtype=object))
     first, numbers = np.full(len(uniques), -1, dtype=np.int64), np.full(len(uniques), None, dtype=object)
     for i, u in enumerate(uniques):
-        for k, fmt in enumerate(NUMBER_FORMATS):
+        for k, fmt in enumerate(NUMBER_FORMATS if _ANY.fullmatch(u) else ()):
             numbers[i] = _read(u, fmt, signs=True)
             if numbers[i] is not None:
                 first[i] = k

@@ -79,3 +79,13 @@ def test_a_column_declared_numeric_reads_each_value_in_the_first_format_that_rea
     column = NumericColumn("price", (-10, 0, 10, 100, 2000), False, True)
     assert column_codes(values, column, frozenset()).tolist() == [3, 0, 2, 1, 3, 4, 4]
     assert as_written(np.array(["$5", "x", 3, None], dtype=object)).tolist() == [5, "x", 3, None]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="0123456789.,  \u00a0()-+$€£¥%a", max_size=14))
+def test_the_quick_pattern_lets_through_every_value_a_format_reads(text):
+    """Texts that no format could read skip the formats: the quick pattern holds all they read."""
+    from ektelo_pgm.number_formats import _ANY, _read
+
+    if any(_read(text, fmt, signs=True) is not None for fmt in NUMBER_FORMATS):
+        assert _ANY.fullmatch(text), text
