@@ -108,7 +108,9 @@ def reads(fmt: str) -> np.ndarray:
     convention, prefix, suffix = _parts(fmt)
     own = np.array([f == fmt or f == convention for f in NUMBER_FORMATS], dtype=bool)
     alike = np.array([_parts(f)[1:] == (prefix, suffix) for f in NUMBER_FORMATS], dtype=bool)
-    return np.concatenate([own, own, own | alike])
+    read = np.concatenate([own, own, own | alike])
+    read.flags.writeable = False  # one array per format, shared by every caller
+    return read
 
 
 def as_written(values: np.ndarray) -> np.ndarray:
@@ -151,7 +153,6 @@ def number_texts(numbers: np.ndarray, fmt: str, decimals: int | None) -> np.ndar
     signs (``-$960.92``): an object array of str.  With a decimal comma, thousands are grouped
     only before a fraction: a whole ``1.234`` would read as a plain number, 1.234."""
     convention, prefix, suffix = _parts(fmt)
-    swap = str.maketrans(",.", ".,")
 
     def text(x) -> str:
         if isinstance(x, (int, np.integer)) or decimals is None and float(x).is_integer():

@@ -647,8 +647,8 @@ def test_public_columns_without_blanks_gain_none_whatever_the_mechanism(mechanis
     the always-present missing code 0-13% of the records (PrivBayes 228-387 blank cities of 3,000);
     none now.  A column a fifth blank keeps its blanks, but for PrivBayes not always: where its
     network puts the column in a large table, the table summed down can be too noisy to show
-    them (at epsilon 1, PrivBayes keeps them on 30 of seeds 0-39, and the blankless column has
-    none in 39: its 2-way table with the species too noisy in one)."""
+    them (at epsilon 1, PrivBayes keeps them on 30 of seeds 0-39; the column without blanks is
+    found blankless in 39, 40 before the schema's noise was drawn anew)."""
     from test_cli_synth import pets
 
     for seed in range(2):

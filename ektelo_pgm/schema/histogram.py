@@ -224,11 +224,10 @@ class _Blocks:
 def _time_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
     """The format of a column of times, from its noisy kinds (missing, text, whole, fractional,
     then one count per TIME_FORMATS, then those of NUMBER_FORMATS, each of noise std ``std``):
-    the time format most values are read
-    in, when its count surely holds some (at least ``bar``, as every other format counted: the
-    decades' bar, for one of many counts that noise alone passes about once in 10^5 columns)
-    and all else present is at most ``TEXT_SHARE`` of it all (up to ``NOISE_Z`` stds of the sum
-    of text, numbers and another format); else None."""
+    the time format most values are read in, when its count surely holds some (at least
+    ``bar``, as every other format counted: the decades' bar, for one of many counts that noise
+    alone passes about once in 10^5 columns) and all else present is at most ``TEXT_SHARE`` of
+    it all (up to ``NOISE_Z`` stds of the sum of text, numbers and another format); else None."""
     counts = np.clip(kinds[1:], 0.0, None)
     counts[3:] = np.where(counts[3:] >= bar, counts[3:], 0.0)
     at = int(np.argmax(counts[3:3 + len(TIME_FORMATS)]))
