@@ -204,6 +204,12 @@ class NumericColumn:
         return len(self.edges) - 1
 
     @property
+    def written_in(self) -> str | None:
+        """The format its numbers are read from and written as text in: of its times, or of its
+        numbers written with symbols (None: neither, numbers)."""
+        return self.time_format or self.number_format
+
+    @property
     def size(self) -> int:
         """Number of codes of the column."""
         return self.bins + int(self.missing)
@@ -389,7 +395,7 @@ class NumericColumn:
                 values = (lo + np.floor(rng.random(codes.shape) * (hi - lo))) * step
             values[absent] = np.nan
             values = pd.Series(values, name=self.name).astype("Int64")
-            if self.time_format is None and self.number_format is None:
+            if self.written_in is None:
                 return values
             text = np.full(len(values), np.nan, dtype=object)
             present = values.notna().to_numpy()

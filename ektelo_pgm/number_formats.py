@@ -9,8 +9,8 @@ groups thousands with commas after a dollar sign; ``"1.234,5 €"`` groups them 
 spaces) before a decimal comma and a euro sign.  It reads a value whole, with or without its
 signs, a minus before or after a currency sign, or an accounting negative in parentheses
 (``($960.92)``); :func:`number_formats` asks for the signs, so that each value counts for one
-format only (the first: ``12,435`` is twelve thousand and some), and :func:`reads` says which
-counts a format reads."""
+format only (the first: ``12,435`` is twelve thousand and some), :func:`reads` says which
+counts a format reads and :func:`most_read` which format reads the most of a column's."""
 from __future__ import annotations
 
 import functools
@@ -111,6 +111,13 @@ def reads(fmt: str) -> np.ndarray:
     read = np.concatenate([own, own, own | alike])
     read.flags.writeable = False  # one array per format, shared by every caller
     return read
+
+
+def most_read(counts: np.ndarray) -> str | None:
+    """The format of NUMBER_FORMATS that reads the most of ``counts`` (one per count of
+    :func:`number_formats`; the first of those reading as many), or None where they hold none."""
+    held = np.array([counts[reads(fmt)].sum() for fmt in NUMBER_FORMATS])
+    return NUMBER_FORMATS[int(np.argmax(held))] if held.max() > 0 else None
 
 
 def as_written(values: np.ndarray) -> np.ndarray:

@@ -375,7 +375,7 @@ def typed(values, column):
     (a numeric column of integers, or categories that are all whole numbers) as nullable
     integers, other numbers as floats, anything else (times included) as text."""
     pd = pandas_module()
-    if column.kind == "numeric" and (column.time_format or column.number_format) is not None:  # text, in its format
+    if column.kind == "numeric" and column.written_in is not None:  # text in the column's format
         return values.astype(object)
     if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
         return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, number_formats, number_texts,
-                                       read_numbers, reads)
+from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, most_read, number_formats,
+                                       number_texts, read_numbers, reads)
 from ektelo_pgm.table_io import canonical_value
 
 WRITTEN = {  # text -> (the first format that reads it with its signs, the number)
@@ -89,3 +89,21 @@ def test_the_quick_pattern_lets_through_every_value_a_format_reads(text):
 
     if any(_read(text, fmt, signs=True) is not None for fmt in NUMBER_FORMATS):
         assert _ANY.fullmatch(text), text
+
+
+def test_the_format_chosen_reads_the_most_whole_numbers_in_digits_alone_included():
+    """Euros with decimal commas, most of them whole and written in digits alone (``€ 5``): summed
+    per format as counted, the format with a decimal point held the most (the whole euros count
+    first for it) and read none of the fractions; the one that reads them all is chosen."""
+    written = ["€ 5"] * 60 + ["€ 1.234,56"] * 30 + ["€ 7,5"] * 10
+    values = np.array([canonical_value(v) for v in written], dtype=object)
+    counts = np.bincount(number_formats(values) + 1, minlength=3 * len(NUMBER_FORMATS) + 1)[1:]
+    assert most_read(counts) == "€1.234,5" and counts[reads("€1.234,5")].sum() == 100
+    assert most_read(np.zeros(3 * len(NUMBER_FORMATS))) is None
+    import pandas as pd
+
+    from ektelo_pgm.privacy import Budget
+    from ektelo_pgm.schema import infer
+
+    column = infer(pd.DataFrame({"price": np.tile(values, 40)}), Budget.zcdp(1.0), None, 1e-9, rng=0).columns["price"]
+    assert column.number_format == "€1.234,5" and column.decimals == 2

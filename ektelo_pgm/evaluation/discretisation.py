@@ -124,9 +124,9 @@ def number_columns(real, kinds: dict | None = None) -> dict:
     """``{column: number format}`` for each column of the DataFrame ``real`` not declared in
     ``kinds`` that holds numbers written with symbols (:data:`~ektelo_pgm.number_formats.NUMBER_FORMATS`),
     all but at most the schema's ``TEXT_SHARE`` of its values read in the format that reads the
-    most of them first (a column of such numbers as the schema takes it, read here from the
-    real table itself)."""
-    from ..number_formats import NUMBER_FORMATS, as_numbers, number_formats
+    most of them (:func:`~ektelo_pgm.number_formats.most_read`: a column of such numbers as the
+    schema takes it, read here from the real table itself)."""
+    from ..number_formats import NUMBER_FORMATS, as_numbers, most_read, number_formats
     from ..schema.histogram import TEXT_SHARE
     from ..table_io import canonical
 
@@ -136,14 +136,9 @@ def number_columns(real, kinds: dict | None = None) -> dict:
             continue
         values = canonical(real[column], frozenset(MISSING_MARKERS))
         values = values[values != None]  # noqa: E711 (elementwise)
-        slots = number_formats(values)
-        told = slots[(slots >= 0) & (slots < 2 * len(NUMBER_FORMATS))]  # not digits alone, read alike by both
-        counts = np.bincount((told if told.size else slots[slots >= 0]) % len(NUMBER_FORMATS),
-                             minlength=len(NUMBER_FORMATS))
-        if counts.max() > 0:
-            fmt = NUMBER_FORMATS[int(np.argmax(counts))]
-            if (as_numbers(values, fmt) != None).sum() >= (1 - TEXT_SHARE) * values.size:  # noqa: E711
-                found[str(column)] = fmt
+        fmt = most_read(np.bincount(number_formats(values) + 1, minlength=3 * len(NUMBER_FORMATS) + 1)[1:])
+        if fmt is not None and (as_numbers(values, fmt) != None).sum() >= (1 - TEXT_SHARE) * values.size:  # noqa: E711
+            found[str(column)] = fmt
     return found
 
 

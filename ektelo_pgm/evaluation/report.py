@@ -295,10 +295,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
                                        if column.kind == "numeric" and name in present}
     times = time_columns(real_compared, kinds) if model is None else \
         {name: column.time_format for name, column in fitted.items() if column.time_format is not None}
-    written = number_columns(real_compared, {**kinds, **times}) if model is None else \
-        {name: column.number_format for name, column in fitted.items() if column.number_format is not None}
-    real_compared, synthetic = (_read_in_formats(frame, {**times, **written}) for frame in (real_compared, synthetic))
-    coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in {**times, **written}}})
+    formats = {**times, **(number_columns(real_compared, {**kinds, **times}) if model is None else
+                           {name: column.number_format for name, column in fitted.items()
+                            if column.number_format is not None})}
+    real_compared, synthetic = (_read_in_formats(frame, formats) for frame in (real_compared, synthetic))
+    coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in formats}})
     coding.time_formats = times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
     shuffled = Dataset(shuffled_apart(pd.DataFrame(truth.records)).to_numpy(), truth.domain)
@@ -319,7 +320,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation.quality = quality(train, made, kinds)
     evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
-        held = _as_compared(_read_in_formats(holdout[columns], {**times, **written}), kinds)
+        held = _as_compared(_read_in_formats(holdout[columns], formats), kinds)
         evaluation.disclosure = disclosure(train, held, made, kinds)
         if target is not None:
             evaluation.efficacy = ml_efficacy(train, held, made, target, kinds)

@@ -83,8 +83,7 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
     rows, values = factorized(series, markers)
     values = np.append(values, None)  # the value of row code -1: missing
     if column.kind == "numeric":
-        fmt = column.time_format or column.number_format
-        values = as_written(values) if fmt is None else read_numbers(values, fmt)
+        values = as_written(values) if column.written_in is None else read_numbers(values, column.written_in)
         number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
         code = np.full(len(values), -1, dtype=np.int64)
         edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size

@@ -14,7 +14,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..privacy import Budget, count_noise, gaussian, laplace
-from ..number_formats import NUMBER_FORMATS, number_formats, reads
+from ..number_formats import NUMBER_FORMATS, most_read, number_formats, reads
 from ..table_io import as_float
 from ..times import TIME_FORMATS, time_formats
 from .counts import chunks, hash_order
@@ -189,18 +189,18 @@ def _number_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
     """The format of a column of numbers written with symbols, from its noisy kinds (missing,
     text, whole, fractional, one count per TIME_FORMATS, then the counts of
     :func:`~ektelo_pgm.number_formats.number_formats`, each of noise std ``std``): the format
-    whose counts surely hold the most (each at least ``bar``: noise alone lifts any of a plain
-    column's past it about once in 300,000 columns, which would write its numbers with the signs),
-    when the text it does not read (:func:`~ektelo_pgm.number_formats.reads`; other formats'
-    counts too, where they reach ``bar``) is at most ``TEXT_SHARE`` of all that is present (up to
-    ``NOISE_Z`` stds of two counts); else None."""
+    that reads the most of those that surely hold some (:func:`~ektelo_pgm.number_formats.most_read`;
+    each at least ``bar``: noise alone lifts any of a plain column's past it about once in
+    300,000 columns, which would write its numbers with the signs), when the text it does not read
+    (:func:`~ektelo_pgm.number_formats.reads`; other formats' counts too, where they reach ``bar``)
+    is at most ``TEXT_SHARE`` of all that is present (up to ``NOISE_Z`` stds of two counts); else
+    None."""
     counts = np.clip(kinds[1:], 0.0, None)
     counts[3:] = np.where(counts[3:] >= bar, counts[3:], 0.0)
     written = counts[3 + len(TIME_FORMATS):]
-    held = written.reshape(3, len(NUMBER_FORMATS)).sum(axis=0)
-    if not held.max() > 0:
+    fmt = most_read(written)
+    if fmt is None:
         return None
-    fmt = NUMBER_FORMATS[int(np.argmax(held))]
     rest = counts[0] + counts[3:].sum() - written[reads(fmt)].sum()
     return fmt if rest <= TEXT_SHARE * counts.sum() + NOISE_Z * std * math.sqrt(2) else None
 
