@@ -93,6 +93,13 @@ def gridded(rows):
     return [r[:3] + [str(x)] for r, x in zip(rows, loans)]
 
 
+def priced(rows):
+    """The base rows with a price written with a dollar sign and grouped thousands in place of the
+    country ($1,234.56)."""
+    cents = np.random.default_rng(11).integers(100, 500_000, len(rows))
+    return [r[:3] + [f"${c / 100:,.2f}"] for r, c in zip(rows, cents)]
+
+
 def tropez(rows):
     """The base rows with a city written as database dumps write a quote in a field (a backslash
     before it), one record in 5: a category released."""
@@ -240,6 +247,7 @@ CASES = {
     # issue 56: the unit of times and of whole numbers
     "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
     "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
+    "a price with a decimal comma among dollar amounts": Case(substitute("country", "€ 1.234,56"), base=priced),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
