@@ -172,7 +172,10 @@ class NumericColumn:
     hour; None: any).  ``fallback``: a value the column cannot code (without a missing code;
     :func:`~ektelo_pgm.schema.encoded`) gets the bin holding this number (None: the first bin).
     ``number_format``: the numbers are read from and written as text in that format of
-    :data:`~ektelo_pgm.number_formats.NUMBER_FORMATS` (``$1,234.5``).
+    :data:`~ektelo_pgm.number_formats.NUMBER_FORMATS` (``$1,234.5``).  ``density``: where the
+    numbers lie inside the bins, as ``(lower, upper, records)`` intervals, ascending and disjoint,
+    each holding about ``records`` numbers spread evenly (None: each bin evenly); :meth:`decode`
+    draws inside a bin by it, so that numbers heaped on a few values stay there.
     """
 
     name: str
@@ -184,6 +187,7 @@ class NumericColumn:
     unit: int | None = None
     fallback: float | None = None
     number_format: str | None = None
+    density: tuple | None = None
 
     kind = "numeric"
 
@@ -197,6 +201,9 @@ class NumericColumn:
         if fallback is not None and (not isinstance(fallback, (int, float)) or isinstance(fallback, bool)
                                      or not math.isfinite(fallback)):
             raise InputError(f"column {self.name!r}: \"fallback\" must be a finite number, got {fallback!r}")
+        if self.density is not None:
+            _check_density(self.name, self.density)
+            object.__setattr__(self, "density", tuple(tuple(part) for part in self.density))
 
     @property
     def bins(self) -> int:
@@ -375,11 +382,13 @@ class NumericColumn:
         absent = codes == self.bins
         bin_of = np.where(absent, 0, codes)
         lo, hi = edges[bin_of], edges[bin_of + 1]
+        if self.density is not None and within_bin == "uniform":
+            lo, hi = self._part_of_bin(bin_of, lo, hi, rng, whole)
         if self.integer or whole:
             # the integers of [lo, hi) (of [lo, hi] in a fractional column's closed last bin): the
             # bin itself where the edges are whole numbers
             first = np.ceil(lo)
-            closed = not self.integer and bin_of == self.bins - 1
+            closed = (hi == edges[-1]) & (not self.integer)
             stop = np.where(closed, np.floor(hi) + 1, np.ceil(hi))
             empty = stop <= first
             first = np.where(empty, np.round((lo + hi) / 2), first)
@@ -405,7 +414,7 @@ class NumericColumn:
             return pd.Series(text, name=self.name, dtype=object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
         if self.decimals is not None and within_bin == "uniform":  # among the bin's numbers of those decimals
-            first, stop = _with_decimals(lo, hi, bin_of == self.bins - 1, self.decimals)
+            first, stop = _with_decimals(lo, hi, hi == edges[-1], self.decimals)
             values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first)))
                               / 10.0 ** self.decimals, values)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
@@ -417,6 +426,44 @@ class NumericColumn:
             text[~absent] = number_texts(values[~absent], self.number_format, self.decimals)
             return pd.Series(text, name=self.name, dtype=object)
         return pd.Series(values, name=self.name, dtype=float)
+
+    def _part_of_bin(self, bin_of: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator,
+                     whole: bool) -> tuple:
+        """``(lo, hi)``: for each code's bin ``[lo, hi)``, the part its value is drawn in, chosen by
+        :attr:`density`: the bins and the density's intervals cut each other into parts, each
+        weighted by its share of its interval's records (none where it holds no number the column
+        writes); a bin whose parts weigh nothing is drawn in whole."""
+        edges = np.asarray(self.edges, dtype=float)
+        lower, upper, records = np.asarray(self.density, dtype=float).reshape(-1, 3).T
+        cuts = np.unique(np.concatenate([lower, upper, edges]))
+        cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
+        x, y = cuts[:-1], cuts[1:]
+        k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
+        inside = (lower[k] <= x) & (x < upper[k]) & self._holds_number(x, y, whole)
+        weight = records[k] * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size), where=inside)
+        part_bin = np.searchsorted(edges, x, side="right") - 1
+        first = np.searchsorted(part_bin, bin_of, side="left")
+        stop = np.searchsorted(part_bin, bin_of, side="right")
+        before = np.concatenate([[0.0], np.cumsum(weight)])
+        total = before[stop] - before[first]
+        target = before[first] + rng.random(bin_of.shape) * total
+        part = np.clip(np.searchsorted(before[1:], target, side="right"), first, stop - 1)
+        drawn = total > 0
+        return np.where(drawn, x[part], lo), np.where(drawn, y[part], hi)
+
+    def _holds_number(self, x: np.ndarray, y: np.ndarray, whole: bool) -> np.ndarray:
+        """Whether each part ``[x, y)`` (closed at the last edge) holds a number the column writes:
+        a whole number (a multiple of ``unit``), a number of ``decimals`` decimals (a part one
+        float wide: its one number), or any."""
+        closed = (y == self.edges[-1]) & (not self.integer)
+        if self.integer or whole:
+            step = self.unit if self.integer and self.unit else 1
+            least = np.ceil(x / step) * step
+            return (least < y) | (closed & (least <= y))
+        if self.decimals is not None:
+            first, stop = _with_decimals(x, y, closed, self.decimals)
+            return (stop > first) | (y == np.nextafter(x, np.inf))
+        return y > x
 
     def labels(self) -> list[str]:
         """A readable label per code, e.g. ``"[17, 20)"`` (times in the column's format)."""
@@ -430,7 +477,8 @@ class NumericColumn:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),
                 "integer": self.integer, "missing": self.missing}
         optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
-                    "fallback": self.fallback, "number_format": self.number_format}
+                    "fallback": self.fallback, "number_format": self.number_format,
+                    "density": None if self.density is None else [list(part) for part in self.density]}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 
@@ -453,6 +501,18 @@ def held_decimals(edges, most: int) -> int | None:
         if np.all((stop > first)[wide]):
             return decimals
     return None
+
+
+def _check_density(name: str, density) -> None:
+    """An InputError naming the column unless ``density`` is ``(lower, upper, records)`` intervals
+    of finite numbers, ascending and disjoint, with ``lower < upper`` and ``records >= 0``."""
+    real = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    parts = list(density) if isinstance(density, (list, tuple)) else None
+    good = parts is not None and all(isinstance(p, (list, tuple)) and len(p) == 3 and all(map(real, p))
+                                     and p[0] < p[1] and p[2] >= 0 for p in parts)
+    if not good or any(b[0] < a[1] for a, b in zip(parts, parts[1:])):
+        raise InputError(f"column {name!r}: \"density\" must be [lower, upper, records] intervals, ascending and "
+                         "disjoint, with lower < upper and records >= 0")
 
 
 def check_bounds(name: str, bounds):

@@ -564,3 +564,58 @@ def test_decoded_numbers_of_a_few_decimals_stay_in_their_bins():
     assert np.array_equal(column.encode(values), codes)
     assert set(values[codes == 0]) == {237.42}
     assert set(np.round(values[codes == 2], 2)) == set(np.round(np.arange(240.0, 241.001, 0.01), 2))
+
+
+def test_a_density_draws_heaped_numbers_on_their_values_and_the_rest_evenly():
+    """A bin ``[600, 720)`` whose density puts 815 of its 1,000 numbers on 712.25 draws about that
+    share there (a binomial band of 4.5 stds) and the rest evenly over the parts around it; a
+    bin without density is drawn evenly; the density is written to and read back from the JSON."""
+    density = ((600, 712.25, 150), (712.25, 712.26, 815), (712.26, 720, 35))
+    column = NumericColumn("wage", (500, 600, 720), False, False, decimals=2, density=density)
+    codes = np.repeat([0, 1], 20000)
+    values = column.decode(codes, "uniform", np.random.default_rng(0)).to_numpy()
+    assert np.array_equal(column.encode(pd.Series(values)), codes)
+    heaped = values[codes == 1] == 712.25
+    assert abs(heaped.mean() - 0.815) <= 4.5 * math.sqrt(0.815 * 0.185 / heaped.size)
+    below = values[codes == 1][values[codes == 1] < 712.25]
+    assert abs(below.size / heaped.size - 0.150) <= 4.5 * math.sqrt(0.15 * 0.85 / heaped.size)
+    assert abs(np.mean(below) - 656.125) <= 4.5 * 112.25 / math.sqrt(12 * below.size)  # evenly over [600, 712.25)
+    assert (values[codes == 0] == 712.25).sum() == 0 and abs(values[codes == 0].mean() - 550) < 2
+    after = float(np.nextafter(712.25, np.inf))  # a released number: a part one float wide
+    exact = dataclasses.replace(column, density=((600, 712.25, 150), (712.25, after, 815), (after, 720, 35)))
+    values = exact.decode(codes, "uniform", np.random.default_rng(1)).to_numpy()
+    assert abs(np.mean(values[codes == 1] == 712.25) - 0.815) <= 4.5 * math.sqrt(0.815 * 0.185 / heaped.size)
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"wage": column}
+    written = json.loads(json.dumps(encoder.to_dict()))
+    assert TableEncoder.from_dict(written).columns["wage"] == column
+    bad_densities = ([[600, 700, 5], [650, 720, 1]], [[700, 600, 5]], [[600, 700, -1]], [[600, 700]], "600-700",
+                     [[0, 1, True]])
+    for bad in bad_densities:
+        written["columns"][0]["density"] = bad
+        with pytest.raises(InputError, match="column 'wage': \"density\" must be"):
+            TableEncoder.from_dict(written)
+
+
+@given(seed=st.integers(0, 2**32 - 1), edges=st.lists(st.integers(-50, 50), min_size=2, max_size=8, unique=True),
+       cuts=st.lists(st.floats(-60, 60), min_size=2, max_size=12, unique=True),
+       weights=st.lists(st.floats(0, 100), min_size=11, max_size=11),
+       kind=st.sampled_from(["whole", "unit", "decimals", "any"]))
+@settings(max_examples=120, deadline=None)
+def test_numbers_drawn_by_a_density_stay_in_their_bins_and_are_written_as_the_column_writes(seed, edges, cuts,
+                                                                                           weights, kind):
+    """Whatever its density, every number drawn re-encodes to its own code and is one the column
+    writes: a whole number (a multiple of its unit), one of its decimals, or any inside its bin."""
+    edges, cuts = sorted(edges), sorted(cuts)
+    density = tuple((a, b, w) for a, b, w in zip(cuts, cuts[1:], weights))
+    integer = kind in ("whole", "unit")
+    column = NumericColumn("x", tuple(edges), integer, False, decimals=1 if kind == "decimals" else None,
+                           unit=3 if kind == "unit" else None, density=density)
+    codes = np.random.default_rng(seed).integers(0, column.bins, 300)
+    values = column.decode(codes, "uniform", np.random.default_rng(seed)).to_numpy(dtype=float)
+    assert np.array_equal(column.encode(pd.Series(values)), codes)
+    if kind == "decimals":
+        assert np.array_equal(values, np.round(values, 1))
+    if kind == "unit":  # a multiple of 3 wherever its bin holds one
+        holds = np.ceil(np.array(edges[:-1]) / 3) * 3 < np.array(edges[1:])
+        assert (values[holds[codes]] % 3 == 0).all()

@@ -293,7 +293,7 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     inner = sorted({math.ceil(e) for e in inner} - {lo, top}) if whole else inner
     decimals = None if whole else placed.decimals
     return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
-                         placed.missing and declared.missing, decimals)
+                         placed.missing and declared.missing, decimals, density=placed.density)
 
 
 def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:
