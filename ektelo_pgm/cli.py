@@ -117,7 +117,7 @@ budget: reading categories or ranges off the data without noise would leak them.
 held by too few records to survive the noise, and numbers beyond the private range, are then
 encoded as missing or clipped.  With --schema FILE (written by 'ektelo-pgm schema' and edited,
 or by hand) nothing is spent on the schema and it is released as declared; so with --metadata
-FILE (SDV's metadata) on what it declares (numbers' bounds without bins: bins placed privately).
+FILE (SDV's metadata) on what it declares (bounds without bins: bins placed privately).
 
 Records are drawn from the fitted model with --sampling round (default: the counts of each of
 its conditional tables are roundings of their expected counts, values assigned to records at

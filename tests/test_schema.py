@@ -1223,20 +1223,21 @@ def test_each_sdtype_of_sdv_metadata_maps_to_what_the_schema_knows_for_free():
         "notes": {"sdtype": "unknown"}}
     meta = Metadata.read({"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "primary_key": "user_id", "columns": columns})
     declared = meta.declared.columns
-    assert list(declared) == ["age", "fee", "tier", "active", "paid", "joined"]
+    assert list(declared) == ["age", "fee", "tier", "active", "paid"]
     assert declared["age"].kind == "numeric" and declared["age"].integer and declared["age"].edges[::8] == (17, 91)
     fee = declared["fee"]  # fractional from 0: zeros in a bin of their own, then 31 equal bins
     assert not fee.integer and fee.edges[:3] == (0, 5e-324, 10 / 31) and fee.edges[-1] == 10 and not fee.missing
     assert declared["tier"].categories == ("gold", "silver") and declared["tier"].other == "rest"
     assert declared["active"].categories == ("False", "True") and declared["active"].missing  # as pandas writes bools
     assert declared["paid"].categories == (0, 1) and declared["paid"].size == 2
-    joined = declared["joined"]
+    joined = meta.ranges["joined"].column  # times in bounds: bins placed privately, else these
     assert joined.time_format == "%Y-%m-%d" and joined.integer and joined.labels()[0].startswith("[2020-01-01, ")
     assert joined.edges[-1] == 1609459200 and all(e % 86400 == 0 for e in joined.edges)  # whole days, to 2021
-    assert meta.kinds == {"length": "numeric", "income": "numeric", "colour": "categorical", "seen": "numeric"}
-    assert list(meta.ranges) == ["length"] and meta.ranges["length"].integer  # bins placed privately, in bounds
+    assert meta.kinds == {"length": "numeric", "income": "numeric", "colour": "categorical", "joined": "numeric",
+                          "seen": "numeric"}
+    assert list(meta.ranges) == ["length", "joined"] and meta.ranges["length"].integer  # bins placed privately
     assert meta.ranges["length"].column.edges[0] == 1 and meta.ranges["length"].column.edges[-1] == 5221
-    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y",
+    month = Metadata.read({"columns": {"m": {"sdtype": "datetime", "datetime_format": "%b-%Y", "bins": 3,
                                              "bounds": ["Jan-2018", "Mar-2018"]}}}).declared.columns["m"]
     assert month.labels()[:3] == ["[Jan-2018, Feb-2018)", "[Feb-2018, Mar-2018)", "[Mar-2018, Apr-2018)"]
     counts = Metadata.read({"columns": {"n": {"sdtype": "numerical", "bounds": [0, 17000], "bins": 32},

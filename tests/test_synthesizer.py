@@ -522,7 +522,7 @@ GUESTS_METADATA = {
                 "room_rate": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, 400],
                               "bins": 32, "missing": False},
                 "checkin_date": {"sdtype": "datetime", "datetime_format": "%d %b %Y",
-                                 "bounds": ["01 Jan 2020", "31 Dec 2020"], "missing": False}}}
+                                 "bounds": ["01 Jan 2020", "31 Dec 2020"], "bins": 12, "missing": False}}}
 
 
 def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
@@ -542,6 +542,27 @@ def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
     assert set(out["room_type"]) <= {"BASIC", "DELUXE", "SUITE"} and out["room_rate"].between(0, 400).all()
     dates = pd.to_datetime(out["checkin_date"], format="%d %b %Y")
     assert dates.between("2020-01-01", "2020-12-31").all() and out.notna().all().all()
+
+
+def test_times_declared_with_bounds_alone_are_placed_privately_on_their_hours():
+    """Weather's time_hour, every time on the hour, declared in SDV's metadata with its bounds,
+    was drawn at any second (26,115 of 26,115 synthetic times off the hour): bins from the bounds
+    alone, no unit.  Bounds without bins are now placed privately, as numbers' are: the unit of
+    its times learnt (an hour), every synthetic time on the hour and inside the bounds."""
+    rng = np.random.default_rng(0)
+    n = 6000
+    seconds = 1357016400 + 3600 * np.sort(rng.integers(0, 24 * 364, n))
+    times = pd.Series(pd.to_datetime(seconds, unit="s")).dt.strftime("%Y-%m-%d %H:%M:%S")
+    table = pd.DataFrame({"time_hour": times, "origin": rng.choice(["EWR", "JFK", "LGA"], n)})
+    meta = {"columns": {"time_hour": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d %H:%M:%S",
+                                      "bounds": [times.min(), times.max()], "missing": False},
+                        "origin": {"sdtype": "categorical", "values": ["EWR", "JFK", "LGA"], "missing": False}}}
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, metadata=meta).fit(table)
+    column = synth.encoder.columns["time_hour"]
+    assert column.unit == 3600 and column.time_format == "%Y-%m-%d %H:%M:%S"
+    drawn = pd.to_datetime(synth.sample(n)["time_hour"], format="%Y-%m-%d %H:%M:%S")
+    assert ((drawn.dt.minute == 0) & (drawn.dt.second == 0)).all()
+    assert drawn.between(times.min(), times.max()).all()
 
 
 def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():

@@ -20,9 +20,11 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * ``boolean``: a declared categorical column of two values, ``"values"`` or else ``False`` and
   ``True`` as pandas, SDV and Parquet write them;
 * ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
-  declared, its bins whole periods of the finest the format writes (:func:`time_edges`); else its
-  kind fixed numeric and its range inferred privately (the format must then be one of
-  :data:`~ektelo_pgm.times.TIME_FORMATS`, the ones inference reads);
+  and ``"bins"``, its bins whole periods of the finest the format writes (:func:`time_edges`);
+  with bounds alone in one of :data:`~ektelo_pgm.times.TIME_FORMATS` (the ones inference
+  reads), placed privately in them as numbers are, with the unit its times hold (``ranges``);
+  in another format, as with ``"bins"``; without bounds, its kind fixed numeric and its range
+  inferred privately (the format then one of TIME_FORMATS);
 * ``id``: regenerated (written afresh 1, 2, ..., n, as ``--regenerate``);
 * any other sdtype (``email``, ``address``, ``unknown``, ...): left out, with a note.
 
@@ -71,8 +73,8 @@ DECADE_STEPS = ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1
 class Metadata:
     """What a metadata file declares (module docstring): ``declared`` (the columns it fixes, or
     None), ``kinds`` (``{column: "categorical" | "numeric"}`` of the columns inferred with a
-    fixed kind), ``ranges`` (``{column: Ranged}`` of the numeric columns with declared bounds and
-    no bins, among ``kinds``: their bins placed privately and clipped to the bounds,
+    fixed kind), ``ranges`` (``{column: Ranged}`` of the numbers and times with declared bounds
+    and no bins, among ``kinds``: their bins placed privately and clipped to the bounds,
     :func:`within`), ``public`` (columns whose categories are read as public), ``regenerate``
     (id columns) and ``left_out`` (``{column: why}``); ``source`` names the file in errors."""
 
@@ -258,13 +260,16 @@ def _column(name: str, sdtype: str, spec: dict):
             return column if edges is not None else _spread(column, bounds, spec["bins"])
         return Ranged(_spread(column, bounds, BINS), whole)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
-    return _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
+    column = _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
+    placed = isinstance(column, NumericColumn) and "bins" not in spec and column.time_format in TIME_FORMATS
+    return Ranged(column, True) if placed else column
 
 
 @dataclass(frozen=True)
 class Ranged:
-    """A numerical column of declared bounds (:meth:`Metadata.read`): ``column``, its bins from the
-    bounds alone; ``integer``, whether its representation is declared whole (None: not declared)."""
+    """A numerical or datetime column of declared bounds (:meth:`Metadata.read`): ``column``, its
+    bins from the bounds alone; ``integer``, whether its representation is declared whole (None:
+    not declared; times: True)."""
 
     column: NumericColumn
     integer: bool | None
@@ -275,11 +280,13 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     the range, the range's ends as its ends (a point mass at the upper bound kept in a bin of its
     own); whole numbers where placed so or the representation is declared whole (a ``Float``
     column of nearly only whole numbers keeps its point masses whole: loans' late fees, 0 in
-    98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), a missing code
-    where both have one; None placed (nothing could be placed): the bins from the bounds alone.  Post-processing: the range is public, the
-    edges noisy."""
+    98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), the unit of
+    whole numbers and times placed (times on the hour stay on the hour: weather's, declared with
+    bounds, were all drawn at any second), its heaps, a missing code where both have one; the
+    bins from the bounds alone where nothing could be placed, or times were placed in another
+    format.  Post-processing: the range is public, the edges noisy."""
     declared, integer = ranged.column, ranged.integer
-    if placed is None:
+    if placed is None or placed.time_format != declared.time_format:
         return declared
     lo, top = declared.edges[0], declared.edges[-1]
     whole = placed.integer or bool(integer)
@@ -293,7 +300,8 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     inner = sorted({math.ceil(e) for e in inner} - {lo, top}) if whole else inner
     decimals = None if whole else placed.decimals
     return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
-                         placed.missing and declared.missing, decimals, density=placed.density)
+                         placed.missing and declared.missing, decimals, declared.time_format,
+                         placed.unit if whole and placed.integer else None, density=placed.density)
 
 
 def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:
