@@ -497,15 +497,17 @@ def _leaves(levels, fine: dict, r: Release, kept: np.ndarray) -> tuple:
 
 
 def _density(r: Release, levels, fine: dict, kept: np.ndarray, edges: np.ndarray, points: list) -> tuple | None:
-    """:attr:`NumericColumn.density` from the leaves of the digits' tree (:func:`_leaves`, cut at
-    the bin ``edges``, a part of a leaf given the share of its count its width is): in each bin,
-    the parts that surely hold more numbers than the bin's count spread evenly gives them (by
-    ``bar``: noise alone lifts a count so far with probability ``DECADE_MISS``, one of a column's
-    hundred or so parts about once in 3,000 columns), each with its count, and between them the rest
-    of the bin's count spread evenly; None where no bin has such a part.  Elsewhere numbers
-    spread evenly in a bin are nearer the truth than the noisy counts of its parts (cps1988's
-    years of experience, bins of two or three years: 1-way TVD 0.005 drawn evenly, 0.013 by
-    the counts of each year).  Post-processing of the noisy counts."""
+    """:attr:`NumericColumn.density` from the released numbers but the ``points`` (each a part one
+    float wide, with its noisy count) and the leaves of the digits' tree with those numbers taken
+    out (:func:`_leaves`, cut at them and at the bin ``edges``, a part of a leaf given the share
+    of its count its width is): in each bin, the parts that surely hold more numbers than the
+    bin's count spread evenly gives them (by ``bar``: noise alone lifts a count so far with
+    probability ``DECADE_MISS``, one of a column's hundred or so parts about once in 3,000
+    columns), each with its count, and between them the rest of the bin's count spread evenly;
+    None where no bin has such a part.  Elsewhere numbers spread evenly in a bin are nearer the
+    truth than the noisy counts of its parts (cps1988's years of experience, bins of two or
+    three years: 1-way TVD 0.005 drawn evenly, 0.013 by the counts of each year).
+    Post-processing of the noisy counts."""
     values = {v: c for v, c in r.values.items() if isinstance(v, (int, float)) and v not in points
               and edges[0] <= as_float(v) < edges[-1]}
     lower, upper, count = _leaves(*_without(levels, fine, values), r, kept)
