@@ -1379,6 +1379,20 @@ def test_a_column_without_a_single_value_is_tallied_and_left_out_with_its_reason
     assert list(encoder.columns) == ["a"] and "column 'z'" in left_out["z"]
 
 
+def test_whole_numbers_written_with_separators_are_no_likelier_an_identifier_than_plain_ones():
+    """A column of 4,000 whole numbers drawn from 0 to 60,000 (97% distinct) written 12,435 was
+    left out as an identifier in 3 of 100 schemas (seeds 0, 25 and 85), written plain in none:
+    its count of whole numbers sums four noisy counts (the plain ones and those its format reads
+    whole) and the identifier test took it for one.  With that sum's std, none in 100."""
+    rng = np.random.default_rng(0)
+    numbers = rng.integers(0, 60001, 4000)
+    for texts, fmt in (([f"{v:,}" for v in numbers], "1,234.5"), ([str(v) for v in numbers], None)):
+        for seed in (0, 25, 85, 1, 2):
+            left_out = {}
+            encoder = infer(pd.DataFrame({"x": texts}), Budget.zcdp(0.001), None, 1e-9, rng=seed, left_out=left_out)
+            assert not left_out and encoder.columns["x"].number_format == fmt, (seed, left_out)
+
+
 def test_numbers_written_with_symbols_are_read_in_their_format_and_written_so():
     """Prices written as $1,243.56, thousands grouped with commas, percentages, decimal commas
     and accounting negatives were text to the reader, each value too rare to release: the column

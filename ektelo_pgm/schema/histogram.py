@@ -94,6 +94,15 @@ class Release:
         written with symbols (None: neither)."""
         return self.time_format or self.number_format
 
+    @property
+    def whole_std(self) -> float:
+        """The noise std of ``kinds["whole"]``: one count's, or in a column of numbers written with
+        symbols, that of the sum of the counts its format reads whole (:func:`_noisy_kinds`)."""
+        if self.number_format is None:
+            return self.kind_std
+        read, formats = reads(self.number_format), len(NUMBER_FORMATS)
+        return self.kind_std * math.sqrt(1 + read[:formats].sum() + read[2 * formats:].sum())
+
 
 def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None,
             kinds_of: Release | None = None) -> Release:

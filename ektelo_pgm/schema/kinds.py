@@ -105,7 +105,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing,
                              fallback=None if missing else median, number_format=r.number_format)
     if binned and kind is None and r.distinct is not None and not r.values and r.distinct - ID_SHARE * whole \
-            >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.kind_std) ** 2):
+            >= ID_Z * math.sqrt(r.fine_std ** 2 + (ID_SHARE * r.whole_std) ** 2):
         raise Unreleasable(f"column {r.name!r}: almost every value is distinct (an identifier?); nothing of it can be "
                            "released privately (declare it --numeric to keep it as numbers)")
     if binned:
