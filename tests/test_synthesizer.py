@@ -546,8 +546,8 @@ def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
 
 def test_times_declared_with_bounds_alone_are_placed_privately_on_their_hours():
     """Weather's time_hour, every time on the hour, declared in SDV's metadata with its bounds,
-    was drawn at any second (26,115 of 26,115 synthetic times off the hour): bins from the bounds
-    alone, no unit.  Bounds without bins are now placed privately, as numbers' are: the unit of
+    was drawn at any second (every synthetic time off the hour): bins from the bounds alone, no
+    unit.  Bounds without bins are now placed privately, as numbers' are: the unit of
     its times learnt (an hour), every synthetic time on the hour and inside the bounds."""
     rng = np.random.default_rng(0)
     n = 6000
