@@ -434,13 +434,8 @@ class NumericColumn:
         weighted by its share of its interval's records (none where it holds no number the column
         writes); a bin whose parts weigh nothing is drawn in whole."""
         edges = np.asarray(self.edges, dtype=float)
-        lower, upper, records = np.asarray(self.density, dtype=float).reshape(-1, 3).T
-        cuts = np.unique(np.concatenate([lower, upper, edges]))
-        cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
-        x, y = cuts[:-1], cuts[1:]
-        k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
-        inside = (lower[k] <= x) & (x < upper[k]) & self._holds_number(x, y, whole)
-        weight = records[k] * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size), where=inside)
+        x, y, weight = cut_density(edges, *np.asarray(self.density, dtype=float).T)
+        weight = np.where(self._holds_number(x, y, whole), weight, 0.0)
         part_bin = np.searchsorted(edges, x, side="right") - 1
         first = np.searchsorted(part_bin, bin_of, side="left")
         stop = np.searchsorted(part_bin, bin_of, side="right")
@@ -503,16 +498,31 @@ def held_decimals(edges, most: int) -> int | None:
     return None
 
 
+def cut_density(edges: np.ndarray, lower: np.ndarray, upper: np.ndarray, records: np.ndarray, cuts=()) -> tuple:
+    """``(x, y, records)``: the parts ``[x, y)`` that the bin ``edges``, the intervals ``[lower,
+    upper)`` (ascending, disjoint) and ``cuts`` cut ``[edges[0], edges[-1]]`` into, each with
+    the share of its interval's ``records`` (clipped at zero) that its width is (none outside
+    the intervals)."""
+    cuts = np.unique(np.concatenate([lower, upper, edges, cuts]))
+    cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
+    x, y = cuts[:-1], cuts[1:]
+    k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
+    inside = (lower[k] <= x) & (x < upper[k])
+    return x, y, np.clip(records[k], 0.0, None) * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size),
+                                                            where=inside)
+
+
 def _check_density(name: str, density) -> None:
-    """An InputError naming the column unless ``density`` is ``(lower, upper, records)`` intervals
-    of finite numbers, ascending and disjoint, with ``lower < upper`` and ``records >= 0``."""
+    """An InputError naming the column unless ``density`` is one or more ``(lower, upper,
+    records)`` intervals of finite numbers, ascending and disjoint, with ``lower < upper`` and
+    ``records >= 0``."""
     real = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
     parts = list(density) if isinstance(density, (list, tuple)) else None
-    good = parts is not None and all(isinstance(p, (list, tuple)) and len(p) == 3 and all(map(real, p))
-                                     and p[0] < p[1] and p[2] >= 0 for p in parts)
+    good = bool(parts) and all(isinstance(p, (list, tuple)) and len(p) == 3 and all(map(real, p))
+                               and p[0] < p[1] and p[2] >= 0 for p in parts)
     if not good or any(b[0] < a[1] for a, b in zip(parts, parts[1:])):
-        raise InputError(f"column {name!r}: \"density\" must be [lower, upper, records] intervals, ascending and "
-                         "disjoint, with lower < upper and records >= 0")
+        raise InputError(f"column {name!r}: \"density\" must be one or more [lower, upper, records] intervals, "
+                         "ascending and disjoint, with lower < upper and records >= 0")
 
 
 def check_bounds(name: str, bounds):

@@ -24,6 +24,10 @@ from .table_io import canonical_value, pandas_module
 #: thousands (a value both read, ``12,435``, is twelve thousand), then those with decimal commas.
 NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "¥1,234.5", "1,234.5%", "1.234,5", "1.234,5 €",
                   "€1.234,5", "1.234,5%")
+#: Which counts of :func:`number_formats` hold fractions (the second of its three runs); the
+#: others hold whole numbers.
+FRACTIONS = np.arange(3 * len(NUMBER_FORMATS)) // len(NUMBER_FORMATS) == 1
+FRACTIONS.flags.writeable = False
 _BODIES = {"1,234.5": r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+",
            "1.234,5": r"(?:\d{1,3}(?:[. \u00a0]\d{3})+|\d+)(?:,\d+)?|,\d+"}
 #: What every value some format reads matches (signs, then digits and separators, then signs):

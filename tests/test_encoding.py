@@ -590,7 +590,7 @@ def test_a_density_draws_heaped_numbers_on_their_values_and_the_rest_evenly():
     written = json.loads(json.dumps(encoder.to_dict()))
     assert TableEncoder.from_dict(written).columns["wage"] == column
     bad_densities = ([[600, 700, 5], [650, 720, 1]], [[700, 600, 5]], [[600, 700, -1]], [[600, 700]], "600-700",
-                     [[0, 1, True]])
+                     [[0, 1, True]], [])
     for bad in bad_densities:
         written["columns"][0]["density"] = bad
         with pytest.raises(InputError, match="column 'wage': \"density\" must be"):

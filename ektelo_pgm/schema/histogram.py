@@ -14,7 +14,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..privacy import Budget, count_noise, gaussian, laplace
-from ..number_formats import NUMBER_FORMATS, most_read, number_formats, reads
+from ..number_formats import FRACTIONS, NUMBER_FORMATS, most_read, number_formats, reads
 from ..table_io import as_float
 from ..times import TIME_FORMATS, time_formats
 from .counts import chunks, hash_order
@@ -100,8 +100,7 @@ class Release:
         symbols, that of the sum of the counts its format reads whole (:func:`_noisy_kinds`)."""
         if self.number_format is None:
             return self.kind_std
-        read, formats = reads(self.number_format), len(NUMBER_FORMATS)
-        return self.kind_std * math.sqrt(1 + read[:formats].sum() + read[2 * formats:].sum())
+        return self.kind_std * math.sqrt(1 + (reads(self.number_format) & ~FRACTIONS).sum())
 
 
 def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str | None = None,
@@ -187,10 +186,9 @@ def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | 
     if number_format is None:
         return dict(zip(KINDS, [missing, text + sure.sum(), *numbers])), kind_std, kind_bar, None, None
     read, symbols = reads(number_format), kinds[4 + len(TIME_FORMATS):]
-    fractional = np.arange(3 * formats) // formats == 1  # the counts of fractions (number_formats)
     return (dict(zip(KINDS, [missing, text + sure.sum() - sure[len(TIME_FORMATS):][read].sum(),
-                             numbers[0] + symbols[read & ~fractional].sum(),
-                             numbers[1] + symbols[read & fractional].sum()])),
+                             numbers[0] + symbols[read & ~FRACTIONS].sum(),
+                             numbers[1] + symbols[read & FRACTIONS].sum()])),
             kind_std, kind_bar, None, number_format)
 
 

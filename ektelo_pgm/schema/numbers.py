@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..columns import NumericColumn, held_decimals, json_value
+from ..columns import NumericColumn, cut_density, held_decimals, json_value
 from ..privacy import Budget
 from ..table_io import as_float
 from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
@@ -516,12 +516,7 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, edges: np.ndarray
     exact = np.array(sorted(as_float(v) for v in values))
     std = r.std if math.isinf(r.fine_std) else max(r.std, r.fine_std)  # of a leaf's count, at most
     bar = sure_bar(r, 1.0, std, DECADE_MISS)[0]
-    cuts = np.unique(np.concatenate([lower, upper, exact, np.nextafter(exact, math.inf), edges]))
-    cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
-    x, y = cuts[:-1], cuts[1:]
-    k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
-    inside = (lower[k] <= x) & (x < upper[k]) & (count[k] > 0)
-    records = count[k] * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size), where=inside)
+    x, y, records = cut_density(edges, lower, upper, count, np.concatenate([exact, np.nextafter(exact, math.inf)]))
     # each released number is a part one float wide, with its noisy count
     np.add.at(records, np.searchsorted(x, exact), [values[v] for v in sorted(values, key=as_float)])
     bin_of = np.searchsorted(edges, x, side="right") - 1
