@@ -1554,6 +1554,29 @@ def test_auto_does_not_draw_again_a_column_whose_values_are_all_released():
     assert again <= 2, again
 
 
+def test_auto_draws_again_with_a_column_in_need_those_with_values_not_released_at_other_z(monkeypatch):
+    """Issue 56: a column whose values not released number DRAW_AGAIN_Z stds draws the histograms
+    again, and with it every column at OTHER_Z (seattle_pets, seed 1 at epsilon 0.3: its ZIP codes,
+    at 2.8 stds beside two columns of breeds drawn again, were drawn once); a column at OTHER_Z
+    alone draws nothing again.  The stds are set by name here; the rule reads nothing else."""
+    import ektelo_pgm.schema.kinds as kinds_module
+    import ektelo_pgm.schema.table as table_module
+    from ektelo_pgm.schema import AUTO
+
+    stds = {"breed": 10.0, "zip": 2.5, "yes": 0.0}
+    for module in (kinds_module, table_module):
+        monkeypatch.setattr(module, "unreleased_stds", lambda r: stds[r.name])
+    rng = np.random.default_rng(0)
+    n = 20000
+    frame = pd.DataFrame({"breed": rng.choice([f"breed {i}" for i in range(50)], n),
+                          "zip": rng.choice(["98103", "98115", "98117"], n), "yes": rng.choice(["y", "n"], n)})
+    for columns, again in ((["breed", "zip", "yes"], {"breed", "zip"}), (["zip", "yes"], set())):
+        budget = Budget.zcdp(0.0144)
+        learn(frame[columns], budget, AUTO, 1e-9, np.random.default_rng(0), kinds=dict.fromkeys(columns, "categorical"))
+        labels = [c.label for c in budget.ledger if c.label.startswith("schema of column") and ":" not in c.label]
+        assert {label.split("'")[1] for label in labels if labels.count(label) == 2} == again
+
+
 def test_auto_draws_again_only_the_columns_with_values_not_released():
     """amount=AUTO on a long table: the rule's small share first; a column of 300 breeds (many
     too rare for it) is drawn again and releases more of them, spending all of it on the values

@@ -18,7 +18,7 @@ from .counts import tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
-from .kinds import BINS, DRAW_AGAIN_Z, OTHER, column_from, names_codes, public_column, unreleased_stds
+from .kinds import BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, names_codes, public_column, unreleased_stds
 from .metadata import within
 from .numbers import fine_charges, refine, whole_counts
 
@@ -99,9 +99,10 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     the budget and the column's noisy kind).  ``counts``: the columns' :func:`tallies`, where
     the caller has them (else read from ``table``, a pandas or partitioned table).  ``extra``:
     ``(least, most)``, amounts more (the budget's unit) for the columns whose first histograms
-    need it, the categorical columns whose values not released number ``DRAW_AGAIN_Z`` stds (an
-    other code, :func:`~.kinds.unreleased_stds`) and those of which nothing could be released:
-    their histograms are drawn again, sharing by :func:`weight` ``least`` and ``most - least``
+    need it, where a categorical column's values not released number ``DRAW_AGAIN_Z`` stds
+    (:func:`~.kinds.unreleased_stds`) or a column releases nothing: those, and the categorical
+    columns whose values not released number ``OTHER_Z`` stds (an other code), have their
+    histograms drawn again, sharing by :func:`weight` ``least`` and ``most - least``
     times the share of the table's columns that are categorical and draw again, and replace the
     first (a categorical column's noisy kinds kept, its whole share on its values); each
     histogram then spends half of a column's part of ``delta``.  Which columns draw again
@@ -136,8 +137,10 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
             except Unreleasable as reason:
                 why[name] = reason
             shown.update()
-    needy = [name for name in frame.columns if name in why or getattr(columns[name], "other", None) is not None
-             and unreleased_stds(releases[name]) >= DRAW_AGAIN_Z]
+    short = {name: unreleased_stds(releases[name]) for name, column in columns.items()
+             if getattr(column, "other", None) is not None}
+    asked = bool(why) or any(z >= DRAW_AGAIN_Z for z in short.values())
+    needy = [name for name in frame.columns if name in why or short.get(name, 0.0) >= OTHER_Z] if asked else []
     if topping and needy:
         least, most = (Fraction(repr(float(e))) for e in extra)
         more = least + (most - least) * sum(name in columns for name in needy) / d
