@@ -500,13 +500,14 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, edges: np.ndarray
     """:attr:`NumericColumn.density` from the released numbers but the ``points`` (each a part one
     float wide, with its noisy count) and the leaves of the digits' tree with those numbers taken
     out (:func:`_leaves`, cut at them and at the bin ``edges``, a part of a leaf given the share
-    of its count its width is): in each bin, the parts that surely hold more numbers than the
-    bin's count spread evenly gives them (by ``bar``: noise alone lifts a count so far with
+    of its count its width is): in a bin with a part that surely holds more numbers than the
+    bin's count spread evenly gives it (by ``bar``: noise alone lifts a count so far with
     probability ``DECADE_MISS``, one of a column's hundred or so parts about once in 3,000
-    columns), each with its count, and between them the rest of the bin's count spread evenly;
-    None where no bin has such a part.  Elsewhere numbers spread evenly in a bin are nearer the
-    truth than the noisy counts of its parts (cps1988's years of experience, bins of two or
-    three years: 1-way TVD 0.005 drawn evenly, 0.013 by the counts of each year).
+    columns), every part with its own count (none where it is not positive: the empty part of a
+    bin, a range's end past its last number, stays empty); None where no bin has such a part.
+    Elsewhere numbers spread evenly in a bin are nearer the truth than the noisy counts of its
+    parts (cps1988's years of experience, bins of two or three years: 1-way TVD 0.005 drawn
+    evenly, 0.013 by the counts of each year).
     Post-processing of the noisy counts."""
     values = {v: c for v, c in r.values.items() if isinstance(v, (int, float)) and v not in points
               and edges[0] <= as_float(v) < edges[-1]}
@@ -525,17 +526,8 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, edges: np.ndarray
         here = np.flatnonzero(bin_of == b)
         width = edges[b + 1] - edges[b]
         total = records[here].sum()
-        heaped = records[here] - total * (y[here] - x[here]) / width >= bar
-        if not heaped.any():
-            continue
-        gap = width - (y[here] - x[here])[heaped].sum()
-        rest = max(total - records[here][heaped].sum(), 0.0) / gap if gap > 0 else 0.0
-        for j, heap, previous in zip(here, heaped, [True, *heaped]):
-            c = records[j] if heap else rest * (y[j] - x[j])
-            if heap or previous:
-                parts.append([x[j], y[j], c])
-            else:  # even parts side by side in a bin: one
-                parts[-1][1:] = [y[j], parts[-1][2] + c]
+        if (records[here] - total * (y[here] - x[here]) / width >= bar).any():
+            parts += [[x[j], y[j], records[j]] for j in here]
     return tuple((json_value(a), json_value(b), json_value(round(c, 1))) for a, b, c in parts if c > 0) or None
 
 
