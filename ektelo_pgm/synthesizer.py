@@ -66,9 +66,11 @@ SCHEMA_SHARE = "auto"
 AUTO_DELTA_SHARE = 0.5
 #: A column whose missing code the schema did not infer (public categories, declared columns) has
 #: it drawn only where the mechanism's measurements show blanks at this many noise stds
-#: (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`: noise alone passes once in 740 columns);
-#: its code got mass from noise alone before, and seattle_pets' species gained blanks.
-BLANK_Z = 3.0
+#: (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`), the schema's bar for a missing code: noise
+#: alone passes it once in 300,000 columns.  Drawn always, its code got mass from noise alone
+#: (seattle_pets' species gained blanks); at 3 stds (once in 740), who's public country gained
+#: 1.9% blanks in one of 18 runs of the corpus (its noisy count at 3.2 stds).
+BLANK_Z = schemas.DECADE_Z
 
 
 @dataclass(frozen=True)
