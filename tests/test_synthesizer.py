@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from ektelo_pgm import sample_data
-from ektelo_pgm.domain import Domain
 from ektelo_pgm.privacy import approx_to_zcdp
 from ektelo_pgm.schema import OTHER, Declared, encoded
 from ektelo_pgm.synthesizer import Synthesizer, mechanisms
@@ -660,24 +659,6 @@ def test_per_person_fit_regenerates_the_person_column_and_refuses_what_it_cannot
         Synthesizer("mst", person="who", max_rows=2, drop=["who"]).fit(table)
     with pytest.raises(ValueError, match=r"^--person 'nobody': no such column in the table$"):
         Synthesizer("mst", person="nobody", max_rows=2).fit(table)
-
-
-def test_a_public_columns_blanks_are_drawn_from_the_schemas_bar_for_a_missing_code():
-    """who's country (public, never blank) came out 1.9% blank in one of 18 MST runs of the corpus:
-    its missing code's noisy count was at 3.2 stds, past the 3 asked then (noise alone, once in
-    740 columns).  The bar is now the schema's for a missing code (once in 300,000)."""
-    from ektelo_pgm.estimate import FactoredEstimate
-    from ektelo_pgm.measurement import Measurement
-    from ektelo_pgm.privacy import NoiseLaw
-    from ektelo_pgm.synthesizer import BLANK_Z
-    from ektelo_pgm.uncertainty import ErrorBars
-
-    law = NoiseLaw("gaussian", 61.2 ** 2)  # the country's noise std in that run
-    estimate = FactoredEstimate.uniform(Domain(["country"], [3]), 7240)
-    bars = ErrorBars(estimate, [Measurement(("country",), [3600.0, 3640.0, 3.2 * 61.2], law.std, noise=law)])
-    assert not bars.shows("country", 2, BLANK_Z)
-    bars = ErrorBars(estimate, [Measurement(("country",), [3600.0, 3640.0, 4.6 * 61.2], law.std, noise=law)])
-    assert bars.shows("country", 2, BLANK_Z)
 
 
 @pytest.mark.parametrize("mechanism", ["privbayes", "mwem", "pep"])

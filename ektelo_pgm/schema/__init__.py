@@ -141,7 +141,7 @@ from .codes import encoded
 from .counts import Tally, column_values, merged, tallies, tally
 from .declared import ColumnSpec, Declared, undeclared
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, cell_of
-from .histogram import DECADE_Z, Release, Unreleasable, noise_tail, release, release_threshold
+from .histogram import Release, Unreleasable, noise_tail, release, release_threshold
 from .kinds import BINS, OTHER, column_from, names_codes, names_ids, public_column
 from .metadata import Metadata
 from .numbers import fine_charges, refine
@@ -152,4 +152,4 @@ __all__ = ["learn", "infer", "AUTO", "ROWS_SHARE", "needed_share", "encoded", "D
            "undeclared", "public_column", "Unreleasable", "BINS", "OTHER", "Tally", "tally", "merged",
            "tallies", "column_values", "Release", "release", "release_threshold", "noise_tail", "refine",
            "fine_charges", "column_from", "names_codes", "names_ids", "column_changes", "blank_records", "BOUNDARIES",
-           "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of", "DECADE_Z"]
+           "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]
