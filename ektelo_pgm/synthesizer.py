@@ -67,7 +67,7 @@ AUTO_DELTA_SHARE = 0.5
 #: A column whose missing code the schema did not infer (public categories, declared columns) has
 #: it drawn only where the mechanism's measurements show blanks at this many noise stds
 #: (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`: noise alone passes once in 740 columns);
-#: its code got mass from noise alone before, and seattle_pets' species gained blanks.  So in the
+#: its code got mass from noise alone before, and seattle_pets' species gained blanks.  In the
 #: corpus of benchmarks/real_tables.py (public categories) who's country, never blank, came out
 #: 1.9% blank in one of 18 MST runs (at 3.2 stds); at the schema's bar (4.5 stds), ames'
 #: Mas_Vnr_Type, 61% blank, lost every blank in one AIM run (at 3.5 stds of AIM's 1-way noise,
