@@ -439,7 +439,7 @@ def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
         if share > OTHER_SHARE:
             return (f"categories too rare to release are {share:.0%} of the synthetic rows, as {column.other!r}",
                     CATEGORIES)
-    if column.kind == "categorical" and column.other is None and not column.missing:
+    if column.kind == "categorical" and column.other is None and not column.others_missing:
         index, values = distinct(real)
         known = {label(c) for c in column.categories}
         share = float(np.mean(np.isin(index, [k for k, v in enumerate(values) if label(v) not in known])))

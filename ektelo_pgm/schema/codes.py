@@ -22,15 +22,14 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     never refused or dropped, so neither the run's outcome nor the number of records the
     mechanism sees depends on one record's values (substitute neighbours stay substitute
     neighbours).  A number outside its column's range goes to the nearest end bin (infinities
-    included), and in a categorical column of numbers without an other or a missing code, a
-    number outside its categories to the nearest of them: numbers are clipped, never blanked; a
-    value the column cannot code otherwise (missing, text in a numeric column, a category
-    outside the schema's) gets the column's missing code, or when the schema gives it none its
-    ``fallback_code``: in a categorical column the category with the largest noisy count (such
-    records are too few for the noise to show, and in the largest they change its share the
-    least), in a numeric one the bin of its median (there they move its quantiles least), or in
-    a declared column its first code; a column with an ``other`` code gives it to the values
-    outside its categories.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
+    included), and in a categorical column of numbers without an other code, a number outside
+    its categories to the nearest of them: numbers are clipped, never blanked.  A missing value
+    (and text in a numeric column) gets the column's missing code; a category outside the
+    schema's gets the ``other`` code (in a declared column without one, the missing code).  A
+    value whose code the column lacks gets its ``fallback_code``: in a categorical column the
+    category with the largest noisy count (such records are too few for the noise to show, and
+    in the largest they change its share the least), in a numeric one the bin of its median
+    (there they move its quantiles least), or in a declared column its first code.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
     :class:`~ektelo_pgm.dask_dataset.DaskDataset` coded partition by partition where Dask runs;
     a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
     whose codes are written once under ``folder``."""
@@ -91,10 +90,12 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
     else:
         categories = [canonical_value(c) for c in column.categories]
         code = pandas_module().Index(categories, dtype=object).get_indexer(values)
+        present = (code < 0) & np.array([v is not None for v in values], dtype=bool)
         if column.other is not None:
-            code[(code < 0) & np.array([v is not None for v in values], dtype=bool)] = len(categories)
-        elif not column.missing:
+            code[present] = len(categories)
+        elif not column.others_missing:
             code = _nearest(code, values, categories)
+            code[(code < 0) & present] = column.fallback_code
     code[code < 0] = column.size - 1 if column.missing else column.fallback_code
     return code.astype(np.int64)[rows]
 

@@ -44,6 +44,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
                            f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
     if column.missing:
         changes.append("blanks kept")
+        if column.kind == "categorical" and column.fallback is not None:
+            changes.append(f"a value too rare to release would be written as {json_value(column.fallback)!r}")
     elif column.kind == "numeric":
         where = "its first bin" if column.fallback is None else "the bin of its median"
         changes.append(f"no blanks: a blank would be written in {where}, {column.labels()[column.fallback_code]}")
