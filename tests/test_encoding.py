@@ -15,6 +15,7 @@ from ektelo_pgm.privacy import Budget
 from ektelo_pgm.encoding import (TIME_FORMATS, WITHIN_BIN, CategoricalColumn, NumericColumn, TableEncoder, as_times,
                                  time_formats, time_text, time_texts)
 from ektelo_pgm.errors import InputError
+from ektelo_pgm.schema import column_changes
 from ektelo_pgm.table_io import canonical, read_table
 
 ADULT_COLUMNS = list(sample_data.ADULT_COLUMNS)
@@ -551,6 +552,21 @@ def test_a_numeric_columns_fallback_is_the_bin_of_its_number_and_a_schema_names_
         written["columns"][0]["fallback"] = bad
         with pytest.raises(InputError, match="column 'income': \"fallback\" must be a finite number"):
             TableEncoder.from_dict(written)
+
+
+def test_a_bin_holding_one_number_is_labelled_by_it():
+    """A point mass (one float wide), a closed last bin of one number, or a bin holding one number
+    of the column's decimals reads as that number, and the bin after a point mass opens at it;
+    the note on a column's blanks then says the number (the car table's pollution: "[0,
+    4.94066e-324)", its acceleration "[4, 4)")."""
+    zero = float(np.nextafter(0.0, 1.0))
+    assert NumericColumn("x", (0.0, zero, 0.1, 0.3), False, False).labels() == ["0", "(0, 0.1)", "[0.1, 0.3]"]
+    assert NumericColumn("x", (2.5, 4.0, 4.0001, 6.0), False, True, decimals=4).labels() == \
+        ["[2.5, 4)", "4", "[4.0001, 6]", "<missing>"]
+    assert NumericColumn("x", (0.7, 1.0, 1.0), False, False).labels() == ["[0.7, 1)", "1"]
+    assert NumericColumn("x", (0, 1, 2, 5), True, False).labels() == ["[0, 1)", "[1, 2)", "[2, 5)"]
+    pollution = NumericColumn("pollution", (0.0, zero, 0.3), False, False, fallback=0.0)
+    assert column_changes(pollution, None, False)[-1] == "no blanks: a blank would be written as 0"
 
 
 def test_decoded_numbers_of_a_few_decimals_stay_in_their_bins():

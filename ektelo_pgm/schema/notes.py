@@ -48,7 +48,9 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
             changes.append(f"a value too rare to release would be written as {json_value(column.fallback)!r}")
     elif column.kind == "numeric":
         where = "its first bin" if column.fallback is None else "the bin of its median"
-        changes.append(f"no blanks: a blank would be written in {where}, {column.labels()[column.fallback_code]}")
+        label = column.labels()[column.fallback_code]
+        changes.append(f"no blanks: a blank would be written in {where}, {label}" if label[0] in "[(" else
+                       f"no blanks: a blank would be written as {label}")
     else:
         rare = "" if column.other is not None else ", or a value too rare to release,"
         fallback = json_value(column.categories[column.fallback_code])
