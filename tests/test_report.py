@@ -1,6 +1,7 @@
 """Reports: the shared discretisation of a real and a synthetic table, total variation per
 marginal against a brute-force count, the HTML/PNG report and the error-vs-epsilon comparison,
 and the ``evaluate`` / ``compare`` commands (exit codes, one-line errors, no partial files)."""
+import importlib.util
 import re
 import sys
 
@@ -267,6 +268,49 @@ def test_with_the_model_times_are_compared_on_the_time_axis_and_chosen_columns_n
     assert "at" in evaluation.discretisation.edges  # numeric, on the time axis, its bins shown as times
     assert evaluation.discretisation.labels("at")[1].startswith("(2017-")
     assert evaluation.errors.query("order == 1")["tvd"].max() < 0.05
+
+
+def test_with_the_model_its_columns_of_codes_are_compared_as_categories():
+    """Number-like codes the model writes as categories, rare ones as its other label, are compared
+    by value: as numbers, evaluate stopped ("'movieId' is numeric but the synthetic table holds
+    values that are not numbers")."""
+    from ektelo_pgm.synthesizer import Synthesizer
+
+    rng = np.random.default_rng(2)
+    n = 6000
+    codes = np.concatenate([rng.choice(np.arange(10001, 10021), n - 1500), 20000 + np.arange(1500)])
+    real = pd.DataFrame({"zip_code": codes, "kind": rng.choice(["a", "b"], n)})
+    model = Synthesizer("mst", epsilon=1.0, seed=0).fit(real)
+    synthetic = model.sample()
+    assert model.encoder.columns["zip_code"].other == OTHER and (synthetic["zip_code"] == OTHER).any()
+    evaluation = evaluate(real, synthetic, model=model)
+    assert "zip_code" in evaluation.discretisation.categories
+    assert evaluation.quality.column_shapes.set_index("column").loc["zip_code", "metric"] == "TVComplement"
+
+
+def test_a_pair_of_thousands_of_categories_is_counted_over_the_cells_present(tmp_path):
+    """Two columns of 11,600 values each (134 million cells; movielens' movieId x title has 80
+    million: over the size limit of a marginal, where evaluate stopped): the pair's TVD,
+    ContingencySimilarity and Cramér's V are those of the cells present, as pandas and scipy
+    count them; the figures draw it."""
+    from scipy.stats.contingency import association
+
+    rng = np.random.default_rng(3)
+    n = 40000
+    first = rng.integers(0, 12000, n)
+    real = pd.DataFrame({"a": [f"a{i}" for i in first], "b": [f"b{i}" for i in (first + rng.integers(0, 3, n))]})
+    fake = pd.DataFrame({"a": [f"a{i}" for i in rng.integers(0, 12000, n)],
+                         "b": real["b"].sample(frac=1, random_state=0)})
+    evaluation = evaluate(real, fake)
+    tvd = evaluation.errors.set_index("marginal").loc[[("a", "b")], "tvd"].iloc[0]
+    assert tvd == pytest.approx(brute_tvd(real, fake, ["a", "b"]), abs=1e-12)
+    pair = evaluation.quality.column_pair_trends.iloc[0]
+    assert pair["score"] == pytest.approx(1 - tvd, abs=1e-12)
+    assert pair["real_association"] == pytest.approx(association(pd.crosstab(real["a"], real["b"]).to_numpy(),
+                                                                 method="cramer", correction=False), abs=1e-9)
+    if importlib.util.find_spec("matplotlib") is not None:  # the figures draw the pair's largest cells
+        evaluate(real, fake, out=tmp_path / "report.html")
+        assert "data:image/png;base64," in (tmp_path / "report.html").read_text()
 
 
 def test_without_the_model_the_real_tables_columns_of_times_are_compared_on_the_time_axis():

@@ -96,10 +96,9 @@ def _draw_oneway(fig, evaluation, ranked, columns: int, most: int, title: str):
 def _draw_twoway(fig, evaluation, pairs):
     axes = fig.subplots(len(pairs), 3, squeeze=False)
     for row, ((a, b), tvd) in zip(axes, pairs):
-        p, q = evaluation.marginals((a, b))
-        rows = _cells(evaluation.discretisation, a, p.sum(axis=1), q.sum(axis=1), 20)
-        cols = _cells(evaluation.discretisation, b, p.sum(axis=0), q.sum(axis=0), 20)
-        p, q = p[np.ix_(rows, cols)], q[np.ix_(rows, cols)]
+        rows = _cells(evaluation.discretisation, a, *evaluation.marginals((a,)), 20)
+        cols = _cells(evaluation.discretisation, b, *evaluation.marginals((b,)), 20)
+        p, q = evaluation.marginals((a, b), (rows, cols))
         top = max(p.max(), q.max())
         diff = q - p
         span = max(abs(diff).max(), 1e-12)

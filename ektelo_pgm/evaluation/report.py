@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import math
 import os
 from dataclasses import dataclass
 from typing import Sequence
@@ -37,14 +38,18 @@ from ..errors import InputError
 from ..files import atomic_write
 from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
                              number, number_columns, time_columns)
-from .fidelity import quality
+from .fidelity import quality, shares_distance
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
 
 
-def total_variation(p: np.ndarray, q: np.ndarray) -> float:
-    """``||p / sum p - q / sum q||_1 / 2`` of two count tables (probabilities, in [0, 1])."""
-    return 0.5 * float(np.abs(p / p.sum() - q / q.sum()).sum())
+def total_variation(real: Dataset, synthetic: Dataset, attrs: tuple) -> float:
+    """The TVD of the two tables' marginals on ``attrs`` (shares of rows, in [0, 1]), over the
+    cells present where the marginal is larger than the tables (:func:`.fidelity.shares_distance`)."""
+    shape = real.domain.project(attrs).shape
+    axes = list(real.domain.axes(attrs))
+    return shares_distance(*(np.ravel_multi_index(data.records[:, axes].T, shape) for data in (real, synthetic)),
+                           math.prod(shape))
 
 
 #: The seed of the reference table: the real table with each column shuffled on its own
@@ -109,10 +114,25 @@ class Evaluation:
         table = grouped["tvd"].agg(marginals="size", mean="mean", median="median", max="max")
         return table.assign(shuffled=grouped["shuffled"].mean()).reset_index()
 
-    def marginals(self, attrs) -> tuple[np.ndarray, np.ndarray]:
-        """The real and synthetic marginals (probabilities) on ``attrs``."""
-        p, q = self.real.marginal(tuple(attrs)), self.synthetic.marginal(tuple(attrs))
-        return p / p.sum(), q / q.sum()
+    def marginals(self, attrs, cells=None) -> tuple[np.ndarray, np.ndarray]:
+        """The real and synthetic marginals (shares of rows) on ``attrs``, or their parts on the
+        codes ``cells`` (an array per attribute), counted without the whole marginal."""
+        if cells is None:
+            p, q = self.real.marginal(tuple(attrs)), self.synthetic.marginal(tuple(attrs))
+            return p / p.sum(), q / q.sum()
+        shape = tuple(len(kept) for kept in cells)
+        out = []
+        for data in (self.real, self.synthetic):
+            codes = []
+            for attr, kept in zip(attrs, cells):
+                position = np.full(data.domain.project((attr,)).shape[0], -1)
+                position[kept] = np.arange(len(kept))
+                codes.append(position[data.records[:, data.domain.axes((attr,))[0]]])
+            codes = np.array(codes)
+            inside = (codes >= 0).all(axis=0)
+            flat = np.ravel_multi_index(codes[:, inside], shape)
+            out.append(np.bincount(flat, minlength=math.prod(shape)).reshape(shape) / len(data))
+        return out[0], out[1]
 
     def headline(self, worst: int = 3) -> list[str]:
         """The one-screen summary that opens the report: the release, the sizes, the quality
@@ -248,8 +268,8 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     synthetic table; its settings head the report, its schema explains the advice
     (:func:`advise`), its columns of times are compared on the time axis and those of numbers
     written with symbols as numbers (without it, those the real table holds: :func:`time_columns`,
-    :func:`number_columns`), and the columns it was told to drop or regenerate
-    are not compared.  ``holdout``: real rows the synthesizer never saw (a DataFrame or a path),
+    :func:`number_columns`), those it writes as categories (codes, ids) by value, and the columns
+    it was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer never saw (a DataFrame or a path),
     for the privacy sanity checks and, with ``target`` (a column), the machine-learning efficacy
     (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the training part).  Writes the HTML
     report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when given (``png`` ending in
@@ -289,6 +309,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     if real_compared.shape[1] == 0:
         raise InputError("the synthetic table has none of the real table's columns")
     kinds = {} if schema is None else {c: k for c, k in kinds_of(schema).items() if c in present}
+    if model is not None:  # what the model writes as categories (codes, ids) compared by value
+        kinds = {**{name: "categorical" for name, column in model.encoder.columns.items()
+                    if column.kind == "categorical" and name in present}, **kinds}
     # columns of times, and of numbers written with symbols, compared as numbers (times on the
     # time axis): the model's, else those of the real table
     fitted = {} if model is None else {name: column for name, column in model.encoder.columns.items()
@@ -306,9 +329,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     rows = []
     for k in orders:
         for attrs in itertools.combinations(coding.columns, k):
-            p = truth.marginal(attrs)
-            rows.append((k, attrs, total_variation(p, fake.marginal(attrs)),
-                         total_variation(p, shuffled.marginal(attrs))))
+            rows.append((k, attrs, total_variation(truth, fake, attrs), total_variation(truth, shuffled, attrs)))
     errors = pd.DataFrame(rows, columns=["order", "marginal", "tvd", "shuffled"])
     errors = errors.sort_values(["order", "tvd"], ascending=[True, False], kind="stable").reset_index(drop=True)
     evaluation = Evaluation(coding, truth, fake, errors)
