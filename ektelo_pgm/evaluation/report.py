@@ -269,11 +269,12 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     (:func:`advise`), its columns of times are compared on the time axis and those of numbers
     written with symbols as numbers (without it, those the real table holds: :func:`time_columns`,
     :func:`number_columns`), those it writes as categories (codes, ids) by value, and the columns
-    it was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer never saw (a DataFrame or a path),
-    for the privacy sanity checks and, with ``target`` (a column), the machine-learning efficacy
-    (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is then the training part).  Writes the HTML
-    report to ``out`` and the figures as PNGs ``{png}-{name}.png`` when given (``png`` ending in
-    ``.png`` loses that suffix).  Not private: see the module's docstring.
+    it was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer
+    never saw (a DataFrame or a path), for the privacy sanity checks and, with ``target`` (a
+    column), the machine-learning efficacy (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is
+    then the training part).  Writes the HTML report to ``out`` and the figures as PNGs
+    ``{png}-{name}.png`` when given (``png`` ending in ``.png`` loses that suffix).  Not
+    private: see the module's docstring.
     """
     orders = sorted(set(int(k) for k in orders))
     if not orders or orders[0] < 1 or orders[-1] > 3:

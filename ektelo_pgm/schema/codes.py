@@ -29,7 +29,8 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     value whose code the column lacks gets its ``fallback_code``: in a categorical column the
     category with the largest noisy count (such records are too few for the noise to show, and
     in the largest they change its share the least), in a numeric one the bin of its median
-    (there they move its quantiles least), or in a declared column its first code.  A pandas table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
+    (there they move its quantiles least), or in a declared column its first code.  A pandas
+    table gives a :class:`~ektelo_pgm.dataset.Dataset`; a Dask DataFrame, a
     :class:`~ektelo_pgm.dask_dataset.DaskDataset` coded partition by partition where Dask runs;
     a :class:`~ektelo_pgm.table_io.Partitions`, a :class:`~ektelo_pgm.parquet_dataset.ParquetDataset`
     whose codes are written once under ``folder``."""

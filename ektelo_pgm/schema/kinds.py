@@ -78,10 +78,10 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     user fixes it, overrides the choice (a numeric code of a category, numbers with few values).
     A categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
     their noisy count) gets a code of its own for them, labelled ``other``; genuine missing
-    values keep the missing code.  A column of numbers that would
-    need one is numeric instead (one code per integer of its span, or bins with its released
-    values as point masses): numbers are never labelled ``other``.  Raises
-    :class:`Unreleasable` when nothing can be released.
+    values keep the missing code.  A column of numbers that would need one is numeric instead
+    (one code per integer of its span, or bins with its released values as point masses):
+    numbers are never labelled ``other``.  Raises :class:`Unreleasable` when nothing can be
+    released.
 
     It gets a missing code only where the noisy count of its missing values (and, in a numeric
     column, text) is clearly positive (:func:`has_missing`), never for the values not released;
