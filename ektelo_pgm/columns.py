@@ -466,20 +466,20 @@ class NumericColumn:
         column's ``decimals``) is labelled by it, ``"0"``, and the bin after a point mass is open
         at it, ``"(0, 0.1)"``, not ``"[4.94066e-324, 0.1)"``."""
         e = [f"{x:g}" if self.time_format is None else time_text(x, self.time_format) for x in self.edges]
-        out = [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)]
-        if not self.integer:
-            out[-1] = out[-1][:-1] + "]"
-            lo, hi = np.asarray(self.edges[:-1], dtype=float), np.asarray(self.edges[1:], dtype=float)
-            closed = np.arange(self.bins) == self.bins - 1
-            point = hi == np.nextafter(lo, np.inf)
-            one, value = point | (closed & (hi == lo)), lo
-            if self.decimals is not None:
-                first, stop = _with_decimals(lo, hi, closed, self.decimals)
-                one, value = one | (stop - first == 1), np.where(one, lo, first / 10.0 ** self.decimals)
-            for k in range(1, self.bins):
-                out[k] = f"({e[k - 1]}, {out[k].split(', ', 1)[1]}" if point[k - 1] else out[k]
-            out = [f"{x:g}" if single else label for x, single, label in zip(value, one, out)]
-        return out + (["<missing>"] if self.missing else [])
+        missing = ["<missing>"] if self.missing else []
+        if self.integer:
+            return [f"[{e[i]}, {e[i + 1]})" for i in range(self.bins)] + missing
+        lo, hi = np.asarray(self.edges[:-1], dtype=float), np.asarray(self.edges[1:], dtype=float)
+        closed = np.arange(self.bins) == self.bins - 1
+        point = hi == np.nextafter(lo, np.inf)
+        one, value = point | (closed & (hi == lo)), lo
+        if self.decimals is not None:
+            first, stop = _with_decimals(lo, hi, closed, self.decimals)
+            one, value = one | (stop - first == 1), np.where(one, lo, first / 10.0 ** self.decimals)
+        opens = ["["] + ["(" if after else "[" for after in point[:-1]]
+        starts = [e[i - 1] if bracket == "(" else e[i] for i, bracket in enumerate(opens)]
+        return [f"{value[i]:g}" if one[i] else f"{opens[i]}{starts[i]}, {e[i + 1]}{']' if closed[i] else ')'}"
+                for i in range(self.bins)] + missing
 
     def to_dict(self) -> dict:
         spec = {"name": self.name, "kind": self.kind, "edges": list(self.edges),

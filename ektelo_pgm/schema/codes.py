@@ -91,12 +91,12 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
     else:
         categories = [canonical_value(c) for c in column.categories]
         code = pandas_module().Index(categories, dtype=object).get_indexer(values)
-        present = (code < 0) & np.array([v is not None for v in values], dtype=bool)
+        outside = (code < 0) & np.array([v is not None for v in values], dtype=bool)  # present, not a category
         if column.other is not None:
-            code[present] = len(categories)
+            code[outside] = len(categories)
         elif not column.others_missing:
             code = _nearest(code, values, categories)
-            code[(code < 0) & present] = column.fallback_code
+            code[(code < 0) & outside] = column.fallback_code
     code[code < 0] = column.size - 1 if column.missing else column.fallback_code
     return code.astype(np.int64)[rows]
 

@@ -101,8 +101,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     missing = has_missing(r, True)
     noticed = unreleased_stds(r) >= OTHER_Z
     ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
+    # numbers are binned where, as categories, they would need an other code or a missing one
     binned = of_numbers and not ids and (kind == "numeric" or written or len(r.values) > bins
-                                         or covered < 1 - TAIL_SHARE or noticed or missing)  # categorical: other code
+                                         or covered < 1 - TAIL_SHARE or noticed or missing)
     span = whole_span(r) if of_numbers and integer and not timed else None
     dense = span is not None and span[1] - span[0] < bins \
         and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
