@@ -54,7 +54,10 @@ OTHER = "(other)"
 #: budget and columns): fewer, and a code per integer holds mostly noise (counts of cases over
 #: 1-999, three per integer), which bins pool.  Hotel bookings' lead times (0-399 days, 38
 #: bookings a day, noise std 116 at epsilon 1) came out of MST as noise spread over 400 codes,
-#: their median 141 days for 45.
+#: their median 141 days for 45.  Identifiers (:func:`names_ids`: labels, never binned) over a
+#: wider span get one code per integer too when each holds on average what a released category
+#: needs (the release threshold): as categories, the ids under it were one ``(other)`` (ratdat's
+#: plots 1-24, 255-433 records each against a threshold of 532: 12% of a column of numbers).
 WHOLE_DENSITY = 10
 #: A column of whole numbers of which no value is released and at least this share is distinct
 #: (noisy counts, surely: by ID_Z noise stds of the difference) is an identifier: left out, or
@@ -105,8 +108,9 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     binned = of_numbers and not ids and (kind == "numeric" or written or len(r.values) > bins
                                          or covered < 1 - TAIL_SHARE or noticed or missing)
     span = whole_span(r) if of_numbers and integer and not timed else None
-    dense = span is not None and span[1] - span[0] < bins \
-        and whole + fractional >= max(WHOLE_DENSITY, r.std) * (span[1] - span[0] + 1)
+    per_integer = (whole + fractional) / (span[1] - span[0] + 1) if span else 0.0
+    dense = span is not None and per_integer >= max(WHOLE_DENSITY, r.std) \
+        and (span[1] - span[0] < bins or ids and per_integer >= r.threshold)
     if dense and (binned or set(r.values) != set(range(span[0], span[1] + 1))):
         median = median_number([(v, c) for v, c in r.values.items() if isinstance(v, int)])
         return NumericColumn(r.name, tuple(range(span[0], span[1] + 2)), True, missing,
