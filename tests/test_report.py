@@ -244,10 +244,34 @@ def test_the_cause_of_a_column_whose_rare_values_took_its_fallback_names_it():
     column = CategoricalColumn("maker", ("AIRBUS", "BOEING"), False, fallback="BOEING")
     real = pd.Series(["AIRBUS"] * 30 + ["BOEING"] * 61 + ["CESSNA", "PIPER", "MOONEY"] * 3)
     synthetic = pd.Series(["AIRBUS"] * 30 + ["BOEING"] * 70)
-    cause, remedy = _model_cause(column, real, synthetic)
+    cause, remedy = _model_cause(column, real, synthetic, 0.09, False)
     assert cause == "categories too rare to release, 9% of the real rows, are written as 'BOEING'"
     assert "--public-categories" in remedy
-    assert _model_cause(column, real[:91], synthetic) is None  # every real maker released
+    assert _model_cause(column, real[:91], synthetic, 0.09, False) is None  # every real maker released
+
+
+def test_a_column_of_few_numbers_drawn_inside_bins_is_blamed_on_the_values_it_lacks():
+    """mathpnl's cpi: 7 prices of 550 records each, none released (a threshold of 1,065), so drawn
+    inside bins, none a real price: compared value by value, 1-way TVD 1.000, which the report put
+    down to its bins ("too coarse", 7 of them) and before that to a range clipping 14% of them.
+    Either holds only where it can account for the gap: a clip for half of it at least, bins only
+    where the column is compared in bins.  The cause is then read from the synthetic table."""
+    from types import SimpleNamespace
+
+    from ektelo_pgm.columns import NumericColumn
+    from ektelo_pgm.evaluation.report import _model_cause, advise
+
+    column = NumericColumn("cpi", (1.44, 1.48, 1.52, 1.56, 1.6, 1.65, 1.7), False, False)
+    prices = (1.403, 1.445, 1.482, 1.524, 1.569, 1.605, 1.63)
+    real = pd.Series(np.repeat(prices, 550))
+    synthetic = pd.Series(np.random.default_rng(0).uniform(1.44, 1.7, 3850))
+    assert _model_cause(column, real, synthetic, 1.0, False) is None
+    assert _model_cause(column, real, synthetic, 1.0, True)[0] == "bins too coarse for its range (6 over [1.44, 1.7])"
+    assert _model_cause(column, real, synthetic, 0.2, False)[0] == "its range [1.44, 1.7] clips 14% of the real values"
+    tables = pd.DataFrame({"cpi": real}), pd.DataFrame({"cpi": synthetic})
+    model = SimpleNamespace(encoder=SimpleNamespace(columns={"cpi": column}), left_out={})
+    (advice,) = advise(evaluate(*tables), *tables, (), model=model)
+    assert advice.tvd == 1.0 and advice.cause.startswith("values the real table lacks are 100% of the synthetic rows")
 
 
 def test_with_the_model_times_are_compared_on_the_time_axis_and_chosen_columns_not_at_all():

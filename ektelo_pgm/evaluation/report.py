@@ -413,10 +413,11 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
     """:class:`Advice` for each column of ``absent`` (not in the synthetic table) and each whose
     1-way TVD exceeds ``ADVICE_TVD``, worst first.  The cause is read from the fitted ``model``
     where given (why a column was left out; a numeric column's range that clips more than
-    ``CLIPPED_SHARE`` of the real values, or bins too few for it; a categorical column whose
-    categories too rare to release make more than ``OTHER_SHARE`` of the synthetic rows, or without
-    an other code of the real rows, written as its fallback); else,
-    and where none of these shows, from the synthetic table itself (:func:`_table_cause`)."""
+    ``CLIPPED_SHARE`` of the real values and half its TVD, or bins too few for it where it is
+    compared in bins; a categorical column whose categories too rare to release make more than
+    ``OTHER_SHARE`` of the synthetic rows, or without an other code of the real rows, written as
+    its fallback); else, and where none of these shows, from the synthetic table itself
+    (:func:`_table_cause`)."""
     columns = {} if model is None else model.encoder.columns
     left_out = {} if model is None else model.left_out
     out = []
@@ -429,7 +430,8 @@ def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model
     for (name,), tvd in zip(oneway["marginal"], oneway["tvd"]):
         if tvd <= ADVICE_TVD:
             continue
-        found = _model_cause(columns.get(name), real[name], synthetic[name])
+        binned = name in evaluation.discretisation.edges  # else compared value by value
+        found = _model_cause(columns.get(name), real[name], synthetic[name], tvd, binned)
         out.append(Advice(name, float(tvd), *(found or _table_cause(evaluation, name, real[name], synthetic[name]))))
     return tuple(out)
 
@@ -441,9 +443,9 @@ CATEGORIES = ("declare its categories public (--public-categories) if they are, 
               "or raise --schema-share")
 
 
-def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
-    """``(cause, remedy)`` of a column far from the real one that its schema ``column`` (None
-    without a model) explains, or None."""
+def _model_cause(column, real, synthetic, tvd: float, binned: bool) -> tuple[str, str] | None:
+    """``(cause, remedy)`` of a column far from the real one (1-way TVD ``tvd``; ``binned``: compared
+    in bins, not value by value) that its schema ``column`` (None without a model) explains, or None."""
     if column is None:
         return None
     if column.kind == "numeric" and column.time_format is None:
@@ -451,9 +453,9 @@ def _model_cause(column, real, synthetic) -> tuple[str, str] | None:
         numbers = numbers[~np.isnan(numbers)]
         lo, hi = float(column.edges[0]), float(column.largest)  # the values it writes, as its note says
         clipped = float(np.mean((numbers < lo) | (numbers > hi))) if numbers.size else 0.0
-        if clipped > CLIPPED_SHARE:
+        if clipped > max(CLIPPED_SHARE, tvd / 2):
             return f"its range [{edge_label(lo)}, {edge_label(hi)}] clips {clipped:.0%} of the real values", BOUNDS
-        if column.bins < 8:
+        if column.bins < 8 and binned:
             return (f"bins too coarse for its range ({column.bins} over [{edge_label(lo)}, {edge_label(hi)}])",
                     "declare its bounds and bins in a schema (--schema), or raise --schema-share")
     if column.kind == "categorical" and column.other is not None:
