@@ -36,7 +36,9 @@ whatever is read from the data is read through a Budget:
 use it only for tables that are public.
 
 The columns are :mod:`ektelo_pgm.columns`' :class:`CategoricalColumn` and
-:class:`NumericColumn`; dates and times are read and written by :mod:`ektelo_pgm.times`.
+:class:`NumericColumn`; dates and times are read and written by :mod:`ektelo_pgm.times`, and a
+column of times to the hour or finer has a second attribute, its hour of the day
+(:attr:`TableEncoder.clocks`).
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ from .errors import InputError, NotFittedError, UnknownNameError
 from .files import atomic_write
 from .privacy import Budget
 from .table_io import MISSING, as_frame, clean, pandas_module
-from .times import TIME_FORMATS, as_times, time_formats, time_text, time_texts
+from .times import TIME_FORMATS, ClockColumn, as_times, time_formats, time_text, time_texts
 
 __all__ = ["TableEncoder", "CategoricalColumn", "NumericColumn", "json_value", "BINNINGS", "WITHIN_BIN",
            "TIME_FORMATS", "time_formats", "as_times", "time_text", "time_texts"]
@@ -232,10 +234,18 @@ class TableEncoder:
         return self.columns
 
     @property
+    def clocks(self) -> dict:
+        """``{name: ClockColumn}``: the hour of the day of each column of times written to the hour
+        or finer over two days or more (:meth:`ClockColumn.of`), an attribute of the encoded data
+        after the columns, decoded into its column's times."""
+        clocks = (ClockColumn.of(column) for column in self._fitted().values())
+        return {c.name: c for c in clocks if c is not None and c.name not in self.columns}
+
+    @property
     def domain(self) -> Domain:
-        """The domain of the encoded data: one attribute per column, in table order."""
-        columns = self._fitted()
-        return Domain(list(columns), [c.size for c in columns.values()])
+        """The domain of the encoded data: one attribute per column, in table order, then the clocks."""
+        attributes = {**self._fitted(), **self.clocks}
+        return Domain(list(attributes), [c.size for c in attributes.values()])
 
     # encoding ----------------------------------------------------------------
     def transform(self, table) -> Dataset:
@@ -251,7 +261,8 @@ class TableEncoder:
             return encode(self, frame)
         markers = frozenset(self.missing)
         records = np.column_stack([col.encode(clean(frame[name], markers), self.clip or name in self.bounds)
-                                   for name, col in columns.items()])
+                                   for name, col in columns.items()]
+                                  + [clock.encode(frame[clock.source], markers) for clock in self.clocks.values()])
         return Dataset(records, self.domain)
 
     def fit_transform(self, table, **fit_options) -> Dataset:
@@ -268,27 +279,30 @@ class TableEncoder:
         or a uniform draw inside its bin (``within_bin="uniform"``, using
         ``rng``); see :meth:`NumericColumn.decode`.  Missing codes become NaN.  The numeric
         columns named in ``whole`` are decoded as whole numbers inside their bins (``decode``'s
-        ``whole``): columns of integers binned at fractional edges.
+        ``whole``): columns of integers binned at fractional edges.  A clock's codes (:attr:`clocks`) set
+        the hour of its column's times, and it is not a column of the result.
         """
         pd = pandas_module()
-        columns = self._fitted()
+        columns, clocks = self._fitted(), self.clocks
         if within_bin not in WITHIN_BIN:
             raise InputError(f"within_bin must be one of {WITHIN_BIN}, got {within_bin!r}")
         rng = np.random.default_rng(rng)
+        attributes = {**columns, **clocks}
         for attr, size in zip(dataset.domain.attrs, dataset.domain.shape):
-            if attr not in columns:
-                raise UnknownNameError(f"attribute {attr!r} is not a column of the encoder {list(columns)}")
-            if size != columns[attr].size:
+            if attr not in attributes:
+                raise UnknownNameError(f"attribute {attr!r} is not a column of the encoder {list(attributes)}")
+            if size != attributes[attr].size:
                 raise InputError(f"attribute {attr!r} has size {size} in the dataset "
-                                 f"but {columns[attr].size} in the encoder")
+                                 f"but {attributes[attr].size} in the encoder")
         for attr in whole:
             if attr not in columns or columns[attr].kind != "numeric":
                 raise InputError(f"whole: {attr!r} is not a numeric column of the encoder")
+        codes = {attr: np.asarray(dataset.records[:, i], dtype=np.int64) for i, attr in enumerate(dataset.domain.attrs)}
+        hours = {clocks[a].source: np.where(codes[a] < 24, codes[a], -1) for a in codes if a in clocks}
         decoded = {}
-        for i, attr in enumerate(dataset.domain.attrs):
-            codes, column = np.asarray(dataset.records[:, i], dtype=np.int64), columns[attr]
-            decoded[attr] = column.decode(codes, within_bin, rng, whole=True) if attr in whole else \
-                column.decode(codes, within_bin, rng)
+        for attr in (a for a in codes if a in columns):
+            options = {**({"whole": True} if attr in whole else {}), **({"hours": hours[attr]} if attr in hours else {})}
+            decoded[attr] = columns[attr].decode(codes[attr], within_bin, rng, **options)
         return pd.DataFrame(decoded)
 
     # persistence -------------------------------------------------------------

@@ -3,18 +3,20 @@ the first format that reads each value (:func:`time_formats`), values read as wh
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
 (:func:`time_texts`, :func:`time_text`); the units times and whole numbers are written in
 (TIME_UNITS, NUMBER_UNITS; the finest a format writes :func:`finest_unit`; the coarsest each time
-or number is a multiple of :func:`coarsest_units`) and the starts of days, months or years in a
-range of times (:func:`calendar_marks`)."""
+or number is a multiple of :func:`coarsest_units`), the starts of days, months or years in a
+range of times (:func:`calendar_marks`), and the hour of the day of a column of times as a model
+attribute of its own (:class:`ClockColumn`, drawn back into the times by :func:`at_hours`)."""
 from __future__ import annotations
 
 import functools
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import InputError
-from .table_io import canonical_value, pandas_module
+from .table_io import canonical_value, factorized, pandas_module
 
 #: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
 #: first that matches it whole.  ``%H:%M:%S`` reads a time of day, as the seconds since midnight;
@@ -28,6 +30,8 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
 
 #: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
 TIME_UNITS = (86400, 3600, 60, 1)
+#: Seconds in an hour and in a day.
+HOUR, DAY = 3600, 86400
 #: Units whole numbers are written in, largest first: round amounts (a loan of 12,500 is a
 #: multiple of 500, a wind of 35 knots of 5).  Not 2: half of any whole numbers are even, and
 #: noise alone would write planes' one engine as two.
@@ -232,3 +236,62 @@ def time_text(seconds, fmt: str) -> str:
     """Whole ``seconds`` since 1970-01-01T00:00:00 (any range) written in the time format ``fmt``
     (:func:`time_texts`)."""
     return str(time_texts(np.array([int(seconds)], dtype=object), fmt)[0])
+
+
+@dataclass(frozen=True)
+class ClockColumn:
+    """The hour of the day of the times of column ``source`` (written in ``time_format``) as a model
+    attribute of its own: codes 0-23, the hour each time is written at, then a missing code where
+    ``missing`` (the source's blanks and text), so that a model learns the hours with the other
+    columns.  Binned over weeks alone, a year of police stops came out as likely at 6 a.m. as at
+    6 p.m. (mpls_stops: hour-of-day TVD 0.17; tweets 0.31).  Read from the source's values
+    (:meth:`encode`), drawn back into its times (:func:`at_hours`), never written as a column.  Its
+    categories are the hours of any day, known without the table: it costs no privacy."""
+
+    name: str
+    source: str
+    time_format: str
+    missing: bool
+
+    kind = "clock"
+
+    @classmethod
+    def of(cls, column) -> "ClockColumn | None":
+        """The clock of a :class:`~ektelo_pgm.columns.NumericColumn` of times written to the hour or
+        finer (its unit divides an hour) over two days or more, named ``"<column> (hour)"``; else None."""
+        if getattr(column, "time_format", None) is None or not column.integer or HOUR % (column.unit or 1) \
+                or column.edges[-1] - column.edges[0] < 2 * DAY:
+            return None
+        return cls(f"{column.name} (hour)", column.name, column.time_format, column.missing)
+
+    @property
+    def size(self) -> int:
+        """Number of codes: 24 hours, then the missing code where it has one."""
+        return 24 + int(self.missing)
+
+    def encode(self, series, markers: frozenset) -> np.ndarray:
+        """The int64 code of each row of the raw source column ``series`` (``markers``: its missing
+        spellings): the hour of its time, or for what is not a time (or a time past any year read
+        exactly, infinite) the missing code (hour 0 without one)."""
+        rows, values = factorized(series, markers)
+        none = self.size - 1 if self.missing else 0
+        codes = np.array([(s // HOUR) % 24 if isinstance(s, int) else none
+                          for s in as_times(np.append(values, None), self.time_format)], dtype=np.int64)
+        return codes[rows]
+
+    def labels(self) -> list[str]:
+        """A readable label per code: the hours as two digits, then ``<missing>``."""
+        return [f"{h:02d}" for h in range(24)] + (["<missing>"] if self.missing else [])
+
+
+def at_hours(seconds: np.ndarray, hours: np.ndarray, lo: np.ndarray, hi: np.ndarray, unit: int, rng) -> np.ndarray:
+    """Times ``seconds`` (whole, as floats, each drawn in its bin ``[lo, hi)``) moved to the hour
+    ``hours`` of their day (-1: left as they are), at a multiple of ``unit`` seconds inside the
+    hour drawn with ``rng`` (None: the hour's start), then by whole days into ``[lo, hi)``; left
+    as they are where the bin holds no such time (narrower than a day)."""
+    start = np.floor(seconds / DAY) * DAY + hours * HOUR
+    inside = 0.0 if rng is None else np.floor(rng.random(seconds.shape) * (HOUR // unit)) * unit
+    moved = start + inside
+    moved = moved + np.ceil(np.maximum(lo - moved, 0.0) / DAY) * DAY  # up to the bin, whole days
+    moved = np.where(moved >= hi, moved - (np.floor((moved - hi) / DAY) + 1) * DAY, moved)  # down into it
+    return np.where((hours >= 0) & (moved >= lo) & (moved < hi), moved, seconds)

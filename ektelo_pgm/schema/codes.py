@@ -45,10 +45,12 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
 
 
 def _coded_part(frame, encoder: TableEncoder):
-    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's."""
+    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's attributes."""
     markers = frozenset(encoder.missing)
-    return pandas_module().DataFrame({name: column_codes(frame[name], column, markers)
-                                      for name, column in encoder.columns.items()}, index=frame.index)
+    return pandas_module().DataFrame({**{name: column_codes(frame[name], column, markers)
+                                         for name, column in encoder.columns.items()},
+                                      **{name: clock.encode(frame[clock.source], markers)
+                                         for name, clock in encoder.clocks.items()}}, index=frame.index)
 
 
 def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":

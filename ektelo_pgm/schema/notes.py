@@ -5,7 +5,7 @@ and one about the records blank in every column where their noisy count shows th
 from __future__ import annotations
 
 from ..columns import json_value
-from ..times import time_text
+from ..times import ClockColumn, time_text
 from .kinds import names_codes
 
 
@@ -13,10 +13,10 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     """What the schema does to a column's values, from the schema alone (its kind, range,
     categories, other and missing codes; ``threshold``, the release threshold of a column with
     an other code; ``fixed``, whether the user gave its kind): numbers written with symbols read
-    in a format, numbers read as categories by the
-    column's name, numbers clipped to the range or to the nearest category, whole numbers written
-    in multiples of a unit, rare values written as the other label, blanks kept or not (and where
-    not, what a blank and a value not released are written as)."""
+    in a format, numbers read as categories by the column's name, numbers clipped to the range or
+    to the nearest category, whole numbers written in multiples of a unit, times' hours of the day
+    learnt apart, rare values written as the other label, blanks kept or not (and where not, what
+    a blank and a value not released are written as)."""
     changes = []
     if column.kind == "numeric":
         if column.number_format is not None:
@@ -28,6 +28,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
                        f"{values} clipped to [{ends[0]}, {ends[1]}]")
         if column.unit is not None and column.time_format is None:
             changes.append(f"written in multiples of {column.unit}")
+        if ClockColumn.of(column) is not None:
+            changes.append("its hours of the day learnt as a column of their own")
     else:
         numbers = [c for c in column.categories if isinstance(c, (int, float))]
         if numbers and not fixed and names_codes(column.name):
