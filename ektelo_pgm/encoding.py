@@ -301,7 +301,9 @@ class TableEncoder:
         hours = {clocks[a].source: np.where(codes[a] < 24, codes[a], -1) for a in codes if a in clocks}
         decoded = {}
         for attr in (a for a in codes if a in columns):
-            options = {**({"whole": True} if attr in whole else {}), **({"hours": hours[attr]} if attr in hours else {})}
+            options = {"whole": True} if attr in whole else {}
+            if attr in hours:
+                options["hours"] = hours[attr]
             decoded[attr] = columns[attr].decode(codes[attr], within_bin, rng, **options)
         return pd.DataFrame(decoded)
 
