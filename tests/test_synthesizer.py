@@ -572,7 +572,7 @@ def test_times_keep_their_hours_of_the_day_and_what_goes_with_them():
     rng = np.random.default_rng(0)
     n = 8000
     by_day = rng.random(n) < 0.8
-    hours = np.where(by_day, rng.integers(8, 17, n), rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 17, 18, 19, 20, 21, 22, 23], n))
+    hours = np.where(by_day, rng.integers(8, 17, n), rng.choice([*range(8), *range(17, 24)], n))
     seconds = 1483228800 + 86400 * rng.integers(0, 365, n) + 3600 * hours + rng.integers(0, 3600, n)
     table = pd.DataFrame({"stopped": pd.Series(pd.to_datetime(seconds, unit="s")).dt.strftime("%Y-%m-%d %H:%M:%S"),
                           "shift": np.where(by_day, "day", "night")})
