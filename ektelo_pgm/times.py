@@ -253,8 +253,6 @@ class ClockColumn:
     time_format: str
     missing: bool
 
-    kind = "clock"
-
     @classmethod
     def of(cls, column) -> "ClockColumn | None":
         """The clock of a :class:`~ektelo_pgm.columns.NumericColumn` of times written to the hour or
@@ -278,10 +276,6 @@ class ClockColumn:
         codes = np.array([(s // HOUR) % 24 if isinstance(s, int) else none
                           for s in as_times(np.append(values, None), self.time_format)], dtype=np.int64)
         return codes[rows]
-
-    def labels(self) -> list[str]:
-        """A readable label per code: the hours as two digits, then ``<missing>``."""
-        return [f"{h:02d}" for h in range(24)] + (["<missing>"] if self.missing else [])
 
 
 def at_hours(seconds: np.ndarray, hours: np.ndarray, lo: np.ndarray, hi: np.ndarray, unit: int, rng) -> np.ndarray:
