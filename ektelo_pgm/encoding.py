@@ -260,9 +260,10 @@ class TableEncoder:
         if is_dask_collection(frame):
             return encode(self, frame)
         markers = frozenset(self.missing)
-        records = np.column_stack([col.encode(clean(frame[name], markers), self.clip or name in self.bounds)
+        values = {name: clean(frame[name], markers) for name in columns}
+        records = np.column_stack([col.encode(values[name], self.clip or name in self.bounds)
                                    for name, col in columns.items()]
-                                  + [clock.encode(frame[clock.source], markers) for clock in self.clocks.values()])
+                                  + [clock.codes(values[clock.source].to_numpy()) for clock in self.clocks.values()])
         return Dataset(records, self.domain)
 
     def fit_transform(self, table, **fit_options) -> Dataset:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
-from .table_io import canonical_value, factorized, pandas_module
+from .table_io import canonical_value, pandas_module
 
 #: Date and time formats (``strftime`` codes) a column's text is read in; a value is read in the
 #: first that matches it whole.  ``%H:%M:%S`` reads a time of day, as the seconds since midnight;
@@ -245,7 +245,7 @@ class ClockColumn:
     ``missing`` (the source's blanks and text), so that a model learns the hours with the other
     columns.  Binned over weeks alone, a year of police stops came out as likely at 6 a.m. as at
     6 p.m. (mpls_stops: hour-of-day TVD 0.17; tweets 0.31).  Read from the source's values
-    (:meth:`encode`), drawn back into its times (:func:`at_hours`), never written as a column.  Its
+    (:meth:`codes`), drawn back into its times (:func:`at_hours`), never written as a column.  Its
     categories are the hours of any day, known without the table: it costs no privacy."""
 
     name: str
@@ -267,15 +267,14 @@ class ClockColumn:
         """Number of codes: 24 hours, then the missing code where it has one."""
         return 24 + int(self.missing)
 
-    def encode(self, series, markers: frozenset) -> np.ndarray:
-        """The int64 code of each row of the raw source column ``series`` (``markers``: its missing
-        spellings): the hour of its time, or for what is not a time (or a time past any year read
-        exactly, infinite) the missing code (hour 0 without one)."""
-        rows, values = factorized(series, markers)
+    def codes(self, seconds: np.ndarray) -> np.ndarray:
+        """The int64 code of each of the source's values as it reads them, whole seconds since
+        1970-01-01T00:00:00: the hour of the time, or for anything else (not a time, a time past
+        any year read exactly: infinite) the missing code (hour 0 without one)."""
         none = self.size - 1 if self.missing else 0
-        codes = np.array([(s // HOUR) % 24 if isinstance(s, int) else none
-                          for s in as_times(np.append(values, None), self.time_format)], dtype=np.int64)
-        return codes[rows]
+        timed = [isinstance(s, (int, np.integer)) or isinstance(s, (float, np.floating)) and math.isfinite(s)
+                 for s in seconds]  # exact ints of any size, or finite floats
+        return np.array([math.floor(s) // HOUR % 24 if t else none for s, t in zip(seconds, timed)], dtype=np.int64)
 
 
 def at_hours(seconds: np.ndarray, hours: np.ndarray, lo: np.ndarray, hi: np.ndarray, unit: int, rng) -> np.ndarray:

@@ -73,11 +73,12 @@ def test_a_column_declared_numeric_reads_each_value_in_the_first_format_that_rea
     import pandas as pd
 
     from ektelo_pgm.columns import NumericColumn
-    from ektelo_pgm.schema.codes import column_codes
+    from ektelo_pgm.schema.codes import column_values, value_codes
 
     values = pd.Series(["$1,234.50", "($5)", "12%", "7", "1.234,5 €", "abc", None], dtype=object)
     column = NumericColumn("price", (-10, 0, 10, 100, 2000), False, True)
-    assert column_codes(values, column, frozenset()).tolist() == [3, 0, 2, 1, 3, 4, 4]
+    rows, read = column_values(values, column, frozenset())
+    assert value_codes(read, column)[rows].tolist() == [3, 0, 2, 1, 3, 4, 4]
     assert as_written(np.array(["$5", "x", 3, None], dtype=object)).tolist() == [5, "x", 3, None]
 
 

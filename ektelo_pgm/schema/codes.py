@@ -45,12 +45,17 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
 
 
 def _coded_part(frame, encoder: TableEncoder):
-    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's attributes."""
+    """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's attributes,
+    a clock's read from the values its column read (each raw value read once)."""
     markers = frozenset(encoder.missing)
-    return pandas_module().DataFrame({**{name: column_codes(frame[name], column, markers)
-                                         for name, column in encoder.columns.items()},
-                                      **{name: clock.encode(frame[clock.source], markers)
-                                         for name, clock in encoder.clocks.items()}}, index=frame.index)
+    clocks = {clock.source: (name, clock) for name, clock in encoder.clocks.items()}
+    codes, hours = {}, {}
+    for name, column in encoder.columns.items():
+        rows, values = column_values(frame[name], column, markers)
+        codes[name] = value_codes(values, column)[rows]
+        if name in clocks:
+            hours[clocks[name][0]] = clocks[name][1].codes(values)[rows]
+    return pandas_module().DataFrame({**codes, **hours}, index=frame.index)
 
 
 def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":
@@ -78,14 +83,22 @@ def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDa
     return ParquetDataset(files, encoder.domain)
 
 
-def column_codes(series, column, markers: frozenset) -> np.ndarray:
-    """The int64 code of each row of a raw column in the schema's ``column`` (:func:`encoded`'s
-    rules), each distinct raw value coded once; a numeric column's text read in its format, or
-    without one (declared) each in the first number format that reads it (:func:`as_written`)."""
+def column_values(series, column, markers: frozenset) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, values)`` of a raw column in the schema's ``column``: ``values``, each distinct raw
+    value read once (None last: the value of the missing rows), a numeric column's text read in its
+    format, or without one (declared) each in the first number format that reads it
+    (:func:`as_written`); ``rows``, each row's index into ``values``."""
     rows, values = factorized(series, markers)
     values = np.append(values, None)  # the value of row code -1: missing
     if column.kind == "numeric":
         values = as_written(values) if column.written_in is None else read_numbers(values, column.written_in)
+    return rows, values
+
+
+def value_codes(values: np.ndarray, column) -> np.ndarray:
+    """The int64 code in the schema's ``column`` of each of its read ``values`` (:func:`column_values`),
+    by :func:`encoded`'s rules."""
+    if column.kind == "numeric":
         number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
         code = np.full(len(values), -1, dtype=np.int64)
         edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
@@ -100,7 +113,7 @@ def column_codes(series, column, markers: frozenset) -> np.ndarray:
             code = _nearest(code, values, categories)
             code[(code < 0) & outside] = column.fallback_code
     code[code < 0] = column.size - 1 if column.missing else column.fallback_code
-    return code.astype(np.int64)[rows]
+    return code.astype(np.int64)
 
 
 def _nearest(code: np.ndarray, values: np.ndarray, categories: list) -> np.ndarray:
