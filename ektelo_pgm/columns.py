@@ -14,7 +14,7 @@ from .errors import InputError
 from .number_formats import NUMBER_FORMATS, number_texts
 from .privacy import Budget, exponential, laplace
 from .table_io import pandas_module
-from .times import at_hours, time_text, time_texts
+from .times import time_text, time_texts
 
 #: Most candidate edges the exponential mechanism chooses among per quantile.
 QUANTILE_CANDIDATES = 1024
@@ -364,7 +364,7 @@ class NumericColumn:
         return codes.astype(np.int64)
 
     def decode(self, codes: np.ndarray, within_bin: str, rng: np.random.Generator, whole: bool = False,
-               hours: np.ndarray | None = None):
+               clocks: tuple = ()):
         """A value inside the bin of each code (NaN for the missing code).
 
         ``within_bin="midpoint"`` gives the middle of the bin (for whole
@@ -376,8 +376,9 @@ class NumericColumn:
         one float wide (a point mass) gives its lower edge.  ``whole`` decodes whole numbers
         although the edges are not (a column of integers binned at fractional edges): the
         integers inside each bin, or the integer nearest its middle when it holds none, so that a
-        value re-encodes to its code.  ``hours``: the hour of the day of each time (its
-        :class:`~ektelo_pgm.times.ClockColumn`'s codes, -1 for none), where the bin holds it (:func:`at_hours`).
+        value re-encodes to its code.  ``clocks``: ``(ClockColumn, codes)`` pairs, the hour of the day or
+        day of the week of each time (-1 for none), set in turn where the bin holds it
+        (:meth:`~ektelo_pgm.times.ClockColumn.moved`).
         """
         pd = pandas_module()
         edges = np.asarray(self.edges, dtype=float)
@@ -404,9 +405,8 @@ class NumericColumn:
                 values = np.floor((lo + hi - 1) / 2) * step
             else:
                 values = (lo + np.floor(rng.random(codes.shape) * (hi - lo))) * step
-            if hours is not None:
-                values = at_hours(values, hours, edges[bin_of], edges[bin_of + 1], self.unit or 1,
-                                  rng if within_bin == "uniform" else None)
+            for clock, phase in clocks:
+                values = clock.moved(values, phase, edges[bin_of], edges[bin_of + 1])
             values[absent] = np.nan
             values = pd.Series(values, name=self.name).astype("Int64")
             if self.written_in is None:

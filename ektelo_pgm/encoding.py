@@ -37,8 +37,8 @@ use it only for tables that are public.
 
 The columns are :mod:`ektelo_pgm.columns`' :class:`CategoricalColumn` and
 :class:`NumericColumn`; dates and times are read and written by :mod:`ektelo_pgm.times`, and a
-column of times to the hour or finer has a second attribute, its hour of the day
-(:attr:`TableEncoder.clocks`).
+column of times has attributes of its own for its hour of the day and day of the week where it
+holds them (:attr:`TableEncoder.clocks`).
 """
 from __future__ import annotations
 
@@ -235,11 +235,11 @@ class TableEncoder:
 
     @property
     def clocks(self) -> dict:
-        """``{name: ClockColumn}``: the hour of the day of each column of times written to the hour
-        or finer over two days or more (:meth:`ClockColumn.of`), an attribute of the encoded data
-        after the columns, decoded into its column's times."""
-        clocks = (ClockColumn.of(column) for column in self._fitted().values())
-        return {c.name: c for c in clocks if c is not None and c.name not in self.columns}
+        """``{name: ClockColumn}``: the hour of the day and day of the week of each column of times
+        that holds them (:meth:`ClockColumn.of`), attributes of the encoded data after the columns,
+        decoded into their column's times."""
+        clocks = (clock for column in self._fitted().values() for clock in ClockColumn.of(column))
+        return {c.name: c for c in clocks if c.name not in self.columns}
 
     @property
     def domain(self) -> Domain:
@@ -281,7 +281,7 @@ class TableEncoder:
         ``rng``); see :meth:`NumericColumn.decode`.  Missing codes become NaN.  The numeric
         columns named in ``whole`` are decoded as whole numbers inside their bins (``decode``'s
         ``whole``): columns of integers binned at fractional edges.  A clock's codes (:attr:`clocks`) set
-        the hour of its column's times, and it is not a column of the result.
+        the hour or day of the week of its column's times, and it is not a column of the result.
         """
         pd = pandas_module()
         columns, clocks = self._fitted(), self.clocks
@@ -299,12 +299,15 @@ class TableEncoder:
             if attr not in columns or columns[attr].kind != "numeric":
                 raise InputError(f"whole: {attr!r} is not a numeric column of the encoder")
         codes = {attr: np.asarray(dataset.records[:, i], dtype=np.int64) for i, attr in enumerate(dataset.domain.attrs)}
-        hours = {clocks[a].source: np.where(codes[a] < 24, codes[a], -1) for a in codes if a in clocks}
+        phases = {}  # each column's clocks and their codes, hours first: moving to a day keeps the hour
+        for clock in sorted((clocks[a] for a in codes if a in clocks), key=lambda c: c.step):
+            phases.setdefault(clock.source, []).append((clock, np.where(codes[clock.name] < clock.phases,
+                                                                        codes[clock.name], -1)))
         decoded = {}
         for attr in (a for a in codes if a in columns):
             options = {"whole": True} if attr in whole else {}
-            if attr in hours:
-                options["hours"] = hours[attr]
+            if attr in phases:
+                options["clocks"] = phases[attr]
             decoded[attr] = columns[attr].decode(codes[attr], within_bin, rng, **options)
         return pd.DataFrame(decoded)
 

@@ -4,8 +4,8 @@ since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds
 (:func:`time_texts`, :func:`time_text`); the units times and whole numbers are written in
 (TIME_UNITS, NUMBER_UNITS; the finest a format writes :func:`finest_unit`; the coarsest each time
 or number is a multiple of :func:`coarsest_units`), the starts of days, months or years in a
-range of times (:func:`calendar_marks`), and the hour of the day of a column of times as a model
-attribute of its own (:class:`ClockColumn`, drawn back into the times by :func:`at_hours`)."""
+range of times (:func:`calendar_marks`), and the hour of the day and day of the week of a column
+of times as model attributes of their own (:class:`ClockColumn`)."""
 from __future__ import annotations
 
 import functools
@@ -30,8 +30,8 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
 
 #: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
 TIME_UNITS = (86400, 3600, 60, 1)
-#: Seconds in an hour and in a day.
-HOUR, DAY = 3600, 86400
+#: Seconds in an hour, a day and a week.
+HOUR, DAY, WEEK = 3600, 86400, 604800
 #: Units whole numbers are written in, largest first: round amounts (a loan of 12,500 is a
 #: multiple of 500, a wind of 35 knots of 5).  Not 2: half of any whole numbers are even, and
 #: noise alone would write planes' one engine as two.
@@ -240,51 +240,78 @@ def time_text(seconds, fmt: str) -> str:
 
 @dataclass(frozen=True)
 class ClockColumn:
-    """The hour of the day of the times of column ``source`` (written in ``time_format``) as a model
-    attribute of its own: codes 0-23, the hour each time is written at, then a missing code where
-    ``missing`` (the source's blanks and text), so that a model learns the hours with the other
-    columns.  Binned over weeks alone, a year of police stops came out as likely at 6 a.m. as at
-    6 p.m. (mpls_stops: hour-of-day TVD 0.17; tweets 0.31).  Read from the source's values
-    (:meth:`codes`), drawn back into its times (:func:`at_hours`), never written as a column.  Its
-    categories are the hours of any day, known without the table: it costs no privacy."""
+    """A cycle of the times of column ``source`` (written in ``time_format``) as a model attribute of
+    its own, so that a model learns it with the other columns: ``step`` HOUR, the hour of the day
+    (codes 0-23), or DAY, the day of the week (codes 0 Monday to 6 Sunday); then a missing code
+    where ``missing`` (the source's blanks and text).  Binned over weeks alone, a year of police
+    stops came out as likely at 6 a.m. as at 6 p.m. (mpls_stops: hour-of-day TVD 0.17; tweets
+    0.31), and a stock index's trading days fell on weekends in 2 of 7 rows.  Read from the
+    source's values (:meth:`codes`), drawn back into its times (:meth:`moved`), never written as a
+    column.  Its categories are known without the table: it costs no privacy."""
 
     name: str
     source: str
     time_format: str
     missing: bool
+    step: int
 
     @classmethod
-    def of(cls, column) -> "ClockColumn | None":
-        """The clock of a :class:`~ektelo_pgm.columns.NumericColumn` of times written to the hour or
-        finer (its unit divides an hour) over two days or more, named ``"<column> (hour)"``; else None."""
-        if getattr(column, "time_format", None) is None or not column.integer or HOUR % (column.unit or 1) \
-                or column.edges[-1] - column.edges[0] < 2 * DAY:
-            return None
-        return cls(f"{column.name} (hour)", column.name, column.time_format, column.missing)
+    def of(cls, column) -> tuple:
+        """The clocks of a :class:`~ektelo_pgm.columns.NumericColumn` of times: its hour of the day,
+        ``"<column> (hour)"``, where written to the hour or finer (its unit divides an hour) over two
+        days or more; its day of the week, ``"<column> (weekday)"``, where its format writes the day
+        of the month and its unit divides a day, over two weeks or more."""
+        if getattr(column, "time_format", None) is None or not column.integer:
+            return ()
+        span, unit = column.edges[-1] - column.edges[0], column.unit or 1
+        hour = HOUR % unit == 0 and span >= 2 * DAY
+        weekday = DAY % unit == 0 and span >= 2 * WEEK and "%d" in _time_pieces(column.time_format)
+        return tuple(cls(f"{column.name} ({label})", column.name, column.time_format, column.missing, step)
+                     for label, step, kept in (("hour", HOUR, hour), ("weekday", DAY, weekday)) if kept)
+
+    @property
+    def period(self) -> int:
+        """Seconds in one turn of the cycle: a day of hours, a week of days."""
+        return DAY if self.step == HOUR else WEEK
+
+    @property
+    def phases(self) -> int:
+        """Number of codes that are times: 24 hours or 7 days."""
+        return self.period // self.step
+
+    @property
+    def shift(self) -> int:
+        """The code of the first step after 1970-01-01T00:00:00: hour 0, or a Thursday (3)."""
+        return 0 if self.step == HOUR else 3
 
     @property
     def size(self) -> int:
-        """Number of codes: 24 hours, then the missing code where it has one."""
-        return 24 + int(self.missing)
+        """Number of codes: the phases, then the missing code where it has one."""
+        return self.phases + int(self.missing)
+
+    @property
+    def meaning(self) -> str:
+        """What its codes are, in words."""
+        return "hours of the day" if self.step == HOUR else "days of the week"
 
     def codes(self, seconds: np.ndarray) -> np.ndarray:
         """The int64 code of each of the source's values as it reads them, whole seconds since
-        1970-01-01T00:00:00: the hour of the time, or for anything else (not a time, a time past
-        any year read exactly: infinite) the missing code (hour 0 without one)."""
+        1970-01-01T00:00:00: the hour or day of the week of the time, or for anything else (not a
+        time, a time past any year read exactly: infinite) the missing code (0 without one)."""
         none = self.size - 1 if self.missing else 0
         timed = [isinstance(s, (int, np.integer)) or isinstance(s, (float, np.floating)) and math.isfinite(s)
                  for s in seconds]  # exact ints of any size, or finite floats
-        return np.array([math.floor(s) // HOUR % 24 if t else none for s, t in zip(seconds, timed)], dtype=np.int64)
+        return np.array([(math.floor(s) // self.step + self.shift) % self.phases if t else none
+                         for s, t in zip(seconds, timed)], dtype=np.int64)
 
-
-def at_hours(seconds: np.ndarray, hours: np.ndarray, lo: np.ndarray, hi: np.ndarray, unit: int, rng) -> np.ndarray:
-    """Times ``seconds`` (whole, as floats, each drawn in its bin ``[lo, hi)``) moved to the hour
-    ``hours`` of their day (-1: left as they are), at a multiple of ``unit`` seconds inside the
-    hour drawn with ``rng`` (None: the hour's start), then by whole days into ``[lo, hi)``; left
-    as they are where the bin holds no such time (narrower than a day)."""
-    start = np.floor(seconds / DAY) * DAY + hours * HOUR
-    inside = 0.0 if rng is None else np.floor(rng.random(seconds.shape) * (HOUR // unit)) * unit
-    moved = start + inside
-    moved = moved + np.ceil(np.maximum(lo - moved, 0.0) / DAY) * DAY  # up to the bin, whole days
-    moved = np.where(moved >= hi, moved - (np.floor((moved - hi) / DAY) + 1) * DAY, moved)  # down into it
-    return np.where((hours >= 0) & (moved >= lo) & (moved < hi), moved, seconds)
+    def moved(self, seconds: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Times ``seconds`` (whole, as floats, each in its bin ``[lo, hi)``) moved to the hour or
+        day of the week ``codes`` (-1: left as they are) within their day or week, keeping their
+        place within the hour or day, then by whole days or weeks into ``[lo, hi)``; left as they
+        are where the bin holds no such time."""
+        period = float(self.period)
+        moved = np.floor(seconds / period) * period + (codes - self.shift) % self.phases * self.step \
+            + seconds % self.step
+        moved = moved + np.ceil(np.maximum(lo - moved, 0.0) / period) * period  # up to the bin, whole turns
+        moved = np.where(moved >= hi, moved - (np.floor((moved - hi) / period) + 1) * period, moved)  # down into it
+        return np.where((codes >= 0) & (moved >= lo) & (moved < hi), moved, seconds)

@@ -512,38 +512,46 @@ def test_times_decode_in_their_unit_and_round_trip():
     assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["at"] == column
 
 
-def test_a_column_of_times_to_the_hour_or_finer_has_a_clock():
-    """Times written to the hour or finer over two days or more get a second attribute, their hour
-    of the day (codes 0-23, then missing for blanks and text), read from the raw text; dates,
-    times within a day, and numbers get none.  Decoded, each time is moved to its clock's hour
-    inside its own bin, on its unit; the clock is not a column of the result, and an encoder
-    read back from JSON has it again."""
+def test_a_column_of_times_has_clocks_for_its_hours_and_days_of_the_week():
+    """Times written to the hour or finer over two days or more get an attribute for their hour of
+    the day (codes 0-23, then missing for blanks and text), and times written to the day or finer
+    over two weeks or more one for their day of the week (0 Monday to 6 Sunday), read from the raw
+    text; months, times within a day, and numbers get none.  Decoded, each time is moved to its
+    clocks' hour and day inside its own bin, on its unit; the clocks are not columns of the result,
+    and an encoder read back from JSON has them again."""
     from ektelo_pgm.schema import encoded
     from ektelo_pgm.times import ClockColumn
 
     start = 1483228800  # 2017-01-01T00:00:00
     at = NumericColumn("at", (start, start + 10 * 86400, start + 30 * 86400), True, True,
                        time_format="%Y-%m-%dT%H:%M:%SZ", unit=60)
-    assert ClockColumn.of(at) == ClockColumn("at (hour)", "at", "%Y-%m-%dT%H:%M:%SZ", True)
-    assert ClockColumn.of(dataclasses.replace(at, unit=86400)) is None  # dates
-    assert ClockColumn.of(dataclasses.replace(at, edges=(start, start + 86400))) is None  # one day
-    assert ClockColumn.of(NumericColumn("n", (0, 10 ** 9), True, False)) is None
+    assert ClockColumn.of(at) == (ClockColumn("at (hour)", "at", "%Y-%m-%dT%H:%M:%SZ", True, 3600),
+                                  ClockColumn("at (weekday)", "at", "%Y-%m-%dT%H:%M:%SZ", True, 86400))
+    assert [c.name for c in ClockColumn.of(dataclasses.replace(at, unit=86400))] == ["at (weekday)"]  # dates
+    assert [c.name for c in ClockColumn.of(dataclasses.replace(at, edges=(start, start + 86400 * 13)))] \
+        == ["at (hour)"]  # under two weeks
+    assert ClockColumn.of(dataclasses.replace(at, edges=(start, start + 86400))) == ()  # one day
+    assert ClockColumn.of(dataclasses.replace(at, unit=86400, time_format="%Y-%m")) == ()  # months
+    assert ClockColumn.of(NumericColumn("n", (0, 10 ** 9), True, False)) == ()
     encoder = TableEncoder(clip=True)
     encoder.columns = {"at": at, "kind": CategoricalColumn("kind", ("a", "b"), False)}
-    assert encoder.domain.attrs == ("at", "kind", "at (hour)") and encoder.domain.shape == (3, 2, 25)
+    assert encoder.domain.attrs == ("at", "kind", "at (hour)", "at (weekday)")
+    assert encoder.domain.shape == (3, 2, 25, 8)
     raw = pd.DataFrame({"at": ["2017-01-03T07:59:00Z", " 2017-01-20T23:00:00Z", "", "soon"], "kind": ["a"] * 4})
-    assert encoded(raw, encoder).records[:, 2].tolist() == [7, 23, 24, 24]
+    assert encoded(raw, encoder).records[:, 2:].tolist() == [[7, 1], [23, 4], [24, 7], [24, 7]]  # Tue, Fri
     rng = np.random.default_rng(0)
     codes = np.repeat([0, 1], 500)
-    hours = rng.integers(0, 24, codes.size)
-    data = Dataset(np.column_stack([codes, np.zeros_like(codes), hours]), encoder.domain)
+    hours, days = rng.integers(0, 24, codes.size), rng.integers(0, 7, codes.size)
+    data = Dataset(np.column_stack([codes, np.zeros_like(codes), hours, days]), encoder.domain)
     for within in WITHIN_BIN:
-        written = encoder.inverse_transform(data, within, rng)
-        assert list(written.columns) == ["at", "kind"]
-        stamps = pd.to_datetime(written["at"], format=at.time_format)
-        seconds = stamps.to_numpy().astype("datetime64[s]").astype(np.int64)
-        assert (np.searchsorted(at.edges, seconds, side="right") - 1 == codes).all(), within
-        assert (stamps.dt.hour == hours).all() and (stamps.dt.second == 0).all(), within
+        for attrs in (encoder.domain.attrs, ("at (weekday)", "at (hour)", "at", "kind")):
+            written = encoder.inverse_transform(data.project(attrs), within, rng)
+            assert list(written.columns) == ["at", "kind"]
+            stamps = pd.to_datetime(written["at"], format=at.time_format)
+            seconds = stamps.to_numpy().astype("datetime64[s]").astype(np.int64)
+            assert (np.searchsorted(at.edges, seconds, side="right") - 1 == codes).all(), within
+            assert (stamps.dt.hour == hours).all() and (stamps.dt.day_of_week == days).all(), within
+            assert (stamps.dt.second == 0).all(), within
     assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).clocks == encoder.clocks
 
 

@@ -577,12 +577,29 @@ def test_times_keep_their_hours_of_the_day_and_what_goes_with_them():
     table = pd.DataFrame({"stopped": pd.Series(pd.to_datetime(seconds, unit="s")).dt.strftime("%Y-%m-%d %H:%M:%S"),
                           "shift": np.where(by_day, "day", "night")})
     synth = Synthesizer("aim", epsilon=1.0, seed=0).fit(table)
-    assert list(synth.encoder.clocks) == ["stopped (hour)"]
+    assert list(synth.encoder.clocks) == ["stopped (hour)", "stopped (weekday)"]
     drawn = synth.sample(n)
     hour = pd.to_datetime(drawn["stopped"], format="%Y-%m-%d %H:%M:%S").dt.hour
     real, fake = pd.Series(hours).value_counts(normalize=True), hour.value_counts(normalize=True)
     assert 0.5 * real.sub(fake, fill_value=0).abs().sum() < 0.05
     assert ((drawn["shift"] == "day") == hour.between(8, 16)).mean() > 0.9
+
+
+def test_dates_keep_their_days_of_the_week_and_what_goes_with_them():
+    """A stock index's trading days, binned over months, came out on weekends in 2 rows of 7.  A
+    date's day of the week is learnt as an attribute of its own: here no date falls on a weekend,
+    Fridays are short sessions, and both survive."""
+    rng = np.random.default_rng(0)
+    days = pd.bdate_range("2015-01-01", "2019-12-31")
+    dates = days[rng.integers(0, days.size, 6000)]
+    table = pd.DataFrame({"date": dates.strftime("%Y-%m-%d"),
+                          "session": np.where(dates.day_of_week == 4, "short", "full")})
+    synth = Synthesizer("aim", epsilon=1.0, seed=0).fit(table)
+    assert list(synth.encoder.clocks) == ["date (weekday)"]
+    drawn = synth.sample(6000)
+    weekday = pd.to_datetime(drawn["date"], format="%Y-%m-%d").dt.day_of_week
+    assert (weekday >= 5).mean() < 0.02
+    assert ((drawn["session"] == "short") == (weekday == 4)).mean() > 0.95
 
 
 def test_metadata_without_bounds_fixes_kinds_and_the_rest_is_inferred():

@@ -48,14 +48,13 @@ def _coded_part(frame, encoder: TableEncoder):
     """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's attributes,
     a clock's read from the values its column read (each raw value read once)."""
     markers = frozenset(encoder.missing)
-    clocks = {clock.source: (name, clock) for name, clock in encoder.clocks.items()}
-    codes, hours = {}, {}
+    codes, phases = {}, {}
     for name, column in encoder.columns.items():
         rows, values = column_values(frame[name], column, markers)
         codes[name] = value_codes(values, column)[rows]
-        if name in clocks:
-            hours[clocks[name][0]] = clocks[name][1].codes(values)[rows]
-    return pandas_module().DataFrame({**codes, **hours}, index=frame.index)
+        phases.update({clock.name: clock.codes(values)[rows] for clock in encoder.clocks.values()
+                       if clock.source == name})
+    return pandas_module().DataFrame({**codes, **phases}, index=frame.index)
 
 
 def _coded_files(parts: Partitions, encoder: TableEncoder, folder) -> "ParquetDataset":

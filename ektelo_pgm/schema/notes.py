@@ -15,8 +15,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
     an other code; ``fixed``, whether the user gave its kind): numbers written with symbols read
     in a format, numbers read as categories by the column's name, numbers clipped to the range or
     to the nearest category, whole numbers written in multiples of a unit, times' hours of the day
-    learnt apart, rare values written as the other label, blanks kept or not (and where not, what
-    a blank and a value not released are written as)."""
+    and days of the week learnt apart, rare values written as the other label, blanks kept or not
+    (and where not, what a blank and a value not released are written as)."""
     changes = []
     if column.kind == "numeric":
         if column.number_format is not None:
@@ -28,8 +28,10 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
                        f"{values} clipped to [{ends[0]}, {ends[1]}]")
         if column.unit is not None and column.time_format is None:
             changes.append(f"written in multiples of {column.unit}")
-        if ClockColumn.of(column) is not None:
-            changes.append("its hours of the day learnt as a column of their own")
+        clocks = ClockColumn.of(column)
+        if clocks:
+            changes.append(f"its {' and '.join(c.meaning for c in clocks)} learnt as "
+                           f"{'a column' if len(clocks) == 1 else 'columns'} of their own")
     else:
         numbers = [c for c in column.categories if isinstance(c, (int, float))]
         if numbers and not fixed and names_codes(column.name):
