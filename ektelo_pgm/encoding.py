@@ -259,11 +259,12 @@ class TableEncoder:
             raise UnknownNameError(f"columns {absent} of the encoder are not in the table {list(frame.columns)}")
         if is_dask_collection(frame):
             return encode(self, frame)
-        markers = frozenset(self.missing)
+        pd, markers = pandas_module(), frozenset(self.missing)
         values = {name: clean(frame[name], markers) for name in columns}
         records = np.column_stack([col.encode(values[name], self.clip or name in self.bounds)
                                    for name, col in columns.items()]
-                                  + [clock.codes(values[clock.source].to_numpy()) for clock in self.clocks.values()])
+                                  + [clock.codes(pd.to_numeric(values[clock.source]).to_numpy())
+                                     for clock in self.clocks.values()])
         return Dataset(records, self.domain)
 
     def fit_transform(self, table, **fit_options) -> Dataset:

@@ -299,10 +299,19 @@ class ClockColumn:
         1970-01-01T00:00:00: the hour or day of the week of the time, or for anything else (not a
         time, a time past any year read exactly: infinite) the missing code (0 without one)."""
         none = self.size - 1 if self.missing else 0
+        seconds = np.asarray(seconds)
+        if seconds.dtype.kind == "i":  # numbers as numpy holds them, at its speed
+            return ((seconds // self.step + self.shift) % self.phases).astype(np.int64)
+        if seconds.dtype.kind == "f":
+            timed = np.isfinite(seconds)
+            whole = np.floor(np.where(timed, seconds, 0.0))
+            if np.all(np.abs(whole) < 2.0 ** 62):  # else past int64: one at a time, below
+                return np.where(timed, (whole.astype(np.int64) // self.step + self.shift) % self.phases, none)
+        step, shift, phases = self.step, self.shift, self.phases
         timed = [isinstance(s, (int, np.integer)) or isinstance(s, (float, np.floating)) and math.isfinite(s)
                  for s in seconds]  # exact ints of any size, or finite floats
-        return np.array([(math.floor(s) // self.step + self.shift) % self.phases if t else none
-                         for s, t in zip(seconds, timed)], dtype=np.int64)
+        return np.array([(math.floor(s) // step + shift) % phases if t else none for s, t in zip(seconds, timed)],
+                        dtype=np.int64)
 
     def moved(self, seconds: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Times ``seconds`` (whole, as floats, each in its bin ``[lo, hi)``) moved to the hour or

@@ -516,9 +516,9 @@ def test_a_column_of_times_has_clocks_for_its_hours_and_days_of_the_week():
     """Times written to the hour or finer over two days or more get an attribute for their hour of
     the day (codes 0-23, then missing for blanks and text), and times written to the day or finer
     over two weeks or more one for their day of the week (0 Monday to 6 Sunday), read from the raw
-    text; months, times within a day, and numbers get none.  Decoded, each time is moved to its
-    clocks' hour and day inside its own bin, on its unit; the clocks are not columns of the result,
-    and an encoder read back from JSON has them again."""
+    text or from numbers of seconds; months, times within a day, and numbers get none.  Decoded,
+    each time is moved to its clocks' hour and day inside its own bin, on its unit; the clocks are
+    not columns of the result, and an encoder read back from JSON has them again."""
     from ektelo_pgm.schema import encoded
     from ektelo_pgm.times import ClockColumn
 
@@ -539,6 +539,8 @@ def test_a_column_of_times_has_clocks_for_its_hours_and_days_of_the_week():
     assert encoder.domain.shape == (3, 2, 25, 8)
     raw = pd.DataFrame({"at": ["2017-01-03T07:59:00Z", " 2017-01-20T23:00:00Z", "", "soon"], "kind": ["a"] * 4})
     assert encoded(raw, encoder).records[:, 2:].tolist() == [[7, 1], [23, 4], [24, 7], [24, 7]]  # Tue, Fri
+    seconds = pd.DataFrame({"at": [start + 2 * 86400 + 7 * 3600 + 59 * 60, np.nan], "kind": ["a", "a"]})
+    assert encoder.transform(seconds).records[:, 2:].tolist() == [[7, 1], [24, 7]]  # numbers read as numbers
     rng = np.random.default_rng(0)
     codes = np.repeat([0, 1], 500)
     hours, days = rng.integers(0, 24, codes.size), rng.integers(0, 7, codes.size)
@@ -553,6 +555,23 @@ def test_a_column_of_times_has_clocks_for_its_hours_and_days_of_the_week():
             assert (stamps.dt.hour == hours).all() and (stamps.dt.day_of_week == days).all(), within
             assert (stamps.dt.second == 0).all(), within
     assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).clocks == encoder.clocks
+
+
+@given(seconds=st.lists(st.one_of(st.integers(-2**62, 2**62), st.floats(allow_nan=True, allow_infinity=True)),
+                        min_size=1, max_size=40), step=st.sampled_from([3600, 86400]), missing=st.booleans())
+def test_a_clock_codes_numbers_held_by_numpy_as_it_codes_them_one_at_a_time(seconds, step, missing):
+    """A clock reads float and int64 arrays at numpy's speed, each to the code it gives the same
+    numbers one at a time (floored, beyond 2**53 too; NaN and infinities the missing code)."""
+    from ektelo_pgm.times import ClockColumn
+
+    clock = ClockColumn("at (hour)", "at", "%Y-%m-%d %H:%M:%S", missing, step)
+    floats = np.array([float(s) for s in seconds])
+    assert clock.codes(floats).tolist() == clock.codes(floats.astype(object)).tolist()
+    whole = np.array([s for s in seconds if isinstance(s, int)], dtype=np.int64)
+    assert clock.codes(whole).tolist() == clock.codes(whole.astype(object)).tolist()
+    one = clock.codes(np.array([seconds[0]], dtype=object))[0]
+    assert one == ((math.floor(seconds[0]) // step + clock.shift) % clock.phases if math.isfinite(seconds[0])
+                   else clock.size - 1 if missing else 0)
 
 
 def test_whole_numbers_decode_in_their_unit_and_a_schema_names_a_bad_unit():
