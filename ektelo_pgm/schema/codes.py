@@ -47,13 +47,12 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
 def _coded_part(frame, encoder: TableEncoder):
     """The codes of a pandas table: a DataFrame of int64 columns named as the encoder's attributes,
     a clock's read from the values its column read (each raw value read once)."""
-    markers = frozenset(encoder.missing)
+    markers, clocks = frozenset(encoder.missing), list(encoder.clocks.values())
     codes, phases = {}, {}
     for name, column in encoder.columns.items():
         rows, values = column_values(frame[name], column, markers)
         codes[name] = value_codes(values, column)[rows]
-        phases.update({clock.name: clock.codes(values)[rows] for clock in encoder.clocks.values()
-                       if clock.source == name})
+        phases.update({clock.name: clock.codes(values)[rows] for clock in clocks if clock.source == name})
     return pandas_module().DataFrame({**codes, **phases}, index=frame.index)
 
 
