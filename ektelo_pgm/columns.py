@@ -440,7 +440,7 @@ class NumericColumn:
         writes); a bin whose parts weigh nothing is drawn in whole."""
         edges = np.asarray(self.edges, dtype=float)
         x, y, weight = cut_density(edges, *np.asarray(self.density, dtype=float).T)
-        weight = np.where(self._holds_number(x, y, whole), weight, 0.0)
+        weight = np.where(self.numbers_in(x, y, whole) > 0, weight, 0.0)
         part_bin = np.searchsorted(edges, x, side="right") - 1
         first = np.searchsorted(part_bin, bin_of, side="left")
         stop = np.searchsorted(part_bin, bin_of, side="right")
@@ -451,19 +451,20 @@ class NumericColumn:
         drawn = total > 0
         return np.where(drawn, x[part], lo), np.where(drawn, y[part], hi)
 
-    def _holds_number(self, x: np.ndarray, y: np.ndarray, whole: bool) -> np.ndarray:
-        """Whether each part ``[x, y)`` (closed at the last edge) holds a number the column writes:
-        a whole number (a multiple of ``unit``), a number of ``decimals`` decimals (a part one
-        float wide: its one number), or any."""
+    def numbers_in(self, x: np.ndarray, y: np.ndarray, whole: bool = False) -> np.ndarray:
+        """How many numbers the column writes lie in each part ``[x, y)`` (closed at the last edge):
+        whole numbers (multiples of ``unit``), numbers of ``decimals`` decimals (a part one float
+        wide: its one number); of a column that writes any number, the part's width."""
         closed = (y == self.edges[-1]) & (not self.integer)
         if self.integer or whole:
             step = self.unit if self.integer and self.unit else 1
-            least = np.ceil(x / step) * step
-            return (least < y) | (closed & (least <= y))
+            first, stop = _least_number(x, step, 1), _least_number(y, step, 1)
+            return stop - first + (closed & (stop * step == y))
         if self.decimals is not None:
-            first, stop = _with_decimals(x, y, closed, self.decimals)
-            return (stop > first) | (y == np.nextafter(x, np.inf))
-        return y > x
+            per = 10.0 ** self.decimals
+            first, stop = _least_number(x, 1, per), _least_number(y, 1, per)
+            return np.maximum(stop - first + (closed & (stop / per == y)), y == np.nextafter(x, np.inf))
+        return y - x
 
     def labels(self) -> list[str]:
         """A readable label per code, e.g. ``"[17, 20)"`` (times in the column's format); a bin of
@@ -501,6 +502,14 @@ def _with_decimals(lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, decimals:
     ``stop <= first``."""
     first, stop = np.ceil(np.round(lo * 10.0 ** decimals, 6)), np.round(hi * 10.0 ** decimals, 6)
     return first, np.ceil(stop) + (closed & (stop % 1 == 0))
+
+
+def _least_number(x: np.ndarray, step: float, per: float) -> np.ndarray:
+    """The least whole ``k`` with ``k * step / per >= x`` for each of ``x``, as floats compare
+    (``5e-324 / 10`` underflows to 0, ``0.30000000000000004 * 10`` rounds to 3)."""
+    k = np.ceil(np.round(x * per / step, 6))
+    k = np.where(k * step / per < x, k + 1, k)
+    return np.where((k - 1) * step / per >= x, k - 1, k)
 
 
 def held_decimals(edges, most: int) -> int | None:

@@ -675,6 +675,32 @@ def test_a_density_draws_heaped_numbers_on_their_values_and_the_rest_evenly():
             TableEncoder.from_dict(written)
 
 
+@given(ends=st.lists(st.integers(-60, 60), min_size=2, max_size=2, unique=True), unit=st.sampled_from([None, 3, 10]),
+       shift=st.sampled_from(["none", "up", "down"]), kind=st.sampled_from(["whole", "decimals"]))
+@settings(max_examples=200, deadline=None)
+def test_a_column_counts_the_numbers_it_writes_in_a_part(ends, unit, shift, kind):
+    """``numbers_in`` against counting them one by one: the multiples of the unit (whole numbers)
+    or the numbers of one decimal in ``[x, y)``, with either end a float above or below a
+    number (``[5e-324, 10)`` holds no multiple of 10; a part one float wide is how a released
+    number is held: ``[0, 5e-324)`` holds 0)."""
+    x, y = sorted(ends)
+    step = 1 if kind == "whole" else 10
+    x, y = x / step, y / step
+    move = {"none": lambda v: v, "up": lambda v: np.nextafter(v, np.inf), "down": lambda v: np.nextafter(v, -np.inf)}
+    x, y = move[shift](x), move[shift](y)
+    one_float = np.nextafter(x, np.inf)
+    if kind == "whole":
+        column = NumericColumn("x", (-100, 100), True, False, unit=unit)
+        written = np.arange(-100, 101) * 1.0
+        written = written[written % (unit or 1) == 0]
+    else:
+        column = NumericColumn("x", (-10.0, 10.0), False, False, decimals=1)
+        written = np.arange(-100, 101) / 10
+    assert column.numbers_in(np.array([x]), np.array([y]))[0] == np.sum((written >= x) & (written < y))
+    held = np.sum(written == x) if kind == "whole" else 1  # a fractional column's float-wide part: its one number
+    assert column.numbers_in(np.array([x]), np.array([one_float]))[0] == held
+
+
 @given(seed=st.integers(0, 2**32 - 1), edges=st.lists(st.integers(-50, 50), min_size=2, max_size=8, unique=True),
        cuts=st.lists(st.floats(-60, 60), min_size=2, max_size=12, unique=True),
        weights=st.lists(st.floats(0, 100), min_size=11, max_size=11),

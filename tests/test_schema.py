@@ -737,6 +737,38 @@ def test_a_bin_with_a_heap_draws_each_part_by_its_own_count():
         assert in_gaps < 0.10, (seed, in_gaps)
 
 
+def test_numbers_uneven_inside_their_bins_keep_their_shape_and_even_ones_stay_even():
+    """Latitudes as mpls_stops': 50,000 stops at 300 street corners (each spread over about a
+    thousandth of a degree), bins a hundredth of a degree wide.  A bin was drawn by its parts'
+    noisy counts only where one surely held more than its even share, else evenly: decile TVD
+    0.0022-0.0182 (mean 0.0115) over seeds 0-5, drawn inside each record's own bin.  Where the
+    bins' parts differ by more than their noise explains, each now keeps its shape, shrunk by the
+    evidence: 0.0030-0.0109 (mean 0.0069; 0.0197 drawn evenly).  Numbers spread evenly stay
+    drawn evenly (no density in any of the six)."""
+    rng = np.random.default_rng(0)
+    n = 50000
+    corners = np.sort(rng.uniform(44.89, 45.05, 300))
+    weight = rng.gamma(1.0, 1.0, 300)
+    lat = np.round(rng.choice(corners, n, p=weight / weight.sum()) + rng.normal(0, 5e-4, n), 6)
+    frame = pd.DataFrame({"lat": lat, "even": np.round(rng.uniform(44.89, 45.05, n), 6)})
+
+    def tvd(name, column, seed):
+        real = frame[name].to_numpy()
+        drawn = _decoded(frame[[name]], column, seed).to_numpy(dtype=float)
+        cut = np.quantile(real, np.linspace(0, 1, 11))[1:-1]
+        return 0.5 * np.abs(np.bincount(np.searchsorted(cut, real), minlength=10)
+                            - np.bincount(np.searchsorted(cut, drawn), minlength=10)).sum() / n
+
+    shaped, drawn_evenly, even = [], [], []
+    for seed in range(6):
+        columns = infer(frame, Budget.zcdp(0.005), None, 1e-9, rng=seed).columns
+        shaped.append(tvd("lat", columns["lat"], seed))
+        drawn_evenly.append(tvd("lat", dataclasses.replace(columns["lat"], density=None), seed))
+        even.append(columns["even"].density)
+    assert np.mean(shaped) < 0.009 and np.mean(shaped) < 0.5 * np.mean(drawn_evenly), (shaped, drawn_evenly)
+    assert even == [None] * 6, even
+
+
 @pytest.mark.parametrize("name, codes", [
     ("zip_code", True), ("ZIPCode", True), ("postcode", True), ("fip", True), ("state_fips", True), ("puma", True),
     ("GEOID", True), ("census_tract", True), ("naics", True), ("sic", True), ("icd10", True), ("puma10", True),

@@ -90,9 +90,10 @@ Everything else is post-processing of those noisy counts:
   edges on multiples of their greatest common divisor, and is written in it (loans in 25s); a
   column of times has its edges on multiples of its unit, its inner edge nearest each start of
   a day, month or year (the finest of which it has fewer starts than bins) moved onto it, and
-  is written in its unit; inside a bin, numbers are drawn where its released numbers and the
-  finest parts that surely hold more than an even share of it lie, the rest evenly
-  (:func:`.numbers._density`: numbers heaped on a few values stay on them);
+  is written in its unit; inside a bin, numbers are drawn by the noisy counts of its released
+  numbers and finest parts where one surely holds more than an even share of it (numbers heaped
+  on a few values stay on them), by those counts shrunk towards the even share where they differ
+  from it by more than their noise explains, else evenly (:func:`.numbers._density`);
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count) codes them together as one category, labelled ``other`` (never a blank);
   a column has a missing code only where the noisy count of its missing values (for a numeric
