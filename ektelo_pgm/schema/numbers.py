@@ -523,7 +523,10 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, column: NumericCo
 
     A part's noise variance is taken as its share of its leaf's count's, at most ``max(std,
     fine_std)`` squared (a part no leaf covers, its count clipped at zero: the whole of it); a
-    released number's, ``std`` squared.  Post-processing of the noisy counts."""
+    released number's, ``std`` squared.  That bound, not each count's own variance: the digits'
+    tree keeps the children whose noisy counts pass ``fine_bar``, so theirs lean up and the
+    rest's down, and the finer model saw a shape in 7 of 8 schemas of uniform numbers.
+    Post-processing of the noisy counts."""
     edges = np.asarray(column.edges, dtype=float)
     values = {v: c for v, c in r.values.items() if isinstance(v, (int, float)) and v not in points
               and edges[0] <= as_float(v) < edges[-1]}
