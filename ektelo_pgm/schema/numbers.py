@@ -536,11 +536,10 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, column: NumericCo
     exact = np.array(sorted(as_float(v) for v in values))
     std = r.std if math.isinf(r.fine_std) else max(r.std, r.fine_std)  # of a leaf's count, at most
     bar = sure_bar(r, 1.0, std, DECADE_MISS)[0]
-    x, y, records = cut_density(edges, lower, upper, count, np.concatenate([exact, np.nextafter(exact, math.inf)]))
-    leaf = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # leaves at the grid's ends: wider than floats
-        share = np.nan_to_num((y - x) / (upper[leaf] - lower[leaf]), nan=1.0)
-    noise = (std * np.where((lower[leaf] <= x) & (x < upper[leaf]), np.clip(share, 0.0, 1.0), 1.0)) ** 2
+    cuts = np.concatenate([exact, np.nextafter(exact, math.inf)])
+    x, y, records = cut_density(edges, lower, upper, count, cuts)
+    shared = cut_density(edges, lower, upper, np.full(lower.size, std), cuts)[2]  # std times a part's share of its leaf
+    noise = np.where(shared > 0, shared, std) ** 2  # a part no leaf covers: the whole std
     at = np.searchsorted(x, exact)
     np.add.at(records, at, [values[v] for v in sorted(values, key=as_float)])  # each released number's own count
     np.add.at(noise, at, r.std ** 2)
