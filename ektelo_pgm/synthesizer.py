@@ -223,8 +223,9 @@ class Synthesizer:
     the noisy count a category needed to be released, for each inferred column with an
     ``other`` code (set by the budget and the column's noisy kind: post-processing), and
     :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it),
-    and :attr:`blankless` the columns whose missing code the schema did not infer and the
-    measurements do not show (``BLANK_Z``): :meth:`sample` draws none of their blanks
+    and :attr:`blankless` the columns whose missing code the schema did not surely infer (declared,
+    public, or not sure: :func:`~ektelo_pgm.schema.kinds.has_missing`) and the measurements do
+    not show (``BLANK_Z``): :meth:`sample` draws none of their blanks
     (:func:`~ektelo_pgm.estimate.synthetic_without`), and :attr:`blank_records` the noisy count
     of the records blank in every column inferred where it is clearly positive, else 0 (with
     ``schema_share="auto"``: :func:`~ektelo_pgm.schema.learn`'s ``found``).
@@ -333,12 +334,12 @@ class Synthesizer:
                              "given a kind")
         open_ = schemas.undeclared(frame.columns, declared, self.public)
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
-        left_out, thresholds, found = {}, {}, {}
+        left_out, thresholds, found, unsure = {}, {}, {}, set()
         amount = None if not open_ else schemas.AUTO if self.schema_share == schemas.AUTO \
             else budget.fraction(self.schema_share)
         encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
                                 self.bins, declared, self.public, kinds=self.kinds, other=self.other,
-                                left_out=left_out, thresholds=thresholds, found=found,
+                                left_out=left_out, thresholds=thresholds, found=found, unsure=unsure,
                                 ranges={c: r for c, r in metadata.ranges.items() if c in frame.columns}
                                 if metadata else None, folder=cache)
         columns = encoder.columns
@@ -348,7 +349,8 @@ class Synthesizer:
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
-        inferred = set(open_) - set(metadata.ranges if metadata else ())  # a declared range's missing code is declared
+        # a declared range's missing code is declared, an unsure one's in doubt: both drawn where measured
+        inferred = set(open_) - set(metadata.ranges if metadata else ()) - unsure
         self.blankless = tuple(c for c, col in columns.items() if c not in inferred and col.missing
                                and not self.error_bars.shows(c, col.size - 1, BLANK_Z))
         self.schema_declared = declared is not None

@@ -11,7 +11,7 @@ from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
 from .counts import Tally, whole
 from .ends import TAIL_SHARE
-from .histogram import KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
+from .histogram import DECADE_Z, KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
 from .numbers import median_number, numeric_from, whole_span
 
 #: A categorical column gets an other code when its values not released number this many stds
@@ -26,6 +26,10 @@ OTHER_Z = 2.0
 #: (seattle_pets at epsilon 0.3, seed 1: its ZIP codes at 2.8 stds beside two columns of breeds
 #: drawn again, 2-way TVD 0.257 drawn once, 0.218 with them).
 DRAW_AGAIN_Z = 3.0
+#: Stds (under Gaussian noise; under Laplace noise, the kinds' bar scaled alike) at which a column's
+#: blanks get a missing code that is not sure (:func:`has_missing`): its blanks are drawn only where
+#: the mechanism's measurements show them too (:attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`).
+MAYBE_MISSING_Z = 2.0
 #: Words of a column's name that say it holds the codes of a codebook (:func:`names_codes`): ZIP
 #: and postal codes, the census' areas (FIPS, "fip" too, PUMA, GEOID, tract, CBSA and MSA),
 #: industry and occupation codes (NAICS, SIC, ISIC, NACE, ISCO) and ICD codes, whose numbers are
@@ -87,7 +91,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     released.
 
     It gets a missing code only where the noisy count of its missing values (and, in a numeric
-    column, text) is clearly positive (:func:`has_missing`), never for the values not released;
+    column, text) is clearly positive or in doubt (:func:`has_missing`), never for the values not released;
     without an other code those get its category of the largest noisy count, its ``fallback``,
     or in a column of numbers the nearest (see :func:`encoded`): an other code in every column
     with blanks, the rule before, held the mechanism's noise where no value was rare (STAR's
@@ -101,12 +105,12 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     of_numbers = kind == "numeric" or written or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
         and all(not isinstance(v, str) for v in r.values)
     integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
-    missing = has_missing(r, True)
+    missing = has_missing(r, True, sure=False)
     noticed = unreleased_stds(r) >= OTHER_Z
     ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
     # numbers are binned where, as categories, they would need an other code or a missing one
     binned = of_numbers and not ids and (kind == "numeric" or written or len(r.values) > bins
-                                         or covered < 1 - TAIL_SHARE or noticed or missing)
+                                         or covered < 1 - TAIL_SHARE or noticed or has_missing(r, True))
     span = whole_span(r) if of_numbers and integer and not timed else None
     per_integer = (whole + fractional) / (span[1] - span[0] + 1) if span else 0.0
     dense = span is not None and per_integer >= max(WHOLE_DENSITY, r.std) \
@@ -135,32 +139,37 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
                            + (" (its name reads as codes, so categories: --numeric bins it as numbers)"
                               if kind == "categorical" and names_codes(r.name) else ""))
     cats = sorted(r.values, key=lambda v: (isinstance(v, str), v))
-    missing = (ids or not of_numbers) and has_missing(r, False)
+    missing = (ids or not of_numbers) and has_missing(r, False, sure=False)
     other = other if noticed else None
     fallback = None if other else max(cats, key=lambda v: r.values[v])
     return CategoricalColumn(r.name, tuple(cats), missing, other=other, fallback=fallback)
 
 
-def has_missing(r: Release, of_numbers: bool) -> bool:
-    """Whether the column of the release ``r`` gets a missing code: the noisy count of what it
-    would code (blanks; in a column of numbers, ``of_numbers``, text too: two counts summed)
+def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
+    """Whether the column of the release ``r`` surely gets a missing code: the noisy count of what
+    it would code (blanks; in a column of numbers, ``of_numbers``, text too: two counts summed)
     reaches the kinds' bar (:attr:`Release.kind_bar`: ``DECADE_Z`` stds under Gaussian noise,
     the count an empty one passes as rarely under Laplace noise) times the square root of the
-    counts summed, which noise alone passes about once in 300,000 columns (under Laplace noise,
-    summed, more rarely still).  Two stds, the rule before, let 2.3% of the columns without
-    blanks gain a missing code that the model then fills with noise: 1-6% blank cells (hotel
-    rates' stays_in_weekend_nights 64, CPS1988's wage 56).  The price: a column whose blanks
-    are fewer than the bar loses them, each written as its first code; at epsilon 1 (half of it
-    on the schema) the bar is about 97 sqrt(d) blanks in a categorical column of a table of d
-    columns and 137 sqrt(d) blanks and text in one of numbers: 256 and 362 at 7 columns, 718
-    and 1,015 at 55.  In three schemas (epsilon 1, seeds 0-2) of each of the 12 tables of
-    benchmarks/real_tables.py (262 columns, 786 columns' schemas): none of the 606 without
-    blanks gets a missing code (18 at two stds: ames' Pool_Area, loans' issue_month, who's year,
-    ...); 33 of the 180 with blanks lose it (26 at two stds), the 7 more: hotel rates' country (164 blanks
-    of 15,402 rows, in 2 more schemas), loans' emp_length (817 of 10,000, in 1 more),
-    txhousing's sales (568 of 8,602, in 1) and weather's wind_dir (460 of 26,115, in 3)."""
+    counts summed, which noise alone passes about once in 300,000 columns; with ``sure=False``,
+    whether it gets one at all: ``MAYBE_MISSING_Z`` stds (the bar scaled alike), a code in doubt
+    whose blanks the Synthesizer draws only where the mechanism's measurements show them too
+    (:attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`, at ``BLANK_Z`` stds).  Two stds alone,
+    a rule before, let 2.3% of the columns without blanks gain a missing code that the model
+    filled with noise: 1-6% blank cells (hotel rates' stays_in_weekend_nights 64, CPS1988's wage
+    56); the sure bar alone lost the blanks beneath it, about 97 sqrt(d) blanks in a categorical
+    column of a table of d columns at epsilon 1 and 137 sqrt(d) in one of numbers (1,015 at 55):
+    in the 12 tables of benchmarks/real_tables.py (3 schemas each), 33 of the 180 columns with
+    blanks, 26 at two stds (loans' emp_length, 817 of 10,000, lost them in 4 of 6 runs).  The
+    sure bar still decides how the column is coded (:func:`column_from`)."""
     kinds = ("missing", "text") if of_numbers else ("missing",)
-    return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * r.kind_bar)
+    bar = r.kind_bar if sure else r.kind_bar * MAYBE_MISSING_Z / DECADE_Z
+    return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * bar)
+
+
+def unsure_missing(column, r: Release) -> bool:
+    """Whether ``column``, which :func:`column_from` made of the release ``r``, has a missing code
+    that is not sure (:func:`has_missing`)."""
+    return column.missing and not has_missing(r, column.kind == "numeric")
 
 
 def names_codes(name: str) -> bool:

@@ -18,7 +18,8 @@ from .counts import tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
-from .kinds import BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, names_codes, public_column, unreleased_stds
+from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, names_codes, public_column, unreleased_stds,
+                    unsure_missing)
 from .metadata import within
 from .numbers import fine_charges, refine, whole_counts
 
@@ -82,7 +83,7 @@ def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fractio
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None,
-          extra=None, ranges: dict | None = None) -> TableEncoder:
+          extra=None, ranges: dict | None = None, unsure: set | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
@@ -110,8 +111,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     whatever they are (a privacy filter, as for :func:`refine`).  ``ranges``: ``{column: Ranged}``
     of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
     their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
-    where nothing can be placed, the bins of the bounds alone: never left out).  The encoder
-    clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
+    where nothing can be placed, the bins of the bounds alone: never left out).  Given a set
+    ``unsure``, the columns inferred whose missing code is not sure join it (:func:`~.kinds.has_missing`).
+    The encoder clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
@@ -177,6 +179,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
         left_out.update({name: str(reason) for name, reason in why.items()})
     if thresholds is not None:
         thresholds.update({name: r.threshold for name, r in releases.items()})
+    if unsure is not None:
+        unsure.update(name for name, column in columns.items()
+                      if name not in (ranges or {}) and unsure_missing(column, releases[name]))
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = {name: columns[name] for name in frame.columns if name in columns}
     return encoder
@@ -185,7 +190,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
           public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None,
-          folder=None, found: dict | None = None) -> TableEncoder:
+          folder=None, found: dict | None = None, unsure: set | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
@@ -195,7 +200,7 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
     first (the exact count where the budget's neighbours keep it public, at no cost), and up to
     ``SHARE_BOUNDS[1]``, or ``SHARE_AGAIN`` as more of the columns are categorical with values not
     released, for the columns that show they need more (:func:`infer`'s ``extra``).
-    ``kinds``, ``other``, ``left_out``, ``thresholds`` and ``ranges`` are :func:`infer`'s; ``folder``, a
+    ``kinds``, ``other``, ``left_out``, ``thresholds``, ``ranges`` and ``unsure`` are :func:`infer`'s; ``folder``, a
     private folder where a column with more distinct values than the memory cap holds is kept
     (:func:`tallies`).  Given a dict ``found``, with ``amount=AUTO``, ``found["blank"]`` is the
     noisy count of the records blank in every column read, where it is clearly positive (a CSV
@@ -226,7 +231,7 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
             found["blank"] = blank
     inferred = infer(frame[open_], budget, amount, delta, rng, bins, missing, kinds=kinds, other=other,
                      left_out=left_out, thresholds=thresholds, counts=counted, extra=extra,
-                     ranges=ranges) if open_ else None
+                     ranges=ranges, unsure=unsure) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
         reasons = "; ".join((left_out or {}).values())
