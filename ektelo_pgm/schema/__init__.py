@@ -97,9 +97,10 @@ Everything else is post-processing of those noisy counts:
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count) codes them together as one category, labelled ``other`` (never a blank);
   a column has a missing code only where the noisy count of its missing values (for a numeric
-  column: and text) is clearly positive, or in doubt where the mechanism's measurements must
-  show them too (:func:`has_missing`: a column without blanks never gains them); a number a column cannot code goes to the nearest end, or in a categorical
-  column of numbers the nearest category (clipped, never blanked); any
+  column: and text) is clearly positive, or in doubt at two stds, its blanks then drawn only
+  where the mechanism's measurements show them too (:func:`has_missing`: a column without
+  blanks never gains them); a number a column cannot code goes to the nearest end, or in a
+  categorical column of numbers the nearest category (clipped, never blanked); any
   other value needing a code its column lacks gets the bin of the column's median, or in a
   categorical column its category of the largest noisy count (:func:`encoded`: no record is
   ever dropped);
