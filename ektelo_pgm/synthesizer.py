@@ -349,9 +349,8 @@ class Synthesizer:
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
-        # a declared range's missing code is declared, an unsure one's in doubt: both drawn where measured
-        inferred = set(open_) - set(metadata.ranges if metadata else ()) - unsure
-        self.blankless = tuple(c for c, col in columns.items() if c not in inferred and col.missing
+        sure = set(open_) - unsure  # inferred columns whose missing code their noisy counts surely show
+        self.blankless = tuple(c for c, col in columns.items() if c not in sure and col.missing
                                and not self.error_bars.shows(c, col.size - 1, BLANK_Z))
         self.schema_declared = declared is not None
         self.left_out = {**(metadata.left_out if metadata else {}), **left_out}

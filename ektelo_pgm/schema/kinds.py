@@ -166,12 +166,6 @@ def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
     return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * bar)
 
 
-def unsure_missing(column, r: Release) -> bool:
-    """Whether ``column``, which :func:`column_from` made of the release ``r``, has a missing code
-    that is not sure (:func:`has_missing`)."""
-    return column.missing and not has_missing(r, column.kind == "numeric")
-
-
 def names_codes(name: str) -> bool:
     """Whether the column name ``name`` (public: it heads the output) says the column holds codes
     (one of ``CODE_WORDS``, or a word ending in "code", words split at what is not a letter or a

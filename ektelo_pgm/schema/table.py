@@ -18,8 +18,8 @@ from .counts import tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
-from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, names_codes, public_column, unreleased_stds,
-                    unsure_missing)
+from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, has_missing, names_codes, public_column,
+                    unreleased_stds)
 from .metadata import within
 from .numbers import fine_charges, refine, whole_counts
 
@@ -112,8 +112,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
     their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
     where nothing can be placed, the bins of the bounds alone: never left out).  Given a set
-    ``unsure``, the columns inferred whose missing code is not sure join it (:func:`~.kinds.has_missing`).
-    The encoder clips numbers outside a column's range into its end bins; :func:`encoded` codes the rows."""
+    ``unsure``, the columns whose missing code their noisy counts do not surely show join it: in
+    doubt (:func:`~.kinds.has_missing`), or declared with a range.  The encoder clips numbers
+    outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
@@ -180,8 +181,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     if thresholds is not None:
         thresholds.update({name: r.threshold for name, r in releases.items()})
     if unsure is not None:
-        unsure.update(name for name, column in columns.items()
-                      if name not in (ranges or {}) and unsure_missing(column, releases[name]))
+        unsure.update(name for name, column in columns.items() if column.missing and (
+            name in (ranges or {}) or not has_missing(releases[name], column.kind == "numeric")))
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = {name: columns[name] for name in frame.columns if name in columns}
     return encoder
