@@ -232,8 +232,10 @@ def read_input(args):
                        args.quoted_newlines), header is not False)
 
 
-def fitted(args, frame, **options):
-    """A Synthesizer fitted to ``frame`` as the arguments say (``options``: more of its parameters)."""
+def fitted(args, frame, drawn: bool, **options):
+    """A Synthesizer fitted to ``frame`` as the arguments say (``options``: more of its parameters),
+    its notes printed; ``drawn``: whether records will be drawn from it (the notes say which blanks
+    are not)."""
     from .synthesizer import Synthesizer
 
     synth = Synthesizer(args.mechanism, epsilon=args.epsilon, delta=args.delta, schema_share=args.schema_share,
@@ -241,14 +243,15 @@ def fitted(args, frame, **options):
                         regenerate=args.regenerate, public=args.public_categories, metadata=args.metadata,
                         person=args.person, max_rows=args.max_rows_per_person, **options)  # no --seed: secure noise
     synth.fit(frame, schema=args.declared, cache=args.cache)
-    notes(args, synth.left_out, synth.encoder, synth.thresholds, synth.blank_records)
+    notes(args, synth.left_out, synth.encoder, synth.thresholds, synth.blank_records, synth.blankless if drawn else ())
     return synth
 
 
-def notes(args, left_out: dict, encoder, thresholds: dict, blank: float = 0.0) -> None:
+def notes(args, left_out: dict, encoder, thresholds: dict, blank: float = 0.0, blankless: tuple = ()) -> None:
     """One line on the ``blank`` records blank in every column (:func:`~ektelo_pgm.schema.blank_records`), one per
     column left out, per column whose categories were declared public, and per other column of
-    the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`)."""
+    the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`; ``blankless``:
+    the columns whose blanks are drawn nowhere)."""
     if blank:  # a CSV read line by line: records holding line breaks?
         say(args, "note: " + blank_records(blank, not (args.quoted_newlines or is_parquet(table_files(args.input)[0]))))
     for why in left_out.values():
@@ -260,7 +263,8 @@ def notes(args, left_out: dict, encoder, thresholds: dict, blank: float = 0.0) -
                       "are, declared public (--public-categories): not a private release")
         else:
             say(args, f"note: column {column.name!r}: " + "; ".join(column_changes(column, thresholds.get(column.name),
-                                                                                  column.name in fixed)))
+                                                                                  column.name in fixed,
+                                                                                  column.name in blankless)))
 
 
 def kinds(args) -> dict:
@@ -280,7 +284,7 @@ def synth(args) -> None:
     check_output(args, TABLE_FORMATS)
     args.declared, args.metadata = declared_schema(args), metadata(args)
     frame, header = read_input(args)
-    model = fitted(args, frame, sampling=args.sampling)
+    model = fitted(args, frame, True, sampling=args.sampling)
     rows = model.write(args.output, args.rows, header)
     if args.save:
         model.save(args.save)
@@ -291,7 +295,7 @@ def answer(args) -> None:
     check_output(args, (".csv", ".json"))
     args.declared, args.metadata = declared_schema(args), metadata(args)
     frame, _ = read_input(args)
-    model = fitted(args, frame)
+    model = fitted(args, frame, False)
     table = model.answer(args.k, args.level)
     write_table(table, args.output)
     say(args, f"wrote {len(table)} cells of the {args.k}-way marginals with {args.level:g} intervals to "

@@ -700,6 +700,29 @@ def test_metadata_on_synth_answer_and_schema(tmp_path, capsys):
     assert stop.value.code == 2 and "--schema: not allowed with argument --metadata" in capsys.readouterr().err
 
 
+def test_the_note_says_where_a_declared_missing_code_draws_no_blanks(tmp_path, capsys):
+    """A column declared with bounds gets a missing code; where the mechanism's measurements do not
+    show its blanks, synth draws none, and its note said "blanks kept" all the same.  Now synth's
+    note says no blanks are drawn; answer's still says they are kept (it publishes their cell)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    income = rng.lognormal(10, 0.6, n).round(-2)
+    income[rng.random(n) < 0.06] = np.nan
+    pd.DataFrame({"income": income, "age": rng.integers(18, 90, n)}).to_csv(tmp_path / "people.csv", index=False)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"columns": {
+        "income": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, float(np.nanmax(income))]},
+        "age": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [18, 89]}}}))
+    common = [tmp_path / "people.csv", "--header", "--epsilon", 1, "--seed", 0, "--metadata", meta, "--mechanism", "mst"]
+    code, _, err = run(capsys, "synth", *common, "-o", tmp_path / "out.csv")
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert code == 0 and out["age"].notna().all() and out["income"].isna().any()
+    assert re.search(r"note: column 'age': .*; no blanks drawn: the mechanism's measurements do not show them", err)
+    assert re.search(r"note: column 'income': .*; blanks kept\n", err)
+    code, _, err = run(capsys, "answer", *common, "-o", tmp_path / "answers.csv", "--k", 1)
+    assert code == 0 and re.search(r"note: column 'age': .*; blanks kept\n", err) and "no blanks drawn" not in err
+
+
 def test_person_options_on_synth_answer_and_schema(tmp_path, capsys):
     """Issue 54: --person COL --max-rows-per-person K on the three commands: the column left out,
     the guarantee said per person; one without the other refused in one line naming the options,

@@ -9,10 +9,11 @@ from ..times import ClockColumn, time_text
 from .kinds import names_codes
 
 
-def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
+def column_changes(column, threshold: float | None, fixed: bool, blankless: bool = False) -> list[str]:
     """What the schema does to a column's values, from the schema alone (its kind, range,
     categories, other and missing codes; ``threshold``, the release threshold of a column with
-    an other code; ``fixed``, whether the user gave its kind): numbers written with symbols read
+    an other code; ``fixed``, whether the user gave its kind; ``blankless``, whether its missing
+    code is drawn nowhere, :attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`): numbers written with symbols read
     in a format, numbers read as categories by the column's name, numbers clipped to the range or
     to the nearest category, whole numbers written in multiples of a unit, times' hours of the day
     and days of the week learnt apart, rare values written as the other label, blanks kept or not
@@ -47,7 +48,8 @@ def column_changes(column, threshold: float | None, fixed: bool) -> list[str]:
             changes.append(f"every number written as {lo}" if lo == hi else
                            f"numbers clipped to [{lo}, {hi}], each written as the nearest of its {len(numbers)} values")
     if column.missing:
-        changes.append("blanks kept")
+        changes.append("no blanks drawn: the mechanism's measurements do not show them beyond its noise" if blankless
+                       else "blanks kept")
         if column.kind == "categorical" and column.fallback is not None:
             changes.append(f"a value too rare to release would be written as {json_value(column.fallback)!r}")
     elif column.kind == "numeric":
