@@ -713,7 +713,8 @@ def test_the_note_says_where_a_declared_missing_code_draws_no_blanks(tmp_path, c
     meta.write_text(json.dumps({"columns": {
         "income": {"sdtype": "numerical", "computer_representation": "Float", "bounds": [0, float(np.nanmax(income))]},
         "age": {"sdtype": "numerical", "computer_representation": "Int64", "bounds": [18, 89]}}}))
-    common = [tmp_path / "people.csv", "--header", "--epsilon", 1, "--seed", 0, "--metadata", meta, "--mechanism", "mst"]
+    common = [tmp_path / "people.csv", "--header", "--epsilon", 1, "--seed", 0, "--metadata", meta,
+              "--mechanism", "mst"]
     code, _, err = run(capsys, "synth", *common, "-o", tmp_path / "out.csv")
     out = pd.read_csv(tmp_path / "out.csv")
     assert code == 0 and out["age"].notna().all() and out["income"].isna().any()
