@@ -4,20 +4,26 @@ removed (:func:`stopped_by_signals`); the exit code is 128 + the signal's number
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 
 from .files import STOPPING, stops_received  # exit code 128 + the signal's number, temporary files removed
 
 #: Seconds after which a stopping signal is raised again while the run goes on: soon when it came
-#: during an import, else once the interrupt had time to end the run.
-IMPORT_WAIT, RESEND_WAIT = 0.05, 0.25
+#: during an import or a compilation, else once the interrupt had time to end the run.
+UNSAFE_WAIT, RESEND_WAIT = 0.05, 0.25
 
 
-def importing(frame) -> bool:
-    """Whether ``frame`` or a frame that called it runs an import (Python's import machinery)."""
+def unsafe_to_interrupt(frame) -> bool:
+    """Whether ``frame`` or a frame that called it runs an import (Python's import machinery) or
+    numba's compiler (numba, llvmlite): an interrupt raised there is lost, becomes an ImportError or
+    leaves LLVM objects half made, which crash the process as it exits."""
+    places = ["<frozen importlib"] + [os.path.dirname(module.__file__) + os.sep for module in
+                                      map(sys.modules.get, ("numba", "llvmlite")) if module is not None]
     while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
+        if frame.f_code.co_filename.startswith(tuple(places)):
             return True
         frame = frame.f_back
     return False
@@ -30,14 +36,15 @@ def stopped_by_signals(received: list):
     ``received``.  Inside a compiled loop (:func:`~ektelo_pgm.kernels.interrupt.deferred_sigint`)
     the loop stops first and the interrupt is raised when it returns.  Python loses an exception
     raised in a callback (a weakref's during an import, numba's ctypes callbacks: "Exception
-    ignored") and pybind11 turns one raised in a module's import into an ImportError, so the
-    signal is raised again, to the main thread, while the block runs: ``IMPORT_WAIT`` later when
-    it came during an import (and only then), else ``RESEND_WAIT`` later; a run that reaches its
-    end first writes no output (:data:`~ektelo_pgm.files.stops_received`) and ends with the
-    interrupt.  The removal of private
-    files holds signals back (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread
-    (the one Python runs handlers in) and only over the default handlers (an ignored signal, as
-    under nohup, stays ignored); the previous handlers come back after."""
+    ignored"), pybind11 turns one raised in a module's import into an ImportError and one raised
+    while numba compiles can crash the process at exit, so the signal is raised again, to the main
+    thread, while the block runs: ``UNSAFE_WAIT`` later when it came during an import or a
+    compilation (:func:`unsafe_to_interrupt`; then it raises nothing), else ``RESEND_WAIT`` later;
+    a run that reaches its end first writes no output (:data:`~ektelo_pgm.files.stops_received`)
+    and ends with the interrupt.  The removal of private files holds signals back
+    (:func:`~ektelo_pgm.files.signals_held`).  Only in the main thread (the one Python runs
+    handlers in) and only over the default handlers (an ignored signal, as under nohup, stays
+    ignored); the previous handlers come back after."""
     from .kernels.interrupt import deferred_sigint_recording
 
     if threading.current_thread() is not threading.main_thread():
@@ -60,11 +67,11 @@ def stopped_by_signals(received: list):
     def stop(signum, frame):
         received.append(signum)
         stops_received.append(signum)
-        waiting = importing(frame)
-        later(signum, IMPORT_WAIT if waiting else RESEND_WAIT)
+        unsafe = unsafe_to_interrupt(frame)
+        later(signum, UNSAFE_WAIT if unsafe else RESEND_WAIT)
         if signum != signal.SIGINT and deferred_sigint_recording():
             signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)  # the compiled loop stops, then it is raised
-        elif not waiting:
+        elif not unsafe:
             raise KeyboardInterrupt
 
     defaults = {signal.SIGINT: signal.default_int_handler}

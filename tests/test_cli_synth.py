@@ -574,6 +574,35 @@ def test_a_signal_during_an_import_is_raised_once_the_import_is_done(tmp_path, c
     assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
 
 
+def test_a_signal_while_numba_compiles_is_raised_once_the_compilation_is_done(tmp_path, capsys, monkeypatch):
+    """Raised inside numba's compiler, the interrupt left LLVM objects half made ("Exception ignored
+    in ObjectRef.__del__", or a crash as the process exited): it now waits for the compilation."""
+    import signal
+
+    from numba import njit
+    from numba.core import event
+
+    from ektelo_pgm import cli
+
+    class SignalledWhileCompiling(event.Listener):
+        def on_start(self, ev):
+            signal.raise_signal(signal.SIGTERM)
+
+        def on_end(self, ev):
+            pass
+
+    results, waited = [], []
+
+    def compiled():
+        with event.install_listener("numba:compile", SignalledWhileCompiling()):
+            results.append(njit(lambda x: x + 1)(41))
+
+    monkeypatch.setattr(cli, "synth", sleeping(waited, compiled))
+    assert main(["synth", "in.csv", "--header", "-o", str(tmp_path / "o.csv"), "--epsilon", "1"]) == 143
+    assert results == [42] and waited and waited[0] < 5
+    assert capsys.readouterr().err == "ektelo-pgm: stopped by SIGTERM\n"
+
+
 def test_a_signal_whose_interrupt_python_lost_in_a_callback_is_raised_again(tmp_path, capsys, monkeypatch):
     """An interrupt raised in a weakref callback (or a ctypes one, as numba's while it compiles) is
     printed as "Exception ignored" and lost: the run went on to its end.  The signal comes again."""

@@ -326,11 +326,12 @@ def test_a_signal_during_a_fit_on_parts_leaves_no_code_behind(tmp_path, stop, co
         n = 50_000
         pd.DataFrame({"city": rng.choice(list("abcd"), n), "age": rng.integers(18, 90, n),
                       "x": rng.integers(0, 5, n)}).to_csv(tmp_path / "in" / f"part-{k}.csv", index=False)
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONFAULTHANDLER": "1"}  # a crash says where
     argv = ["synth", str(tmp_path / "in"), "--header", "-o", str(tmp_path / "out.csv"), "--epsilon", "1",
             "--mechanism", "mst", "--engine", "parts", "--quiet"]
-    start_cli = ("import signal, sys; from ektelo_pgm.cli import main\n"  # Ctrl-C handled, as from a terminal
-                 "signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(main(sys.argv[1:]))")
+    start_cli = ("import signal, sys; from ektelo_pgm.cli import main\n"  # Ctrl-C and hang-ups as from a terminal
+                 "signal.signal(signal.SIGINT, signal.default_int_handler)\n"  # (not as under nohup, where
+                 "signal.signal(signal.SIGHUP, signal.SIG_DFL); sys.exit(main(sys.argv[1:]))")  # SIGHUP is ignored)
     run = subprocess.Popen([sys.executable, "-c", start_cli, *argv], env=env, stderr=subprocess.PIPE, text=True)
     try:
         start = time.monotonic()
