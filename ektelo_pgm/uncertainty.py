@@ -248,12 +248,23 @@ class ErrorBars:
                         counts + l1, l1)
 
     def shows(self, attr: str, value: int, z: float) -> bool:
-        """Whether the released measurements show that the code ``value`` of ``attr`` holds records:
-        its interval at the level that leaves out ``z`` normal stds on each side (``z`` stds of
-        Gaussian noise; under Laplace noise the count it passes as rarely, by its exact law) lies
-        above 0.  False where nothing bounds the cell, or where MST merged the value with others
+        """Whether the released measurements show that the code ``value`` of ``attr`` holds records.
+        Under Gaussian noise, every measurement that holds ``attr`` is summed down to it and the
+        sums are weighted by their inverse variances: the weighted count lies ``z`` of its stds
+        above 0 (a normal test: a discrete Gaussian's variance is at most its sigma squared, and
+        its tails are no heavier than a normal's of that variance).  Else (one measurement, or
+        Laplace noise), the best measurement's interval at the level that leaves out ``z`` normal
+        stds on each side lies above 0 (under Laplace noise the count its exact law passes as
+        rarely).  False where nothing bounds the cell, or where MST merged the value with others
         (its noisy count was below MST's threshold).  Post-processing of released values."""
-        return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
+        holding = [m for m in self.measurements if attr in m.attrs]
+        if len(holding) < 2 or any(m.noise.kind != "gaussian" for m in holding):
+            return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
+        cells = self.measured_domain.size((attr,))
+        counts = np.array([self._on_values(_summed(m, self.measured_domain, (attr,)), (attr,))[value]
+                           for m in holding])
+        weights = np.array([1.0 / (m.std ** 2 * (m.y.size // cells)) for m in holding])
+        return bool(weights @ counts / weights.sum() > z / math.sqrt(weights.sum()))  # False where NaN: merged
 
     def _on_values(self, table: np.ndarray, attrs) -> np.ndarray:
         """A table over the measured (merged) values as one over the estimate's values: NaN

@@ -220,6 +220,35 @@ def test_shows_a_value_above_z_stds_of_its_measured_noise():
     assert not bars.shows("b", 0, 3.0) and not bars.shows("b", 0, 0.1)  # nothing measured on b
 
 
+def test_shows_combines_every_gaussian_measurement_that_holds_the_value():
+    """A 1-way count 2.5 stds up and a 2-way one 2 stds up (each alone below 3 stds) together show
+    the value at 3.2 stds.  Over 2,000 values: with no records, as many pass as the normal tail
+    says (2 stds: 2.3%); with 25 records each, more pass than by the best measurement alone."""
+    from ektelo_pgm.measurement import Measurement
+
+    domain = Domain(["a", "b"], [2000, 2])
+    estimate = FactoredEstimate.uniform(domain, 100)
+    law = NoiseLaw("gaussian", 100.0)
+
+    def bars(counts, rng):
+        one_way = counts + rng.normal(0.0, 10.0, 2000)
+        two_way = np.stack([counts, np.zeros(2000)], axis=1) + rng.normal(0.0, 10.0, (2000, 2))
+        return ErrorBars(estimate, [Measurement(("a",), one_way, 10.0, noise=law),
+                                    Measurement(("a", "b"), two_way.ravel(), 10.0, noise=law)])
+
+    fixed = ErrorBars(estimate, [Measurement(("a",), np.full(2000, 25.0), 10.0, noise=law),
+                                 Measurement(("a", "b"), np.tile([15.0, 13.0], 2000), 10.0, noise=law)])
+    assert fixed.shows("a", 0, 3.0) and not fixed.marginal(("a",), math.erf(3 / math.sqrt(2))).lower[0] > 0
+    rng = np.random.default_rng(0)
+    empty = bars(np.zeros(2000), rng)
+    passed = sum(empty.shows("a", v, 2.0) for v in range(2000))
+    assert abs(passed - 2000 * 0.02275) < 4 * math.sqrt(2000 * 0.02275)
+    held = bars(np.full(2000, 25.0), rng)
+    combined = sum(held.shows("a", v, 3.0) for v in range(2000))
+    alone = int((held.marginal(("a",), math.erf(3 / math.sqrt(2))).lower > 0).sum())
+    assert alone < 0.4 * 2000 < 0.45 * 2000 < combined  # about 31% and 52%
+
+
 def test_msts_one_way_measurement_holds_the_values_it_kept_alone():
     """MST's 1-way measurement of a column whose rare values it merged has one std per answer
     (the merged answer sums several draws): it was left out, and the column's values took the
