@@ -68,10 +68,10 @@ AUTO_DELTA_SHARE = 0.5
 #: it drawn only where the mechanism's measurements show blanks at this many noise stds
 #: (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`: noise alone passes once in 740 columns);
 #: its code got mass from noise alone before, and seattle_pets' species gained blanks.  In the
-#: corpus of benchmarks/real_tables.py (public categories) who's country, never blank, came out
-#: 1.9% blank in one of 18 MST runs (at 3.2 stds); at the schema's bar (4.5 stds), ames'
-#: Mas_Vnr_Type, 61% blank, lost every blank in one AIM run (at 3.5 stds of AIM's 1-way noise,
-#: std 298 on 2,930 rows), and 1%-blank columns theirs in 5 of 132 runs.
+#: corpus of benchmarks/real_tables.py (450 runs) one never-blank column drew blanks, in one run
+#: (hotel_rates' distribution_channel, 1.3%: public categories, epsilon 0.3); at the schema's bar
+#: (4.5 stds), ames' Mas_Vnr_Type, 61% blank, lost every blank in one AIM run (at 3.5 stds of
+#: AIM's 1-way noise, std 298 on 2,930 rows), and 1%-blank columns theirs in 5 of 132 runs.
 BLANK_Z = 3.0
 
 
