@@ -231,12 +231,10 @@ class ErrorBars:
         level = _check_level(level)
         attrs = tuple(self.estimate.domain.check(attrs))
         counts = np.asarray(self.estimate.project(attrs), dtype=np.float64)
-        cells = self.measured_domain.size(attrs)
-        holding = [m for m in self.measurements if set(attrs) <= set(m.attrs)]
+        holding = self._holding(attrs)
         if holding:
-            best = min(holding, key=lambda m: m.std * math.sqrt(m.y.size // cells))
-            summed = best.y.size // cells
-            estimate = self._on_values(_summed(best, self.measured_domain, attrs), attrs)
+            best, summed = min(holding, key=lambda held: held[0].std * math.sqrt(held[1]))
+            estimate = self._answers(best, attrs)
             width = half_width(best.noise, summed, level)
             return Interval(attrs, level, "measured", counts, estimate, best.std * math.sqrt(summed),
                             np.maximum(estimate - width, 0.0), np.maximum(estimate + width, 0.0))
@@ -257,14 +255,23 @@ class ErrorBars:
         stds on each side lies above 0 (under Laplace noise the count its exact law passes as
         rarely).  False where nothing bounds the cell, or where MST merged the value with others
         (its noisy count was below MST's threshold).  Post-processing of released values."""
-        holding = [m for m in self.measurements if attr in m.attrs]
-        if len(holding) < 2 or any(m.noise.kind != "gaussian" for m in holding):
+        holding = self._holding((attr,))
+        if len(holding) < 2 or any(m.noise.kind != "gaussian" for m, _ in holding):
             return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
-        cells = self.measured_domain.size((attr,))
-        counts = np.array([self._on_values(_summed(m, self.measured_domain, (attr,)), (attr,))[value]
-                           for m in holding])
-        weights = np.array([1.0 / (m.std ** 2 * (m.y.size // cells)) for m in holding])
+        counts = np.array([self._answers(m, (attr,))[value] for m, _ in holding])
+        weights = np.array([1.0 / (m.std ** 2 * summed) for m, summed in holding])
         return bool(weights @ counts / weights.sum() > z / math.sqrt(weights.sum()))  # False where NaN: merged
+
+    def _holding(self, attrs: tuple[str, ...]) -> list[tuple[Measurement, int]]:
+        """The measurements that hold ``attrs``, each with how many of its answers one cell of
+        ``attrs`` sums."""
+        cells = self.measured_domain.size(attrs)
+        return [(m, m.y.size // cells) for m in self.measurements if set(attrs) <= set(m.attrs)]
+
+    def _answers(self, m: Measurement, attrs: tuple[str, ...]) -> np.ndarray:
+        """``m``'s answers summed down to ``attrs``, over the estimate's values (NaN where MST
+        merged a value with others)."""
+        return self._on_values(_summed(m, self.measured_domain, attrs), attrs)
 
     def _on_values(self, table: np.ndarray, attrs) -> np.ndarray:
         """A table over the measured (merged) values as one over the estimate's values: NaN
