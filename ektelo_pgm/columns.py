@@ -424,7 +424,10 @@ class NumericColumn:
                               / 10.0 ** self.decimals, values)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
-        values = np.where(hi == np.nextafter(lo, np.inf), lo, values)  # a one-float bin holds just lo
+        one_float = hi == np.nextafter(lo, np.inf)  # a one-float bin holds just lo, where the column writes it
+        if self.decimals is not None:
+            one_float &= np.round(lo, self.decimals) == lo
+        values = np.where(one_float, lo, values)
         values[absent] = np.nan
         if self.number_format is not None:
             text = np.full(len(values), np.nan, dtype=object)
@@ -454,7 +457,8 @@ class NumericColumn:
     def numbers_in(self, x: np.ndarray, y: np.ndarray, whole: bool = False) -> np.ndarray:
         """How many numbers the column writes lie in each part ``[x, y)`` (closed at the last edge):
         whole numbers (multiples of ``unit``), numbers of ``decimals`` decimals (a part one float
-        wide: its one number); of a column that writes any number, the part's width."""
+        wide: its one number, where it has those decimals); of a column that writes any number,
+        the part's width."""
         closed = (y == self.edges[-1]) & (not self.integer)
         if self.integer or whole:
             step = self.unit if self.integer and self.unit else 1
@@ -463,7 +467,8 @@ class NumericColumn:
         if self.decimals is not None:
             per = 10.0 ** self.decimals
             first, stop = _least_number(x, 1, per), _least_number(y, 1, per)
-            return np.maximum(stop - first + (closed & (stop / per == y)), y == np.nextafter(x, np.inf))
+            held = (y == np.nextafter(x, np.inf)) & (np.round(x, self.decimals) == x)  # a released number's part
+            return np.maximum(stop - first + (closed & (stop / per == y)), held)
         return y - x
 
     def labels(self) -> list[str]:

@@ -49,32 +49,78 @@ _TIME_CODES = {"Y": r"-?(?:\d{4}|[1-9]\d{4,})|-\d{1,3}", "m": r"1[0-2]|0[1-9]|[1
                "d": r"3[01]|[12]\d|0[1-9]|[1-9]| [1-9]", "H": r"2[0-3]|[01]\d|\d", "M": r"[0-5]\d|\d",
                "S": r"6[01]|[0-5]\d|\d", "f": r"\d{1,9}", "b": "|".join(MONTHS),
                "z": r"Z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?"}
+#: Codes a time format may write without a leading zero, as ``%-m``: month, day, hour.
+UNPADDED = ("m", "d", "H")
 
 
 @functools.lru_cache(maxsize=64)
 def _time_pieces(fmt: str) -> tuple:
     """The time format ``fmt`` cut into its codes (``"%Y"``, each of ``_TIME_CODES`` at most
-    once), runs of white space and other text.  Raises an InputError for any other use of %."""
-    pieces = tuple(re.findall(r"%.?|\s+|[^%\s]+", fmt, flags=re.DOTALL))
-    codes = [p for p in pieces if p.startswith("%")]
-    if any(p[1:] not in _TIME_CODES for p in codes) or len(set(codes)) < len(codes):
-        raise InputError(f"time format {fmt!r}: use each of %{', %'.join(_TIME_CODES)} at most once")
+    once; ``"%-m"``, one of UNPADDED written without a leading zero), runs of white space and
+    other text.  Raises an InputError for any other use of %."""
+    pieces = tuple(re.findall(r"%-?.?|\s+|[^%\s]+", fmt, flags=re.DOTALL))
+    codes = [p[-1] for p in pieces if p.startswith("%")]
+    if any(p.startswith("%") and p[1:] not in _TIME_CODES and p[2:] not in UNPADDED for p in pieces) \
+            or len(set(codes)) < len(codes):
+        raise InputError(f"time format {fmt!r}: use each of %{', %'.join(_TIME_CODES)} at most once "
+                         f"(%-{', %-'.join(UNPADDED)}: without a leading zero)")
     return pieces
+
+
+def _codes(fmt: str) -> frozenset:
+    """The codes the time format ``fmt`` writes, padded or not: ``{"Y", "m", "d"}`` of ``"%Y-%-m-%d"``."""
+    return frozenset(p[-1] for p in _time_pieces(fmt) if p.startswith("%"))
 
 
 @functools.lru_cache(maxsize=64)
 def _time_pattern(fmt: str) -> re.Pattern:
     """The regular expression reading text whole in the time format ``fmt``: its codes as named
-    groups, a run of white space for each in it, in any case."""
-    return re.compile("".join(f"(?P<{p[1]}>{_TIME_CODES[p[1]]})" if p.startswith("%") else
+    groups (a code of UNPADDED reads one or two digits, padded or not), a run of white space for
+    each in it, in any case."""
+    return re.compile("".join(f"(?P<{p[-1]}>{_TIME_CODES[p[-1]]})" if p.startswith("%") else
                               r"\s+" if p.isspace() else re.escape(p) for p in _time_pieces(fmt)), re.IGNORECASE)
 
 
 def finest_unit(fmt: str) -> int:
     """The finest of TIME_UNITS the time format ``fmt`` writes, in seconds: a second with %S, a
     minute with %M, an hour with %H, else a day (a date: every time it reads is a midnight)."""
-    pieces = _time_pieces(fmt)
-    return next((unit for code, unit in (("%S", 1), ("%M", 60), ("%H", 3600)) if code in pieces), 86400)
+    codes = _codes(fmt)
+    return next((unit for code, unit in (("S", 1), ("M", 60), ("H", 3600)) if code in codes), 86400)
+
+
+def unpadded(fmt: str) -> str:
+    """The time format ``fmt`` writing its months, days and hours (UNPADDED) without a leading
+    zero, as spreadsheets write ``9/30/1990 0:00:00``."""
+    return re.sub(f"%([{''.join(UNPADDED)}])", r"%-\1", padded(fmt))
+
+
+def may_be_unpadded(fmt: str) -> bool:
+    """Whether text in the time format ``fmt`` may write months, days or hours without leading
+    zeros: it writes one of them (UNPADDED), and it is not ISO 8601's (``%Y-%m...``), padded always."""
+    return not fmt.startswith("%Y-%m") and bool(_codes(fmt) & set(UNPADDED))
+
+
+def padded(fmt: str) -> str:
+    """The time format ``fmt`` writing every code of UNPADDED in two digits (``%-m`` as ``%m``)."""
+    return fmt.replace("%-", "%")
+
+
+def written_unpadded(texts: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """For each :func:`~ektelo_pgm.table_io.canonical` value and the index in TIME_FORMATS of the
+    format that reads it (-1: none, :func:`time_formats`), whether it writes a month, day or hour
+    of one digit, as only a format without leading zeros does (``9/30/1990``, not ``09/30/1990``)."""
+    pd = pandas_module()
+    out = np.zeros(len(texts), dtype=bool)
+    for k in np.unique(found[found >= 0]):
+        pattern, at = _time_pattern(TIME_FORMATS[k]), np.flatnonzero(found == k)
+        groups = [g for g in UNPADDED if g in pattern.groupindex]
+        if not groups:
+            continue
+        codes, uniques = pd.factorize(pd.Series(texts[at], dtype=object))
+        short = np.array([any(len(m.group(g)) == 1 for g in groups)
+                          for m in map(pattern.fullmatch, uniques)], dtype=bool)
+        out[at] = short[codes]
+    return out
 
 
 def coarsest_units(whole: np.ndarray, units: tuple) -> np.ndarray:
@@ -228,7 +274,9 @@ def time_texts(seconds: np.ndarray, fmt: str) -> np.ndarray:
     two = lambda x: _TWO_DIGITS[np.asarray(x, dtype=np.int64)]  # noqa: E731
     fields = {"%Y": np.where(year < 0, np.char.zfill(text, 5), np.char.zfill(text, 4)), "%m": two(month),
               "%d": two(day), "%H": two(clock // 3600), "%M": two(clock // 60 % 60), "%S": two(clock % 60),
-              "%f": "000000", "%b": np.array(MONTHS)[np.asarray(month, dtype=np.int64) - 1], "%z": "+00:00"}
+              "%f": "000000", "%b": np.array(MONTHS)[np.asarray(month, dtype=np.int64) - 1], "%z": "+00:00",
+              "%-m": np.asarray(month, dtype=np.int64).astype(str), "%-d": np.asarray(day, dtype=np.int64).astype(str),
+              "%-H": (clock // 3600).astype(str)}
     return functools.reduce(np.char.add, [fields.get(p, p) for p in _time_pieces(fmt)], np.full(len(days), ""))
 
 
@@ -265,7 +313,7 @@ class ClockColumn:
             return ()
         span, unit = column.edges[-1] - column.edges[0], column.unit or 1
         hour = HOUR % unit == 0 and span >= 2 * DAY
-        weekday = DAY % unit == 0 and span >= 2 * WEEK and "%d" in _time_pieces(column.time_format)
+        weekday = DAY % unit == 0 and span >= 2 * WEEK and "d" in _codes(column.time_format)
         return tuple(cls(f"{column.name} ({label})", column.name, column.time_format, column.missing, step)
                      for label, step, kept in (("hour", HOUR, hour), ("weekday", DAY, weekday)) if kept)
 

@@ -1,4 +1,5 @@
 import dataclasses
+import datetime
 import json
 import math
 from fractions import Fraction
@@ -436,6 +437,22 @@ def test_a_time_column_decodes_bins_of_any_range():
     assert column.labels()[2] == "[3000-01-01, 10000-01-01)"
 
 
+@given(seconds=st.integers(-62_135_596_800, 253_402_300_799))  # years 1 to 9999, as datetime has them
+def test_a_format_without_leading_zeros_writes_what_strftime_writes_and_reads_it_back(seconds):
+    """``%-m``, ``%-d`` and ``%-H`` write months, days and hours without a leading zero, as glibc's
+    strftime does; the text reads back to the same time, in that format and in the padded one."""
+    fmt = "%-m/%-d/%Y %-H:%M:%S"
+    text = time_text(seconds, fmt)
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
+    assert text == f"{moment.month}/{moment.day}/{moment.year:04d} {moment.hour}:{moment:%M}:{moment:%S}"
+    for reading in (fmt, "%m/%d/%Y %H:%M:%S"):
+        assert as_times(np.array([text], dtype=object), reading)[0] == seconds
+    with pytest.raises(InputError, match="at most once"):
+        time_text(0, "%-m/%m")
+    with pytest.raises(InputError, match="without a leading zero"):
+        time_text(0, "%-Y")
+
+
 def test_time_formats_read_ordinary_text_as_pandas_did():
     """Over the years pandas reads (1678-2261), the time parser agrees with pandas.to_datetime
     (the reader before issue 52) on which texts each format reads, and their seconds, rounded
@@ -682,7 +699,7 @@ def test_a_column_counts_the_numbers_it_writes_in_a_part(ends, unit, shift, kind
     """``numbers_in`` against counting them one by one: the multiples of the unit (whole numbers)
     or the numbers of one decimal in ``[x, y)``, with either end a float above or below a
     number (``[5e-324, 10)`` holds no multiple of 10; a part one float wide is how a released
-    number is held: ``[0, 5e-324)`` holds 0)."""
+    number is held: ``[0, 5e-324)`` holds 0, ``[5e-324, 1e-323)`` nothing of one decimal)."""
     x, y = sorted(ends)
     step = 1 if kind == "whole" else 10
     x, y = x / step, y / step
@@ -697,7 +714,7 @@ def test_a_column_counts_the_numbers_it_writes_in_a_part(ends, unit, shift, kind
         column = NumericColumn("x", (-10.0, 10.0), False, False, decimals=1)
         written = np.arange(-100, 101) / 10
     assert column.numbers_in(np.array([x]), np.array([y]))[0] == np.sum((written >= x) & (written < y))
-    held = np.sum(written == x) if kind == "whole" else 1  # a fractional column's float-wide part: its one number
+    held = np.sum(written == x) if kind == "whole" else int(np.round(x, 1) == x)  # a float-wide part: its number
     assert column.numbers_in(np.array([x]), np.array([one_float]))[0] == held
 
 

@@ -891,6 +891,33 @@ def test_prices_keep_their_cents_and_times_their_format():
     assert pd.Timestamp(2016, 12, 1) < pd.to_datetime(first, format=at.time_format) < pd.Timestamp(2017, 1, 2)
 
 
+def test_times_written_without_leading_zeros_are_written_so():
+    """Spreadsheets write ``9/30/1990 0:00:00``: a bird-strike table's dates came out as
+    ``09/30/1990 00:00:00``, every value in a form the column never had.  A format that may drop
+    leading zeros is written without them where the noisy count of its one-digit months, days or
+    hours shows some; a padded column has none and stays padded; ISO 8601's are not counted (no
+    charge).  The charges still add up to the schema's amount."""
+    rng = np.random.default_rng(2)
+    stamps = pd.Timestamp("2019-01-01") + pd.to_timedelta(rng.integers(0, 365 * 24, 5000) * 3600, unit="s")
+    frame = pd.DataFrame({"short": [f"{t.month}/{t.day}/{t.year} {t.hour}:00:00" for t in stamps],
+                          "long": stamps.strftime("%m/%d/%Y %H:%M:%S"), "iso": stamps.strftime("%Y-%m-%d %H:%M:%S")})
+    for seed in range(3):
+        budget = Budget.zcdp(0.01)
+        columns = infer(frame, budget, None, 1e-9, rng=seed).columns
+        assert columns["short"].time_format == "%-m/%-d/%Y %-H:%M:%S"
+        assert columns["long"].time_format == "%m/%d/%Y %H:%M:%S" and columns["iso"].time_format == "%Y-%m-%d %H:%M:%S"
+        padding = [charge.label for charge in budget.ledger if "leading zeros" in charge.label]
+        assert padding == [f"schema of column {name!r}: times without leading zeros" for name in ("short", "long")]
+        assert 1 - Fraction(1, 10 ** 12) <= sum(Fraction(repr(float(c.amount))) for c in budget.ledger) / 0.01 <= 1
+    for name in ("short", "long"):
+        written = _decoded(frame, columns[name]).dropna()
+        one_digit = written.str.contains(r"(?:^|/| )\d(?:/| |:)")
+        assert one_digit.mean() > 0.5 if name == "short" else not one_digit.any()
+        again = pd.to_datetime(written, format="%m/%d/%Y %H:%M:%S")  # strptime reads both forms
+        assert again.between(pd.Timestamp("2018-12-01"), pd.Timestamp("2020-02-01")).all()
+    assert TableEncoder.from_dict(_with(columns["short"]).to_dict()).columns["short"] == columns["short"]
+
+
 @pytest.mark.parametrize("far, end", [("0001-01-01 00:00:00", 0), ("3000-01-01 00:00:00", -1),
                                       ("9999-12-31 23:59:59", -1), ("10000-01-01 00:00:00", -1),
                                       ("-0001-06-01 00:00:00", 0), ("9" * 5000 + "-01-01 00:00:00", -1)])

@@ -16,12 +16,15 @@ import numpy as np
 from ..privacy import Budget, count_noise, gaussian, laplace
 from ..number_formats import FRACTIONS, NUMBER_FORMATS, most_read, number_formats, reads
 from ..table_io import as_float
-from ..times import TIME_FORMATS, time_formats
+from ..times import TIME_FORMATS, may_be_unpadded, time_formats, unpadded, written_unpadded
 from .counts import chunks, hash_order
 from .grid import LEVELS, N_CELLS, cell_of
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
 KIND_SHARE = Fraction(1, 5)
+#: Share of the rest, in a column of times whose format may write months, days or hours without
+#: leading zeros, that counts those written in one digit (:func:`_padding`).
+PAD_SHARE = Fraction(1, 20)
 #: A column is numeric only if at most this share of its present values is text.
 TEXT_SHARE = 0.01
 #: A noisy count below this many noise stds may well be zero.
@@ -110,7 +113,9 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
     (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`shows_numbers` of the noisy kinds, or ``kind``
-    ``"numeric"``), on the numbers' decades, tenths and cells.  Given ``kinds_of``, an earlier
+    ``"numeric"``), on the numbers' decades, tenths and cells; a column of times whose format
+    :func:`~ektelo_pgm.times.may_be_unpadded` spends ``PAD_SHARE`` of that rest first, in a third
+    charge, on whether to write them without leading zeros (:func:`_padding`).  Given ``kinds_of``, an earlier
     release of the same column, its noisy kinds (and time format) are reused, post-processing,
     and all of ``amount`` goes to the values and levels in one charge.  Values pass when their noisy
     count reaches the threshold that the values of one neighbouring step (one record's, or one
@@ -123,6 +128,9 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
         kinds, kind_std, kind_bar, time_format, number_format = _noisy_kinds(
             t, budget, float_below(exact * KIND_SHARE), rng, label, kind)
         exact *= 1 - KIND_SHARE
+        if time_format is not None and may_be_unpadded(time_format):
+            time_format = _padding(t, time_format, budget, float_below(exact * PAD_SHARE), rng, label)
+            exact *= 1 - PAD_SHARE
     else:
         kinds, kind_std, kind_bar, time_format, number_format = (
             kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar, kinds_of.time_format, kinds_of.number_format)
@@ -190,6 +198,19 @@ def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | 
                              numbers[0] + symbols[read & ~FRACTIONS].sum(),
                              numbers[1] + symbols[read & FRACTIONS].sum()])),
             kind_std, kind_bar, None, number_format)
+
+
+def _padding(t, fmt: str, budget: Budget, amount: float, rng, label: str) -> str:
+    """The time format ``fmt`` of the column read through ``t``, written without leading zeros
+    (:func:`~ektelo_pgm.times.unpadded`) where the noisy count of the times it reads that write a
+    month, day or hour in one digit (one count per record, spending ``amount``) surely holds some
+    (the decades' bar): spreadsheets write ``9/30/1990 0:00:00``, and a padded column has none."""
+    short, at = 0, TIME_FORMATS.index(fmt)
+    for c in chunks(t):
+        found = time_formats(c.values)
+        short += c.counts[written_unpadded(c.values, np.where(found == at, found, -1))].sum()
+    noisy, scale, _ = noisy_counts(np.array([short]), 1, budget, amount, rng, label + ": times without leading zeros")
+    return unpadded(fmt) if noisy[0] >= noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS) else fmt
 
 
 def _number_format(kinds: np.ndarray, std: float, bar: float) -> str | None:

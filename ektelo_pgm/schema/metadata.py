@@ -22,7 +22,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
 * ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
   and ``"bins"``, its bins whole periods of the finest the format writes (:func:`time_edges`);
   with bounds alone in one of :data:`~ektelo_pgm.times.TIME_FORMATS` (the ones inference
-  reads), placed privately in them as numbers are, with the unit its times hold (``ranges``);
+  reads; ``%-m``, ``%-d``, ``%-H`` for months, days, hours without leading zeros), placed
+  privately in them as numbers are, with the unit its times hold (``ranges``);
   in another format, as with ``"bins"``; without bounds, its kind fixed numeric and its range
   inferred privately (the format then one of TIME_FORMATS);
 * ``id``: regenerated (written afresh 1, 2, ..., n, as ``--regenerate``);
@@ -45,7 +46,7 @@ import numpy as np
 
 from ..columns import NumericColumn, check_bounds, json_value
 from ..errors import InputError
-from ..times import TIME_FORMATS, as_times, time_text
+from ..times import TIME_FORMATS, as_times, padded, time_text
 from .declared import ColumnSpec, Declared, read_json
 from .kinds import BINS
 
@@ -261,7 +262,8 @@ def _column(name: str, sdtype: str, spec: dict):
         return Ranged(_spread(column, bounds, BINS), whole)
     _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
     column = _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
-    placed = isinstance(column, NumericColumn) and "bins" not in spec and column.time_format in TIME_FORMATS
+    placed = isinstance(column, NumericColumn) and "bins" not in spec \
+        and padded(column.time_format or "") in TIME_FORMATS
     return Ranged(column, True) if placed else column
 
 
@@ -288,7 +290,7 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     bounds alone where nothing could be placed, or times were placed in another format.
     Post-processing: the range is public, the edges noisy."""
     declared, integer = ranged.column, ranged.integer
-    if placed is None or placed.time_format != declared.time_format:
+    if placed is None or padded(placed.time_format or "") != padded(declared.time_format or ""):
         return declared
     lo, top = declared.edges[0], declared.edges[-1]
     whole = placed.integer or bool(integer)
@@ -379,7 +381,7 @@ def _times(name: str, fmt, bounds, bins, missing):
     if fmt is not None and not isinstance(fmt, str):
         raise InputError(f"column {name!r}: datetime_format must be text, got {fmt!r}")
     if bounds is None:
-        if fmt is not None and fmt not in TIME_FORMATS:
+        if fmt is not None and padded(fmt) not in TIME_FORMATS:
             raise InputError(f"column {name!r}: its datetime_format {fmt!r} is not one that a schema infers "
                              f"privately ({', '.join(TIME_FORMATS)}); declare its \"bounds\" in that format")
         if missing is not True or bins != BINS:
