@@ -18,7 +18,7 @@ from .estimate import SAMPLING
 from .options import (MAX_BINS, MAX_EPSILON, bins, check_output, column_names, count, epsilon, fraction, mechanism_name,
                       max_memory_argument, path, quoted_newlines_argument, seed, separator, share, text_encoding)
 from .privacy import ADD_REMOVE, Budget
-from .schema import blank_records, column_changes
+from .schema import blank_records, column_changes, left_out_reasons
 from .stopping import stopped_by_signals
 from .table_io import PARQUET, is_parquet, table_files, write_table
 from .uncertainty import LEVEL
@@ -249,12 +249,12 @@ def fitted(args, frame, drawn: bool, **options):
 
 def notes(args, left_out: dict, encoder, thresholds: dict, blank: float = 0.0, blankless: tuple = ()) -> None:
     """One line on the ``blank`` records blank in every column (:func:`~ektelo_pgm.schema.blank_records`), one per
-    column left out, per column whose categories were declared public, and per other column of
+    reason columns were left out for (:func:`~ektelo_pgm.schema.left_out_reasons`), per column whose categories were declared public, and per other column of
     the schema: what the schema does to its values (:func:`~ektelo_pgm.schema.column_changes`; ``blankless``:
     the columns whose blanks are drawn nowhere)."""
     if blank:  # a CSV read line by line: records holding line breaks?
         say(args, "note: " + blank_records(blank, not (args.quoted_newlines or is_parquet(table_files(args.input)[0]))))
-    for why in left_out.values():
+    for why in left_out_reasons(left_out):
         say(args, f"note: left out {why}")
     fixed = kinds(args)
     for column in encoder.columns.values():

@@ -147,11 +147,11 @@ from .histogram import Release, Unreleasable, noise_tail, release, release_thres
 from .kinds import BINS, OTHER, column_from, names_codes, names_ids, public_column
 from .metadata import Metadata
 from .numbers import fine_charges, refine
-from .notes import blank_records, column_changes
+from .notes import blank_records, column_changes, left_out_reasons
 from .table import AUTO, ROWS_SHARE, infer, learn, needed_share
 
 __all__ = ["learn", "infer", "AUTO", "ROWS_SHARE", "needed_share", "encoded", "Declared", "ColumnSpec", "Metadata",
            "undeclared", "public_column", "Unreleasable", "BINS", "OTHER", "Tally", "tally", "merged",
            "tallies", "column_values", "Release", "release", "release_threshold", "noise_tail", "refine",
-           "fine_charges", "column_from", "names_codes", "names_ids", "column_changes", "blank_records", "BOUNDARIES",
+           "fine_charges", "column_from", "names_codes", "names_ids", "column_changes", "left_out_reasons", "blank_records", "BOUNDARIES",
            "HOLDS_WHOLE", "LEVELS", "N_CELLS", "cell_of"]

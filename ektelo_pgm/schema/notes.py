@@ -1,7 +1,7 @@
 """What a schema does to each column's values, in words: one note per column that the command
 line prints (:func:`column_changes`), read from the schema alone (post-processing of its release),
-and one about the records blank in every column where their noisy count shows them
-(:func:`blank_records`)."""
+one per reason columns were left out for (:func:`left_out_reasons`), and one about the records
+blank in every column where their noisy count shows them (:func:`blank_records`)."""
 from __future__ import annotations
 
 from ..columns import json_value
@@ -63,6 +63,16 @@ def column_changes(column, threshold: float | None, fixed: bool, blankless: bool
         changes.append(f"no blanks: a blank{rare} would be written as {fallback!r}")
     return changes
 
+
+def left_out_reasons(left_out: dict) -> list[str]:
+    """One line per reason in ``left_out`` (``{column: "column 'x': why"}``), naming every column
+    left out for it, in the order first seen: a wide table whose columns are all too rare to
+    release reads as one reason, not one paragraph per column."""
+    columns = {}
+    for name, why in left_out.items():
+        columns.setdefault(why.removeprefix(f"column {name!r}: "), []).append(name)
+    return [f"column {names[0]!r}: {why}" if len(names) == 1 else
+            f"{len(names)} columns ({', '.join(map(repr, names))}): {why}" for why, names in columns.items()]
 
 
 def blank_records(count: float, lines: bool) -> str:

@@ -21,6 +21,7 @@ from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_be
 from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, has_missing, names_codes, public_column,
                     unreleased_stds)
 from .metadata import within
+from .notes import left_out_reasons
 from .numbers import fine_charges, refine, whole_counts
 
 #: Share of the schema's amount that refines the numbers where their mass is (:func:`refine`).
@@ -235,7 +236,7 @@ def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: in
                      ranges=ranges, unsure=unsure) if open_ else None
     columns = {**fixed, **(inferred.columns if inferred else {})}
     if not columns:
-        reasons = "; ".join((left_out or {}).values())
+        reasons = "; ".join(left_out_reasons(left_out or {}))
         raise InputError("no column can be released privately at this budget: " + reasons)
     ordered = {c: columns[c] for c in frame.columns if c in columns}
     if declared is not None:
