@@ -135,9 +135,9 @@ of decades, tenths and cells), :mod:`.counts` (a raw column's exact tally, never
 :mod:`.numbers` (a column of numbers: its refined digits, range, span and bins), :mod:`.kinds`
 (the column a release describes; public categories), :mod:`.declared` (the declared form),
 :mod:`.metadata` (SDV's metadata, read as declared columns, fixed kinds, ids and columns left out),
-:mod:`.codes` (the rows' codes), :mod:`.table` (:func:`infer` and :func:`learn`) and :mod:`.notes`
-(what the schema does to each column, in words).  This face names what the rest of the project
-imports.
+:mod:`.codes` (the rows' codes), :mod:`.notes` (what the schema does to each column, and why
+columns are left out, in words) and :mod:`.table` (:func:`infer` and :func:`learn`).  This face
+names what the rest of the project imports.
 """
 from .codes import encoded
 from .counts import Tally, column_values, merged, tallies, tally
