@@ -824,6 +824,30 @@ def test_identifiers_over_a_wide_dense_span_keep_every_id():
     assert sum(end == 24 for end in last) >= 5 and min(last) >= 20, last
 
 
+def test_whole_numbers_the_counts_show_only_on_their_released_values_stay_on_them():
+    """Student ages coded 2, 4, 6 and 8 (InstEval's) were coded integer by integer, and the model's
+    noise drew 0.3% odd ones: the cells of 3, 5 and 7 show no numbers, so the column's codes are
+    its four values (in 14 schemas of 20; the others are coded integer by integer, as before, where
+    a gap's cell passes its bar by noise, the range passes 2, or the noisy kinds leave the released
+    values short of covering the column).  A month too rare to release (300 records, threshold 439)
+    but noticed in its cell keeps its code, and so does a value the range holds past the released
+    ones."""
+    rng = np.random.default_rng(0)
+    months = np.repeat(np.arange(1, 13), [1000, 300] + [1070] * 10)
+    children = np.repeat([0, 1, 2], [8000, 3700, 300])
+    frame = pd.DataFrame({"age": rng.permutation(np.repeat([2, 4, 6, 8], 3000)), "month": rng.permutation(months),
+                          "children": rng.permutation(children)})
+    ages = []
+    for seed in range(20):
+        thresholds = {}
+        columns = infer(frame, Budget.zcdp(2e-3), None, 1e-9, rng=seed, thresholds=thresholds).columns
+        assert 300 < thresholds["month"] and 300 < thresholds["children"], thresholds
+        assert columns["month"].kind == "numeric" and columns["month"].edges == tuple(range(1, 14)), seed
+        assert columns["children"].kind == "numeric" and columns["children"].edges[-1] == 3, seed
+        ages.append(columns["age"].categories if columns["age"].kind == "categorical" else None)
+    assert ages.count((2, 4, 6, 8)) >= 10 and set(ages) <= {(2, 4, 6, 8), None}, ages
+
+
 def test_years_end_near_the_last_when_the_noise_keeps_their_end_decade_whole():
     """Years of sale 2006 to 2010 as ames' (341 records in 2010; noise std 183 and 245, rho 1e-4):
     in 5 schemas of 40 the decade [2010, 2020) surely held numbers but none of its years could

@@ -67,11 +67,14 @@ Everything else is post-processing of those noisy counts:
   integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it, and at least
   the noise std of a count (else the codes would hold mostly noise): one code per
   integer of the span, whatever its count, numbers outside it clipped to its ends; unless its
-  released values are exactly those integers, at most ``bins`` of them and covering it (below):
-  then it is categorical, with the same codes.  The span depends on the data only through the
-  noisy counts and the released values, so it costs nothing more and needs no stability
-  threshold: a rare code inside it (a pay band or a name code held by a few records) keeps its
-  identity, and the clipping of a record outside it depends on that record alone;
+  released values are its ends, at most ``bins`` of them and covering it (below), and each
+  integer between them that none is lies in a cell whose noisy count shows no numbers (under
+  ``OTHER_Z`` stds): then it is categorical, with the released values as codes (no
+  synthetic record holds an integer the counts show none of).  The span depends on the data only
+  through the noisy counts and the released values, so it costs nothing more and needs no
+  stability threshold: a rare code inside it (a pay band or a name code held by a few records,
+  its cell past that bar) keeps its identity, and the clipping of a record outside it depends
+  on that record alone;
 * any other column of numbers is *numeric* when its released values are either more than
   ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), or when
   as a categorical column it would need an other code (below): numbers stay numbers, never an
