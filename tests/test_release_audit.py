@@ -93,6 +93,12 @@ def gridded(rows):
     return [r[:3] + [str(x)] for r, x in zip(rows, loans)]
 
 
+def evens(rows):
+    """The base rows with one of the even whole numbers 2, 4, 6 and 8 in place of the country: coded
+    on those four values where the noisy counts of 3, 5 and 7 show none (schema.kinds), else per integer."""
+    return [r[:3] + [str(x)] for r, x in zip(rows, np.random.default_rng(12).choice([2, 4, 6, 8], len(rows)))]
+
+
 def priced(rows):
     """The base rows with a price written with a dollar sign and grouped thousands in place of the
     country ($1,234.56)."""
@@ -247,6 +253,7 @@ CASES = {
     # issue 56: the unit of times and of whole numbers
     "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
     "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
+    "an odd whole number among the even ones 2, 4, 6 and 8": Case(substitute("country", "5"), base=evens),
     "a price with a decimal comma among dollar amounts": Case(substitute("country", "€ 1.234,56"), base=priced),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
