@@ -62,19 +62,21 @@ Everything else is post-processing of those noisy counts:
   density ends (:func:`.ends.outer_edge`: numbers that stop mid-part, such as dates up to the day a
   table was taken, are not drawn past their end); a range held by the outer cells alone (numbers
   past the grid's largest magnitude, ids of 64 bits) cannot be placed, and its column is left out;
-* a column of whole numbers is coded *integer by integer* when its *span*, the integers of its
-  range (rounded inwards) widened to its released values, holds at most ``bins``
-  integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it, and at least
-  the noise std of a count (else the codes would hold mostly noise): one code per
-  integer of the span, whatever its count, numbers outside it clipped to its ends; unless its
-  released values are its ends, at most ``bins`` of them and covering it (below), and each
-  integer between them that none is lies in a cell whose noisy count shows no numbers (under
-  ``OTHER_Z`` stds): then it is categorical, with the released values as codes (no
-  synthetic record holds an integer the counts show none of).  The span depends on the data only
-  through the noisy counts and the released values, so it costs nothing more and needs no
-  stability threshold: a rare code inside it (a pay band or a name code held by a few records,
-  its cell past that bar) keeps its identity, and the clipping of a record outside it depends
-  on that record alone;
+* a column of whole numbers has a *span*, the integers of its range (rounded inwards) widened to
+  its released values; it is categorical *on the values its counts show* when those (its released
+  values, and each integer alone in its cell whose noisy count reaches ``NOISE_Z`` stds) are its
+  span's ends, at most ``bins`` of them and holding all but ``TAIL_SHARE`` of its values, and the
+  cells of each run of the span's other integers show no numbers (each under ``NOISE_Z`` stds,
+  together under ``GAP_Z`` stds of their sum): no synthetic record holds an integer the
+  counts show none of, and a number off them is written as the nearest
+  (:func:`.kinds._shown_codes`); else it is coded *integer by integer* when its span holds at
+  most ``bins`` integers and its numbers number at least ``WHOLE_DENSITY`` per integer of it,
+  and at least the noise std of a count (else the codes would hold mostly noise): one code per
+  integer of the span, whatever its count, numbers outside it clipped to its ends.  The span
+  and the shown values depend on the data only through the noisy counts and the released
+  values, so they cost nothing more and need no stability threshold: a rare code of a span coded
+  integer by integer (a pay band or a name code held by a few records) keeps its identity, and
+  the clipping of a record outside it depends on that record alone;
 * any other column of numbers is *numeric* when its released values are either more than
   ``bins`` or cover less than ``1 - TAIL_SHARE`` of it (a long tail of rare numbers), or when
   as a categorical column it would need an other code (below): numbers stay numbers, never an
