@@ -840,9 +840,10 @@ def test_whole_numbers_the_counts_show_only_on_their_released_values_stay_on_the
     noise drew 0.3% odd ones: the cells of 3, 5 and 7 show no numbers, so the column's codes are
     its four values (in 11 schemas of 20, 14 before each run of gaps was tested whole, GAP_Z;
     the others are coded integer by integer, as before, where a gap's cell passes its bar by
-    noise, the range passes 2, or the noisy kinds leave the values short of covering the column).  A month too rare
-    to release (300 records, threshold 439) but shown by its cell keeps its code, and so does a
-    value the range holds past the released ones, as categories or integer by integer."""
+    noise, the range passes 2, or the noisy kinds leave the values short of covering the
+    column).  A month too rare to release (300 records, threshold 439) but shown by its cell
+    keeps its code, and so does a value the range holds past the released ones, as categories
+    or integer by integer."""
     rng = np.random.default_rng(0)
     months = np.repeat(np.arange(1, 13), [1000, 300] + [1070] * 10)
     children = np.repeat([0, 1, 2], [8000, 3700, 300])
