@@ -59,7 +59,9 @@ class CategoricalColumn:
     label; when ``missing`` the last code stands for a missing value.  ``public``: the categories
     were declared public knowledge and read from the table as they are (not a private release).
     ``fallback``: the category of a value the column has no other code for (without an other or
-    a missing code; :func:`~ektelo_pgm.schema.encoded`), one of ``categories`` (None: the first)."""
+    a missing code; :func:`~ektelo_pgm.schema.encoded`), one of ``categories`` (None: the first).
+    ``pointed``: its whole-number categories are written with a decimal point, ``61.0``, as floats
+    (:func:`~ektelo_pgm.table_io.typed`)."""
 
     name: str
     categories: tuple
@@ -68,6 +70,7 @@ class CategoricalColumn:
     other: str | None = None
     public: bool = False
     fallback: object = None
+    pointed: bool = False
 
     kind = "categorical"
 
@@ -153,7 +156,8 @@ class CategoricalColumn:
         return {"name": self.name, "kind": self.kind, "categories": list(self.categories),
                 "missing": self.missing, "others_missing": self.others_missing, "other": self.other,
                 **({"public": True} if self.public else {}),
-                **({} if self.fallback is None else {"fallback": self.fallback})}
+                **({} if self.fallback is None else {"fallback": self.fallback}),
+                **({"pointed": True} if self.pointed else {})}
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,8 @@ class NumericColumn:
     :data:`~ektelo_pgm.number_formats.NUMBER_FORMATS` (``$1,234.5``).  ``density``: where the
     numbers lie inside the bins, as ``(lower, upper, records)`` intervals, ascending and disjoint,
     each holding about ``records`` numbers spread evenly (None: each bin evenly); :meth:`decode`
-    draws inside a bin by it, so that numbers heaped on a few values stay there.
+    draws inside a bin by it, so that numbers heaped on a few values stay there.  ``pointed``: its
+    whole numbers are written with a decimal point, ``61.0``, as floats (:func:`~ektelo_pgm.table_io.typed`).
     """
 
     name: str
@@ -188,6 +193,7 @@ class NumericColumn:
     fallback: float | None = None
     number_format: str | None = None
     density: tuple | None = None
+    pointed: bool = False
 
     kind = "numeric"
 
@@ -497,7 +503,8 @@ class NumericColumn:
                 "integer": self.integer, "missing": self.missing}
         optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
                     "fallback": self.fallback, "number_format": self.number_format,
-                    "density": None if self.density is None else [list(part) for part in self.density]}
+                    "density": None if self.density is None else [list(part) for part in self.density],
+                    "pointed": True if self.pointed else None}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

@@ -80,12 +80,13 @@ def _column_from_dict(spec: dict):
     if spec.get("kind") == "categorical":
         return CategoricalColumn(spec["name"], tuple(spec["categories"]), bool(spec["missing"]),
                                  bool(spec.get("others_missing", False)), spec.get("other"),
-                                 bool(spec.get("public", False)), spec.get("fallback"))
+                                 bool(spec.get("public", False)), spec.get("fallback"),
+                                 bool(spec.get("pointed", False)))
     if spec.get("kind") == "numeric":
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
                              spec.get("decimals"), spec.get("time_format"),
                              spec.get("unit", spec.get("time_unit")), spec.get("fallback"),  # earlier: time_unit
-                             spec.get("number_format"), spec.get("density"))
+                             spec.get("number_format"), spec.get("density"), bool(spec.get("pointed", False)))
     raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

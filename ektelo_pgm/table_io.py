@@ -141,8 +141,9 @@ def csv_options(path: str, header: bool | None, names, sep: str | None, encoding
 
 def _numbers_typed(frame):
     """A frame of text columns with each column whose present values (not :data:`MISSING`) are
-    all numbers as numbers (``read_table(text=False)``), the others as text, missing spellings
-    as NaN."""
+    all numbers as numbers (``read_table(text=False)``; whole numbers written without a point as
+    nullable integers, blanks or not, not as floats, which :func:`factorized` reads as ``61.0``),
+    the others as text, missing spellings as NaN."""
     pd = pandas_module()
     out = {}
     for name, column in frame.items():
@@ -151,6 +152,9 @@ def _numbers_typed(frame):
             out[name] = pd.to_numeric(column)
         except (TypeError, ValueError):
             out[name] = column
+        if out[name].dtype.kind == "f" and not column.str.contains(r"[.eE]", na=False).any() \
+                and out[name].abs().max() < 2 ** 53:
+            out[name] = out[name].astype("Int64")
     return pd.DataFrame(out, columns=frame.columns)
 
 
@@ -371,19 +375,20 @@ def has_header(path) -> bool:
 def typed(values, column):
     """A decoded column (a Series) in the value type its schema ``column`` (a
     :class:`~ektelo_pgm.encoding.CategoricalColumn` or ``NumericColumn``) fixes, never the raw
-    table's: whole numbers
-    (a numeric column of integers, or categories that are all whole numbers) as nullable
-    integers, other numbers as floats, anything else (times included) as text."""
+    table's: whole numbers (a numeric column of integers, or categories that are all whole
+    numbers) as nullable integers, or as floats where the column writes them with a point
+    (``pointed``), other numbers as floats, anything else (times included) as text."""
     pd = pandas_module()
     if column.kind == "numeric" and column.written_in is not None:  # text in the column's format
         return values.astype(object)
     if column.kind == "numeric":  # Int64 holds every whole number decoded inside the edges
-        return values.astype("Int64" if column.integer and max(map(abs, column.edges)) < 2 ** 62 else float)
+        whole = column.integer and max(map(abs, column.edges)) < 2 ** 62 and not column.pointed
+        return values.astype("Int64" if whole else float)
     categories = [canonical_value(c) for c in column.categories] + ([] if column.other is None else [column.other])
     codes, uniques = pd.factorize(values)  # each distinct value converted once; -1: missing
     as_series = lambda array, dtype=None: pd.Series(array, index=values.index, name=values.name,  # noqa: E731
                                                     dtype=dtype)
-    if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories):
+    if all(isinstance(c, int) and abs(c) < 2 ** 62 for c in categories) and not column.pointed:
         whole = np.array([canonical_value(v) for v in uniques] + [0], dtype=np.int64)
         return as_series(pd.arrays.IntegerArray(whole[codes], codes < 0))
     if all(isinstance(c, (int, float)) and math.isfinite(as_float(c)) for c in categories):
@@ -391,6 +396,7 @@ def typed(values, column):
     text = np.empty(len(uniques) + 1, dtype=object)
     text[:-1], text[-1] = [str(v) for v in uniques], math.nan
     return as_series(text[codes], object)
+
 
 def as_frame(table):
     """The DataFrame of ``table`` checked (columns named, none repeated, rows present): a
@@ -446,22 +452,27 @@ def canonical(series, missing: frozenset) -> np.ndarray:
     for any other number (``"61.5"``; ``inf`` for ``"inf"`` and numbers past the float range
     such as ``"1e400"``), else the text as a str (booleans included: ``"True"``).  An object
     array, one entry per row (:func:`factorized`)."""
-    codes, values = factorized(series, missing)
+    codes, values, _ = factorized(series, missing)
     return np.append(values, None)[codes]
 
 
-def factorized(series, missing: frozenset) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, values)`` of a raw column: ``values``, the :func:`canonical` value of each distinct
-    raw value in order of first appearance (an object array; two raw values may read as one,
-    ``" 5"`` and ``"5"``, and a missing marker as None), and ``codes``, each row's index into
-    ``values`` (int64, -1 where the row is NaN or None).  Each distinct raw value is parsed
-    once, so the cost per row is that of hashing it."""
+def factorized(series, missing: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes, values, pointed)`` of a raw column: ``values``, the :func:`canonical` value of each
+    distinct raw value in order of first appearance (an object array; two raw values may read as
+    one, ``" 5"`` and ``"5"``, and a missing marker as None), ``pointed``, whether each is a whole
+    number written with a decimal point (text such as ``"61.0"``, or any of a column of floats:
+    pandas holds whole numbers with blanks so, and writes ``61.0``; not a float among Python
+    objects, where ``3.0`` and ``3`` are one value whose form the first record would set), and
+    ``codes``, each row's index into ``values`` (int64, -1 where the row is NaN or None).  Each
+    distinct raw value is parsed once, so the cost per row is that of hashing it."""
     pd = pandas_module()
     codes, uniques = pd.factorize(series)
     cleaned = clean(pd.Series(uniques), missing)
     values = np.empty(len(uniques), dtype=object)
     values[:] = [None if pd.isna(v) else canonical_value(v) for v in cleaned]
-    return codes.astype(np.int64, copy=False), values
+    pointed = np.array([isinstance(value, int) and (series.dtype.kind == "f" or isinstance(raw, str) and "." in raw)
+                        for raw, value in zip(cleaned, values)], dtype=bool)
+    return codes.astype(np.int64, copy=False), values, pointed
 
 
 def canonical_value(value):

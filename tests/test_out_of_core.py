@@ -28,7 +28,7 @@ from ektelo_pgm.synthesizer import Synthesizer  # noqa: E402
 from ektelo_pgm.table_io import Partitions, open_table, read_table, write_parts  # noqa: E402
 
 MARKERS = frozenset({"?", ""})
-raw_values = st.one_of(st.integers(-5, 5), st.sampled_from([2.5, -0.25, 1e400, float("nan")]),
+raw_values = st.one_of(st.integers(-5, 5), st.sampled_from([2.5, -0.25, 1e400, float("nan"), 3.0]),
                        st.sampled_from(["a", " a", "b ", "?", "", "7", " 7.0", "2020-01-02", "x y"]), st.none())
 
 
@@ -45,6 +45,17 @@ def test_tallies_of_parts_merged_in_order_equal_the_whole_columns(values, cuts):
     assert whole.missing == len(values) - len(present)
     assert list(parts.values) == list(whole.values) and np.array_equal(parts.counts, whole.counts)
     assert parts.missing == whole.missing
+    pointed = values.count(" 7.0")  # whole, written with a point (3.0 among objects is 3: pandas' one value)
+    assert parts.pointed == whole.pointed == pointed
+
+
+def test_a_spilled_column_counts_its_whole_numbers_written_with_a_point(tmp_path):
+    from ektelo_pgm.schema.counts import Spilled, whole
+
+    spilled = Spilled(str(tmp_path), 10)
+    spilled.add(schemas.tally(pd.Series([1.0, 2.5, None, 4.0]), MARKERS))
+    spilled.add(schemas.tally(pd.Series(["3", "4.00", "?"]), MARKERS))
+    assert spilled.pointed == 3 and whole(spilled).pointed == 3 and spilled.missing == 2
 
 
 def messy(n=3000, seed=0) -> pd.DataFrame:

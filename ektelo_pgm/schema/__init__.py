@@ -9,6 +9,11 @@ alike (:func:`release`) and the rest where columns of numbers need it (:func:`re
 * its *kind* (a ``KIND_SHARE`` of the column's first amount): missing, text, whole number,
   fractional number, text in one of the date and time formats of ``TIME_FORMATS``, or a whole
   or fractional number written with symbols in one of ``NUMBER_FORMATS`` (``$1,234.5``);
+* its *form* (a ``FORM_SHARE`` of the rest), where the kinds leave a choice: of a column of
+  times whose format may drop leading zeros, the times written so; of a column that surely holds
+  whole numbers, those written with a decimal point (``61.0``: pandas writes a column of whole
+  numbers with blanks so), which it writes so where their noisy count passes ``NOISE_Z`` stds
+  and half the whole numbers;
 * its *value*: one count per distinct value present (strings stripped, numbers parsed).  A
   value is released only when its noisy count reaches a threshold ``tau`` that a value held by
   one record passes with probability at most ``delta_c`` (the stability-based histogram of

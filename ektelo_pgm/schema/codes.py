@@ -86,7 +86,7 @@ def column_values(series, column, markers: frozenset) -> tuple[np.ndarray, np.nd
     value read once (None last: the value of the missing rows), a numeric column's text read in its
     format, or without one (declared) each in the first number format that reads it
     (:func:`as_written`); ``rows``, each row's index into ``values``."""
-    rows, values = factorized(series, markers)
+    rows, values, _ = factorized(series, markers)
     values = np.append(values, None)  # the value of row code -1: missing
     if column.kind == "numeric":
         values = as_written(values) if column.written_in is None else read_numbers(values, column.written_in)

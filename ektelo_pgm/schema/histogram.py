@@ -22,9 +22,11 @@ from .grid import LEVELS, N_CELLS, cell_of
 
 #: Share of a column's histogram amount that counts its kinds (:func:`release`).
 KIND_SHARE = Fraction(1, 5)
-#: Share of the rest, in a column of times whose format may write months, days or hours without
-#: leading zeros, that counts those written in one digit (:func:`_padding`).
-PAD_SHARE = Fraction(1, 20)
+#: Share of the rest that counts how a column writes its values, where its kinds leave a choice: in
+#: a column of times whose format may write months, days or hours without leading zeros, those
+#: written in one digit (:func:`_padding`); in a column that surely holds plain whole numbers, those
+#: written with a decimal point (:func:`_pointed`).  Its values' and levels' noise grows by 2.6%.
+FORM_SHARE = Fraction(1, 20)
 #: A column is numeric only if at most this share of its present values is text.
 TEXT_SHARE = 0.01
 #: A noisy count below this many noise stds may well be zero.
@@ -68,7 +70,8 @@ class Release:
     unit whole numbers are written in (of a column of times: in seconds, of TIME_UNITS).
     ``time_format``: a column of times in that format, whose numbers are whole seconds
     (:func:`column_values`); ``number_format``: a column of numbers written with symbols, in
-    that format of NUMBER_FORMATS.
+    that format of NUMBER_FORMATS; ``pointed``: a column whose whole numbers are mostly written with
+    a decimal point (``61.0``: :func:`_pointed`).
     ``notion``: the budget's, whose noise the counts have (``"zcdp"``: discrete Gaussian)."""
 
     name: str
@@ -89,6 +92,7 @@ class Release:
     time_format: str | None = None
     number_format: str | None = None
     unit: int | None = None
+    pointed: bool = False
     notion: str = "zcdp"
 
     @property
@@ -113,10 +117,14 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
     (its unit) in two charges, each
     with one count per record and level: ``KIND_SHARE`` of it on the kinds, the rest on the
     values and, for a column of numbers (:func:`shows_numbers` of the noisy kinds, or ``kind``
-    ``"numeric"``), on the numbers' decades, tenths and cells; a column of times whose format
-    :func:`~ektelo_pgm.times.may_be_unpadded` spends ``PAD_SHARE`` of that rest first, in a third
-    charge, on whether to write them without leading zeros (:func:`_padding`).  Given ``kinds_of``, an earlier
-    release of the same column, its noisy kinds (and time format) are reused, post-processing,
+    ``"numeric"``), on the numbers' decades, tenths and cells; where the kinds leave a choice of
+    form, ``FORM_SHARE`` of that rest goes first, in a third charge, on how the column writes its
+    values: a column of times whose format :func:`~ektelo_pgm.times.may_be_unpadded`, whether to
+    write them without leading zeros (:func:`_padding`); a column whose noisy kinds surely hold
+    whole numbers (the kinds' bar) and no format, whether to write them with a decimal point
+    (:func:`_pointed`; where they are whole numbers, :func:`whole_numbers`: a fractional column
+    writes its whole ones with a point anyway).  Given ``kinds_of``, an earlier
+    release of the same column, its noisy kinds (and forms) are reused, post-processing,
     and all of ``amount`` goes to the values and levels in one charge.  Values pass when their noisy
     count reaches the threshold that the values of one neighbouring step (one record's, or one
     person's under ``Person(K)``: :func:`release_threshold` with ``budget.max_rows``) pass with
@@ -128,12 +136,18 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
         kinds, kind_std, kind_bar, time_format, number_format = _noisy_kinds(
             t, budget, float_below(exact * KIND_SHARE), rng, label, kind)
         exact *= 1 - KIND_SHARE
+        pointed = False
         if time_format is not None and may_be_unpadded(time_format):
-            time_format = _padding(t, time_format, budget, float_below(exact * PAD_SHARE), rng, label)
-            exact *= 1 - PAD_SHARE
+            time_format = _padding(t, time_format, budget, float_below(exact * FORM_SHARE), rng, label)
+            exact *= 1 - FORM_SHARE
+        elif time_format is None and number_format is None and kinds["whole"] >= kind_bar \
+                and whole_numbers(kinds, kind_std):
+            pointed = _pointed(t, kinds["whole"], budget, float_below(exact * FORM_SHARE), rng, label)
+            exact *= 1 - FORM_SHARE
     else:
-        kinds, kind_std, kind_bar, time_format, number_format = (
-            kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar, kinds_of.time_format, kinds_of.number_format)
+        kinds, kind_std, kind_bar, time_format, number_format, pointed = (
+            kinds_of.kinds, kinds_of.kind_std, kinds_of.kind_bar, kinds_of.time_format, kinds_of.number_format,
+            kinds_of.pointed)
     of_numbers = kind == "numeric" or time_format is not None or number_format is not None \
         or kind is None and shows_numbers(kinds, kind_std, kind_bar)
     draw, scale, std = noise_draws(1 + len(LEVELS) if of_numbers else 1, budget, float_below(exact), rng, label)
@@ -157,7 +171,7 @@ def release(name: str, t, budget: Budget, amount, delta: float, rng, kind: str |
         levels = [np.zeros(group.max() + 1) for group in LEVELS]
     return Release(name, kinds, released, tuple(levels), threshold, std, kind_std, kind_bar,
                    noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS), noise_bar(budget.notion, scale, RANGE_Z, RANGE_MISS),
-                   time_format=time_format, number_format=number_format, notion=budget.notion)
+                   time_format=time_format, number_format=number_format, pointed=pointed, notion=budget.notion)
 
 
 def _noisy_kinds(t, budget: Budget, amount: float, rng, label: str, kind: str | None) -> tuple:
@@ -211,6 +225,16 @@ def _padding(t, fmt: str, budget: Budget, amount: float, rng, label: str) -> str
         short += c.counts[written_unpadded(c.values, np.where(found == at, found, -1))].sum()
     noisy, scale, _ = noisy_counts(np.array([short]), 1, budget, amount, rng, label + ": times without leading zeros")
     return unpadded(fmt) if noisy[0] >= noise_bar(budget.notion, scale, DECADE_Z, DECADE_MISS) else fmt
+
+
+def _pointed(t, whole: float, budget: Budget, amount: float, rng, label: str) -> bool:
+    """Whether the column read through ``t``, whose noisy kinds count ``whole`` whole numbers, writes
+    them with a decimal point (:attr:`Release.pointed`): the noisy count of those written so (one
+    count per record, spending ``amount``; :attr:`~.counts.Tally.pointed`) is past ``NOISE_Z`` stds
+    and more than half of ``whole`` (pandas writes a column of whole numbers with blanks as
+    ``61.0``; another writes ``61``)."""
+    noisy, _, std = noisy_counts(np.array([t.pointed]), 1, budget, amount, rng, label + ": whole numbers with a point")
+    return bool(noisy[0] >= NOISE_Z * std and noisy[0] > whole / 2)
 
 
 def _number_format(kinds: np.ndarray, std: float, bar: float) -> str | None:
@@ -274,6 +298,13 @@ def shows_numbers(kinds: dict, std: float, bar: float) -> bool:
     and once in 150 under Laplace noise at epsilon 1; at the bar, once in 600,000 on ames."""
     text, whole, fractional = (max(kinds[k], 0.0) for k in ("text", "whole", "fractional"))
     return whole + fractional >= NOISE_Z * std and text <= TEXT_SHARE * (text + whole + fractional) + bar
+
+
+def whole_numbers(kinds: dict, std: float) -> bool:
+    """Whether the numbers that noisy ``kinds`` (each of noise std ``std``) count are whole: at most
+    ``TEXT_SHARE`` of them fractional, up to ``NOISE_Z`` stds."""
+    whole, fractional = max(kinds["whole"], 0.0), max(kinds["fractional"], 0.0)
+    return bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * std)
 
 
 def noise_draws(per_record: int, budget: Budget, amount, rng, label: str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..errors import InputError
 from .counts import Tally, whole
 from .ends import TAIL_SHARE
 from .grid import LOWER, UPPER, cell_of
-from .histogram import DECADE_Z, KINDS, NOISE_Z, TEXT_SHARE, Release, Unreleasable, shows_numbers
+from .histogram import DECADE_Z, KINDS, NOISE_Z, Release, Unreleasable, shows_numbers, whole_numbers
 from .numbers import median_number, numeric_from, whole_span
 
 #: A categorical column gets an other code when its values not released number this many stds
@@ -90,6 +91,20 @@ def unreleased_stds(r: Release) -> float:
 
 
 def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: str = OTHER):
+    """The column that the release ``r`` describes (:func:`_coded`), whose whole numbers, of a
+    column of plain numbers, are written with a decimal point where ``r`` says most are
+    (:attr:`~.histogram.Release.pointed`: ``61.0``, as pandas writes a column of whole numbers
+    with blanks; nlswork's and GSSvocab's had lost it).  Post-processing only."""
+    column = _coded(r, bins, kind, other)
+    if column.kind == "numeric":
+        whole = column.edges if column.integer and column.written_in is None else ()
+    else:
+        whole = column.categories if all(isinstance(c, int) for c in column.categories) else ()
+    exact = bool(whole) and max(map(abs, whole)) <= 2 ** 53  # written as floats, which hold them exactly
+    return replace(column, pointed=True) if r.pointed and exact else column
+
+
+def _coded(r: Release, bins: int, kind: str | None, other: str):
     """The column that the release ``r`` describes (post-processing only, package docstring):
     numeric with one bin per integer of its span, numeric with at most ``bins`` bins besides
     its point masses, or categorical; ``kind`` (``"categorical"`` or ``"numeric"``), where the
@@ -115,7 +130,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     timed, written = r.time_format is not None, r.written_in is not None
     of_numbers = kind == "numeric" or written or kind is None and shows_numbers(r.kinds, r.kind_std, r.kind_bar) \
         and all(not isinstance(v, str) for v in r.values)
-    integer = timed or bool(fractional <= TEXT_SHARE * (whole + fractional) + NOISE_Z * r.kind_std)
+    integer = timed or whole_numbers(r.kinds, r.kind_std)
     missing = has_missing(r, True, sure=False)
     noticed = unreleased_stds(r) >= OTHER_Z
     ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
