@@ -141,9 +141,8 @@ def csv_options(path: str, header: bool | None, names, sep: str | None, encoding
 
 def _numbers_typed(frame):
     """A frame of text columns with each column whose present values (not :data:`MISSING`) are
-    all numbers as numbers (``read_table(text=False)``; whole numbers written without a point as
-    nullable integers, blanks or not, not as floats, which :func:`factorized` reads as ``61.0``),
-    the others as text, missing spellings as NaN."""
+    all numbers as numbers (``read_table(text=False)``), the others as text, missing spellings
+    as NaN."""
     pd = pandas_module()
     out = {}
     for name, column in frame.items():
@@ -152,9 +151,6 @@ def _numbers_typed(frame):
             out[name] = pd.to_numeric(column)
         except (TypeError, ValueError):
             out[name] = column
-        if out[name].dtype.kind == "f" and not column.str.contains(r"[.eE]", na=False).any() \
-                and out[name].abs().max() < 2 ** 53:
-            out[name] = out[name].astype("Int64")
     return pd.DataFrame(out, columns=frame.columns)
 
 
@@ -460,17 +456,17 @@ def factorized(series, missing: frozenset) -> tuple[np.ndarray, np.ndarray, np.n
     """``(codes, values, pointed)`` of a raw column: ``values``, the :func:`canonical` value of each
     distinct raw value in order of first appearance (an object array; two raw values may read as
     one, ``" 5"`` and ``"5"``, and a missing marker as None), ``pointed``, whether each is a whole
-    number written with a decimal point (text such as ``"61.0"``, or any of a column of floats:
-    pandas holds whole numbers with blanks so, and writes ``61.0``; not a float among Python
-    objects, where ``3.0`` and ``3`` are one value whose form the first record would set), and
-    ``codes``, each row's index into ``values`` (int64, -1 where the row is NaN or None).  Each
-    distinct raw value is parsed once, so the cost per row is that of hashing it."""
+    number written with a decimal point, as text (``"61.0"``: pandas writes a column of whole
+    numbers with blanks so; a float is not, as its column's dtype, which one record can change,
+    would decide it for the others), and ``codes``, each row's index into ``values`` (int64, -1
+    where the row is NaN or None).  Each distinct raw value is parsed once, so the cost per row is
+    that of hashing it."""
     pd = pandas_module()
     codes, uniques = pd.factorize(series)
     cleaned = clean(pd.Series(uniques), missing)
     values = np.empty(len(uniques), dtype=object)
     values[:] = [None if pd.isna(v) else canonical_value(v) for v in cleaned]
-    pointed = np.array([isinstance(value, int) and (series.dtype.kind == "f" or isinstance(raw, str) and "." in raw)
+    pointed = np.array([isinstance(value, int) and isinstance(raw, str) and "." in raw
                         for raw, value in zip(cleaned, values)], dtype=bool)
     return codes.astype(np.int64, copy=False), values, pointed
 

@@ -216,6 +216,7 @@ class Case:
 CASES = {
     "missing value": Case(substitute("age", "")),
     "fractional value in a whole-number column": Case(substitute("age", "61.5")),
+    "a whole number written with a point among plain ones": Case(substitute("age", "61.0")),
     "text in a number column": Case(substitute("age", "old")),
     "new text value": Case(substitute("city", "Zanzibar")),
     "infinity": Case(substitute("age", "inf")),
