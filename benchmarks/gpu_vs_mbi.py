@@ -1,48 +1,48 @@
-"""Side by side on a GPU machine (issue 30): mbi 2.0 on its JAX device, ours on the GPU (the torch
-oracle, ``backend="gpu"``) and ours on the CPU (numba, ``backend="cpu"``), float64, one script.
+"""Side by side on a GPU machine: mbi 2.0 on its JAX device, ours on the GPU (the torch oracle,
+``backend="gpu"``, float64 and float32) and ours on the same machine's CPU cores (numba,
+``backend="cpu"``), per iteration of mirror descent, at equal loss, and AIM end to end.
 
 Cases (every one seeded; Gaussian noise of std ``--sigma`` counts on every measured marginal):
 
 * ``adult-k3``, ``adult-k9``: ../shared/data adult, every 1-way marginal plus 3 or 9 random
   3-way marginals (junction tree capped at ``--max-cells``), PGM by mirror descent.
-* ``adult-k9-large``: 9 random 3-way marginals drawn together until their junction tree has 4 to
-  8 million cells (the size of the issue's measurement: 6.1 million cells, mbi 1.14 ms per
-  iteration on an H100 against 46.8 ms for ours on 16 CPU cores).
+* ``adult-300k``, ``adult-1m``, ``adult-3m``, ``adult-k9-large``: 9 random 3-way marginals drawn
+  together until their junction tree has about 0.3, 1 or 3 million cells (within a factor of 1.5)
+  or 4 to 8 million.
 * ``chain-100``, ``chain-1000``: 100 or 1000 attributes of size 10, records from a random
-  Markov chain, every adjacent pair measured; PGM by mirror descent.
+  Markov chain, every adjacent pair measured (a deep tree of small cliques).
 * ``appgm-30x100``, ``appgm-100x1000``: 30 attributes x 100 random triples, 100 x 1000 (size
   10, records from a random Markov chain); APPGM's proximal loop on the saturated region graph
   against mbi's ``approximate_oracles.mirror_descent`` (convex GBP, fixed step).
-* ``aim-adult-eps3``: AIM end to end on adult at epsilon 3 (delta 1e-9), ours with
-  ``PGM(method="mirror", backend=...)`` as its estimator, mbi through its author's AIM script
-  (see benchmarks/mechanisms_vs_reference.py for the set-up of ../venvs/private-pgm-mechanisms).
+* ``aim-adult-eps3``, ``aim-bn40-eps1``: AIM end to end on adult at epsilon 3 and on the
+  40-attribute network sample of benchmarks/mechanisms_vs_reference.py at epsilon 1 (delta 1e-9),
+  ours with ``PGM(method="mirror", backend=...)`` as its estimator, mbi through its author's AIM
+  script (``--reference``; see benchmarks/mechanisms_vs_reference.py for where it comes from).
 
 Per (case, side), in a fresh process: the first call (the whole estimate of ``--iters``
 iterations, set-up, JIT compilation or CUDA-graph capture included), the time per iteration
 (two warm estimates of ``--timing-iters`` iterations, their difference over the iterations'),
-and the L2 loss at equal iterations, scored here from each side's marginals.  AIM: wall seconds
-of the whole run.  APPGM on the GPU keeps convex GBP's messages on the device and its
-proximal loop on the host (one copy of the pseudo-marginals per step).
+and the L2 loss curve (each estimate's, one of ``--long-iters`` included), scored here from each
+side's marginals: at equal loss compares the time each side takes to mbi's loss after its longest
+estimate.  AIM: wall seconds of the whole run.
 
     .venv/bin/python benchmarks/gpu_vs_mbi.py                     # every case, every side (GPU machine)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --cases adult-k9-large chain-1000   # some cases (results merge)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --quick --sides ours-cpu ours-torch-cpu mbi   # smoke, CPU only
     .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # only print the table of the JSON
 
-Needs, on the GPU machine: torch with CUDA in the interpreter running this script (ours), and JAX
-with CUDA plus mbi 2.0 in ``--mbi-python`` (default: ../venvs/peers/bin/python where it exists,
-else this interpreter; the JSON records JAX's devices, so a CPU-only JAX shows).  The defaults
-(200 iterations, timing runs of 50 and 150, ``--case-timeout`` 150 s a run) are sized for a
-short device session: every (case, side) is its own process and its own entry of
-benchmarks/results/gpu_vs_mbi.json, and a later run of some cases replaces only their entries, so
-the grid can be split over several sessions.  A run past the timeout is recorded as such (mbi's
-AIM did not finish in 270 s on adult at epsilon 1 on an H200, issue 30).
+benchmarks/gpu_session.sh runs the whole grid in one short session on a GPU machine (its bundle
+carries mbi's wheel, the data and the author's scripts).  Needs there: torch with CUDA in the
+interpreter running this script (ours), and JAX with CUDA plus mbi 2.0 in ``--mbi-python``
+(default: ../venvs/peers/bin/python where it exists, else this interpreter).  Every (case, side)
+is its own process and its own entry of benchmarks/results/gpu_vs_mbi.json, written as it ends
+with the machine, versions and CUDA it ran on; a later run of some cases replaces only their
+entries, so the grid can be split over sessions.  A run past ``--case-timeout`` is recorded so.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -50,12 +50,18 @@ from pathlib import Path
 import numpy as np
 
 import harness
+from mechanisms_vs_reference import REFERENCE_DIR
 
 DOC = harness.Doc(
     title="The GPU oracle against mbi 2.0 on a GPU",
-    rerun=".venv/bin/python benchmarks/gpu_vs_mbi.py     # on a GPU machine; --quick --sides ours-cpu mbi: a CPU smoke test",
+    rerun="benchmarks/gpu_session.sh     # on a GPU machine, after benchmarks/gpu_session.sh bundle here",
     reading="""
-Not yet run on a GPU machine: no results are recorded.""")
+On the H200 ours loses to mbi on the same GPU: 3.5 ms an iteration at 6.7M cells against 0.9, 1.5-1.6 against
+0.4-0.5 from 0.3M to 2M; about 300 small kernels a line-search trial (gathers, reductions, index-adds) cost it.
+Against numba on 8 of its cores the GPU wins from 0.3M cells (1.6x, 7x at 6.7M) and loses on deep trees (chain-100:
+11x), which sets backend="auto".  float32 ends within 4e-6 of float64's loss (mbi's: 8.5e-3) but is no faster.
+AIM on adult at epsilon 3: 35.7 s on the GPU, 40.6 s on 8 cores; mbi's did not finish in 105 s.""",
+    results=("gpu_vs_mbi.json",))
 
 
 REPO = harness.REPO
@@ -63,10 +69,12 @@ RESULTS = harness.RESULTS / "gpu_vs_mbi.json"
 PEERS_PYTHON = harness.peer_python("mbi")
 MBI_PYTHON = PEERS_PYTHON if PEERS_PYTHON.exists() else Path(sys.executable)
 # the largest model first: a device session is short (see --case-timeout and the docstring)
-CASES = ("adult-k9-large", "adult-k3", "adult-k9", "chain-100", "chain-1000", "appgm-30x100", "appgm-100x1000",
-         "aim-adult-eps3")
-SIDES = ("ours-cpu", "ours-gpu", "ours-torch-cpu", "mbi")
-BACKEND = {"ours-cpu": "cpu", "ours-gpu": "gpu", "ours-torch-cpu": "torch-cpu"}
+CASES = ("adult-k9-large", "adult-3m", "adult-1m", "adult-300k", "adult-k9", "adult-k3", "chain-100", "chain-1000",
+         "appgm-30x100", "appgm-100x1000", "aim-adult-eps3", "aim-bn40-eps1")
+#: junction-tree cells aimed at by the sized adult cases (9 random triples, within a factor of 1.5)
+SIZED = {"adult-300k": 3e5, "adult-1m": 1e6, "adult-3m": 3e6}
+SIDES = ("ours-gpu", "ours-gpu-f32", "ours-cpu", "ours-torch-cpu", "mbi", "mbi-f32")
+BACKEND = {"ours-cpu": "cpu", "ours-gpu": "gpu", "ours-gpu-f32": "gpu", "ours-torch-cpu": "torch-cpu"}
 DELTA = 1e-9
 
 
@@ -129,12 +137,14 @@ def problem(case: str, args):
     if case.startswith("aim"):
         from mechanisms_vs_reference import load_table
 
-        columns, records = load_table(args.data, args.aim_data)
+        columns, records = load_table(args.data, "titanic" if args.quick else case.split("-")[1])
         return "aim", None, None, (columns, records)
     if case.startswith("adult"):
         data = Dataset.load(args.data / "adult.csv", args.data / "adult-domain.json")
         if case.endswith("large"):
             triples = large_triples(data.domain, 9, 4e6, 8e6, rng)
+        elif case in SIZED:
+            triples = large_triples(data.domain, 9, SIZED[case] / 1.5, SIZED[case] * 1.5, rng)
         else:
             triples = random_triples(data.domain, int(case[7:]), args.max_cells, rng)
         cliques = [(a,) for a in data.domain.attrs] + triples
@@ -169,13 +179,17 @@ def l2_loss(project, measurements) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
+def dtype_of(side: str) -> str:
+    return "float32" if side.endswith("-f32") else "float64"
+
+
 class Ours:
-    def __init__(self, kind, domain, measurements, backend):
+    def __init__(self, kind, domain, measurements, backend, dtype):
         from ektelo_pgm.operators.reconstruct import APPGM, PGM
 
         self.kind, self.domain, self.measurements, self.backend = kind, domain, measurements, backend
-        self.make = (lambda iters: PGM(iters=iters, method="mirror", backend=backend)) if kind == "pgm" else (
-            lambda iters: APPGM(iters=iters, method="mirror", final_iters=0, backend=backend))
+        self.make = (lambda iters: PGM(iters=iters, method="mirror", backend=backend, dtype=dtype)) if kind == "pgm" \
+            else (lambda iters: APPGM(iters=iters, method="mirror", final_iters=0, backend=backend))
 
     def fit(self, iters):
         model = self.make(iters).reconstruct(self.domain, self.measurements)
@@ -187,17 +201,21 @@ class Ours:
 
     def device(self):
         if self.backend == "cpu":
-            return f"numba, {os.cpu_count()} CPUs"
+            import numba
+
+            return f"numba, {numba.get_num_threads()} threads"
         import torch
 
-        return torch.cuda.get_device_name(0) if self.backend == "gpu" else f"torch CPU, {torch.get_num_threads()} threads"
+        if self.backend == "gpu":
+            return torch.cuda.get_device_name(0)
+        return f"torch CPU, {torch.get_num_threads()} threads"
 
 
 class Mbi:
-    def __init__(self, kind, domain, measurements, stepsize):
+    def __init__(self, kind, domain, measurements, stepsize, dtype):
         import jax
 
-        jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", dtype == "float64")
         jax.config.update("jax_enable_compilation_cache", False)
         import mbi
 
@@ -234,27 +252,37 @@ def timed(call):
     return value, wall
 
 
-def measure_side(side, measurements, iters, timing_iters) -> dict:
-    model, first = timed(lambda: side.fit(iters))
-    iterations = side.iterations
-    loss = l2_loss(lambda attrs: side.project(model, attrs), measurements)
+def measure_side(side, measurements, iters, timing_iters, long_iters) -> dict:
+    """First call, ms per iteration and the loss curve ``[[iterations, loss, seconds], ...]`` of
+    the estimates made (the timing runs', and one of ``long_iters`` iterations when positive)."""
+    curve = []
+
+    def fit(n):
+        model, seconds = timed(lambda: side.fit(n))
+        curve.append([side.iterations, l2_loss(lambda attrs: side.project(model, attrs), measurements), seconds])
+        return seconds
+
+    first = fit(iters)
+    iterations, loss, _ = curve[0]
     short, long = timing_iters
     best = [float("inf"), float("inf")]
     done = [0, 0]
     for _ in range(2):
         for i, n in enumerate((short, long)):
-            seconds = timed(lambda: side.fit(n))[1]
-            best[i], done[i] = min(best[i], seconds), side.iterations
+            best[i] = min(best[i], fit(n))
+            done[i] = curve[-1][0]
+    if long_iters > 0:
+        fit(long_iters)
     per_iter = (best[1] - best[0]) / max(done[1] - done[0], 1)
     return {"first_call_s": first, "iterations": iterations, "loss": loss, "per_iter_ms": 1e3 * per_iter,
-            "timing_iterations": done, "device": side.device()}
+            "timing_iterations": done, "curve": sorted(curve), "device": side.device()}
 
 
 def run_aim(side: str, columns, records, epsilon: float, seed: int, args) -> dict:
-    if side == "mbi":
-        from mechanisms_vs_reference import REFERENCE_DIR, prepare_reference, run_reference
+    if side.startswith("mbi"):
+        from mechanisms_vs_reference import prepare_reference, run_reference
 
-        script = prepare_reference("aim", REFERENCE_DIR)
+        script = prepare_reference("aim", args.reference)
         import jax
 
         _, wall = timed(lambda: run_reference(script, "aim", columns, records, epsilon, seed))
@@ -267,28 +295,52 @@ def run_aim(side: str, columns, records, epsilon: float, seed: int, args) -> dic
     mech = AIM(max_mb=80.0, estimator=PGM(method="mirror", backend=BACKEND[side]))
     _, wall = timed(lambda: mech.run(data, Budget.approx(epsilon, DELTA), rng=seed).estimate.synthetic_data(
         len(data), rng=seed))
-    return {"wall_s": wall, "device": BACKEND[side]}
+    return {"wall_s": wall, "device": Ours(None, None, None, BACKEND[side], "float64").device()}
+
+
+def profile(impl, iters: int) -> str:
+    """The 15 costliest operators of one estimate of ``iters`` iterations (torch's profiler), run
+    eagerly so that each kernel shows (a CUDA graph's replay is one opaque launch)."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    from ektelo_pgm.pgm import torch_oracle
+
+    graph, torch_oracle._DeviceLoop._graph = torch_oracle._DeviceLoop._graph, lambda self: None
+    try:
+        with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            impl.fit(iters)
+    finally:
+        torch_oracle._DeviceLoop._graph = graph
+    key = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=15)
 
 
 def worker(case: str, side: str, args) -> dict:
     kind, domain, measurements, table = problem(case, args)
     out = {"case": case, "side": side, "kind": kind}
     if kind == "aim":
-        return {**out, "data": args.aim_data, **run_aim(side, *table, 3.0, args.seed, args)}
+        data = "titanic" if args.quick else case.split("-")[1]
+        return {**out, "data": data, **run_aim(side, *table, float(case.split("eps")[1]), args.seed, args)}
     out["measurements"] = len(measurements)
-    if side == "mbi":
-        impl = Mbi(kind, domain, measurements, args.appgm_step)
+    if side.startswith("mbi"):
+        impl = Mbi(kind, domain, measurements, args.appgm_step, dtype_of(side))
     else:
-        impl = Ours(kind, domain, measurements, BACKEND[side])
+        impl = Ours(kind, domain, measurements, BACKEND[side], dtype_of(side))
     if kind == "pgm" and side != "mbi":
         from ektelo_pgm.pgm.inference import MarginalOracle
 
         out["tree_cells"] = int(MarginalOracle(domain, [m.attrs for m in measurements]).layout.clique_off[-1])
-    out.update(measure_side(impl, measurements, args.iters, args.timing_iters))
-    if side != "mbi" and side != "ours-cpu":
+    out.update(measure_side(impl, measurements, args.iters, args.timing_iters,
+                            0 if side == "ours-cpu" else args.long_iters))
+    out["dtype"] = dtype_of(side)
+    if side.startswith("ours") and side != "ours-cpu":
         from ektelo_pgm.pgm import torch_oracle
 
         out["graph_failures"] = sorted(set(torch_oracle.GRAPH_FAILURES))  # empty: every loop ran as a CUDA graph
+        if args.profile:
+            out["profile"] = profile(impl, args.timing_iters[0])
     return out
 
 
@@ -297,20 +349,45 @@ def worker(case: str, side: str, args) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 
+def cuda_version() -> str:
+    """torch's CUDA and the driver's version, as this machine has them ("none" without)."""
+    import subprocess
+
+    try:
+        import torch
+    except ImportError:
+        return "none"
+    if not torch.cuda.is_available():
+        return "none"
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        driver = "?"
+    return f"CUDA {torch.version.cuda}, driver {driver}"
+
+
 def run_all(args) -> dict:
     """Every (case, side) asked, each in a fresh process; merged into ``args.out``'s earlier runs
-    (an entry of the same case and side is replaced)."""
-    stamp = {"code": harness.code_state(), "date": harness.now(), "iters": args.iters, "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows,
-             "max_cells": args.max_cells, "appgm_step": args.appgm_step, "seed": args.seed, "quick": args.quick}
-    previous = json.loads(args.out.read_text()) if args.out.exists() and not args.quick else {"runs": []}
+    (an entry of the same case and side is replaced), which is written after every run."""
+    where = harness.provenance("torch", "mbi", "jax")
+    stamp = {"code": harness.code_state(), "date": harness.now(), "machine": where["machine"], "cpus": where["cpus"],
+             "versions": where["versions"], "cuda": cuda_version(), "iters": args.iters,
+             "timing_iters": args.timing_iters, "sigma": args.sigma, "rows": args.rows, "max_cells": args.max_cells,
+             "appgm_step": args.appgm_step, "seed": args.seed, "quick": args.quick}
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {"runs": []}
     runs = {(r["case"], r["side"]): r for r in previous.get("runs", [])}
+    order = {c: i for i, c in enumerate(CASES)}
+    results = previous
     for case in args.cases:
         for side in args.sides:
-            python = args.mbi_python if side == "mbi" else Path(sys.executable)
+            python = args.mbi_python if side.startswith("mbi") else Path(sys.executable)
             options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
-                       *args.timing_iters, "--sigma", args.sigma, "--rows", args.rows, "--max-cells", args.max_cells,
-                       "--appgm-step", args.appgm_step, "--data", args.data, "--aim-data", args.aim_data]
+                       *args.timing_iters, "--long-iters", args.long_iters, "--sigma", args.sigma, "--rows", args.rows,
+                       "--max-cells", args.max_cells,
+                       "--appgm-step", args.appgm_step, "--data", args.data, "--reference", args.reference]
             options += ["--quick"] if args.quick else []
+            options += ["--profile"] if args.profile else []
             print(f"{case} / {side} ...", file=sys.stderr, flush=True)
             try:
                 done = harness.child(__file__, *options, python=python, timeout=args.case_timeout)
@@ -325,8 +402,9 @@ def run_all(args) -> dict:
             run.update(stamp)
             print(f"  {run}", file=sys.stderr, flush=True)
             runs[(case, side)] = run
-    order = {c: i for i, c in enumerate(CASES)}
-    return {"runs": sorted(runs.values(), key=lambda r: (order.get(r["case"], 99), r["side"]))}
+            results = {"runs": sorted(runs.values(), key=lambda r: (order.get(r["case"], 99), r["side"]))}
+            harness.save(args.out, results, "torch", "mbi", "jax")
+    return results
 
 
 def cell(run: dict | None, key: str, fmt: str) -> str:
@@ -339,34 +417,69 @@ def cell(run: dict | None, key: str, fmt: str) -> str:
     return format(run[key], fmt) if key in run else "-"
 
 
+def to_loss(run: dict, target: float):
+    """The fewest iterations of ``run``'s loss curve at or below ``target`` (None: none reached it)."""
+    return next((point[0] for point in sorted(run.get("curve", [])) if point[1] <= target), None)
+
+
 def tables(results: dict) -> str:
-    """The table of every case measured (per side: ms per iteration, first call, loss)."""
+    """Per case and side: ms per iteration, first call and loss; then ours on the GPU against mbi
+    at equal loss (mbi's loss after its longest estimate, and the time each side takes to it),
+    float32 against float64, and AIM end to end."""
     runs = results["gpu_vs_mbi.json"]["runs"]
     by = {(r["case"], r["side"]): r for r in runs}
-    sides = [s for s in ("ours-gpu", "ours-cpu", "ours-torch-cpu", "mbi") if any(r["side"] == s for r in runs)]
+    sides = [s for s in SIDES if any(r["side"] == s for r in runs)]
     devices = {s: next((r.get("device") for r in runs if r["side"] == s and "device" in r), "?") for s in sides}
-    stamps = sorted({r.get("date", "?")[:10] for r in runs})
     first = next((r for r in runs if "iters" in r), {})
+    setups = sorted({(r.get("machine", "?"), r.get("cpus", "?"), r.get("cuda", "?"),
+                      ", ".join(f"{k} {v}" for k, v in r.get("versions", {}).items())) for r in runs})
+    oracle_cases = [c for c in CASES if not c.startswith("aim") and any(by.get((c, s)) for s in sides)]
     lines = [f"{first.get('iters', '?')} iterations per estimate (ms / iter from warm runs of "
-             f"{first.get('timing_iters', '?')}), noise std {first.get('sigma', '?')}, float64, each (case, side) "
+             f"{first.get('timing_iters', '?')}), noise std {first.get('sigma', '?')}, each (case, side) "
              "in a fresh process.  Devices: " + "; ".join(f"{s}: {d}" for s, d in devices.items()) + ".  Runs: "
-             + ", ".join(stamps) + ".",
+             + ", ".join(sorted({r.get("date", "?")[:10] for r in runs})) + ", on "
+             + "; ".join(f"{m} ({c} CPUs; {cuda}; {v})" for m, c, cuda, v in setups) + ".",
              "", "| case | tree cells | " + " | ".join(f"ms / iter {s}" for s in sides) + " | "
-             + " | ".join(f"first call s {s}" for s in sides) + " | " + " | ".join(f"loss {s}" for s in sides) + " |",
-             "|---|---:|" + "---:|" * (3 * len(sides))]
-    for case in CASES:
+             + " | ".join(f"first call s {s}" for s in sides) + " |",
+             "|---|---:|" + "---:|" * (2 * len(sides))]
+    for case in oracle_cases:
         found = [by.get((case, s)) for s in sides]
-        if not any(found):
-            continue
-        if case.startswith("aim"):
-            lines.append(f"| {case} (wall s) | - | " + " | ".join(cell(r, "wall_s", ".1f") for r in found)
-                         + " |" + " - |" * (2 * len(sides)))
-            continue
         cells = next((r["tree_cells"] for r in found if r and "tree_cells" in r), None)
         lines.append(f"| {case} | {'-' if cells is None else f'{cells:,}'} | "
                      + " | ".join(cell(r, "per_iter_ms", ".2f") for r in found) + " | "
-                     + " | ".join(cell(r, "first_call_s", ".2f") for r in found) + " | "
-                     + " | ".join(cell(r, "loss", ".6g") for r in found) + " |")
+                     + " | ".join(cell(r, "first_call_s", ".2f") for r in found) + " |")
+    lines += ["", "At equal loss: mbi's loss after its longest estimate, the iterations each side needs to reach "
+              "it (from its loss curve) and their time at its ms / iter; float32's loss against float64's after "
+              "the longest estimate.", "",
+              "| case | mbi loss | iterations mbi | iterations ours-gpu | ms ours-gpu | ms mbi | mbi / ours-gpu "
+              "| float32 / float64 - 1, ours | same, mbi |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for case in oracle_cases:
+        ours, mbi = by.get((case, "ours-gpu")), by.get((case, "mbi"))
+        if not (ours and mbi and ours.get("curve") and mbi.get("curve")):
+            continue
+        n_mbi, target = max(mbi["curve"])[:2]
+        n_ours = to_loss(ours, target)
+        ms_ours = None if n_ours is None else n_ours * ours["per_iter_ms"]
+        ms_mbi = n_mbi * mbi["per_iter_ms"]
+
+        def drift(f64, f32):  # at the longest estimate of both
+            if not (f32 and f32.get("curve")):
+                return "-"
+            n, loss = max(f32["curve"])[:2]
+            same = [point[1] for point in f64["curve"] if point[0] == n]
+            return f"{loss / same[0] - 1:.1e}" if same else "-"
+
+        lines.append(f"| {case} | {target:.6g} | {n_mbi} | {n_ours or 'not reached'} | "
+                     f"{'-' if ms_ours is None else f'{ms_ours:.1f}'} | {ms_mbi:.1f} | "
+                     f"{'-' if ms_ours is None else f'{ms_mbi / ms_ours:.1f}x'} | "
+                     f"{drift(ours, by.get((case, 'ours-gpu-f32')))} | {drift(mbi, by.get((case, 'mbi-f32')))} |")
+    aim = [c for c in CASES if c.startswith("aim") and any(by.get((c, s)) for s in sides)]
+    if aim:
+        aim_sides = [s for s in sides if any(by.get((c, s)) for c in aim)]
+        lines += ["", "AIM end to end (wall seconds, fit and synthetic records):", "",
+                  "| case | " + " | ".join(aim_sides) + " |", "|---|" + "---:|" * len(aim_sides)]
+        lines += [f"| {c} | " + " | ".join(cell(by.get((c, s)), "wall_s", ".1f") for s in aim_sides) + " |"
+                  for c in aim]
     return "\n".join(lines)
 
 
@@ -376,6 +489,8 @@ def parse_args(argv=None):
     parser.add_argument("--sides", nargs="+", default=["ours-gpu", "ours-cpu", "mbi"], choices=SIDES)
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--timing-iters", type=int, nargs=2, default=[50, 150])
+    parser.add_argument("--long-iters", type=int, default=1000,
+                        help="one more estimate of this many iterations, for the loss curve (not ours-cpu)")
     parser.add_argument("--sigma", type=float, default=10.0)
     parser.add_argument("--rows", type=int, default=50_000, help="records of the synthetic chains")
     parser.add_argument("--max-cells", type=float, default=1e7, help="junction-tree cap of the adult cases")
@@ -384,17 +499,22 @@ def parse_args(argv=None):
     parser.add_argument("--data", type=Path, default=harness.DATA)
     parser.add_argument("--mbi-python", type=Path, default=MBI_PYTHON)
     parser.add_argument("--case-timeout", type=float, default=150.0, help="seconds per (case, side) run")
-    parser.add_argument("--aim-data", default="adult", help="the AIM case's data set (titanic for a smoke test)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--reference", type=Path, default=REFERENCE_DIR,
+                        help="directory holding the author's aim.py, mechanism.py and cdp2adp.py (mbi's AIM)")
+    parser.add_argument("--profile", action="store_true",
+                        help="ours on torch: also the 15 costliest kernels of an estimate (torch's profiler)")
+    parser.add_argument("--out", type=Path, help=f"results JSON, merged into (default {RESULTS.relative_to(REPO)})")
     parser.add_argument("--table", action="store_true", help="only print the table of --out")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 5 and (3, 6) iterations, results to a temporary file")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.iters, args.timing_iters, args.rows = 5, [3, 6], 2000
-        if args.worker is None:
+        args.iters, args.timing_iters, args.long_iters, args.rows = 5, [3, 6], 10, 2000
+        if args.out is None and args.worker is None:
             args.out = Path(tempfile.gettempdir()) / "gpu_vs_mbi_quick.json"
+            args.out.unlink(missing_ok=True)
+    args.out = args.out or RESULTS
     return args
 
 
@@ -407,7 +527,6 @@ def main(argv=None) -> None:
         results = json.loads(args.out.read_text())
     else:
         results = run_all(args)
-        harness.save(args.out, results, "torch", "mbi", "jax")
         print(f"wrote {args.out}", file=sys.stderr)
     print(tables({RESULTS.name: results}))
 

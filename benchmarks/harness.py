@@ -249,10 +249,11 @@ def run(command, *, env: dict | None = None, timeout: float | None = None, log: 
         cwd: Path | None = None, watch: bool = False, check: bool = False) -> Run:
     """Run ``command`` (a list) in a fresh process, its standard output and error together to
     ``log`` (apart, to temporary files, when None), killed after ``timeout`` seconds.  ``env``: variables added to
-    this process's; ``PYTHONPATH`` defaults to the checkout, so a child runs this checkout's
-    ``ektelo_pgm``.  ``watch``: sample every second how many CPUs other work wanted.  ``check``:
-    raise on a non-zero exit, with the end of the output."""
-    environment = dict(os.environ, PYTHONPATH=str(REPO))
+    this process's; ``PYTHONPATH`` starts with the checkout, so a child runs this checkout's
+    ``ektelo_pgm``, then keeps what this process was given (packages installed beside, as on a GPU
+    machine).  ``watch``: sample every second how many CPUs other work wanted.  ``check``: raise on
+    a non-zero exit, with the end of the output."""
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     environment.update(env or {})
     with (open(log, "w+") if log is not None else tempfile.TemporaryFile("w+")) as sink, \
             tempfile.TemporaryFile("w+") as errors:
