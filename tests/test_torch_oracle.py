@@ -114,6 +114,32 @@ def test_backends_run_the_registered_device_and_refuse_a_missing_one(monkeypatch
     assert resolve_backend("auto", 10**9) == "cpu"  # no device for "auto" to choose
 
 
+def present_cuda(oracle=None):
+    """A stand-in for a CUDA device that is present (its oracle ``oracle(base, dtype)``)."""
+    return backends.Device("cuda", check=lambda: None, present=lambda: True, oracle=oracle, gbp=None)
+
+
+def test_auto_takes_a_present_gpu_only_for_large_trees_of_large_cliques(monkeypatch):
+    monkeypatch.setitem(backends.DEVICES, "cuda", present_cuda())
+    cells, per_clique = backends.AUTO_GPU_CELLS, backends.AUTO_GPU_CLIQUE_CELLS
+    assert resolve_backend("auto", cells) == "cuda" and resolve_backend("auto", cells - 1) == "cpu"
+    assert resolve_backend("auto", 100 * per_clique, 100) == "cuda"
+    assert resolve_backend("auto", 100 * per_clique, 101) == "cpu"  # a chain of small cliques stays in numba
+    assert resolve_backend("cpu", 10**9) == "cpu"
+
+
+def test_pgm_runs_auto_by_default(monkeypatch):
+    made = []
+    monkeypatch.setitem(backends.DEVICES, "cuda", present_cuda(lambda base, dtype: made.append(dtype) or base))
+    monkeypatch.setattr(backends, "AUTO_GPU_CELLS", 6)
+    monkeypatch.setattr(backends, "AUTO_GPU_CLIQUE_CELLS", 6)
+    domain = Domain(["a", "b"], [2, 3])
+    PGM(iters=5).reconstruct(domain, [Measurement(("a", "b"), np.arange(6.0), 1.0)])
+    assert made == ["float64"]  # the default went through the (stand-in) GPU
+    PGM(iters=5, backend="cpu").reconstruct(domain, [Measurement(("a", "b"), np.arange(6.0), 1.0)])
+    assert made == ["float64"]
+
+
 # ------------------------------------------------------------------ marginals equal the numba oracle's
 
 @needs_torch

@@ -35,15 +35,15 @@ class PGM(Params):
     ``tol``: for ``"lbfgs"`` the certified relative optimality gap that stops it (default
     ``ektelo_pgm.convergence.DEFAULT_TOL``), for the others the relative loss change that stops
     them early (default 0: never); ``iters`` is a maximum; the model reports ``iterations``,
-    ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  ``backend``: ``"cpu"`` (default,
-    the numba oracle), ``"gpu"`` (the torch oracle on a CUDA device, in ``dtype`` "float64" or
-    "float32"; an InputError without one), ``"auto"`` (the GPU only where one is present and the
-    junction tree is large) or ``"torch-cpu"`` (the torch oracle on the CPU, for tests).  See
+    ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  ``backend``: ``"auto"`` (default:
+    the GPU only where one is present and the junction tree is large, measured faster there), ``"cpu"``
+    (the numba oracle), ``"gpu"`` (the torch oracle on a CUDA device, in ``dtype`` "float64" or
+    "float32"; an InputError without one) or ``"torch-cpu"`` (the torch oracle on the CPU, for tests).  See
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 
     def __init__(self, iters: int = 1000, method: str = "auto", loss="l2", max_mb: float = DEFAULT_MAX_MB,
-                 tol: float | None = None, backend: str = "cpu", dtype: str = "float64"):
+                 tol: float | None = None, backend: str = "auto", dtype: str = "float64"):
         if method not in ("auto", "lbfgs", "mirror", "accelerated"):
             raise InputError(f"PGM: method must be 'auto', 'lbfgs', 'mirror' or 'accelerated', got {method!r}")
         if not (callable(loss) or loss in ("l1", "l2")):

@@ -16,10 +16,15 @@ from ..errors import InputError
 
 BACKENDS = ("cpu", "gpu", "auto", "torch-cpu")
 #: Junction-tree (or region-graph) cells from which ``backend="auto"`` runs the torch code on a
-#: CUDA device, when one is present.  A conservative guess, still to be measured on a GPU
-#: (benchmarks/gpu_vs_mbi.py): on smaller models numba takes a few milliseconds an iteration or
-#: less, about what a GPU spends launching one calibration's kernels.
-AUTO_GPU_CELLS = 1_000_000
+#: CUDA device, when one is present.  Measured on an H200 (benchmarks/gpu_vs_mbi.py): an iteration
+#: of mirror descent on adult's trees took the GPU 1.2 to 1.6 ms from 50k to 2M cells, numba on 8
+#: threads 1.6 ms at 50k, 2.4 at 300k, 6.2 at 0.9M and 14 at 2M; numba on all 16 threads (not
+#: measured), at best twice as fast, would move the crossover between 300k and 0.9M.
+AUTO_GPU_CELLS = 500_000
+#: Cells per clique (on average) below which ``"auto"`` stays in numba however large the tree: the
+#: GPU's time grows with the tree's levels, about 0.05 ms an iteration each (a chain of 99 cliques
+#: of 100 cells: 3.1 ms an iteration on the GPU, 0.27 ms in numba).
+AUTO_GPU_CLIQUE_CELLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,12 @@ def registered(name: str) -> Device:
     return DEVICES[name]
 
 
-def resolve_backend(backend: str, cells: int | None = None) -> str:
+def resolve_backend(backend: str, cells: int | None = None, cliques: int = 1) -> str:
     """The device a ``backend`` stands for: ``"cpu"`` (the numba oracle), ``"cuda"`` or
     ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests).  ``"gpu"`` without a CUDA
     device is an :class:`~ektelo_pgm.errors.InputError`; ``"auto"`` is ``"cuda"`` only when a
-    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells."""
+    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells and
+    :data:`AUTO_GPU_CLIQUE_CELLS` cells per one of its ``cliques``."""
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "cpu":
@@ -72,7 +78,8 @@ def resolve_backend(backend: str, cells: int | None = None) -> str:
     if backend == "gpu":
         registered("cuda").check()
         return "cuda"
-    if cells is not None and cells >= AUTO_GPU_CELLS and "cuda" in DEVICES and DEVICES["cuda"].present():
+    large = cells is not None and cells >= max(AUTO_GPU_CELLS, AUTO_GPU_CLIQUE_CELLS * cliques)
+    if large and "cuda" in DEVICES and DEVICES["cuda"].present():
         return "cuda"
     return "cpu"
 
@@ -80,7 +87,7 @@ def resolve_backend(backend: str, cells: int | None = None) -> str:
 def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
     """The oracle a ``backend`` stands for over the numba oracle ``base``: ``base`` itself for
     ``"cpu"`` (and ``"auto"`` on small trees or without CUDA), else the registered device's."""
-    device = resolve_backend(backend, int(base.layout.clique_off[-1]))
+    device = resolve_backend(backend, int(base.layout.clique_off[-1]), len(base.tree.cliques))
     if device == "cpu":
         return base
     return registered(device).oracle(base, dtype)

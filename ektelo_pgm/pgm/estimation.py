@@ -94,7 +94,7 @@ def _matched_start(oracle: MarginalOracle, objective: Objective, theta: np.ndarr
 def estimate(domain: Domain, measurements: Sequence, total: float | None = None, method: str = "auto",
              loss="l2", iters: int = 1000, tol: float | None = None, warm_start: GraphicalModel | None = None,
              callback: Callable | None = None, cliques: Sequence = (), max_mb: float = DEFAULT_MAX_MB,
-             step: float | None = None, lipschitz: float | None = None, backend: str = "cpu",
+             step: float | None = None, lipschitz: float | None = None, backend: str = "auto",
              dtype: str = "float64") -> GraphicalModel:
     """Private-PGM estimation (McKenna et al. 2019, sec. 3.2): the graphical model over the
     measured cliques (plus ``cliques`` and the warm start's) minimising ``loss``.
@@ -112,11 +112,11 @@ def estimate(domain: Domain, measurements: Sequence, total: float | None = None,
     ``warm_start`` starts from a previous model's log-potentials, a clique it lacks starting at
     its measurement's marginal (:func:`_matched_start`: adaptive mechanisms add one clique a round,
     and the loop's checks read the refit).
-    ``backend``: ``"cpu"`` (the numba oracle, the reference), ``"gpu"`` (the torch oracle on a
-    CUDA device, :mod:`ektelo_pgm.pgm.torch_oracle`, in ``dtype``), ``"auto"`` (the GPU where one
-    is present and the junction tree is large, see
-    :func:`~ektelo_pgm.pgm.backends.resolve_backend`) or ``"torch-cpu"`` (the torch oracle on
-    torch's CPU device, for tests); the model itself is built on the numba oracle.
+    ``backend``: ``"auto"`` (default: the GPU where one is present and the junction tree is large,
+    see :func:`~ektelo_pgm.pgm.backends.resolve_backend`), ``"cpu"`` (the numba oracle, the
+    reference), ``"gpu"`` (the torch oracle on a CUDA device, :mod:`ektelo_pgm.pgm.torch_oracle`,
+    in ``dtype``) or ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests); the model
+    itself is built on the numba oracle.
     """
     resolve_method(method, loss)
     resolve_backend(backend)  # an unknown backend, or "gpu" without CUDA, is refused before any work

@@ -16,7 +16,7 @@ is captured in a CUDA graph when it can be.  APPGM's CONVEX-GBP in torch is
 Importing this module registers torch's devices (``"torch-cpu"``, ``"cuda"``) with
 :mod:`ektelo_pgm.pgm.backends`, which gives the ``backend`` option of PGM and APPGM its meaning.
 torch itself is imported lazily, when a device is used: the package imports and runs without it
-(``backend="cpu"``, the default).  Float64 by default, float32 as an option.
+(``backend="auto"``, the default, then runs numba).  Float64 by default, float32 as an option.
 """
 from __future__ import annotations
 
