@@ -22,7 +22,7 @@ Cases (every one seeded; Gaussian noise of std ``--sigma`` counts on every measu
 Per (case, side), in a fresh process: the first call (the whole estimate of ``--iters``
 iterations, set-up, JIT compilation or CUDA-graph capture included), the time per iteration
 (two warm estimates of ``--timing-iters`` iterations, their difference over the iterations'),
-and the L2 loss curve (each estimate's, one of ``--long-iters`` included), scored here from each
+and the L2 loss curve (each estimate's, those of ``--curve-iters`` included), scored here from each
 side's marginals: at equal loss compares the time each side takes to mbi's loss after its longest
 estimate.  AIM: wall seconds of the whole run.
 
@@ -252,9 +252,9 @@ def timed(call):
     return value, wall
 
 
-def measure_side(side, measurements, iters, timing_iters, long_iters) -> dict:
+def measure_side(side, measurements, iters, timing_iters, curve_iters) -> dict:
     """First call, ms per iteration and the loss curve ``[[iterations, loss, seconds], ...]`` of
-    the estimates made (the timing runs', and one of ``long_iters`` iterations when positive)."""
+    the estimates made (the timing runs', and one of each of ``curve_iters`` iterations)."""
     curve = []
 
     def fit(n):
@@ -271,8 +271,8 @@ def measure_side(side, measurements, iters, timing_iters, long_iters) -> dict:
         for i, n in enumerate((short, long)):
             best[i] = min(best[i], fit(n))
             done[i] = curve[-1][0]
-    if long_iters > 0:
-        fit(long_iters)
+    for n in curve_iters:
+        fit(n)
     per_iter = (best[1] - best[0]) / max(done[1] - done[0], 1)
     return {"first_call_s": first, "iterations": iterations, "loss": loss, "per_iter_ms": 1e3 * per_iter,
             "timing_iterations": done, "curve": sorted(curve), "device": side.device()}
@@ -333,7 +333,7 @@ def worker(case: str, side: str, args) -> dict:
 
         out["tree_cells"] = int(MarginalOracle(domain, [m.attrs for m in measurements]).layout.clique_off[-1])
     out.update(measure_side(impl, measurements, args.iters, args.timing_iters,
-                            0 if side == "ours-cpu" else args.long_iters))
+                            [] if side == "ours-cpu" else args.curve_iters))
     out["dtype"] = dtype_of(side)
     if side.startswith("ours") and side != "ours-cpu":
         from ektelo_pgm.pgm import torch_oracle
@@ -383,7 +383,7 @@ def run_all(args) -> dict:
         for side in args.sides:
             python = args.mbi_python if side.startswith("mbi") else Path(sys.executable)
             options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
-                       *args.timing_iters, "--long-iters", args.long_iters, "--sigma", args.sigma, "--rows", args.rows,
+                       *args.timing_iters, "--curve-iters", *args.curve_iters, "--sigma", args.sigma, "--rows", args.rows,
                        "--max-cells", args.max_cells,
                        "--appgm-step", args.appgm_step, "--data", args.data, "--reference", args.reference]
             options += ["--quick"] if args.quick else []
@@ -489,8 +489,8 @@ def parse_args(argv=None):
     parser.add_argument("--sides", nargs="+", default=["ours-gpu", "ours-cpu", "mbi"], choices=SIDES)
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--timing-iters", type=int, nargs=2, default=[50, 150])
-    parser.add_argument("--long-iters", type=int, default=1000,
-                        help="one more estimate of this many iterations, for the loss curve (not ours-cpu)")
+    parser.add_argument("--curve-iters", type=int, nargs="*", default=[300, 400, 600, 1000],
+                        help="more estimates of these many iterations, for the loss curve (not ours-cpu)")
     parser.add_argument("--sigma", type=float, default=10.0)
     parser.add_argument("--rows", type=int, default=50_000, help="records of the synthetic chains")
     parser.add_argument("--max-cells", type=float, default=1e7, help="junction-tree cap of the adult cases")
@@ -510,7 +510,7 @@ def parse_args(argv=None):
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.iters, args.timing_iters, args.long_iters, args.rows = 5, [3, 6], 10, 2000
+        args.iters, args.timing_iters, args.curve_iters, args.rows = 5, [3, 6], [10], 2000
         if args.out is None and args.worker is None:
             args.out = Path(tempfile.gettempdir()) / "gpu_vs_mbi_quick.json"
             args.out.unlink(missing_ok=True)
