@@ -4,6 +4,8 @@
 #   benchmarks/gpu_session.sh bundle     # here: what the GPU machine lacks, into .gpu/ (ignored; carry it)
 #   benchmarks/gpu_session.sh --quick    # here, on the CPU: the same steps as a smoke test (minutes)
 #   benchmarks/gpu_session.sh            # there: every step below, in about 7 minutes
+#   benchmarks/gpu_session.sh --missing  # there: only the runs benchmarks/results/gpu_vs_mbi.json lacks, failed
+#                                        # or timed out (a grid split over sessions)
 #
 # The bundle: the mbi 2.0.0 wheel (its needs, JAX included, are on the machine), the shared adult
 # and titanic tables, and the author's mechanism scripts (a clone of private-pgm: $PRIVATE_PGM_GIT,
@@ -34,10 +36,15 @@ if [ "${1:-}" = bundle ]; then
     exit 0
 fi
 
-quick=()
-[ "${1:-}" = --quick ] && quick=(--quick)
+mode=()  # the option gpu_vs_mbi.py runs with: --quick, --missing or none
+[ "${1:-}" = --quick ] && mode=(--quick)
 out=${OUT:-/tmp/gpu_session}
 mkdir -p "$out"
+if [ "${1:-}" = --missing ]; then  # both streams start from the recorded runs, and skip what they hold
+    mode=(--missing)
+    cp benchmarks/results/gpu_vs_mbi.json "$out/gpu_vs_mbi.json"
+    cp benchmarks/results/gpu_vs_mbi.json "$out/gpu_vs_mbi_cpu.json"
+fi
 python=${PYTHON:-python3}
 start=$(date +%s)
 budget=${SESSION_S:-420}
@@ -62,7 +69,7 @@ pin() {  # pin CORES: this shell and what it starts on those cores, where taskse
     if command -v taskset > /dev/null && [ "$(nproc)" -ge 16 ]; then taskset -cp "$1" "$BASHPID" > /dev/null; fi
 }
 
-if [ -d "$bundle/wheels" ] && [ ${#quick[@]} -eq 0 ]; then
+if [ -d "$bundle/wheels" ] && [ "${1:-}" != --quick ]; then
     $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         "$bundle"/wheels/*.whl || exit 1
     export PYTHONPATH=/tmp/site
@@ -76,7 +83,7 @@ json=$out/gpu_vs_mbi.json
 bench() {  # bench NAME SECONDS CASE-TIMEOUT ARGS...: benchmarks/gpu_vs_mbi.py into $json
     local name=$1 limit=$2 each=$3
     shift 3
-    run "$name" "$limit" $python benchmarks/gpu_vs_mbi.py "${quick[@]}" --out "$json" --data "$data" \
+    run "$name" "$limit" $python benchmarks/gpu_vs_mbi.py "${mode[@]}" --out "$json" --data "$data" \
         --reference "$reference" --mbi-python "${MBI_PYTHON:-$(command -v $python)}" --case-timeout "$each" "$@"
 }
 
@@ -131,9 +138,10 @@ from pathlib import Path
 gpu, cpu = (Path(p) for p in sys.argv[1:])
 runs = {}
 for path in (gpu, cpu):
-    if path.exists():
+    if path.exists():  # the CPU stream's file holds what it ran, and the GPU stream's runs only as recorded
         for run in json.loads(path.read_text())["runs"]:
-            runs[(run["case"], run["side"])] = run
+            if path == gpu or run["side"] == "ours-cpu":
+                runs[(run["case"], run["side"])] = run
 meta = json.loads(gpu.read_text()) if gpu.exists() else {}
 meta["runs"] = list(runs.values())
 gpu.write_text(json.dumps(meta, indent=1))

@@ -29,6 +29,7 @@ estimate.  AIM: wall seconds of the whole run.
     .venv/bin/python benchmarks/gpu_vs_mbi.py                     # every case, every side (GPU machine)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --cases adult-k9-large chain-1000   # some cases (results merge)
     .venv/bin/python benchmarks/gpu_vs_mbi.py --quick --sides ours-cpu ours-torch-cpu mbi   # smoke, CPU only
+    .venv/bin/python benchmarks/gpu_vs_mbi.py --missing           # only what the JSON lacks, failed or timed out
     .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # only print the table of the JSON
 
 benchmarks/gpu_session.sh runs the whole grid in one short session on a GPU machine (its bundle
@@ -381,11 +382,13 @@ def run_all(args) -> dict:
     results = previous
     for case in args.cases:
         for side in args.sides:
+            if args.missing and "error" not in runs.get((case, side), {"error": "none"}):
+                continue
             python = args.mbi_python if side.startswith("mbi") else Path(sys.executable)
             options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
                        *args.timing_iters, "--curve-iters", *args.curve_iters, "--sigma", args.sigma, "--rows", args.rows,
-                       "--max-cells", args.max_cells,
-                       "--appgm-step", args.appgm_step, "--data", args.data, "--reference", args.reference]
+                       "--max-cells", args.max_cells, "--appgm-step", args.appgm_step, "--data", args.data,
+                       "--reference", args.reference]
             options += ["--quick"] if args.quick else []
             options += ["--profile"] if args.profile else []
             print(f"{case} / {side} ...", file=sys.stderr, flush=True)
@@ -505,6 +508,8 @@ def parse_args(argv=None):
                         help="ours on torch: also the 15 costliest kernels of an estimate (torch's profiler)")
     parser.add_argument("--out", type=Path, help=f"results JSON, merged into (default {RESULTS.relative_to(REPO)})")
     parser.add_argument("--table", action="store_true", help="only print the table of --out")
+    parser.add_argument("--missing", action="store_true",
+                        help="only the (case, side) runs --out lacks or records as failed or timed out")
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: 5 and (3, 6) iterations, results to a temporary file")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "SIDE"), help=argparse.SUPPRESS)
