@@ -301,6 +301,7 @@ def test_aim_end_to_end_gives_the_numba_records():
     data = sample_data.load("titanic")
     records = []
     for backend in ("cpu", "torch-cpu"):
-        result = AIM(estimator=PGM(method="mirror", backend=backend), rounds=20).run(data, Budget.approx(3.0, 1e-9), rng=0)
+        aim = AIM(estimator=PGM(method="mirror", backend=backend), rounds=20)
+        result = aim.run(data, Budget.approx(3.0, 1e-9), rng=0)
         records.append(result.estimate.synthetic_data(300, rng=0).records)
     np.testing.assert_array_equal(records[0], records[1])

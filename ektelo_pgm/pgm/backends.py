@@ -66,8 +66,8 @@ def resolve_backend(backend: str, cells: int | None = None, cliques: int = 1) ->
     """The device a ``backend`` stands for: ``"cpu"`` (the numba oracle), ``"cuda"`` or
     ``"torch-cpu"`` (the torch oracle on torch's CPU device, for tests).  ``"gpu"`` without a CUDA
     device is an :class:`~ektelo_pgm.errors.InputError`; ``"auto"`` is ``"cuda"`` only when a
-    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells and
-    :data:`AUTO_GPU_CLIQUE_CELLS` cells per one of its ``cliques``."""
+    CUDA device is present and the junction tree has at least :data:`AUTO_GPU_CELLS` cells, and
+    :data:`AUTO_GPU_CLIQUE_CELLS` cells a clique on average over its ``cliques``."""
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "cpu":
