@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One short session on a GPU machine (issue 58), from the repository root:
+# One short session on a GPU machine (the GPU oracle against mbi 2.0), from the repository root:
 #
 #   benchmarks/gpu_session.sh bundle     # here: what the GPU machine lacks, into .gpu/ (ignored; carry it)
 #   benchmarks/gpu_session.sh --quick    # here, on the CPU: the same steps as a smoke test (minutes)
