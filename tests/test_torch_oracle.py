@@ -140,6 +140,37 @@ def test_pgm_runs_auto_by_default(monkeypatch):
     assert made == ["float64"]
 
 
+def test_auto_runs_numba_where_the_gpu_cannot_hold_the_plan(monkeypatch):
+    def full(base, dtype):
+        raise MemoryError("the GPU's memory cannot hold the plan")
+
+    monkeypatch.setitem(backends.DEVICES, "cuda", present_cuda(full))
+    monkeypatch.setattr(backends, "AUTO_GPU_CELLS", 6)
+    monkeypatch.setattr(backends, "AUTO_GPU_CLIQUE_CELLS", 6)
+    domain = Domain(["a", "b"], [2, 3])
+    m = [Measurement(("a", "b"), np.arange(6.0), 1.0)]
+    with pytest.warns(UserWarning, match="running on the CPU instead"):
+        model = PGM(iters=5).reconstruct(domain, m)
+    np.testing.assert_allclose(model.project(("a", "b")), PGM(iters=5, backend="cpu").reconstruct(domain, m).project(
+        ("a", "b")))
+    with pytest.raises(MemoryError, match="cannot hold"):
+        PGM(iters=5, backend="gpu").reconstruct(domain, m)
+
+
+@needs_torch
+def test_a_gpu_out_of_memory_is_a_memory_error_naming_the_tree(monkeypatch):
+    from ektelo_pgm.pgm import torch_oracle
+
+    def out_of_memory(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(torch_oracle, "TorchOracle", out_of_memory)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    base = MarginalOracle(Domain(["a", "b"], [2, 3]), [("a", "b")])
+    with pytest.raises(MemoryError, match="junction tree of 6 cells"):
+        torch_oracle.cuda_oracle(base, "float64")
+
+
 # ------------------------------------------------------------------ marginals equal the numba oracle's
 
 @needs_torch

@@ -9,6 +9,7 @@ junction-tree oracle and APPGM's convex GBP on it.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -86,11 +87,18 @@ def resolve_backend(backend: str, cells: int | None = None, cliques: int = 1) ->
 
 def make_oracle(base, backend: str = "cpu", dtype: str = "float64"):
     """The oracle a ``backend`` stands for over the numba oracle ``base``: ``base`` itself for
-    ``"cpu"`` (and ``"auto"`` on small trees or without CUDA), else the registered device's."""
+    ``"cpu"`` (and ``"auto"`` on small trees, without CUDA, or where the device's memory cannot
+    hold the tree's plan: a warning says so), else the registered device's."""
     device = resolve_backend(backend, int(base.layout.clique_off[-1]), len(base.tree.cliques))
     if device == "cpu":
         return base
-    return registered(device).oracle(base, dtype)
+    try:
+        return registered(device).oracle(base, dtype)
+    except MemoryError as exc:
+        if backend != "auto":
+            raise
+        warnings.warn(f"backend='auto': {exc}; running on the CPU instead")
+        return base
 
 
 def device_gbp(gbp, device: str):

@@ -457,6 +457,19 @@ def check_cuda() -> None:
 register(Device("torch-cpu", check=load_torch, present=torch_available,
                 oracle=lambda base, dtype: TorchOracle(base, "cpu", dtype),
                 gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cpu")))
+def cuda_oracle(base, dtype: str) -> TorchOracle:
+    """The torch oracle over ``base`` on the CUDA device; a MemoryError naming the tree's size
+    where the device's memory cannot hold its plan (``backend="auto"`` then runs numba)."""
+    torch = load_torch()
+    try:
+        return TorchOracle(base, "cuda", dtype)
+    except torch.cuda.OutOfMemoryError as exc:
+        torch.cuda.empty_cache()
+        cells = int(base.layout.clique_off[-1])
+        raise MemoryError(f"the GPU's memory cannot hold the plan of a junction tree of {cells:,} cells "
+                          f"({cells * 8 / 2**20:.0f} MB as float64)") from exc
+
+
 register(Device("cuda", check=check_cuda, present=cuda_available,
-                oracle=lambda base, dtype: TorchOracle(base, "cuda", dtype),
+                oracle=cuda_oracle,
                 gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cuda")))
