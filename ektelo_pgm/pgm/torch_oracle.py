@@ -454,9 +454,6 @@ def check_cuda() -> None:
                          "torch.cuda.is_available() is False); use backend='cpu' or 'auto'")
 
 
-register(Device("torch-cpu", check=load_torch, present=torch_available,
-                oracle=lambda base, dtype: TorchOracle(base, "cpu", dtype),
-                gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cpu")))
 def cuda_oracle(base, dtype: str) -> TorchOracle:
     """The torch oracle over ``base`` on the CUDA device; a MemoryError naming the tree's size
     where the device's memory cannot hold its plan (``backend="auto"`` then runs numba)."""
@@ -470,6 +467,9 @@ def cuda_oracle(base, dtype: str) -> TorchOracle:
                           f"({cells * 8 / 2**20:.0f} MB as float64)") from exc
 
 
+register(Device("torch-cpu", check=load_torch, present=torch_available,
+                oracle=lambda base, dtype: TorchOracle(base, "cpu", dtype),
+                gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cpu")))
 register(Device("cuda", check=check_cuda, present=cuda_available,
                 oracle=cuda_oracle,
                 gbp=lambda gbp: TorchConvexGBP.from_numba(gbp, "cuda")))
