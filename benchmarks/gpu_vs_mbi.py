@@ -129,6 +129,11 @@ def large_triples(domain, count: int, low: float, high: float, rng) -> list:
     raise RuntimeError(f"no {count} triples with a junction tree of {low:g} to {high:g} cells in 10,000 draws")
 
 
+def aim_table(case: str, quick: bool) -> str:
+    """The table an AIM case runs on (``aim-adult-eps3``: adult), titanic for a smoke test."""
+    return "titanic" if quick else case.split("-")[1]
+
+
 def problem(case: str, args):
     """``(kind, domain, measurements, data)`` of a case (``data`` only for AIM)."""
     from ektelo_pgm import Dataset, Domain
@@ -138,7 +143,7 @@ def problem(case: str, args):
     if case.startswith("aim"):
         from mechanisms_vs_reference import load_table
 
-        columns, records = load_table(args.data, "titanic" if args.quick else case.split("-")[1])
+        columns, records = load_table(args.data, aim_table(case, args.quick))
         return "aim", None, None, (columns, records)
     if case.startswith("adult"):
         data = Dataset.load(args.data / "adult.csv", args.data / "adult-domain.json")
@@ -180,6 +185,19 @@ def l2_loss(project, measurements) -> float:
 # ----------------------------------------------------------------------------------------------
 
 
+def device_of(backend: str) -> str:
+    """What ours runs on for ``backend``: numba's threads, the GPU's name or torch's CPU threads."""
+    if backend == "cpu":
+        import numba
+
+        return f"numba, {numba.get_num_threads()} threads"
+    import torch
+
+    if backend == "gpu":
+        return torch.cuda.get_device_name(0)
+    return f"torch CPU, {torch.get_num_threads()} threads"
+
+
 def dtype_of(side: str) -> str:
     return "float32" if side.endswith("-f32") else "float64"
 
@@ -201,15 +219,7 @@ class Ours:
         return np.asarray(model.project(attrs), dtype=np.float64)
 
     def device(self):
-        if self.backend == "cpu":
-            import numba
-
-            return f"numba, {numba.get_num_threads()} threads"
-        import torch
-
-        if self.backend == "gpu":
-            return torch.cuda.get_device_name(0)
-        return f"torch CPU, {torch.get_num_threads()} threads"
+        return device_of(self.backend)
 
 
 class Mbi:
@@ -296,7 +306,7 @@ def run_aim(side: str, columns, records, epsilon: float, seed: int, args) -> dic
     mech = AIM(max_mb=80.0, estimator=PGM(method="mirror", backend=BACKEND[side]))
     _, wall = timed(lambda: mech.run(data, Budget.approx(epsilon, DELTA), rng=seed).estimate.synthetic_data(
         len(data), rng=seed))
-    return {"wall_s": wall, "device": Ours(None, None, None, BACKEND[side], "float64").device()}
+    return {"wall_s": wall, "device": device_of(BACKEND[side])}
 
 
 def profile(impl, iters: int) -> str:
@@ -322,14 +332,14 @@ def worker(case: str, side: str, args) -> dict:
     kind, domain, measurements, table = problem(case, args)
     out = {"case": case, "side": side, "kind": kind}
     if kind == "aim":
-        data = "titanic" if args.quick else case.split("-")[1]
-        return {**out, "data": data, **run_aim(side, *table, float(case.split("eps")[1]), args.seed, args)}
+        epsilon = float(case.split("eps")[1])
+        return {**out, "data": aim_table(case, args.quick), **run_aim(side, *table, epsilon, args.seed, args)}
     out["measurements"] = len(measurements)
     if side.startswith("mbi"):
         impl = Mbi(kind, domain, measurements, args.appgm_step, dtype_of(side))
     else:
         impl = Ours(kind, domain, measurements, BACKEND[side], dtype_of(side))
-    if kind == "pgm" and side != "mbi":
+    if kind == "pgm" and not side.startswith("mbi"):
         from ektelo_pgm.pgm.inference import MarginalOracle
 
         out["tree_cells"] = int(MarginalOracle(domain, [m.attrs for m in measurements]).layout.clique_off[-1])
@@ -386,8 +396,8 @@ def run_all(args) -> dict:
                 continue
             python = args.mbi_python if side.startswith("mbi") else Path(sys.executable)
             options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
-                       *args.timing_iters, "--curve-iters", *args.curve_iters, "--sigma", args.sigma, "--rows", args.rows,
-                       "--max-cells", args.max_cells, "--appgm-step", args.appgm_step, "--data", args.data,
+                       *args.timing_iters, "--curve-iters", *args.curve_iters, "--sigma", args.sigma, "--rows",
+                       args.rows, "--max-cells", args.max_cells, "--appgm-step", args.appgm_step, "--data", args.data,
                        "--reference", args.reference]
             options += ["--quick"] if args.quick else []
             options += ["--profile"] if args.profile else []
@@ -423,6 +433,15 @@ def cell(run: dict | None, key: str, fmt: str) -> str:
 def to_loss(run: dict, target: float):
     """The fewest iterations of ``run``'s loss curve at or below ``target`` (None: none reached it)."""
     return next((point[0] for point in sorted(run.get("curve", [])) if point[1] <= target), None)
+
+
+def drift(f64: dict, f32: dict | None) -> str:
+    """float32's loss against float64's after float32's longest estimate ("-" where either lacks it)."""
+    if not (f32 and f32.get("curve")):
+        return "-"
+    n, loss = max(f32["curve"])[:2]
+    same = [point[1] for point in f64["curve"] if point[0] == n]
+    return f"{loss / same[0] - 1:.1e}" if same else "-"
 
 
 def tables(results: dict) -> str:
@@ -464,13 +483,6 @@ def tables(results: dict) -> str:
         n_ours = to_loss(ours, target)
         ms_ours = None if n_ours is None else n_ours * ours["per_iter_ms"]
         ms_mbi = n_mbi * mbi["per_iter_ms"]
-
-        def drift(f64, f32):  # at the longest estimate of both
-            if not (f32 and f32.get("curve")):
-                return "-"
-            n, loss = max(f32["curve"])[:2]
-            same = [point[1] for point in f64["curve"] if point[0] == n]
-            return f"{loss / same[0] - 1:.1e}" if same else "-"
 
         lines.append(f"| {case} | {target:.6g} | {n_mbi} | {n_ours or 'not reached'} | "
                      f"{'-' if ms_ours is None else f'{ms_ours:.1f}'} | {ms_mbi:.1f} | "
