@@ -2,10 +2,13 @@
 # One short session on a GPU machine (the GPU oracle against mbi 2.0), from the repository root:
 #
 #   benchmarks/gpu_session.sh bundle     # here: what the GPU machine lacks, into .gpu/ (ignored; carry it)
-#   benchmarks/gpu_session.sh --quick    # here, on the CPU: the same steps as a smoke test (minutes)
+#   benchmarks/gpu_session.sh --quick    # here, on the CPU: the same steps as a smoke test (minutes; with
+#                                        # --fused: that mode's steps)
 #   benchmarks/gpu_session.sh            # there: every step below, in about 7 minutes
 #   benchmarks/gpu_session.sh --missing  # there: only the runs benchmarks/results/gpu_vs_mbi.json lacks, failed
 #                                        # or timed out (a grid split over sessions)
+#   benchmarks/gpu_session.sh --fused    # there: after a change to the oracle, ours on the GPU again (fused
+#                                        # and unfused), and mbi where it lacks a run; merge the JSON afterwards
 #
 # The bundle: the mbi 2.0.0 wheel (its needs, JAX included, are on the machine), the shared adult
 # and titanic tables, and the author's mechanism scripts (a clone of private-pgm: $PRIVATE_PGM_GIT,
@@ -37,7 +40,7 @@ if [ "${1:-}" = bundle ]; then
 fi
 
 mode=()  # the option gpu_vs_mbi.py runs with: --quick, --missing or none
-[ "${1:-}" = --quick ] && mode=(--quick)
+[[ " $* " == *" --quick "* ]] && mode=(--quick)
 out=${OUT:-/tmp/gpu_session}
 mkdir -p "$out"
 if [ "${1:-}" = --missing ]; then  # both streams start from the recorded runs, and skip what they hold
@@ -69,7 +72,7 @@ pin() {  # pin CORES: this shell and what it starts on those cores, where taskse
     if command -v taskset > /dev/null && [ "$(nproc)" -ge 16 ]; then taskset -cp "$1" "$BASHPID" > /dev/null; fi
 }
 
-if [ -d "$bundle/wheels" ] && [ "${1:-}" != --quick ]; then
+if [ -d "$bundle/wheels" ] && [ "${mode[*]}" != --quick ]; then
     $python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         "$bundle"/wheels/*.whl || exit 1
     export PYTHONPATH=/tmp/site
@@ -93,7 +96,7 @@ bench() {  # bench NAME SECONDS CASE-TIMEOUT ARGS...: benchmarks/gpu_vs_mbi.py i
     $python - <<'EOF'
 import importlib.metadata as md, os, platform
 print("python", platform.python_version(), "cpus", os.cpu_count())
-for name in ("torch", "jax", "jaxlib", "numba", "numpy", "scipy", "mbi"):
+for name in ("torch", "triton", "jax", "jaxlib", "numba", "numpy", "scipy", "mbi"):
     try:
         print(name, md.version(name))
     except md.PackageNotFoundError:
@@ -107,8 +110,22 @@ try:
 except Exception as exc:  # a report, not a check
     print("device probe failed:", type(exc).__name__, exc)
 EOF
+    TRITON_CACHE_DIR=$(mktemp -d) $python - <<'EOF'
+import importlib.util, time
+torch = importlib.util.find_spec("torch") and __import__("torch")
+if torch and torch.cuda.is_available():  # the fused kernels compiled from an empty cache: what a first run pays
+    from ektelo_pgm import Domain
+    from ektelo_pgm.pgm.inference import MarginalOracle
+    from ektelo_pgm.pgm.torch_oracle import FUSED_FAILURES, TorchOracle
+    base = MarginalOracle(Domain(["a", "b", "c"], [4, 5, 6]), [("a", "b"), ("b", "c")])
+    torch.zeros(1, device="cuda")
+    for dtype in ("float64", "float32"):
+        start = time.perf_counter()
+        oracle = TorchOracle(base, "cuda", dtype)
+        print(f"fused {dtype}: {oracle.fused}, cold compile {time.perf_counter() - start:.2f} s", FUSED_FAILURES)
+EOF
 } > "$out/versions.txt" 2>&1
-log "versions: $(grep -E '^(torch|jax|numba) ' "$out/versions.txt" | tr '\n' ' ')"
+log "versions: $(grep -E '^(torch|triton|jax|numba|fused) ' "$out/versions.txt" | tr '\n' ' ')"
 
 big=(adult-k9-large adult-3m adult-1m)
 rest=(adult-300k adult-k9 chain-1000 adult-k3 chain-100 appgm-100x1000 appgm-30x100)
@@ -122,11 +139,27 @@ gpu_stream() {
     run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
     steps=gpu_steps
     grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
-    bench gpu-big 150 45 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 mbi mbi-f32 --profile
+    bench gpu-big 150 45 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused mbi mbi-f32 --profile
     bench gpu-aim-ours 120 100 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
     bench gpu-rest 100 30 --cases "${rest[@]}" --sides ours-gpu mbi
     bench gpu-aim-mbi 130 60 --cases aim-adult-eps3 aim-bn40-eps1 --sides mbi
 }
+if [[ " $* " == *" --fused "* ]]; then  # after a change to the fused kernels: ours on the GPU again, what mbi lacks
+    cpu_stream() {
+        export NUMBA_NUM_THREADS=8 OMP_NUM_THREADS=8 steps=cpu_steps
+        bench cpu-aim 300 250 --cases aim-bn40-eps1 --sides ours-cpu
+    }
+    gpu_stream() {
+        export NUMBA_NUM_THREADS=8 OMP_NUM_THREADS=8 XLA_PYTHON_CLIENT_PREALLOCATE=false steps=pytest
+        run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
+        steps=gpu_steps
+        grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
+        bench gpu-big 130 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused --profile
+        bench gpu-rest 100 25 --cases "${rest[@]}" --sides ours-gpu
+        bench gpu-aim-ours 100 80 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
+        bench gpu-rest-mbi 100 25 --cases adult-k3 chain-100 chain-1000 appgm-30x100 --sides mbi
+    }
+fi
 # the two streams write one JSON: the CPU stream's to its own file, merged at the end
 (json=$out/gpu_vs_mbi_cpu.json && pin 8-15 && cpu_stream) &
 cpu=$!

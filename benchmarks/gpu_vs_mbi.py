@@ -1,5 +1,6 @@
 """Side by side on a GPU machine: mbi 2.0 on its JAX device, ours on the GPU (the torch oracle,
-``backend="gpu"``, float64 and float32) and ours on the same machine's CPU cores (numba,
+``backend="gpu"``, float64 and float32, with its fused Triton kernels and, as ``ours-gpu-unfused``,
+with torch's own operations) and ours on the same machine's CPU cores (numba,
 ``backend="cpu"``), per iteration of mirror descent, at equal loss, and AIM end to end.
 
 Cases (every one seeded; Gaussian noise of std ``--sigma`` counts on every measured marginal):
@@ -74,8 +75,9 @@ CASES = ("adult-k9-large", "adult-3m", "adult-1m", "adult-300k", "adult-k9", "ad
          "appgm-30x100", "appgm-100x1000", "aim-adult-eps3", "aim-bn40-eps1")
 #: junction-tree cells aimed at by the sized adult cases (9 random triples, within a factor of 1.5)
 SIZED = {"adult-300k": 3e5, "adult-1m": 1e6, "adult-3m": 3e6}
-SIDES = ("ours-gpu", "ours-gpu-f32", "ours-cpu", "ours-torch-cpu", "mbi", "mbi-f32")
-BACKEND = {"ours-cpu": "cpu", "ours-gpu": "gpu", "ours-gpu-f32": "gpu", "ours-torch-cpu": "torch-cpu"}
+SIDES = ("ours-gpu", "ours-gpu-f32", "ours-gpu-unfused", "ours-cpu", "ours-torch-cpu", "mbi", "mbi-f32")
+BACKEND = {"ours-cpu": "cpu", "ours-gpu": "gpu", "ours-gpu-f32": "gpu", "ours-gpu-unfused": "gpu",
+           "ours-torch-cpu": "torch-cpu"}
 DELTA = 1e-9
 
 
@@ -335,6 +337,10 @@ def worker(case: str, side: str, args) -> dict:
         epsilon = float(case.split("eps")[1])
         return {**out, "data": aim_table(case, args.quick), **run_aim(side, *table, epsilon, args.seed, args)}
     out["measurements"] = len(measurements)
+    if side == "ours-gpu-unfused":
+        from ektelo_pgm.pgm import torch_oracle
+
+        torch_oracle.fuses = lambda device: False
     if side.startswith("mbi"):
         impl = Mbi(kind, domain, measurements, args.appgm_step, dtype_of(side))
     else:
@@ -350,6 +356,7 @@ def worker(case: str, side: str, args) -> dict:
         from ektelo_pgm.pgm import torch_oracle
 
         out["graph_failures"] = sorted(set(torch_oracle.GRAPH_FAILURES))  # empty: every loop ran as a CUDA graph
+        out["fused_failures"] = sorted(set(torch_oracle.FUSED_FAILURES))  # empty: the fused kernels ran (on CUDA)
         if args.profile:
             out["profile"] = profile(impl, args.timing_iters[0])
     return out

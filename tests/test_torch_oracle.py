@@ -1,5 +1,10 @@
 """The torch junction-tree oracle (ektelo_pgm.pgm.torch_oracle) against the numba one, on
 torch's CPU device (and on CUDA where present), and the ``backend`` option of PGM and APPGM."""
+import importlib.util
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -88,9 +93,6 @@ def test_cpu_and_auto_without_cuda_stay_numba():
 
 
 def test_the_torch_devices_register_when_the_package_loads_without_importing_torch():
-    import subprocess
-    import sys
-
     code = ("import sys, ektelo_pgm.pgm; from ektelo_pgm.pgm.backends import DEVICES; "
             "print(sorted(DEVICES), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -209,6 +211,80 @@ def test_marginals_equal_numba_on_adult(adult, device):
     assert oracle.gap(want, grad, total, 1e-3) == pytest.approx(base.gap(want, grad, total, 1e-3), rel=1e-9, abs=1e-6)
 
 
+# The fused Triton kernels, run by triton's interpreter on the CPU (in a child process: the
+# interpreter is chosen when triton loads).  triton 3.6's interpreter turns a loop bound into an
+# int with int() of a one-element array, which numpy 2.4 refuses; the child takes the element.
+FUSED_CHECK = """
+import numpy as np
+from triton.runtime import interpreter
+
+patch = interpreter._patch_lang_tensor
+def patched(tensor, scope):
+    patch(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+interpreter._patch_lang_tensor = patched
+
+from ektelo_pgm import Domain
+from ektelo_pgm.pgm import backends
+from ektelo_pgm.pgm.estimation import estimate
+from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.torch_oracle import TorchOracle
+from ektelo_pgm.measurement import Measurement
+
+rng = np.random.default_rng(0)
+domain = Domain([f"x{i}" for i in range(6)], [10, 10, 30, 3, 4, 2])
+cliques = [("x0", "x1", "x2"), ("x2", "x3"), ("x3", "x4", "x5"), ("x0",), ("x1", "x5")]
+base = MarginalOracle(domain, cliques)
+fused = TorchOracle(base, "cpu", fused=True)
+assert max(r.chunks for r in fused.normalise) > 1  # a row split over chunks, reduced twice
+for scale in (0.1, 3.0, 30.0):
+    theta = rng.normal(0.0, scale, base.size)
+    want = base.marginals(theta, 1000.0)
+    assert np.abs(fused.marginals(theta, 1000.0) - want).max() <= 1e-10 * 1000.0
+    assert abs(fused.log_partition(theta) - base.log_partition(theta)) <= 1e-10 * abs(base.log_partition(theta))
+    single = TorchOracle(base, "cpu", "float32", fused=True).marginals(theta, 1000.0)
+    assert np.abs(single - want).max() <= 1e-4 * 1000.0
+
+device = backends.DEVICES["torch-cpu"]
+backends.register(backends.Device("torch-cpu", device.check, device.present,
+                                  lambda base, dtype: TorchOracle(base, "cpu", dtype, fused=True), device.gbp))
+data = rng.integers(0, 3, size=(500, 3))
+small = Domain(["a", "b", "c"], [3, 3, 3])
+ms = [Measurement(cl, np.histogramdd(data[:, idx], bins=[3] * len(idx), range=[(0, 3)] * len(idx))[0].ravel()
+                  + rng.normal(0.0, 5.0, 3 ** len(idx)), 5.0) for cl, idx in [(("a", "b"), [0, 1]), (("b", "c"), [1, 2])]]
+ref = estimate(small, ms, method="mirror", iters=12)
+got = estimate(small, ms, method="mirror", iters=12, backend="torch-cpu")
+assert got.iterations == ref.iterations and abs(got.loss - ref.loss) <= 1e-9 * ref.loss
+print("fused ok")
+"""
+
+
+@pytest.mark.skipif(not (HAVE_TORCH and importlib.util.find_spec("triton")),
+                    reason="triton is not installed (torch's CUDA builds bring it)")
+def test_fused_kernels_equal_the_numba_oracle_in_the_triton_interpreter():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    out = subprocess.run([sys.executable, "-c", FUSED_CHECK], capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0 and "fused ok" in out.stdout, out.stderr[-3000:]
+
+
+@needs_torch
+def test_failing_fused_kernels_fall_back_to_torch_operations(monkeypatch):
+    from ektelo_pgm.pgm import torch_oracle
+
+    monkeypatch.setattr(torch_oracle, "fuses", lambda device: True)
+    monkeypatch.setitem(sys.modules, "ektelo_pgm.pgm.torch_fused", None)  # the kernels' import fails
+    failures = len(torch_oracle.FUSED_FAILURES)
+    domain, cliques = random_model([3, 4, 2, 5], [[0, 1], [1, 2], [2, 3]])
+    base = MarginalOracle(domain, cliques)
+    with pytest.warns(UserWarning, match="no fused kernels"):
+        oracle = torch_oracle.TorchOracle(base)
+    assert not oracle.fused and len(torch_oracle.FUSED_FAILURES) == failures + 1
+    theta = np.random.default_rng(0).normal(size=base.size)
+    assert np.abs(oracle.marginals(theta, 100.0) - base.marginals(theta, 100.0)).max() <= 1e-10 * 100.0
+    with pytest.raises(ImportError):  # asked for explicitly, the failure is the caller's
+        torch_oracle.TorchOracle(base, fused=True)
+
+
 @needs_torch
 def test_float32_is_close():
     domain, cliques = random_model([3, 4, 2, 5], [[0, 1], [1, 2], [2, 3], [0]])
@@ -261,6 +337,7 @@ def test_device_loop_reports_every_iteration(small_problem, backend):
     failures = len(torch_oracle.GRAPH_FAILURES)
     estimate(domain, ms, method="mirror", iters=40, backend=backend, callback=lambda t, v: seen.append((t, v)))
     assert len(torch_oracle.GRAPH_FAILURES) == failures, torch_oracle.GRAPH_FAILURES[-1:]  # CUDA graph captured
+    assert not torch_oracle.FUSED_FAILURES  # on CUDA with triton, the fused kernels ran
     assert [t for t, _ in seen] == [t for t, _ in want] == list(range(1, 41))
     np.testing.assert_allclose([v for _, v in seen], [v for _, v in want], rtol=1e-9)
 

@@ -8,7 +8,9 @@ the same height of the tree is batched: the junction tree is turned once, on the
 index tensors (which cells of which buffer feed which cell of which other,
 :mod:`ektelo_pgm.pgm.torch_tensors`), so that one calibration is a fixed sequence of gathers,
 log-sum-exps and index-adds whose count grows with the tree's height and the number of distinct
-table shapes, not with its number of cliques.  Nothing is compiled per model shape; on CUDA the
+table shapes, not with its number of cliques.  On CUDA, where triton is installed, each
+log-sum-exp and indexed add is one fused kernel (:mod:`ektelo_pgm.pgm.torch_fused`, compiled once
+per tile shape, not per model); the
 whole mirror-descent step (calibration, loss, Armijo line search as a device-side state machine)
 is captured in a CUDA graph when it can be.  APPGM's CONVEX-GBP in torch is
 :class:`~ektelo_pgm.pgm.torch_gbp.TorchConvexGBP`.
@@ -33,14 +35,23 @@ from .junction_tree import index_map
 from .optimizers import mirror_loop
 from .torch_gbp import TorchConvexGBP
 from .torch_tensors import (as_device, cuda_available, group_segments, layers, load_torch, lse_rows, preimages,
-                            rank_layers, take, torch_available)
+                            rank_layers, take, torch_available, triton_available)
 
 #: Line-search trials run on a CUDA device between two looks of the host at the stopping flags
 #: (on torch's CPU device the host looks after every trial).
 CHECK_EVERY = 16
+#: Why the fused Triton kernels (:mod:`ektelo_pgm.pgm.torch_fused`) could not run, one entry per
+#: failure (the oracle then ran torch's own operations); the benchmark records it.
+FUSED_FAILURES: list = []
 #: Why a CUDA graph could not be captured, one entry per failed capture (the loop then ran
 #: eagerly, with the same results); the benchmark records it.
 GRAPH_FAILURES: list = []
+
+
+def fuses(device) -> bool:
+    """Whether the oracle on torch ``device`` runs the fused kernels by default: on CUDA, where
+    triton is installed (where they then fail, torch's own operations run)."""
+    return device.type == "cuda" and triton_available()
 
 
 def _reroot(k: int, parent: np.ndarray, seps: list) -> tuple[np.ndarray, list, list]:
@@ -89,12 +100,14 @@ class TorchOracle:
     layout (``size``, ``p_off``, ``cliques``, ``block``...) it shares: ``theta`` and ``mu`` are the
     same flat buffers (log-potentials; marginals in counts).  :meth:`marginals` and :meth:`gap`
     take and return numpy arrays (a host copy per call); :meth:`fused_mirror_descent` keeps the
-    whole loop on the device.
+    whole loop on the device.  ``fused``: the log-sum-exps and indexed adds run as the Triton
+    kernels of :mod:`~ektelo_pgm.pgm.torch_fused` (default :func:`fuses`), else as torch's operations.
     """
 
     scale = None
 
-    def __init__(self, base, device: str = "cpu", dtype: str = "float64", graphs: bool = True):
+    def __init__(self, base, device: str = "cpu", dtype: str = "float64", graphs: bool = True,
+                 fused: bool | None = None):
         torch = load_torch()
         if dtype not in ("float64", "float32"):
             raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
@@ -103,7 +116,21 @@ class TorchOracle:
         self.dtype = getattr(torch, dtype)
         self.graphs = graphs and self.device.type == "cuda"
         self.graph_error: str | None = None  # why a CUDA graph could not be captured, if it could not
-        self._plan(base)
+        auto = fused is None
+        self.fused = fuses(self.device) if auto else fused
+        try:
+            self._plan(base)
+            if self.fused and auto:  # one calibration, which compiles the kernels, waited for
+                self._calibrate(torch.zeros(base.size, dtype=self.dtype, device=self.device), 1.0).sum().item()
+        except torch.cuda.OutOfMemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - where the fused kernels fail, torch's operations run
+            if not (self.fused and auto):
+                raise
+            FUSED_FAILURES.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"torch oracle: no fused kernels ({FUSED_FAILURES[-1]}); running torch's operations")
+            self.fused = False
+            self._plan(base)
 
     def __getattr__(self, name):  # the parameter layout and the rest of the numba oracle
         if name == "base":
@@ -118,9 +145,9 @@ class TorchOracle:
         off = layout.clique_off
         k = len(tree.cliques)
         self.tree_cells = int(off[-1])
-
-        def t(a):
-            return torch.as_tensor(np.ascontiguousarray(a), dtype=torch.int64, device=dev)
+        if self.fused:
+            from . import torch_fused
+            self.kernels = torch_fused
 
         # assembly: log_phi[host cells] += theta[param cells], layered by rank within the host
         host = [tree.host(cl) for cl in base.cliques]
@@ -128,7 +155,7 @@ class TorchOracle:
         for j, (cl, h) in enumerate(zip(base.cliques, host)):
             dst.append(np.arange(off[h], off[h + 1]))
             src.append(base.p_off[j] + index_map(domain, tree.cliques[h], cl).astype(np.int64))
-        self.assembly = [(t(d), t(s)) for d, s in layers(dst, src)]
+        self.assembly = [self._pairs(d, s) for d, s in layers(dst, src)]
 
         # the forest re-rooted at each component's centre (fewest levels: a chain of k cliques takes
         # about k / 2 steps a pass instead of k); the same separators, whichever end is the child
@@ -172,12 +199,11 @@ class TorchOracle:
                 pre = preimages(domain, tree.cliques[c], seps[c], off[c])
                 segs.append(pre)
                 outs.append(sep_off[c] + np.arange(len(pre)))
-            lse = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
             absorb = layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
                              [sep_off[c] + down_maps[c] for c in senders])
-            self.collect.append((lse, [(t(d), t(s)) for d, s in absorb]))
+            self.collect.append((self._reductions(segs, outs), [self._pairs(d, s) for d, s in absorb]))
 
-        # distribute: per depth, the parents' separator marginals (log-sum-exp), less the child's up
+        # distribute: per depth, the parents' separator marginals (log-sum-exp) less the child's up
         # message, added into the child
         self.distribute = []
         for d in range(int(depth.max()) + 1 if k else 0):
@@ -189,11 +215,9 @@ class TorchOracle:
                 pre = preimages(domain, tree.cliques[parent[c]], seps[c], off[parent[c]])
                 segs.append(pre)
                 outs.append(sep_off[c] + np.arange(len(pre)))
-            lse = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
-            into = (t(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers])),
-                    t(np.concatenate([sep_off[c] + up_maps[c] for c in receivers])),
-                    t(np.concatenate([sep_off[c] + np.arange(sep_off[c + 1] - sep_off[c]) for c in receivers])))
-            self.distribute.append((lse, into))
+            into = self._pairs(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers]),
+                               np.concatenate([sep_off[c] + up_maps[c] for c in receivers]))
+            self.distribute.append((self._reductions(segs, outs), into))
 
         # marginals: each parameter cell the log-sum-exp of its host cells, then normalised per clique
         segs, outs = [], []
@@ -201,33 +225,66 @@ class TorchOracle:
             pre = preimages(domain, tree.cliques[h], cl, off[h])
             segs.append(pre)
             outs.append(base.p_off[j] + np.arange(len(pre)))
-        self.project = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
+        self.project = self._reductions(segs, outs)
         p_off = np.asarray(base.p_off)
-        self.normalise = [(t(i), t(o)) for i, o in group_segments(
-            [np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))], [[j] for j in range(len(base.cliques))])]
-        self.owner = t(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)))
+        self.normalise = self._reductions([np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))],
+                                          [[j] for j in range(len(base.cliques))])
+        self.owner = torch.as_tensor(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)), device=dev)
         roots = [c for c in range(k) if parent[c] < 0]
-        self.roots = [(t(i), t(o)) for i, o in group_segments([np.arange(off[c], off[c + 1]) for c in roots],
-                                                       [[i] for i in range(len(roots))])]
+        self.roots = self._reductions([np.arange(off[c], off[c + 1]) for c in roots], [[i] for i in range(len(roots))])
         self.n_roots = len(roots)
+        if self.fused:  # the split reductions' partial results, and the identity map that reads them
+            reductions = [r for lse, _ in self.collect + self.distribute for r in lse]
+            cells = self.kernels.scratch_cells(reductions + self.project + self.normalise + self.roots)
+            self.scratch = torch.empty(cells, dtype=self.dtype, device=dev)
+            self.identity = torch.arange(cells, dtype=torch.int32, device=dev)
+
+    def _index(self, a):
+        """An index array as a device tensor: int32 for the fused kernels, int64 for torch's."""
+        dtype = self.torch.int32 if self.fused else self.torch.int64
+        return self.torch.as_tensor(np.ascontiguousarray(a), device=self.device).to(dtype)
+
+    def _pairs(self, dst, src) -> tuple:
+        """``(dst, src)`` index arrays of an indexed add, on the device."""
+        return self._index(dst), self._index(src)
+
+    def _reductions(self, blocks, outputs) -> list:
+        """Segments of a buffer to log-sum-exp and their destinations (:func:`group_segments`'
+        arguments), planned for the fused kernel or as torch index pairs."""
+        groups = group_segments(blocks, outputs)
+        if self.fused:
+            return [self.kernels.plan_reduction(self.torch, i, o, self.device) for i, o in groups]
+        return [(self._index(i), self._index(o)) for i, o in groups]
 
     # ---------------------------------------------------------------- the passes (device)
-    def _lse_into(self, src, groups, out):
-        """``out[o] = logsumexp(src[idx])`` for each group of equal-length segments."""
+    def _lse_into(self, src, groups, out, sub=None):
+        """``out[o] = logsumexp(src[idx])`` for each group of equal-length segments, less
+        ``sub[o]`` where given."""
+        if self.fused:
+            for group in groups:
+                self.kernels.segment_lse(src, group, out, sub, self.scratch, self.identity)
+            return
         for idx, o in groups:
-            out.index_copy_(0, o, lse_rows(self.torch, src, idx))
+            values = lse_rows(self.torch, src, idx)
+            out.index_copy_(0, o, values if sub is None else values - take(sub, o))
+
+    def _add_into(self, dst, pairs, src):
+        """``dst[d] += src[s]`` for each pair ``(d, s)`` of index tensors (``d`` without repeats)."""
+        for d, s in pairs:
+            if self.fused:
+                self.kernels.gather_add(dst, d, src, s)
+            else:
+                dst.index_add_(0, d, take(src, s))
 
     def _collect(self, theta):
         """Assembly and the collect pass: ``(belief, up)`` with every root's belief final."""
         torch = self.torch
         belief = torch.zeros(self.tree_cells, dtype=self.dtype, device=self.device)
-        for d, s in self.assembly:
-            belief.index_add_(0, d, take(theta, s))
+        self._add_into(belief, self.assembly, theta)
         up = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
         for lse, absorb in self.collect:
             self._lse_into(belief, lse, up)
-            for d, s in absorb:
-                belief.index_add_(0, d, take(up, s))
+            self._add_into(belief, absorb, up)
         return belief, up
 
     def _log_z(self, belief):
@@ -241,10 +298,9 @@ class TorchOracle:
         torch = self.torch
         belief, up = self._collect(theta)
         down = torch.zeros(self.seps, dtype=self.dtype, device=self.device)
-        for lse, (cells, at, sep) in self.distribute:
-            self._lse_into(belief, lse, down)
-            down.index_add_(0, sep, -take(up, sep))  # the parent's separator marginal less the child's message
-            belief.index_add_(0, cells, take(down, at))
+        for lse, into in self.distribute:
+            self._lse_into(belief, lse, down, sub=up)  # the parent's separator marginal less the child's message
+            self._add_into(belief, [into], down)
         log_mu = torch.empty(self.base.size, dtype=self.dtype, device=self.device)
         self._lse_into(belief, self.project, log_mu)
         log_norm = torch.empty(len(self.base.cliques), dtype=self.dtype, device=self.device)

@@ -30,6 +30,11 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def triton_available() -> bool:
+    """Whether triton, the compiler of the fused kernels on CUDA, can be imported (without importing it)."""
+    return importlib.util.find_spec("triton") is not None
+
+
 def cuda_available() -> bool:
     """Whether torch is installed, loads and sees a CUDA device (imports torch only if it is
     installed)."""
