@@ -154,9 +154,9 @@ if [[ " $* " == *" --fused "* ]]; then  # after a change to the fused kernels: o
         run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
         steps=gpu_steps
         grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
-        bench gpu-big 130 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused --profile
-        bench gpu-rest 100 25 --cases "${rest[@]}" --sides ours-gpu
-        bench gpu-aim-ours 100 80 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
+        bench gpu-big 150 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused --profile
+        bench gpu-rest 90 25 --cases "${rest[@]}" --sides ours-gpu
+        bench gpu-aim-ours 90 80 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
         bench gpu-rest-mbi 100 25 --cases adult-k3 chain-100 chain-1000 appgm-30x100 --sides mbi
     }
 fi
