@@ -15,6 +15,7 @@ setup(
     extras_require={
         "sparse": ["scikit-sparse==0.4.16"],
         "gem": ["torch>=2.0"],
+        "gpu": ["torch>=2.0", "triton>=3.0"],
         "dask": ["dask[dataframe]>=2024.1", "pyarrow>=14"],
         "report": ["matplotlib>=3.5"],
         "parquet": ["pyarrow>=14"],

@@ -133,7 +133,7 @@ def test_every_estimate_of_the_package_is_listed_in_one_place():
         try:
             importlib.import_module(info.name)
         except ImportError as missing:  # a module behind an optional extra
-            if missing.name not in ("torch", "sksparse", "dask", "matplotlib"):
+            if missing.name not in ("torch", "triton", "sksparse", "dask", "matplotlib"):
                 raise
 
     def subclasses(cls):

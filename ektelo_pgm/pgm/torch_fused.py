@@ -21,8 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import triton
-import triton.language as tl
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError as exc:  # torch_oracle imports this module only where triton is installed
+    raise ImportError(f"the fused kernels need triton (the 'gpu' extra; torch's CUDA builds bring it): {exc}",
+                      name="triton") from exc
 
 #: Cells a program's tile holds (rows times columns); the column widths a tile can have.
 TILE = 1024
