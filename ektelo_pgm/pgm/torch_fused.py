@@ -1,5 +1,6 @@
-"""Fused Triton kernels for the torch oracle on CUDA: a segmented log-sum-exp read through an
-index plan, and an indexed add, each one kernel where torch takes a gather and five to seven more.
+"""Fused Triton kernels for the torch oracle on CUDA (the junction-tree calibration of McKenna et
+al. 2019, sec. 3.2): a segmented log-sum-exp read through an index plan, and an indexed add, each
+one kernel where torch takes a gather and five to seven more.
 
 :class:`~ektelo_pgm.pgm.torch_oracle.TorchOracle` plans belief propagation as index tensors
 (:mod:`ektelo_pgm.pgm.torch_tensors`); with torch's own operations every log-sum-exp writes the
@@ -36,6 +37,7 @@ WIDTHS = (4, 32, 256)
 PROGRAMS = 264
 #: Tiles a chunk of a split row holds at least.
 CHUNK_TILES = 8
+#: Cells an indexed add's program handles.
 ADD_BLOCK = 1024
 
 
