@@ -32,6 +32,7 @@ takes to mbi's loss after its longest estimate.  AIM: wall seconds of the whole 
     .venv/bin/python benchmarks/gpu_vs_mbi.py --quick --sides ours-cpu ours-torch-cpu mbi   # smoke, CPU only
     .venv/bin/python benchmarks/gpu_vs_mbi.py --missing           # only what the JSON lacks, failed or timed out
     .venv/bin/python benchmarks/gpu_vs_mbi.py --table             # only print the table of the JSON
+    .venv/bin/python benchmarks/gpu_vs_mbi.py --first-call --cases chain-1000 --sides ours-gpu  # where it goes
 
 benchmarks/gpu_session.sh runs the whole grid in one short session on a GPU machine (its bundle
 carries mbi's wheel, the data and the author's scripts).  Needs there: torch with CUDA in the
@@ -334,6 +335,21 @@ def profile(impl, iters: int) -> str:
     return prof.key_averages().table(sort_by=key, row_limit=15)
 
 
+def first_call(impl, iters: int) -> dict:
+    """A cold first estimate of ``iters`` iterations under cProfile: its seconds and the 30
+    functions of largest cumulative time (where a first call's seconds go: torch's start, the
+    plan, compiling, the CUDA graph's capture)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    _, seconds = timed(lambda: profiler.runcall(impl.fit, iters))
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+    return {"first_call_s": seconds, "first_call_profile": text.getvalue()}
+
+
 def worker(case: str, side: str, args) -> dict:
     kind, domain, measurements, table = problem(case, args)
     out = {"case": case, "side": side, "kind": kind}
@@ -349,6 +365,8 @@ def worker(case: str, side: str, args) -> dict:
         impl = Mbi(kind, domain, measurements, args.appgm_step, dtype_of(side))
     else:
         impl = Ours(kind, domain, measurements, BACKEND[side], dtype_of(side))
+    if args.first_call:
+        return {**out, **first_call(impl, args.iters)}
     if kind == "pgm" and not side.startswith("mbi"):
         from ektelo_pgm.pgm.inference import MarginalOracle
 
@@ -403,7 +421,7 @@ def run_all(args) -> dict:
     results = previous
     for case in args.cases:
         for side in args.sides:
-            if args.missing and "error" not in runs.get((case, side), {"error": "none"}):
+            if args.missing and not args.first_call and "error" not in runs.get((case, side), {"error": "none"}):
                 continue
             python = args.mbi_python if side.startswith("mbi") else Path(sys.executable)
             options = ["--worker", case, side, "--seed", args.seed, "--iters", args.iters, "--timing-iters",
@@ -412,9 +430,11 @@ def run_all(args) -> dict:
                        "--reference", args.reference]
             options += ["--quick"] if args.quick else []
             options += ["--profile"] if args.profile else []
+            options += ["--first-call", "--case-timeout", args.case_timeout] if args.first_call else []
             print(f"{case} / {side} ...", file=sys.stderr, flush=True)
             try:
                 done = harness.child(__file__, *options, python=python, timeout=args.case_timeout)
+                errors = done.errors
                 if done.cut:
                     run = {"case": case, "side": side, "error": f"no result in {args.case_timeout:g} s"}
                 elif not done.ok:
@@ -422,7 +442,11 @@ def run_all(args) -> dict:
                 else:
                     run = done.result()
             except OSError as exc:
-                run = {"case": case, "side": side, "error": f"{python}: {exc}"}
+                run, errors = {"case": case, "side": side, "error": f"{python}: {exc}"}, ""
+            if args.first_call:  # a diagnosis, printed and not saved; a run cut off shows its stacks
+                print(f"== {case} / {side}: {run.get('error') or format(run['first_call_s'], '.2f') + ' s'}\n"
+                      + (run.get("first_call_profile") or errors[-8000:]), flush=True)
+                continue
             run.update(stamp)
             print(f"  {run}", file=sys.stderr, flush=True)
             runs[(case, side)] = run
@@ -532,6 +556,8 @@ def parse_args(argv=None):
                         help="ours on torch: also the 15 costliest kernels of an estimate (torch's profiler)")
     parser.add_argument("--out", type=Path, help=f"results JSON, merged into (default {RESULTS.relative_to(REPO)})")
     parser.add_argument("--table", action="store_true", help="only print the table of --out")
+    parser.add_argument("--first-call", action="store_true",
+                        help="ours: only a cold first estimate each, under cProfile, printed (nothing saved)")
     parser.add_argument("--missing", action="store_true",
                         help="only the (case, side) runs --out lacks or records as failed or timed out")
     parser.add_argument("--quick", action="store_true",
@@ -550,12 +576,18 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     if args.worker is not None:
+        if args.first_call:  # the stacks on standard error 5 s before the run is cut off: where a hang is
+            import faulthandler
+
+            faulthandler.dump_traceback_later(max(args.case_timeout - 5.0, 1.0))
         print(json.dumps(worker(*args.worker, args)))
         return
     if args.table:
         results = json.loads(args.out.read_text())
     else:
         results = run_all(args)
+        if args.first_call:
+            return
         print(f"wrote {args.out}", file=sys.stderr)
     print(tables({RESULTS.name: results}))
 
