@@ -60,7 +60,7 @@ DOC = harness.Doc(
     rerun="benchmarks/gpu_session.sh     # on a GPU machine, after benchmarks/gpu_session.sh bundle here",
     reading="""
 On the H200 the fused Triton kernels make an iteration 2.3x faster than torch's own operations at 6.7M cells (1.49 ms
-against 3.51), 2.6-4.2x on small and deep trees.  mbi still takes fewer ms an iteration (0.89), but ours reaches its
+against 3.51), 2.1-4.2x on the other cases.  mbi still takes fewer ms an iteration (0.89), but ours reaches its
 1000-iteration loss in 300-600, so to equal loss ours is 1.2-2.2x faster.  First call 4.3-5.4 s (3.7 s compiling on a
 fresh machine).  Against numba on 8 cores the GPU wins from 50k cells (3.4x), loses on chain-100 (2.7x).  float32 ends
 3.4e-6 from float64's loss at 6.7M cells, 1.8e-3 at 2M (mbi: 8.5e-3).  AIM, adult, eps 3: 31.2 s GPU, 40.6 s CPU.""",
