@@ -19,8 +19,8 @@
 # CUDA, profiles a first call (adult-k9-large, and chain-1000, whose stacks show where it hangs), then
 # benchmarks/gpu_vs_mbi.py for ours on the GPU (float64 and float32, with the profile of its costliest
 # kernels) and mbi on the same GPU, largest cases first, then AIM; the CPU stream (cores 8-15, numba
-# on 8 threads) runs ours on the CPU over the same cases.  A step that would run past SESSION_S (default 420) seconds is
-# skipped and says so.  Everything lands in $OUT (default /tmp/gpu_session): session.log,
+# on 8 threads) runs ours on the CPU over the same cases.  A step that would run past SESSION_S
+# (default 420) seconds is skipped and says so.  Everything lands in $OUT (default /tmp/gpu_session): session.log,
 # versions.txt, pytest.log, gpu_steps.log, cpu_steps.log and gpu_vs_mbi.json (copy it to
 # benchmarks/results/ afterwards).
 set -uo pipefail
@@ -135,12 +135,15 @@ cpu_stream() {
     bench cpu-oracle 300 90 --cases "${big[@]}" "${rest[@]}" --sides ours-cpu
     bench cpu-aim 400 150 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-cpu
 }
-gpu_stream() {
+gpu_checks() {  # how the GPU stream starts, whatever it measures: the CUDA tests, then a first call profiled
     export NUMBA_NUM_THREADS=8 OMP_NUM_THREADS=8 XLA_PYTHON_CLIENT_PREALLOCATE=false steps=pytest
     run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
     steps=gpu_steps
     grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
     bench gpu-first-call 70 30 --cases adult-k9-large chain-1000 --sides ours-gpu --first-call
+}
+gpu_stream() {
+    gpu_checks
     bench gpu-big 150 45 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused mbi mbi-f32 --profile
     bench gpu-aim-ours 120 100 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
     bench gpu-rest 100 30 --cases "${rest[@]}" --sides ours-gpu mbi
@@ -152,11 +155,7 @@ if [[ " $* " == *" --fused "* ]]; then  # after a change to the fused kernels: o
         bench cpu-aim 300 250 --cases aim-bn40-eps1 --sides ours-cpu
     }
     gpu_stream() {
-        export NUMBA_NUM_THREADS=8 OMP_NUM_THREADS=8 XLA_PYTHON_CLIENT_PREALLOCATE=false steps=pytest
-        run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
-        steps=gpu_steps
-        grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
-        bench gpu-first-call 70 30 --cases adult-k9-large chain-1000 --sides ours-gpu --first-call
+        gpu_checks
         bench gpu-big 150 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused --profile
         bench gpu-rest 90 25 --cases "${rest[@]}" --sides ours-gpu
         bench gpu-aim-ours 90 80 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 try:
     import triton
     import triton.language as tl
@@ -83,8 +81,8 @@ def _gather_add(dst, dst_at, src, src_at, n, BLOCK: tl.constexpr):
 @dataclass
 class Reduction:
     """One group of equal-length segments planned for :func:`segment_lse`: ``idx`` (rows, width)
-    int32 source cells, ``out_at`` (rows,) int32 destinations, the tile, and ``chunks`` of
-    ``span`` columns a row (one chunk: no second launch)."""
+    int32 source cells, ``out_at`` (rows,) int32 destinations, the tile's column width ``cols``,
+    and ``chunks`` of ``span`` columns a row (one chunk: no second launch)."""
     idx: object
     out_at: object
     rows: int
@@ -94,19 +92,19 @@ class Reduction:
     span: int
 
 
-def plan_reduction(torch, idx: np.ndarray, out_at: np.ndarray, device) -> Reduction:
-    """The launch plan of one group (numpy ``idx`` (rows, width), ``out_at`` (rows,))."""
+def _cols(width: int) -> int:
+    """The column width of the tile for rows of ``width`` cells."""
+    return next((w for w in WIDTHS if width <= w), WIDTHS[-1])
+
+
+def plan_reduction(idx, out_at) -> Reduction:
+    """The launch plan of one group: ``idx`` (rows, width) and ``out_at`` (rows,), int32 device tensors."""
     rows, width = idx.shape
-    cols = next((w for w in WIDTHS if width <= w), WIDTHS[-1])
-    row_programs = -(-rows // (TILE // cols))
-    chunks = max(1, min(-(-PROGRAMS // row_programs), -(-width // (cols * CHUNK_TILES))))
-    span = -(-(-(-width // chunks)) // cols) * cols
-    chunks = -(-width // span)
-
-    def int32(a):
-        return torch.as_tensor(np.ascontiguousarray(a, dtype=np.int32), device=device)
-
-    return Reduction(int32(idx), int32(out_at), rows, width, cols, chunks, span)
+    cols = _cols(width)
+    row_programs = triton.cdiv(rows, TILE // cols)
+    chunks = max(1, min(triton.cdiv(PROGRAMS, row_programs), triton.cdiv(width, cols * CHUNK_TILES)))
+    span = triton.cdiv(triton.cdiv(width, chunks), cols) * cols
+    return Reduction(idx, out_at, rows, width, cols, triton.cdiv(width, span), span)
 
 
 def scratch_cells(reductions) -> int:
@@ -114,24 +112,22 @@ def scratch_cells(reductions) -> int:
     return max([r.rows * r.chunks for r in reductions if r.chunks > 1], default=0)
 
 
+def _launch(src, idx, rows, width, span, chunks, cols, out, out_at, sub) -> None:
+    """One launch of :func:`_segment_lse` over ``rows`` rows of ``chunks`` chunks of ``span`` columns."""
+    block_rows = TILE // cols
+    _segment_lse[(triton.cdiv(rows, block_rows), chunks)](src, idx, rows, width, span, out, out_at,
+                                                          out if sub is None else sub, int(sub is not None),
+                                                          BLOCK_ROWS=block_rows, BLOCK_COLS=cols)
+
+
 def segment_lse(src, red: Reduction, out, sub, scratch, identity) -> None:
     """``out[red.out_at] = logsumexp(src[red.idx], rows)``, less ``sub[red.out_at]`` unless
     ``sub`` is None; split rows go through ``scratch`` (``identity``: int32 0, 1, 2...)."""
-    block_rows = TILE // red.cols
-    grid_rows = triton.cdiv(red.rows, block_rows)
-    has_sub = sub is not None
     if red.chunks == 1:
-        _segment_lse[(grid_rows, 1)](src, red.idx, red.rows, red.width, red.span, out, red.out_at,
-                                     sub if has_sub else out, int(has_sub), BLOCK_ROWS=block_rows,
-                                     BLOCK_COLS=red.cols)
+        _launch(src, red.idx, red.rows, red.width, red.span, 1, red.cols, out, red.out_at, sub)
         return
-    _segment_lse[(grid_rows, red.chunks)](src, red.idx, red.rows, red.width, red.span, scratch, identity,
-                                          scratch, 0, BLOCK_ROWS=block_rows, BLOCK_COLS=red.cols)
-    cols = next((w for w in WIDTHS if red.chunks <= w), WIDTHS[-1])
-    block_rows = TILE // cols
-    _segment_lse[(triton.cdiv(red.rows, block_rows), 1)](scratch, identity, red.rows, red.chunks, red.chunks, out,
-                                                         red.out_at, sub if has_sub else out, int(has_sub),
-                                                         BLOCK_ROWS=block_rows, BLOCK_COLS=cols)
+    _launch(src, red.idx, red.rows, red.width, red.span, red.chunks, red.cols, scratch, identity, None)
+    _launch(scratch, identity, red.rows, red.chunks, red.chunks, 1, _cols(red.chunks), out, red.out_at, sub)
 
 
 def gather_add(dst, dst_at, src, src_at) -> None:

@@ -241,8 +241,8 @@ class TorchOracle:
 
     def _index(self, a):
         """An index array as a device tensor: int32 for the fused kernels, int64 for torch's."""
-        dtype = self.torch.int32 if self.fused else self.torch.int64
-        return self.torch.as_tensor(np.ascontiguousarray(a), device=self.device).to(dtype)
+        dtype = np.int32 if self.fused else np.int64
+        return self.torch.as_tensor(np.ascontiguousarray(a, dtype=dtype), device=self.device)
 
     def _pairs(self, dst, src) -> tuple:
         """``(dst, src)`` index arrays of an indexed add, on the device."""
@@ -253,7 +253,7 @@ class TorchOracle:
         arguments), planned for the fused kernel or as torch index pairs."""
         groups = group_segments(blocks, outputs)
         if self.fused:
-            return [self.kernels.plan_reduction(self.torch, i, o, self.device) for i, o in groups]
+            return [self.kernels.plan_reduction(self._index(i), self._index(o)) for i, o in groups]
         return [(self._index(i), self._index(o)) for i, o in groups]
 
     # ---------------------------------------------------------------- the passes (device)
