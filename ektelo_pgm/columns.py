@@ -180,7 +180,8 @@ class NumericColumn:
     numbers lie inside the bins, as ``(lower, upper, records)`` intervals, ascending and disjoint,
     each holding about ``records`` numbers spread evenly (None: each bin evenly); :meth:`decode`
     draws inside a bin by it, so that numbers heaped on a few values stay there.  ``pointed``: its
-    whole numbers are written with a decimal point, ``61.0``, as floats (:func:`~ektelo_pgm.table_io.typed`).
+    whole numbers are written with a decimal point, ``61.0``, as floats (:func:`~ektelo_pgm.table_io.typed`);
+    ``plain`` (fractional columns): its whole numbers are written without one, ``0``, in a text file.
     """
 
     name: str
@@ -194,6 +195,7 @@ class NumericColumn:
     number_format: str | None = None
     density: tuple | None = None
     pointed: bool = False
+    plain: bool = False
 
     kind = "numeric"
 
@@ -504,7 +506,7 @@ class NumericColumn:
         optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
                     "fallback": self.fallback, "number_format": self.number_format,
                     "density": None if self.density is None else [list(part) for part in self.density],
-                    "pointed": True if self.pointed else None}
+                    "pointed": True if self.pointed else None, "plain": True if self.plain else None}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

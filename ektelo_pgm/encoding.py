@@ -86,7 +86,8 @@ def _column_from_dict(spec: dict):
         return NumericColumn(spec["name"], tuple(spec["edges"]), bool(spec["integer"]), bool(spec["missing"]),
                              spec.get("decimals"), spec.get("time_format"),
                              spec.get("unit", spec.get("time_unit")), spec.get("fallback"),  # earlier: time_unit
-                             spec.get("number_format"), spec.get("density"), bool(spec.get("pointed", False)))
+                             spec.get("number_format"), spec.get("density"), bool(spec.get("pointed", False)),
+                             bool(spec.get("plain", False)))
     raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

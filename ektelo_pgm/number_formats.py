@@ -2,7 +2,8 @@
 (NUMBER_FORMATS: a currency sign, a percent sign, thousands grouped, a decimal comma), the first
 format that reads each value (:func:`number_formats`), values read as numbers (:func:`as_numbers`;
 in any format, of times too: :func:`read_numbers`; each in the first format that reads it:
-:func:`as_written`) and numbers written back (:func:`number_texts`).
+:func:`as_written`) and numbers written back (:func:`number_texts`; plain numbers whose whole
+ones are written without a point: :func:`whole_as_ints`).
 
 A format is named by how it writes one thousand two hundred thirty-four and a half: ``"$1,234.5"``
 groups thousands with commas after a dollar sign; ``"1.234,5 €"`` groups them with points (or
@@ -180,3 +181,13 @@ def number_texts(numbers: np.ndarray, fmt: str, decimals: int | None) -> np.ndar
     out = np.empty(len(numbers), dtype=object)
     out[:] = [text(x) for x in numbers]
     return out
+
+
+def whole_as_ints(numbers):
+    """A Series of floats (NaN where missing) as one of objects, the whole numbers as ints, which a
+    text file writes ``0`` where it writes a float ``0.0``."""
+    floats = numbers.to_numpy(dtype=float, na_value=np.nan)
+    held = floats.astype(object)
+    whole = (np.floor(floats) == floats) & (np.abs(floats) < 2 ** 53)  # NaN and infinities not
+    held[whole] = floats[whole].astype(np.int64).tolist()
+    return pandas_module().Series(held, index=numbers.index, name=numbers.name, dtype=object)

@@ -45,10 +45,11 @@ from .encoding import TableEncoder
 from .errors import InputError, NotFittedError
 from .estimate import SAMPLING, Estimate, synthetic_without
 from .files import atomic_write, private_folder
+from .number_formats import whole_as_ints
 from .params import as_data
 from .privacy import ADD_REMOVE, Budget, Charge, Person, approx_to_zcdp
 from .privacy.contribution import bound_rows, person_relation
-from .table_io import PART_ROWS, Partitions, as_frame, open_table, pandas_module, typed, write_parts
+from .table_io import PART_ROWS, Partitions, as_frame, is_parquet, open_table, pandas_module, typed, write_parts
 from .uncertainty import LEVEL, ErrorBars
 
 _FORMAT = "ektelo_pgm.Synthesizer"
@@ -397,8 +398,10 @@ class Synthesizer:
             raise InputError(f"the number of rows must be a positive integer, got {n!r}")
         return max(1, int(round(self.estimate.total))) if n is None else int(n)
 
-    def _part(self, n: int, first: int):
-        """``n`` synthetic records (:meth:`sample`), regenerated identifiers numbered from ``first``."""
+    def _part(self, n: int, first: int, text: bool = False):
+        """``n`` synthetic records (:meth:`sample`), regenerated identifiers numbered from ``first``;
+        ``text``: for a text file, where a fractional column that writes its whole numbers plain
+        holds them as ints (:attr:`~ektelo_pgm.columns.NumericColumn.plain`)."""
         options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
         with self._reporting():
             records = synthetic_without(self.estimate, n, self.rng,
@@ -406,6 +409,8 @@ class Synthesizer:
         frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
+            if text and column.kind == "numeric" and column.plain:
+                frame[name] = whole_as_ints(frame[name])
         for name in self.regenerate:
             frame[name] = pandas_module().Series(np.arange(first, first + n), dtype="Int64")
         return frame[self.order]
@@ -421,7 +426,7 @@ class Synthesizer:
         with self._reporting(), progresses.bar(n, "writing", "record") as shown:
             def parts():
                 for start in starts:
-                    part = self._part(min(rows, n - start), start + 1)
+                    part = self._part(min(rows, n - start), start + 1, not is_parquet(path))
                     shown.update(len(part))
                     yield part
                     del part  # not held while the next part is drawn: one part in memory, not two

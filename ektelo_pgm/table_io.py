@@ -453,22 +453,22 @@ def canonical(series, missing: frozenset) -> np.ndarray:
 
 
 def factorized(series, missing: frozenset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(codes, values, pointed)`` of a raw column: ``values``, the :func:`canonical` value of each
+    """``(codes, values, forms)`` of a raw column: ``values``, the :func:`canonical` value of each
     distinct raw value in order of first appearance (an object array; two raw values may read as
-    one, ``" 5"`` and ``"5"``, and a missing marker as None), ``pointed``, whether each is a whole
-    number written with a decimal point, as text (``"61.0"``: pandas writes a column of whole
-    numbers with blanks so; a float is not, as its column's dtype, which one record can change,
-    would decide it for the others), and ``codes``, each row's index into ``values`` (int64, -1
-    where the row is NaN or None).  Each distinct raw value is parsed once, so the cost per row is
-    that of hashing it."""
+    one, ``" 5"`` and ``"5"``, and a missing marker as None), ``forms``, how each is written where
+    it is a whole number written as text (int8: 1 with a decimal point, ``"61.0"``, as pandas writes
+    a column of whole numbers with blanks; 0 without, ``"61"``; -1 not so: a float's form is its
+    column's dtype, which one record can change, and would decide it for the others), and
+    ``codes``, each row's index into ``values`` (int64, -1 where the row is NaN or None).  Each
+    distinct raw value is parsed once, so the cost per row is that of hashing it."""
     pd = pandas_module()
     codes, uniques = pd.factorize(series)
     cleaned = clean(pd.Series(uniques), missing)
     values = np.empty(len(uniques), dtype=object)
     values[:] = [None if pd.isna(v) else canonical_value(v) for v in cleaned]
-    pointed = np.array([isinstance(value, int) and isinstance(raw, str) and "." in raw
-                        for raw, value in zip(cleaned, values)], dtype=bool)
-    return codes.astype(np.int64, copy=False), values, pointed
+    forms = np.array([int("." in raw) if isinstance(value, int) and isinstance(raw, str) else -1
+                      for raw, value in zip(cleaned, values)], dtype=np.int8)
+    return codes.astype(np.int64, copy=False), values, forms
 
 
 def canonical_value(value):

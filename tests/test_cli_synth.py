@@ -273,7 +273,7 @@ def test_unknown_output_format_is_refused_before_work(tmp_path, table, capsys):
 
 
 def test_interrupt_exits_130_and_leaves_no_output(tmp_path, table, capsys, monkeypatch):
-    def interrupted(self, n, first):
+    def interrupted(self, *args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(Synthesizer, "_part", interrupted)  # while the records are drawn

@@ -2,12 +2,13 @@
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, most_read, number_formats,
-                                       number_texts, read_numbers, reads)
-from ektelo_pgm.table_io import canonical_value
+                                       number_texts, read_numbers, reads, whole_as_ints)
+from ektelo_pgm.table_io import canonical_value, write_table
 
 WRITTEN = {  # text -> (the first format that reads it with its signs, the number)
     "$1,243.56": ("$1,234.5", 1243.56), "-$5": ("$1,234.5", -5), "$-5.5": ("$1,234.5", -5.5),
@@ -108,3 +109,12 @@ def test_the_format_chosen_reads_the_most_whole_numbers_in_digits_alone_included
 
     column = infer(pd.DataFrame({"price": np.tile(values, 40)}), Budget.zcdp(1.0), None, 1e-9, rng=0).columns["price"]
     assert column.number_format == "€1.234,5" and column.decimals == 2
+
+
+def test_whole_as_ints_holds_whole_numbers_as_ints_which_a_text_file_writes_plain(tmp_path):
+    """As R writes a fractional column (``0``, ``2.5``); NaN, infinities and numbers past 2**53 kept."""
+    values = pd.Series([0.0, 2.5, None, -3.0, np.inf, 1e20, -0.0], dtype=float, name="x")
+    held = whole_as_ints(values)
+    assert held.name == "x" and held.index.equals(values.index) and held.dtype == object
+    write_table(pd.DataFrame({"x": held, "y": 1}), str(tmp_path / "o.csv"))
+    assert (tmp_path / "o.csv").read_text() == "x,y\n0,1\n2.5,1\n,1\n-3,1\ninf,1\n1e+20,1\n0,1\n"

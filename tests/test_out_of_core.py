@@ -47,15 +47,17 @@ def test_tallies_of_parts_merged_in_order_equal_the_whole_columns(values, cuts):
     assert parts.missing == whole.missing
     pointed = values.count(" 7.0")  # whole, written with a point (a float's form is its column's dtype: none)
     assert parts.pointed == whole.pointed == pointed
+    assert parts.plain == whole.plain == values.count("7")  # whole, written plain as text (an int: neither)
 
 
-def test_a_spilled_column_counts_its_whole_numbers_written_with_a_point(tmp_path):
+def test_a_spilled_column_counts_its_whole_numbers_written_with_a_point_and_without(tmp_path):
     from ektelo_pgm.schema.counts import Spilled, whole
 
     spilled = Spilled(str(tmp_path), 10)
     spilled.add(schemas.tally(pd.Series(["1.0", "2.5", None, "4.0"]), MARKERS))
     spilled.add(schemas.tally(pd.Series(["3", "4.00", "?"]), MARKERS))
     assert spilled.pointed == 3 and whole(spilled).pointed == 3 and spilled.missing == 2
+    assert spilled.plain == whole(spilled).plain == 1
 
 
 def messy(n=3000, seed=0) -> pd.DataFrame:

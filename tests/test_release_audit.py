@@ -99,6 +99,14 @@ def evens(rows):
     return [r[:3] + [str(x)] for r, x in zip(rows, np.random.default_rng(12).choice([2, 4, 6, 8], len(rows)))]
 
 
+def rainy(rows):
+    """The base rows with a rainfall in place of the country, 60% of it ``0.0`` (pandas writes a
+    fractional column's whole numbers so) and the rest in hundredths."""
+    rng = np.random.default_rng(13)
+    rain = np.where(rng.random(len(rows)) < 0.6, 0.0, np.round(rng.gamma(1.0, 0.3, len(rows)), 2))
+    return [r[:3] + [str(x)] for r, x in zip(rows, rain)]
+
+
 def priced(rows):
     """The base rows with a price written with a dollar sign and grouped thousands in place of the
     country ($1,234.56)."""
@@ -256,6 +264,8 @@ CASES = {
     "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
     "an odd whole number among the even ones 2, 4, 6 and 8": Case(substitute("country", "5"), base=evens),
     "a price with a decimal comma among dollar amounts": Case(substitute("country", "€ 1.234,56"), base=priced),
+    "a fractional column's whole number written plain among those with a point": Case(substitute("country", "0"),
+                                                                                       base=rainy),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),

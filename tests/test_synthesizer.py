@@ -384,6 +384,40 @@ def test_whole_numbers_written_with_a_point_come_out_so(tmp_path):
     assert out.age.str.fullmatch(r"\d+").all()
 
 
+def _rain_fit(tmp_path):
+    """MST fit from a CSV whose rainfall is written twice: ``precip`` as R writes a fractional
+    column (``0``, 60% of the records), ``rain`` as pandas does (``0.0``)."""
+    rng = np.random.default_rng(0)
+    rain = np.where(rng.random(3000) < 0.6, 0.0, np.round(rng.gamma(1.0, 0.3, 3000), 2))
+    table = people(3000).assign(precip=["0" if x == 0 else str(x) for x in rain], rain=[str(x) for x in rain])
+    table.to_csv(tmp_path / "in.csv", index=False)
+    return Synthesizer("mst", epsilon=1.0, seed=0).fit(read_table(tmp_path / "in.csv", header=True))
+
+
+def test_whole_numbers_of_a_fractional_column_written_plain_come_out_so(tmp_path):
+    """R writes the whole numbers of a fractional column plain (Weather's precipitations: ``0``, 78%
+    of them), pandas with a point (``0.0``): the schema's count of numbers with no decimals counts
+    only those written plain, so a text file gets each column's form back; :meth:`sample` keeps
+    floats."""
+    synth = _rain_fit(tmp_path)
+    columns = synth.encoder.columns
+    assert columns["precip"].plain and not columns["rain"].plain and not columns["income"].plain
+    assert columns["precip"].kind == columns["rain"].kind == "numeric" and not columns["precip"].integer
+    assert type(synth.encoder).from_dict(synth.encoder.to_dict()).columns == columns
+    synth.write(tmp_path / "out.csv", 500)
+    out = read_table(tmp_path / "out.csv", header=True)
+    assert (out.precip == "0").mean() > 0.4 and not out.precip.str.fullmatch(r"\d+\.0").any()
+    assert (out.rain == "0.0").mean() > 0.4 and not out.rain.str.fullmatch(r"\d+").any()
+    assert synth.sample(10).precip.dtype == float
+
+
+def test_parquet_keeps_floats_where_a_text_file_writes_whole_numbers_plain(tmp_path):
+    pytest.importorskip("pyarrow")
+    synth = _rain_fit(tmp_path)
+    synth.write(tmp_path / "out.parquet", 500)
+    assert pd.read_parquet(tmp_path / "out.parquet").precip.dtype == float
+
+
 def _one_way_gap(synth, frame) -> float:
     """Records off, summed over every 1-way cell: the coded ``frame`` against the fitted model's
     expected counts for as many records."""

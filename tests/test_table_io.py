@@ -134,11 +134,11 @@ def test_whole_numbers_written_with_a_point_are_told_apart_and_written_back_so(t
     and a column that writes them so is typed as floats.  A float's form is not its own: one blank
     turns a column of ints into floats, and would have turned every other record into one written
     with a point."""
-    _, values, pointed = factorized(pd.Series(["61.0", "61", " 7.00", "6.5", "x", None, "1e3", 8.0, 9]), frozenset())
+    _, values, forms = factorized(pd.Series(["61.0", "61", " 7.00", "6.5", "x", None, "1e3", 8.0, 9]), frozenset())
     assert values.tolist() == [61, 61, 7, 6.5, "x", 1000, 8, 9]
-    assert pointed.tolist() == [True, False, True, False, False, False, False, False]  # 8.0 among objects: 8
-    assert not factorized(pd.Series([8, 9]), frozenset())[2].any()
-    assert not factorized(pd.Series([8, None]), frozenset())[2].any()  # one blank: a column of floats
+    assert forms.tolist() == [1, 0, 1, -1, -1, 0, -1, -1]  # 8.0 among objects: 8, neither form
+    assert (factorized(pd.Series([8, 9]), frozenset())[2] == -1).all()
+    assert (factorized(pd.Series([8, None]), frozenset())[2] == -1).all()  # one blank: a column of floats
     numbers = typed(pd.Series([3, None], dtype=object), NumericColumn("n", (0, 10), True, True, pointed=True))
     cats = typed(pd.Series(["1", None], dtype=object), CategoricalColumn("c", (1, 2), True, pointed=True))
     assert numbers.dtype == cats.dtype == float

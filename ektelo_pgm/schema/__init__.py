@@ -92,18 +92,20 @@ Everything else is post-processing of those noisy counts:
   kind is given;
 * a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
-  taken out of the counts, the range placed as above, and the inner bin edges are quantiles
-  of the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
+  taken out of the counts, the range placed as above, and the inner bin edges are quantiles of
+  the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
   decimals its numbers have (the most held by a noticeable count: the decades' bar and
-  ``TEXT_SHARE`` of the numbers); a column of whole numbers whose numbers other than zero are
-  surely nearly all multiples of the units of its noticeable counts (at a tenth's bar) has its
-  edges on multiples of their greatest common divisor, and is written in it (loans in 25s); a
-  column of times has its edges on multiples of its unit, its inner edge nearest each start of
-  a day, month or year (the finest of which it has fewer starts than bins) moved onto it, and
-  is written in its unit; inside a bin, numbers are drawn by the noisy counts of its released
-  numbers and finest parts where one surely holds more than an even share of it (numbers heaped
-  on a few values stay on them), by those counts shrunk towards the even share where they differ
-  from it by more than their noise explains, else evenly (:func:`.numbers._density`);
+  ``TEXT_SHARE`` of the numbers), its whole numbers plain (``0``, as R writes them, not
+  ``0.0``) where those written so as text are noticeable at 0 decimals; a column of whole
+  numbers whose numbers other than zero are surely nearly all multiples of the units of its
+  noticeable counts (at a tenth's bar) has its edges on multiples of their greatest common
+  divisor, and is written in it (loans in 25s); a column of times has its edges on multiples
+  of its unit, its inner edge nearest each start of a day, month or year (the finest of which
+  it has fewer starts than bins) moved onto it, and is written in its unit; inside a bin,
+  numbers are drawn by the noisy counts of its released numbers and finest parts where one
+  surely holds more than an even share of it (numbers heaped on a few values stay on them), by
+  those counts shrunk towards the even share where they differ from it by more than their
+  noise explains, else evenly (:func:`.numbers._density`);
 * a categorical column whose values not released are noticeably many (``OTHER_Z`` stds of
   their noisy count) codes them together as one category, labelled ``other`` (never a blank);
   a column has a missing code only where the noisy count of its missing values (for a numeric

@@ -33,15 +33,17 @@ class Tally:
     """A raw column as the private schema reads it: ``values``, its distinct present
     :func:`~ektelo_pgm.table_io.canonical` values in order of first appearance (an object
     array), ``counts``, the records holding each (int64), ``missing``, the records missing, and
-    ``pointed``, the records of whole numbers written with a decimal point (``61.0``:
-    :func:`~ektelo_pgm.table_io.factorized`), which ``values`` holds as ints.  Every count of
-    :func:`release` and :func:`refine` is a sum of these, so the tallies of a table's
-    partitions, :func:`merged` in order, give exactly the whole table's release."""
+    ``pointed`` and ``plain``, the records of whole numbers written as text with a decimal point
+    (``61.0``) and without (``61``; :func:`~ektelo_pgm.table_io.factorized`), which ``values``
+    holds as ints.  Every count of :func:`release` and :func:`refine` is a sum of these, so the
+    tallies of a table's partitions, :func:`merged` in order, give exactly the whole table's
+    release."""
 
     values: np.ndarray
     counts: np.ndarray
     missing: int
     pointed: int = 0
+    plain: int = 0
 
     @property
     def records(self) -> int:
@@ -49,9 +51,10 @@ class Tally:
         return int(self.counts.sum()) + self.missing
 
 
-def _grouped(values: np.ndarray, counts: np.ndarray, missing: int, pointed: int = 0) -> Tally:
+def _grouped(values: np.ndarray, counts: np.ndarray, missing: int, pointed: int = 0, plain: int = 0) -> Tally:
     """The Tally of ``values`` (canonical, None for missing, repeats allowed) held by ``counts``
-    records each, repeats added in order of first appearance, ``pointed`` of them written with a point."""
+    records each, repeats added in order of first appearance, ``pointed`` and ``plain`` of them
+    whole numbers written with a point and without (:class:`Tally`)."""
     present = np.array([v is not None for v in values], dtype=bool)
     pd = pandas_module()
     codes, uniques = pd.factorize(np.asarray(values[present], dtype=object))
@@ -59,7 +62,7 @@ def _grouped(values: np.ndarray, counts: np.ndarray, missing: int, pointed: int 
     np.add.at(summed, codes, counts[present])
     kept = np.empty(len(uniques), dtype=object)
     kept[:] = list(uniques)
-    return Tally(kept, summed, int(missing + counts[~present].sum()), int(pointed))
+    return Tally(kept, summed, int(missing + counts[~present].sum()), int(pointed), int(plain))
 
 
 class Tallies(dict):
@@ -78,11 +81,12 @@ def tally(series, markers: frozenset) -> Tally:
     return _tally_of(*factorized(series, markers))
 
 
-def _tally_of(codes: np.ndarray, values: np.ndarray, pointed: np.ndarray) -> Tally:
+def _tally_of(codes: np.ndarray, values: np.ndarray, forms: np.ndarray) -> Tally:
     """The Tally of a column given as its :func:`~ektelo_pgm.table_io.factorized` ``codes``, ``values``
-    and ``pointed``."""
+    and ``forms``."""
     counts = np.bincount(codes[codes >= 0], minlength=len(values)).astype(np.int64)
-    return _grouped(values, counts, int((codes < 0).sum()), int(counts[pointed].sum()))
+    return _grouped(values, counts, int((codes < 0).sum()), int(counts[forms == 1].sum()),
+                    int(counts[forms == 0].sum()))
 
 
 def merged(tallies) -> Tally:
@@ -90,7 +94,8 @@ def merged(tallies) -> Tally:
     tallies = list(tallies)
     values = np.concatenate([t.values for t in tallies]) if tallies else np.empty(0, dtype=object)
     counts = np.concatenate([t.counts for t in tallies]) if tallies else np.empty(0, dtype=np.int64)
-    return _grouped(values, counts, sum(t.missing for t in tallies), sum(t.pointed for t in tallies))
+    return _grouped(values, counts, sum(t.missing for t in tallies), sum(t.pointed for t in tallies),
+                    sum(t.plain for t in tallies))
 
 
 def timed(t: Tally, fmt: str) -> Tally:
@@ -198,11 +203,12 @@ class Spilled:
     written to a private file of its own under ``folder``, grouped by the top bits of
     :func:`value_hashes` (``GROUPS``), and read back a range of groups at a time, each range
     holding at most ``most`` entries (or one group) (:meth:`chunks`).  ``missing``: the records
-    missing; ``pointed``: those of whole numbers written with a point (:class:`Tally`);
+    missing; ``pointed`` and ``plain``: those of whole numbers written with a point and without
+    (:class:`Tally`);
     :attr:`records`: all the column's."""
 
     def __init__(self, folder: str, most: int):
-        self.folder, self.most, self.missing, self.present, self.pointed = folder, most, 0, 0, 0
+        self.folder, self.most, self.missing, self.present, self.pointed, self.plain = folder, most, 0, 0, 0, 0
         self.files: list = []  # (path, byte offset of each group and the end)
         self.sizes = np.zeros(GROUPS, dtype=np.int64)  # entries per group, over the parts
 
@@ -228,6 +234,7 @@ class Spilled:
         self.sizes += np.diff(bounds)
         self.missing += t.missing
         self.pointed += t.pointed
+        self.plain += t.plain
         self.present += int(t.counts.sum())
 
     def chunks(self, fmt: str | None = None):
@@ -271,14 +278,14 @@ def whole(t) -> Tally:
     if isinstance(t, Tally):
         return t
     read = merged(chunks(t))
-    return Tally(read.values, read.counts, t.missing, t.pointed)
+    return Tally(read.values, read.counts, t.missing, t.pointed, t.plain)
 
 
 def _part_tallies(part, markers: frozenset) -> Tallies:
     columns, blank = {}, np.ones(len(part), dtype=bool)
     for name in part.columns:
-        codes, values, pointed = factorized(part[name], markers)
-        columns[str(name)] = _tally_of(codes, values, pointed)
+        codes, values, forms = factorized(part[name], markers)
+        columns[str(name)] = _tally_of(codes, values, forms)
         blank &= np.append(np.array([v is None for v in values], dtype=bool), True)[codes]  # -1: NaN or None
     return Tallies(columns, int(blank.sum()) if len(part.columns) else 0)
 

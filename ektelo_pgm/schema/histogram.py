@@ -71,7 +71,8 @@ class Release:
     ``time_format``: a column of times in that format, whose numbers are whole seconds
     (:func:`column_values`); ``number_format``: a column of numbers written with symbols, in
     that format of NUMBER_FORMATS; ``pointed``: a column whose whole numbers are mostly written with
-    a decimal point (``61.0``: :func:`_pointed`).
+    a decimal point (``61.0``: :func:`_pointed`); ``plain``, after :func:`refine`: a fractional
+    column whose whole numbers are written without one (``0``, as R writes them).
     ``notion``: the budget's, whose noise the counts have (``"zcdp"``: discrete Gaussian)."""
 
     name: str
@@ -93,6 +94,7 @@ class Release:
     number_format: str | None = None
     unit: int | None = None
     pointed: bool = False
+    plain: bool = False
     notion: str = "zcdp"
 
     @property

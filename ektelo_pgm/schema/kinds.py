@@ -94,14 +94,19 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     """The column that the release ``r`` describes (:func:`_coded`), whose whole numbers, of a
     column of plain numbers, are written with a decimal point where ``r`` says most are
     (:attr:`~.histogram.Release.pointed`: ``61.0``, as pandas writes a column of whole numbers
-    with blanks; nlswork's and GSSvocab's had lost it).  Post-processing only."""
+    with blanks; nlswork's and GSSvocab's had lost it), and those of a fractional one without
+    where ``r`` says so (:attr:`~.histogram.Release.plain`: ``0``, as R writes Weather's
+    precipitations).  Post-processing only."""
     column = _coded(r, bins, kind, other)
     if column.kind == "numeric":
         whole = column.edges if column.integer and column.written_in is None else ()
     else:
         whole = column.categories if all(isinstance(c, int) for c in column.categories) else ()
     exact = bool(whole) and max(map(abs, whole)) <= 2 ** 53  # written as floats, which hold them exactly
-    return replace(column, pointed=True) if r.pointed and exact else column
+    if r.pointed and exact:
+        return replace(column, pointed=True)
+    fractional = column.kind == "numeric" and not column.integer and column.written_in is None
+    return replace(column, plain=True) if r.plain and fractional else column
 
 
 def _coded(r: Release, bins: int, kind: str | None, other: str):

@@ -57,16 +57,18 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most decimals held by a
     noticeable count (:func:`_noticed`: the decades' bar, which noise alone lets pass in about
     one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
-    fractional column in a hundred with made-up decimals); and for a column of times in a
-    format with a clock, the count of times per coarsest unit each is a multiple of (day, hour,
-    minute, second), which gives ``r.unit``: the finest unit held by a noticeable count (none
-    noticed: the finest the format writes), so that times on the hour are written on the hour.
+    fractional column in a hundred with made-up decimals), and ``r.plain``: whether the whole
+    numbers written plain (``0``, not ``0.0``: the count at 0 decimals) are noticeable; and for a
+    column of times in a format with a clock, the count of times per coarsest unit each is a
+    multiple of (day, hour, minute, second), which gives ``r.unit``: the finest unit held by a
+    noticeable count (none noticed: the finest the format writes), so that times on the hour are
+    written on the hour.
     Which nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
     whole = integer and r.time_format is None
     count_units = whole and "unit" in counted
     distinct_count, digits, units, cells, positions, weights = _digest(t, r, count_units)
-    fine, decimals, distinct, unit, fine_std = {}, None, None, None, math.inf
+    fine, decimals, distinct, unit, fine_std, plain = {}, None, None, None, math.inf, False
     if whole:
         if "distinct" in counted:
             count = np.array([float(distinct_count)])
@@ -80,6 +82,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
         noticed = _noticed(noisy, scale, budget, r)
         most = int(noticed[-1]) if noticed.size else 0
         decimals = most if most <= MAX_DECIMALS else None
+        plain = r.written_in is None and 0 in noticed
     elif finest_unit(r.time_format) < TIME_UNITS[0]:  # a column of times with a clock
         noisy, scale, _ = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
         noticed = _noticed(noisy, scale, budget, r)
@@ -105,16 +108,17 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
         fine.update(zip(children, noisy))
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
     return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct,
-                   unit=unit)
+                   unit=unit, plain=plain)
 
 
 def _digest(t, r: Release, count_units: bool):
     """What :func:`refine` reads of a column's Tally or Spilled ``t`` (read as numbers in the
     format ``r.written_in``, of its times or numbers written with symbols), summed chunk by chunk
     (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
-    MAX_DECIMALS, then more; whole numbers at 0), records per largest unit each is a multiple of
-    (of times with a clock: TIME_UNITS; of whole numbers not times, where ``count_units``: zero,
-    then NUMBER_UNITS; else none), cells, positions, records)``:
+    MAX_DECIMALS, then more; whole numbers at 0, in a column of no format only those written plain
+    as text, ``61`` and not ``61.0``: :attr:`~.counts.Tally.plain`), records per largest unit
+    each is a multiple of (of times with a clock: TIME_UNITS; of whole numbers not times, where
+    ``count_units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
     for each node of the finest depth holding numbers, its cell, its index at each depth 1 to
     FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
     so the same however ``t`` is split."""
@@ -143,6 +147,8 @@ def _digest(t, r: Release, count_units: bool):
         key, inverse = np.unique(np.concatenate([key, nodes]), return_inverse=True)
         weight = np.bincount(inverse, weights=np.concatenate([weight, c.counts[whole | fractional]]),
                              minlength=key.size)
+    if r.written_in is None:  # each of these is a whole number here
+        digits[0] = t.plain
     below = [10 ** sum(range(depth + 1, FINE_DEPTH + 1)) for depth in range(FINE_DEPTH + 1)]
     positions = [key // below[depth] % 10 ** depth for depth in range(1, FINE_DEPTH + 1)]
     return distinct, digits, units, key // below[0], positions, weight
