@@ -189,10 +189,10 @@ def test_write_holds_one_part_at_a_time(tmp_path, suffix):
     synth = Synthesizer("mst", epsilon=1.0, seed=0, progress=False).fit(messy(600).drop(columns=["note", "id"]))
     draw, made, alive = synth._part, [], []
 
-    def spied(n, first):
+    def spied(*args):
         gc.collect()
         alive.append(sum(ref() is not None for ref in made))
-        part = draw(n, first)
+        part = draw(*args)
         made.append(weakref.ref(part))
         return part
 
