@@ -422,11 +422,11 @@ class Synthesizer:
         ``header``: whether a CSV gets a header line.  Returns the number of records written."""
         self._fitted()
         n = self._rows(n)
-        starts = range(0, n, rows)
+        starts, text = range(0, n, rows), not is_parquet(path)
         with self._reporting(), progresses.bar(n, "writing", "record") as shown:
             def parts():
                 for start in starts:
-                    part = self._part(min(rows, n - start), start + 1, not is_parquet(path))
+                    part = self._part(min(rows, n - start), start + 1, text)
                     shown.update(len(part))
                     yield part
                     del part  # not held while the next part is drawn: one part in memory, not two

@@ -105,7 +105,7 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     exact = bool(whole) and max(map(abs, whole)) <= 2 ** 53  # written as floats, which hold them exactly
     if r.pointed and exact:
         return replace(column, pointed=True)
-    fractional = column.kind == "numeric" and not column.integer and column.written_in is None
+    fractional = column.kind == "numeric" and not column.integer  # r.plain: of a column of no format
     return replace(column, plain=True) if r.plain and fractional else column
 
 
