@@ -2,8 +2,9 @@
 (NUMBER_FORMATS: a currency sign, a percent sign, thousands grouped, a decimal comma), the first
 format that reads each value (:func:`number_formats`), values read as numbers (:func:`as_numbers`;
 in any format, of times too: :func:`read_numbers`; each in the first format that reads it:
-:func:`as_written`) and numbers written back (:func:`number_texts`; plain numbers whose whole
-ones are written without a point: :func:`whole_as_ints`).
+:func:`as_written`), the decimals a number is written with (:func:`decimals_of`; a float32's: of the
+decimal it stores) and numbers written back (:func:`number_texts`; plain numbers whose whole ones
+are written without a point: :func:`whole_as_ints`).
 
 A format is named by how it writes one thousand two hundred thirty-four and a half: ``"$1,234.5"``
 groups thousands with commas after a dollar sign; ``"1.234,5 €"`` groups them with points (or
@@ -25,6 +26,13 @@ from .table_io import canonical_value, pandas_module
 #: thousands (a value both read, ``12,435``, is twelve thousand), then those with decimal commas.
 NUMBER_FORMATS = ("1,234.5", "$1,234.5", "€1,234.5", "£1,234.5", "¥1,234.5", "1,234.5%", "1.234,5", "1.234,5 €",
                   "€1.234,5", "1.234,5%")
+#: Significant digits at most of a decimal that :func:`shortest_text` reads off a number stored as a
+#: float32: a number of more digits whose single-precision rounding is written with this many or
+#: fewer is that decimal (C's FLT_DIG: every decimal of 6 digits survives a trip through a float32).
+SINGLE_DIGITS = 6
+#: Magnitudes (the least normal float32 and the largest) between which a number has a float32
+#: rounding of 24 significant bits.
+SINGLE_RANGE = (float(np.finfo(np.float32).smallest_normal), float(np.finfo(np.float32).max))
 #: Which counts of :func:`number_formats` hold fractions (the second of its three runs); the
 #: others hold whole numbers.
 FRACTIONS = np.arange(3 * len(NUMBER_FORMATS)) // len(NUMBER_FORMATS) == 1
@@ -157,6 +165,34 @@ def read_numbers(values: np.ndarray, fmt: str) -> np.ndarray:
     from .times import as_times
 
     return as_numbers(values, fmt) if fmt in NUMBER_FORMATS else as_times(values, fmt)
+
+
+def decimals_of(x: float) -> int:
+    """Decimals of :func:`shortest_text` of the number ``x`` (``2.5``: 1, ``1e-05``: 5, ``3e+20``: 0,
+    ``3.200000047683716``: 1)."""
+    mantissa, _, exponent = shortest_text(x).partition("e")
+    fraction = mantissa.partition(".")[2].rstrip("0")
+    return max(len(fraction) - int(exponent or 0), 0)
+
+
+def shortest_text(x: float) -> str:
+    """The shortest text that reads back as the number ``x``, or as ``x`` rounded to single precision
+    where that text has at most ``SINGLE_DIGITS`` significant digits: a short decimal stored as a
+    float32 (Stata's default storage type; a float32 column of Parquet or NumPy) reads back widened
+    (``3.200000047683716``) or printed to a float32's 8 digits (``3.4000002``), and is that decimal
+    (``3.2``, ``3.4``).  Read from the number alone."""
+    text = repr(float(x))
+    if _significant(text) > SINGLE_DIGITS and SINGLE_RANGE[0] <= abs(x) < SINGLE_RANGE[1]:
+        single = str(np.float32(x))
+        if _significant(single) <= SINGLE_DIGITS:
+            return single
+    return text
+
+
+def _significant(text: str) -> int:
+    """Significant digits of a number's shortest text (``0.0250``: 3, ``3e+20``: 1, ``1200.0``: 2)."""
+    digits = text.partition("e")[0].replace("-", "").replace(".", "").strip("0")
+    return max(len(digits), 1)
 
 
 def number_texts(numbers: np.ndarray, fmt: str, decimals: int | None) -> np.ndarray:

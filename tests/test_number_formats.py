@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, most_read, number_formats,
-                                       number_texts, read_numbers, reads, whole_as_ints)
+from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, decimals_of, most_read, number_formats,
+                                       number_texts, read_numbers, reads, shortest_text, whole_as_ints)
 from ektelo_pgm.table_io import canonical_value, write_table
 
 WRITTEN = {  # text -> (the first format that reads it with its signs, the number)
@@ -118,3 +118,22 @@ def test_whole_as_ints_holds_whole_numbers_as_ints_which_a_text_file_writes_plai
     assert held.name == "x" and held.index.equals(values.index) and held.dtype == object
     write_table(pd.DataFrame({"x": held, "y": 1}), str(tmp_path / "o.csv"))
     assert (tmp_path / "o.csv").read_text() == "x,y\n0,1\n2.5,1\n,1\n-3,1\ninf,1\n1e+20,1\n0,1\n"
+
+
+@given(st.integers(1, 999_999), st.integers(-12, 6), st.booleans())
+def test_a_short_decimal_stored_as_a_float32_is_read_as_itself(digits, exponent, negative):
+    """A decimal of up to 6 significant digits stored as a float32 and read back widened
+    (``3.200000047683716``) or from its 8 digits (``3.4000002``) is that decimal, with its decimals."""
+    decimal = float(f"{'-' if negative else ''}{digits}e{exponent}")
+    single = np.float32(decimal)
+    for stored in (float(single), float(f"{single:.8g}")):
+        assert float(shortest_text(stored)) == decimal and decimals_of(stored) == decimals_of(decimal), stored
+
+
+def test_numbers_of_more_digits_than_a_float32_holds_keep_their_decimals():
+    """A number whose float32 takes more than 6 digits to write is read as itself: latitudes with 6
+    decimals, numbers past a float32's range or below its normal ones (which hold fewer digits); a sum
+    of floats is read as the decimal it rounds to as a float32 (``0.1 + 0.2``: 0.3)."""
+    cases = {2.5: 1, 1e-05: 5, 3e20: 0, 0.0: 0, 7: 0, -93.265011: 6, 1234567.891: 3, 0.123456789: 9,
+             0.1 + 0.2: 1, 1e300 / 3: 0, 3.5e38 + 1e30: 0, 2.0 ** -140: 58}
+    assert {x: decimals_of(x) for x in cases} == cases

@@ -16,7 +16,7 @@ from ektelo_pgm.schema import (BINS, BOUNDARIES, HOLDS_WHOLE, LEVELS, N_CELLS, c
                                release_threshold, refine, tally, Unreleasable)
 from ektelo_pgm.schema.numbers import whole_counts
 from ektelo_pgm.synthesizer import Synthesizer
-from ektelo_pgm.table_io import canonical_value
+from ektelo_pgm.table_io import canonical_value, read_table
 from ektelo_pgm.times import NUMBER_UNITS, coarsest_units
 
 
@@ -707,6 +707,34 @@ def test_fractions_whose_decimals_the_noise_hides_keep_their_bins():
         if np.unique(snowy).size < 20 or abs(np.median(snowy) - real) >= 0.15:
             off.append((seed, column))
     assert len(off) <= 2, off
+
+
+def test_short_decimals_stored_as_float32_keep_their_decimals_and_heaps(tmp_path):
+    """Prices in cents stored as float32, as a Stata file or a Parquet column stores them, read back
+    widened (``3.490000009536743``: CollegeDistance, HMDA) or printed to a float32's 8 digits
+    (``3.2899999``, ``3.4000002``: Catsup): each is the decimal it was, so the column has 2
+    decimals and its heaps are drawn at their prices.  Before, neither had decimals (written with 16
+    digits, no two alike: ``3.700064452089824``) and a heap held the float alone, so was not drawn.
+    Numbers of more digits than a float32 holds keep theirs (latitudes with 6 decimals)."""
+    rng = np.random.default_rng(0)
+    n = 8000
+    prices = [219, 249, 279, 299, 329, 349, 379, 399]  # each held by 4% of the records (a bin's share: 5%)
+    cents = np.where(rng.random(n) < 0.32, rng.choice(prices, n), rng.integers(200, 450, n))
+    single = (cents / 100).astype(np.float32)
+    latitude = np.round(rng.uniform(44.89, 45.05, n), 6)
+    pd.DataFrame({"widened": single.astype(float), "printed": [f"{x:.8g}" for x in single],
+                  "latitude": latitude}).to_csv(tmp_path / "in.csv", index=False)
+    frame = read_table(tmp_path / "in.csv", header=True)
+    assert frame.widened.str.len().max() >= 16 and frame.printed.str.fullmatch(r"\d\.\d{7}").any()
+    synth = Synthesizer("mst", epsilon=1.0, seed=0).fit(frame)
+    columns = synth.encoder.columns
+    assert columns["widened"].decimals == columns["printed"].decimals == 2 and columns["latitude"].decimals == 6
+    synth.write(tmp_path / "out.csv", n)
+    out = read_table(tmp_path / "out.csv", header=True)
+    for name in ("widened", "printed"):
+        assert out[name].str.fullmatch(r"\d\.\d{1,2}").all(), name
+        heaps = out[name].isin([f"{p / 100:.2f}" for p in prices]).mean()  # 0.32, and 3% of the rest
+        assert 0.2 < heaps < 0.45, (name, heaps)  # (0.04 before: a heap at a float no decimal is)
 
 
 @pytest.mark.parametrize("delta, heaps_kept", [(1e-9, 20), (1e-30, 11)])
@@ -1519,7 +1547,7 @@ def test_the_records_blank_in_every_column_are_counted_whole_and_part_by_part(tm
     that leaves a quote open), is the count of such lines, read whole or part by part; a line
     blank in all but one column is not one."""
     from ektelo_pgm.schema import tallies
-    from ektelo_pgm.table_io import MISSING, Partitions, read_table
+    from ektelo_pgm.table_io import MISSING, Partitions
 
     kinds = {"1,x,2.5": False, ",,": True, " , NA ,?": True, '3,"open': True, "4,,": False, ',,"y"': False,
              '"",, ': True}

@@ -12,6 +12,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from ..columns import NumericColumn, cut_density, held_decimals, json_value
+from ..number_formats import decimals_of, shortest_text
 from ..privacy import Budget
 from ..table_io import as_float
 from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
@@ -131,7 +132,7 @@ def _digest(t, r: Release, count_units: bool):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
         fractional = np.array([isinstance(v, float) for v in c.values], dtype=bool)
         distinct += int(whole.sum())
-        places = np.array([min(_decimals(v), MAX_DECIMALS + 1) for v in c.values[fractional]], dtype=np.int64)
+        places = np.array([min(decimals_of(v), MAX_DECIMALS + 1) for v in c.values[fractional]], dtype=np.int64)
         digits += np.bincount(places, weights=c.counts[fractional], minlength=MAX_DECIMALS + 2)
         digits[0] += c.counts[whole].sum()
         if ladder:
@@ -215,13 +216,6 @@ def whole_counts(r: Release, column, fixed: bool) -> tuple:
     if all(b - a <= 1 for a, b in zip(column.edges, column.edges[1:])):
         return ()
     return ("unit",) if fixed or r.values else ("distinct", "unit")
-
-
-def _decimals(x: float) -> int:
-    """Decimals of the shortest text that reads back as ``x`` (``2.5``: 1, ``1e-05``: 5, ``3e+20``: 0)."""
-    mantissa, _, exponent = repr(x).partition("e")
-    fraction = mantissa.partition(".")[2].rstrip("0")
-    return max(len(fraction) - int(exponent or 0), 0)
 
 
 def _sure_cells(r: Release, integer: bool) -> np.ndarray:
@@ -413,8 +407,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
                     if isinstance(v, (int, float)) and c >= one_bin and math.isfinite(as_float(v)))
     levels, fine = _without(r.levels, r.fine, {v: r.values[v] for v in points})  # a point mass is its own bin
-    edges = [as_float(v) for v in points]
-    edges += [e + 1 if integer else float(np.nextafter(e, math.inf)) for e in edges]
+    held = [sorted((v, _written(v, r.decimals))) for v in map(as_float, points)]  # and the decimal it is written as
+    edges = [lo for lo, _ in held] + [hi + 1 if integer else float(np.nextafter(hi, math.inf)) for _, hi in held]
     numbers -= sum(r.values[v] for v in points)
     masses = [(as_float(v), r.values[v]) for v in points]  # where the numbers are, and how many: the median
     if r.time_format is not None:
@@ -454,6 +448,13 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     column = NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
                            unit, None if missing else median_number(masses), r.number_format)
     return replace(column, density=_density(r, levels, fine, kept, column, points)) if kept.size else column
+
+
+def _written(x: float, decimals: int | None) -> float:
+    """The number a released number ``x`` of a column written with ``decimals`` decimals is written
+    as: the decimal it stands for as a float32 (:func:`~ektelo_pgm.number_formats.shortest_text`: ``3.29``
+    for ``3.2899999618530273``), else itself (so in a column of whole numbers or of numbers at full precision)."""
+    return float(shortest_text(x)) if decimals else x
 
 
 def _without(levels, fine: dict, values: dict) -> tuple:
@@ -539,7 +540,7 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, column: NumericCo
     lower, upper, count = _leaves(*_without(levels, fine, values), r, kept)
     if not lower.size:
         return None
-    exact = np.array(sorted(as_float(v) for v in values))
+    exact = np.array([_written(as_float(v), column.decimals) for v in sorted(values, key=as_float)])  # one float wide
     std = r.std if math.isinf(r.fine_std) else max(r.std, r.fine_std)  # of a leaf's count, at most
     bar = sure_bar(r, 1.0, std, DECADE_MISS)[0]
     cuts = np.concatenate([exact, np.nextafter(exact, math.inf)])
