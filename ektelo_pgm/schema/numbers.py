@@ -55,7 +55,8 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     unit each is a multiple of (:func:`~ektelo_pgm.times.coarsest_units` of NUMBER_UNITS), which
     gives ``r.unit`` (:func:`_number_unit`), so that loans in multiples of 25 are drawn in
     multiples of 25; for a fractional column the count of numbers per number of decimals (0 to
-    ``MAX_DECIMALS``, or more), which gives ``r.decimals``: the most decimals held by a
+    ``MAX_DECIMALS``, or more; :func:`~ektelo_pgm.number_formats.decimals_of`, a float32's those of
+    the decimal it stores), which gives ``r.decimals``: the most decimals held by a
     noticeable count (:func:`_noticed`: the decades' bar, which noise alone lets pass in about
     one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
     fractional column in a hundred with made-up decimals), and ``r.plain``: whether the whole
