@@ -452,9 +452,9 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
 
 
 def _written(x: float, decimals: int | None) -> float:
-    """The number a released number ``x`` of a column written with ``decimals`` decimals is written
-    as: the decimal it stands for as a float32 (:func:`~ektelo_pgm.number_formats.shortest_text`: ``3.29``
-    for ``3.2899999618530273``), else itself (so in a column of whole numbers or of numbers at full precision)."""
+    """The number a released number ``x`` is written as, in a column whose counts gave it ``decimals``
+    (:attr:`Release.decimals`): the decimal it stands for as a float32 (``3.29`` for ``3.2899999618530273``:
+    :func:`~ektelo_pgm.number_formats.shortest_text`) where that is one or more, else itself."""
     return float(shortest_text(x)) if decimals else x
 
 
@@ -541,7 +541,7 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, column: NumericCo
     lower, upper, count = _leaves(*_without(levels, fine, values), r, kept)
     if not lower.size:
         return None
-    exact = np.array([_written(as_float(v), column.decimals) for v in sorted(values, key=as_float)])  # one float wide
+    exact = np.array([_written(as_float(v), r.decimals) for v in sorted(values, key=as_float)])  # one float wide
     std = r.std if math.isinf(r.fine_std) else max(r.std, r.fine_std)  # of a leaf's count, at most
     bar = sure_bar(r, 1.0, std, DECADE_MISS)[0]
     cuts = np.concatenate([exact, np.nextafter(exact, math.inf)])
