@@ -107,6 +107,11 @@ def rainy(rows):
     return [r[:3] + [str(x)] for r, x in zip(rows, rain)]
 
 
+def single(rows):
+    """:func:`rainy`'s rainfall stored as float32 and read back widened (``0.2899999916553497``)."""
+    return [r[:3] + [repr(float(np.float32(x)))] for r, (*_, x) in zip(rows, rainy(rows))]
+
+
 def priced(rows):
     """The base rows with a price written with a dollar sign and grouped thousands in place of the
     country ($1,234.56)."""
@@ -266,6 +271,8 @@ CASES = {
     "a price with a decimal comma among dollar amounts": Case(substitute("country", "€ 1.234,56"), base=priced),
     "a fractional column's whole number written plain among those with a point": Case(substitute("country", "0"),
                                                                                        base=rainy),
+    "a number at full precision among float32 ones read back widened": Case(substitute("country", "0.123456789012345"),
+                                                                            base=single),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
