@@ -737,6 +737,24 @@ def test_short_decimals_stored_as_float32_keep_their_decimals_and_heaps(tmp_path
         assert 0.2 < heaps < 0.45, (name, heaps)  # (0.04 before: a heap at a float no decimal is)
 
 
+def test_a_released_float32_written_at_the_top_of_its_range_keeps_its_heap():
+    """Hourly wages stored as float32 (CollegeDistance's), 40 values from 7.18 to 12.15, the top one
+    held by 3.5% of the records: released, but no point mass.  Its float ``12.149999618530273`` lies
+    inside the range, which ends at the edge 12.15 of its part, and the decimal it is written as on
+    that edge: its part fell outside the range and the schema raised an IndexError (every seed at
+    rho 0.01).  The range now holds the decimal, and the heap is drawn there."""
+    rng = np.random.default_rng(0)
+    counts = rng.integers(60, 200, 40)
+    counts[-1] = 180
+    wages = np.repeat(np.round(np.linspace(7.18, 12.15, 40), 2), counts)
+    frame = pd.DataFrame({"wage": rng.permutation(wages.astype(np.float32).astype(float))})
+    for seed in range(3):
+        column = infer(frame, Budget.zcdp(1e-2), None, 1e-9, rng=seed).columns["wage"]
+        assert column.decimals == 2 and column.largest >= 12.15, (seed, column.edges)
+        decoded = np.round(_decoded(frame, column, seed).to_numpy(dtype=float), 2)
+        assert 0.02 < np.mean(decoded == 12.15) < 0.05, (seed, np.mean(decoded == 12.15))
+
+
 @pytest.mark.parametrize("delta, heaps_kept", [(1e-9, 20), (1e-30, 11)])
 def test_numbers_heaped_on_a_few_values_are_drawn_there_and_even_ones_evenly(delta, heaps_kept):
     """Wages as cps1988's: 40% of them heaped on 20 values (2% each, too few for a bin of their

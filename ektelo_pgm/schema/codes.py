@@ -23,7 +23,9 @@ def encoded(frame, encoder: TableEncoder, folder=None) -> Dataset:
     mechanism sees depends on one record's values (substitute neighbours stay substitute
     neighbours).  A number outside its column's range goes to the nearest end bin (infinities
     included), and in a categorical column of numbers without an other code, a number outside
-    its categories to the nearest of them: numbers are clipped, never blanked.  A missing value
+    its categories to the nearest of them: numbers are clipped, never blanked; a number is binned
+    as it is written, in a column with decimals rounded to them (the float32 ``12.149999618530273``
+    is 12.15, so it lies in the bin that holds 12.15, as its decimal is drawn).  A missing value
     (and text in a numeric column) gets the column's missing code; a category outside the
     schema's gets the ``other`` code (in a declared column without one, the missing code).  A
     value whose code the column lacks gets its ``fallback_code``: in a categorical column the
@@ -100,7 +102,9 @@ def value_codes(values: np.ndarray, column) -> np.ndarray:
         number = np.array([isinstance(v, (int, float)) for v in values], dtype=bool)
         code = np.full(len(values), -1, dtype=np.int64)
         edges = np.array(column.edges, dtype=object)  # exact comparisons, whole numbers of any size
-        code[number] = np.clip(np.searchsorted(edges, values[number], side="right") - 1, 0, column.bins - 1)
+        numbers = values[number] if column.decimals is None else \
+            np.array([round(v, column.decimals) for v in values[number]], dtype=object)  # as written
+        code[number] = np.clip(np.searchsorted(edges, numbers, side="right") - 1, 0, column.bins - 1)
     else:
         categories = [canonical_value(c) for c in column.categories]
         code = pandas_module().Index(categories, dtype=object).get_indexer(values)

@@ -431,6 +431,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         # the ends moved in where the numbers stop, never past a point mass inside the range
         lo = min([outer_edge(first, levels, fine, r, False, step if integer else 0)] + [e for e in edges if e >= lo])
         hi = max([outer_edge(last, levels, fine, r, True, step if integer else 0)] + [e for e in edges if e <= hi])
+        lo, hi = _holding_decimals(lo, hi, r)
         cumulative = np.cumsum(count)
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
@@ -449,6 +450,18 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     column = NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
                            unit, None if missing else median_number(masses), r.number_format)
     return replace(column, density=_density(r, levels, fine, kept, column, points)) if kept.size else column
+
+
+def _holding_decimals(lo: float, hi: float, r: Release) -> tuple[float, float]:
+    """The range ``[lo, hi]`` widened to hold the decimal each released number inside it is written as
+    (:func:`_written`), with the part one float wide that :func:`_density` gives it: a wage stored as the
+    float32 ``12.149999618530273`` at the top of a range ending at 12.15 is written 12.15, at its edge.
+    A column without decimals keeps its range."""
+    if not r.decimals:
+        return lo, hi
+    written = [_written(x, r.decimals) for x in (as_float(v) for v in r.values if isinstance(v, (int, float)))
+               if lo <= x <= hi]
+    return min([lo] + written), max([hi] + [float(np.nextafter(w, math.inf)) for w in written if w >= hi])
 
 
 def _written(x: float, decimals: int | None) -> float:
