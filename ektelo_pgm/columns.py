@@ -182,6 +182,8 @@ class NumericColumn:
     draws inside a bin by it, so that numbers heaped on a few values stay there.  ``pointed``: its
     whole numbers are written with a decimal point, ``61.0``, as floats (:func:`~ektelo_pgm.table_io.typed`);
     ``plain`` (fractional columns): its whole numbers are written without one, ``0``, in a text file.
+    ``whole_share`` (fractional columns): the share of the numbers drawn inside a bin that are whole
+    (None: as many as fall on the grid of its ``decimals``).
     """
 
     name: str
@@ -196,11 +198,12 @@ class NumericColumn:
     density: tuple | None = None
     pointed: bool = False
     plain: bool = False
+    whole_share: float | None = None
 
     kind = "numeric"
 
     def __post_init__(self):
-        unit, fallback = self.unit, self.fallback
+        unit, fallback, share = self.unit, self.fallback, self.whole_share
         if self.number_format is not None and self.number_format not in NUMBER_FORMATS:
             raise InputError(f"column {self.name!r}: \"number_format\" must be one of {', '.join(NUMBER_FORMATS)}, "
                              f"got {self.number_format!r}")
@@ -209,6 +212,9 @@ class NumericColumn:
         if fallback is not None and (not isinstance(fallback, (int, float)) or isinstance(fallback, bool)
                                      or not math.isfinite(fallback)):
             raise InputError(f"column {self.name!r}: \"fallback\" must be a finite number, got {fallback!r}")
+        if share is not None and (not isinstance(share, (int, float)) or isinstance(share, bool)
+                                  or not 0 <= share <= 1):
+            raise InputError(f"column {self.name!r}: \"whole_share\" must be a number from 0 to 1, got {share!r}")
         if self.density is not None:
             _check_density(self.name, self.density)
             object.__setattr__(self, "density", tuple(tuple(part) for part in self.density))
@@ -430,6 +436,10 @@ class NumericColumn:
             first, stop = _with_decimals(lo, hi, hi == edges[-1], self.decimals)
             values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first)))
                               / 10.0 ** self.decimals, values)
+        if self.whole_share is not None and within_bin == "uniform":  # a whole one of the bin, at that share
+            first, stop = _with_decimals(lo, hi, hi == edges[-1], 0)
+            whole = (rng.random(codes.shape) < self.whole_share) & (stop > first)
+            values = np.where(whole, first + np.floor(rng.random(codes.shape) * (stop - first)), values)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         one_float = hi == np.nextafter(lo, np.inf)  # a one-float bin holds just lo, where the column writes it
@@ -506,7 +516,8 @@ class NumericColumn:
         optional = {"decimals": self.decimals, "time_format": self.time_format, "unit": self.unit,
                     "fallback": self.fallback, "number_format": self.number_format,
                     "density": None if self.density is None else [list(part) for part in self.density],
-                    "pointed": True if self.pointed else None, "plain": True if self.plain else None}
+                    "pointed": True if self.pointed else None, "plain": True if self.plain else None,
+                    "whole_share": self.whole_share}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

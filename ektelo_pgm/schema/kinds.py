@@ -12,6 +12,7 @@ import numpy as np
 
 from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
+from ..table_io import as_float
 from .counts import Tally, whole
 from .ends import TAIL_SHARE
 from .grid import LOWER, UPPER, cell_of
@@ -96,7 +97,8 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     (:attr:`~.histogram.Release.pointed`: ``61.0``, as pandas writes a column of whole numbers
     with blanks; nlswork's and GSSvocab's had lost it), and those of a fractional one without
     where ``r`` says so (:attr:`~.histogram.Release.plain`: ``0``, as R writes Weather's
-    precipitations).  Post-processing only."""
+    precipitations), drawn whole at the share of its whole numbers (:func:`whole_share`).
+    Post-processing only."""
     column = _coded(r, bins, kind, other)
     if column.kind == "numeric":
         whole = column.edges if column.integer and column.written_in is None else ()
@@ -105,8 +107,28 @@ def column_from(r: Release, bins: int = BINS, kind: str | None = None, other: st
     exact = bool(whole) and max(map(abs, whole)) <= 2 ** 53  # written as floats, which hold them exactly
     if r.pointed and exact:
         return replace(column, pointed=True)
-    fractional = column.kind == "numeric" and not column.integer  # r.plain: of a column of no format
-    return replace(column, plain=True) if r.plain and fractional else column
+    if column.kind != "numeric" or column.integer:
+        return column
+    return replace(column, plain=r.plain, whole_share=whole_share(r, column))  # r.plain: of a column of no format
+
+
+def whole_share(r: Release, column: NumericColumn) -> float | None:
+    """The share of whole numbers among the numbers of the fractional ``column`` that the release ``r``
+    left unreleased (a released one is drawn at its value): the noisy count of its whole numbers less
+    those of its released whole numbers, over that of its numbers less those of its released numbers,
+    clipped to [0, 1] (three decimals); None where those unreleased whole numbers are not noticeable
+    (the kinds' bar, scaled to the noise of that difference: weather's wind speeds, 5% calm and
+    released, were drawn whole in 16% of the rest).  Alcohol's cigarette taxes, 86% written ``10.0``
+    among ``10.5``, came out whole in 35% of the records, drawn inside their bins on the grid of one
+    decimal.  Post-processing of the counts."""
+    released = [(v, c) for v, c in r.values.items()
+                if isinstance(v, (int, float)) and column.edges[0] <= as_float(v) <= column.edges[-1]]
+    whole = [c for v, c in released if isinstance(v, int)]
+    rest_whole = r.kinds["whole"] - sum(whole)
+    rest = rest_whole + r.kinds["fractional"] - sum(c for v, c in released if not isinstance(v, int))
+    if rest_whole < r.kind_bar * math.sqrt(1.0 + len(whole) * (r.std / r.kind_std) ** 2) or rest <= 0:
+        return None
+    return round(min(rest_whole / rest, 1.0), 3)
 
 
 def _coded(r: Release, bins: int, kind: str | None, other: str):
