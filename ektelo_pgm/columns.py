@@ -436,10 +436,8 @@ class NumericColumn:
             first, stop = _with_decimals(lo, hi, hi == edges[-1], self.decimals)
             values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first)))
                               / 10.0 ** self.decimals, values)
-        if self.whole_share is not None and within_bin == "uniform":  # a whole one of the bin, at that share
-            first, stop = _with_decimals(lo, hi, hi == edges[-1], 0)
-            whole = (rng.random(codes.shape) < self.whole_share) & (stop > first)
-            values = np.where(whole, first + np.floor(rng.random(codes.shape) * (stop - first)), values)
+        if self.whole_share is not None and within_bin == "uniform":
+            values = self._whole_drawn(values, lo, hi, hi == edges[-1], rng)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         one_float = hi == np.nextafter(lo, np.inf)  # a one-float bin holds just lo, where the column writes it
@@ -452,6 +450,16 @@ class NumericColumn:
             text[~absent] = number_texts(values[~absent], self.number_format, self.decimals)
             return pd.Series(text, name=self.name, dtype=object)
         return pd.Series(values, name=self.name, dtype=float)
+
+    def _whole_drawn(self, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, rng) -> np.ndarray:
+        """``values`` with a whole number of each one's part ``[lo, hi)`` in its place at the chance that
+        makes :attr:`whole_share` of them whole, the whole numbers of its grid of ``decimals`` counted."""
+        first, stop = _with_decimals(lo, hi, closed, 0)
+        start, end = _with_decimals(lo, hi, closed, self.decimals) if self.decimals is not None else (lo, lo)
+        grid = np.divide(stop - first, end - start, out=np.zeros(lo.shape), where=end > start)
+        chance = (self.whole_share - grid) / np.maximum(1.0 - grid, 1e-12)
+        whole = (rng.random(lo.shape) < chance) & (stop > first)
+        return np.where(whole, first + np.floor(rng.random(lo.shape) * (stop - first)), values)
 
     def _part_of_bin(self, bin_of: np.ndarray, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator,
                      whole: bool) -> tuple:

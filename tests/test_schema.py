@@ -741,13 +741,15 @@ def test_whole_numbers_among_fractions_are_drawn_whole_at_their_share(tmp_path):
     """Cigarette taxes as alcohol's: 86% written ``10.0``, the rest ``10.5``, over 2 to 38.  Drawn
     inside their bins on the grid of one decimal, 10% of the unreleased ones came out whole (35% of
     all with the released heaps); they are now drawn whole at the share the kinds' noisy counts give
-    (its ``whole_share``, in the schema file too), and a column of no whole number gets none: over
+    (its ``whole_share``, in the schema file too; pressures of one decimal, a tenth of them whole as
+    its grid's numbers are, keep that tenth), and a column of no whole number gets none: over
     seeds 0-7, 11-21% whole before, 85-88% now but in one schema, whose bins the digits' noisy counts
     shape in parts a tenth wide, most holding no whole number (60%)."""
     rng = np.random.default_rng(1)
     n = 9000
     taxes = np.where(rng.random(n) < 0.86, rng.integers(2, 39, n), rng.integers(2, 38, n) + 0.5)
-    frame = pd.DataFrame({"tax": [f"{x:.1f}" for x in taxes], "rate": np.round(rng.uniform(0.01, 0.99, n), 2)})
+    frame = pd.DataFrame({"tax": [f"{x:.1f}" for x in taxes], "rate": np.round(rng.uniform(0.01, 0.99, n), 2),
+                          "hpa": np.round(rng.uniform(990.0, 1030.0, n), 1)})
     whole = []
     for seed in range(8):
         columns = infer(frame, Budget.zcdp(3e-3), None, 1e-9, rng=seed).columns
@@ -755,6 +757,8 @@ def test_whole_numbers_among_fractions_are_drawn_whole_at_their_share(tmp_path):
         assert columns["rate"].whole_share is None and 0.75 < tax.whole_share < 0.95, (seed, tax.whole_share)
         decoded = _decoded(frame, tax, seed).to_numpy(dtype=float)
         whole.append(np.mean(decoded == np.round(decoded)))
+        hpa = _decoded(frame, columns["hpa"], seed).to_numpy(dtype=float)
+        assert 0.07 < np.mean(hpa == np.round(hpa)) < 0.13, (seed, columns["hpa"].whole_share)
     assert sum(0.8 < share < 0.92 for share in whole) >= 7 and min(whole) > 0.5, whole
     assert TableEncoder.from_dict(json.loads(json.dumps(_with(tax).to_dict()))).columns["tax"] == tax
 
