@@ -116,7 +116,7 @@ def whole_share(r: Release, column: NumericColumn) -> float | None:
     """The share of whole numbers among the numbers of the fractional ``column`` that the release ``r``
     left unreleased (a released one is drawn at its value): the noisy count of its whole numbers less
     those of its released whole numbers, over that of its numbers less those of its released numbers,
-    clipped to [0, 1] (three decimals); None where those unreleased whole numbers are not noticeable
+    at most 1 (three decimals); None where those unreleased whole numbers are not noticeable
     (the kinds' bar, scaled to the noise of that difference: weather's wind speeds, 5% calm and
     released, were drawn whole in 16% of the rest).  Alcohol's cigarette taxes, 86% written ``10.0``
     among ``10.5``, came out whole in 35% of the records, drawn inside their bins on the grid of one
