@@ -432,12 +432,14 @@ class NumericColumn:
                 else number_texts(whole, self.number_format, None)
             return pd.Series(text, name=self.name, dtype=object)
         values = (lo + hi) / 2 if within_bin == "midpoint" else rng.uniform(lo, hi)
+        held = np.zeros(codes.shape)  # the numbers of its decimals in each part (none counted: any number)
         if self.decimals is not None and within_bin == "uniform":  # among the bin's numbers of those decimals
             first, stop = _with_decimals(lo, hi, hi == edges[-1], self.decimals)
-            values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * (stop - first)))
+            held = stop - first
+            values = np.where(stop > first, (first + np.floor(rng.random(codes.shape) * held))
                               / 10.0 ** self.decimals, values)
         if self.whole_share is not None and within_bin == "uniform":
-            values = self._whole_drawn(values, lo, hi, hi == edges[-1], rng)
+            values = self._whole_drawn(values, lo, hi, hi == edges[-1], held, rng)
         if self.decimals is not None:  # as the column writes its numbers, never past its range
             values = np.clip(np.round(values, self.decimals), edges[0], edges[-1])
         one_float = hi == np.nextafter(lo, np.inf)  # a one-float bin holds just lo, where the column writes it
@@ -451,12 +453,12 @@ class NumericColumn:
             return pd.Series(text, name=self.name, dtype=object)
         return pd.Series(values, name=self.name, dtype=float)
 
-    def _whole_drawn(self, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, rng) -> np.ndarray:
-        """``values`` with a whole number of each one's part ``[lo, hi)`` in its place at the chance that
-        makes :attr:`whole_share` of them whole, the whole numbers of its grid of ``decimals`` counted."""
+    def _whole_drawn(self, values: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: np.ndarray,
+                     held: np.ndarray, rng) -> np.ndarray:
+        """``values`` with a whole number of each one's part ``[lo, hi)`` in its place at the chance that makes
+        :attr:`whole_share` of them whole, counting those among the part's ``held`` numbers of its decimals."""
         first, stop = _with_decimals(lo, hi, closed, 0)
-        start, end = _with_decimals(lo, hi, closed, self.decimals) if self.decimals is not None else (lo, lo)
-        grid = np.divide(stop - first, end - start, out=np.zeros(lo.shape), where=end > start)
+        grid = np.divide(stop - first, held, out=np.zeros(lo.shape), where=held > 0)
         chance = (self.whole_share - grid) / np.maximum(1.0 - grid, 1e-12)
         whole = (rng.random(lo.shape) < chance) & (stop > first)
         return np.where(whole, first + np.floor(rng.random(lo.shape) * (stop - first)), values)
