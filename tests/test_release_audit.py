@@ -112,6 +112,14 @@ def single(rows):
     return [r[:3] + [repr(float(np.float32(x)))] for r, (*_, x) in zip(rows, rainy(rows))]
 
 
+def halves(rows):
+    """The base rows with a tax in place of the country, 86% whole numbers written ``10.0`` and the rest
+    halves (``10.5``), from 2 to 38: a fractional column whose schema draws whole numbers at their share."""
+    rng = np.random.default_rng(14)
+    tax = np.where(rng.random(len(rows)) < 0.86, rng.integers(2, 39, len(rows)), rng.integers(2, 38, len(rows)) + 0.5)
+    return [r[:3] + [f"{x:.1f}"] for r, x in zip(rows, tax)]
+
+
 def priced(rows):
     """The base rows with a price written with a dollar sign and grouped thousands in place of the
     country ($1,234.56)."""
@@ -273,6 +281,7 @@ CASES = {
                                                                                        base=rainy),
     "a number at full precision among float32 ones read back widened": Case(substitute("country", "0.123456789012345"),
                                                                             base=single),
+    "a number of two decimals among whole numbers and halves": Case(substitute("country", "7.25"), base=halves),
     "public categories, one record blank": Case(substitute("city", ""), common=("--public-categories", "city")),
     # issue 52: the reader
     "an extra field where a text column holds backslash-escaped quotes": Case(extra_field(3000), base=tropez),
