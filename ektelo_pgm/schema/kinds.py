@@ -25,10 +25,10 @@ from .numbers import median_number, numeric_from, whole_span
 OTHER_Z = 2.0
 #: Stds at which a column of numbers whose released values (two or more) leave more than TAIL_SHARE of
 #: it unreleased is binned (:func:`column_from`), short of ``OTHER_Z``: at 2 stds ames' wood decks, 48%
-#: not released (noisy count 1.9 stds), were written as 0; at none, usa_migration's seven years, all
+#: not released (noisy count 1.9 stds), would be written as 0; at none, usa_migration's seven years, all
 #: released, were binned from noise alone in 35 schemas of 100 (one drew 27 years from 2058 to 3999).
 #: One released value is binned at any stds: as a category it would be constant (Chicago's wind gusts,
-#: 10% not calm, and ames' screen porches, 9% not 0, were written all 0 at 0.3-0.9 stds).
+#: 10% not calm, and ames' screen porches, 9% not 0, at 0.3-0.9 stds would be written all 0).
 TAIL_Z = 1.0
 #: Stds at which a categorical column's values not released call for the histograms to be drawn again
 #: (:func:`~.table.infer`'s ``extra``, which costs up to the rest of the schema's share): noise alone
