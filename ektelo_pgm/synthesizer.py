@@ -449,7 +449,10 @@ class Synthesizer:
         pd = pandas_module()
         names = list(self.encoder.columns)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(names):
-            raise InputError(f"k must be an integer from 1 to {len(names)} (the number of columns), got {k!r}")
+            gone = f"; the schema left out {len(self.left_out)} of {len(names) + len(self.left_out)}: its notes and " \
+                "left_out say why" if self.left_out else ""
+            raise InputError(f"k must be an integer from 1 to {len(names)} (the number of columns modelled{gone}), "
+                             f"got {k!r}")
         labels = {name: col.labels() for name, col in self.encoder.columns.items()}
         rows = []
         for clique in itertools.combinations(names, int(k)):

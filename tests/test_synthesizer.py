@@ -292,6 +292,18 @@ def test_answer_gives_every_k_way_cell():
     assert (answers.loc[none, "count"] == answers.loc[none, "model_count"]).all()
 
 
+def test_answer_with_k_past_the_columns_kept_says_the_schema_left_some_out():
+    """who2 at epsilon 0.3 kept 1 of its 58 columns, and ``answer --k 2`` said only "from 1 to 1 (the
+    number of columns)", as though the table had one."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"note": [f"n{i}" for i in range(3000)], "age": rng.integers(20, 70, 3000)})
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, progress=False).fit(frame)
+    assert list(synth.left_out) == ["note"]
+    with pytest.raises(ValueError, match=r"from 1 to 1 \(the number of columns modelled; the schema left out 1 of 2: "
+                                         r"its notes and left_out say why\), got 2"):
+        synth.answer(2)
+
+
 @pytest.mark.parametrize("mechanism", ["mst", "aim"])
 def test_every_count_lies_inside_its_interval(mechanism):
     """The published count is the estimate its interval is built around: wherever a cell has an
