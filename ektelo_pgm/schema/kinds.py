@@ -166,13 +166,14 @@ def _coded(r: Release, bins: int, kind: str | None, other: str):
         and all(not isinstance(v, str) for v in r.values)
     integer = timed or whole_numbers(r.kinds, r.kind_std)
     missing = has_missing(r, True, sure=False)
-    noticed = unreleased_stds(r) >= OTHER_Z
+    unreleased_z = unreleased_stds(r)
+    noticed = unreleased_z >= OTHER_Z
     ids = kind is None and not timed and names_ids(r.name)  # labels: categories, or codes of a dense span
     # numbers are binned where, as categories, they would need a missing code or an other one, or lose a tail
     as_numbers = of_numbers and not ids and (kind == "numeric" or written or len(r.values) > bins
                                              or has_missing(r, True))
     binned = as_numbers or of_numbers and not ids and (noticed or covered < 1 - TAIL_SHARE
-                                                       and (len(r.values) < 2 or unreleased_stds(r) >= TAIL_Z))
+                                                       and (len(r.values) < 2 or unreleased_z >= TAIL_Z))
     span = whole_span(r) if of_numbers and integer and not timed else None
     per_integer = (whole + fractional) / (span[1] - span[0] + 1) if span else 0.0
     dense = span is not None and per_integer >= max(WHOLE_DENSITY, r.std) \
