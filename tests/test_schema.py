@@ -1552,6 +1552,13 @@ def test_sdvs_own_metadata_forms_are_read_alike(tmp_path):
      r"column 'x': bounds .* are not times in its datetime_format '%Y'"),
     ({"sdtype": "datetime", "datetime_format": "%Y", "bounds": ["2021", "2020"]},
      r"column 'x': bounds must be two times, the first before the second"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "edges": ["2020", "2022"], "bounds": ["2020", "2021"]},
+     r"column 'x': a datetime column takes \"edges\" or \"bounds\" \(and \"bins\"\), not both"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "edges": ["2021", "2020"]},
+     r"column 'x': edges must be times in increasing order"),
+    ({"sdtype": "datetime", "edges": ["2021-01-01"]}, r"column 'x': a datetime column's edges are two or more times"),
+    ({"sdtype": "datetime", "datetime_format": "%Y", "edges": ["2020-01-01", "2021-01-01"]},
+     r"column 'x': edges .* are not times in its datetime_format '%Y'"),
     ({"sdtype": "id", "values": [1]}, r"column 'x': a id column takes \[\]"),
 ])
 def test_a_bad_metadata_file_is_one_line_naming_the_file_and_the_column(tmp_path, column, message):

@@ -619,6 +619,31 @@ def test_metadata_declaring_every_column_spends_nothing_on_the_schema():
     assert dates.between("2020-01-01", "2020-12-31").all() and out.notna().all().all()
 
 
+def test_times_declared_with_edges_are_coded_in_those_bins_for_free():
+    """A datetime column declared by the edges of its bins (quarter starts, the last one past the
+    data) is coded in exactly those bins, costs nothing, and its times are drawn inside them in
+    about the real shares."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    days = np.sort(rng.choice(365, n, p=np.repeat([0.1, 0.2, 0.3, 0.4], [90, 91, 92, 92]) / np.repeat(
+        [90, 91, 92, 92], [90, 91, 92, 92])))
+    times = pd.Series(pd.Timestamp("2021-01-01") + pd.to_timedelta(days, unit="D")).dt.strftime("%Y-%m-%d")
+    table = pd.DataFrame({"day": times, "kind": rng.choice(["a", "b"], n)})
+    quarters = ["2021-01-01", "2021-04-01", "2021-07-01", "2021-10-01", "2022-01-01"]
+    meta = {"columns": {"day": {"sdtype": "datetime", "datetime_format": "%Y-%m-%d", "edges": quarters,
+                                "missing": False},
+                        "kind": {"sdtype": "categorical", "values": ["a", "b"], "missing": False}}}
+    synth = Synthesizer("mst", epsilon=1.0, seed=0, metadata=meta).fit(table)
+    assert not any(c.label.startswith("schema") for c in synth.ledger)
+    column = synth.encoder.columns["day"]
+    assert column.edges == tuple(int(pd.Timestamp(q).timestamp()) for q in quarters)
+    assert column.time_format == "%Y-%m-%d"
+    drawn = pd.to_datetime(synth.sample(n)["day"], format="%Y-%m-%d")
+    assert drawn.between("2021-01-01", "2021-12-31").all()
+    real, fake = (np.bincount(t.dt.quarter - 1, minlength=4) / n for t in (pd.to_datetime(times), drawn))
+    assert np.abs(real - fake).sum() / 2 < 0.02 and real.round(1).tolist() == [0.1, 0.2, 0.3, 0.4]
+
+
 def test_times_declared_with_bounds_alone_are_placed_privately_on_their_hours():
     """Weather's time_hour, every time on the hour, declared in SDV's metadata with its bounds,
     was drawn at any second (every synthetic time off the hour): bins from the bounds alone, no

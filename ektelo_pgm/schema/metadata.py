@@ -19,7 +19,8 @@ SDV's metadata gives kinds but no bounds or categories; a column may add them wi
   (``--public-categories``); else its kind is fixed categorical (``--categorical``);
 * ``boolean``: a declared categorical column of two values, ``"values"`` or else ``False`` and
   ``True`` as pandas, SDV and Parquet write them;
-* ``datetime``: a column of times in its ``datetime_format``; with bounds (text in that format)
+* ``datetime``: a column of times in its ``datetime_format``; with ``"edges"`` (text in that
+  format), those bins; with bounds (text in that format)
   and ``"bins"``, its bins whole periods of the finest the format writes (:func:`time_edges`);
   with bounds alone in one of :data:`~ektelo_pgm.times.TIME_FORMATS` (the ones inference
   reads; ``%-m``, ``%-d``, ``%-H`` for months, days, hours without leading zeros), placed
@@ -260,8 +261,17 @@ def _column(name: str, sdtype: str, spec: dict):
         if edges is not None or "bins" in spec:
             return column if edges is not None else _spread(column, bounds, spec["bins"])
         return Ranged(_spread(column, bounds, BINS), whole)
-    _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "missing"))
-    column = _times(name, spec.get("datetime_format"), _bounds(name, spec), spec.get("bins", BINS), missing)
+    _only(name, spec, sdtype, ("bounds", "min", "max", "bins", "edges", "missing"))
+    fmt, bounds, edges = spec.get("datetime_format"), _bounds(name, spec), spec.get("edges")
+    if fmt is not None and not isinstance(fmt, str):
+        raise InputError(f"column {name!r}: datetime_format must be text, got {fmt!r}")
+    if not isinstance(missing, bool):
+        raise InputError(f'column {name!r}: "missing" must be true or false, got {missing!r}')
+    if edges is not None:
+        if bounds is not None or "bins" in spec:
+            raise InputError(f'column {name!r}: a datetime column takes "edges" or "bounds" (and "bins"), not both')
+        return _time_bins(name, fmt, edges, missing)
+    column = _times(name, fmt, bounds, spec.get("bins", BINS), missing)
     placed = isinstance(column, NumericColumn) and "bins" not in spec \
         and padded(column.time_format or "") in TIME_FORMATS
     return Ranged(column, True) if placed else column
@@ -380,8 +390,6 @@ def _typed(name: str, bounds, whole: bool):
 def _times(name: str, fmt, bounds, bins, missing):
     """A datetime column: declared over its bounds (text read in ``fmt``, or in the first format of
     TIME_FORMATS reading both), or ``"numeric"`` (inferred privately) without bounds."""
-    if fmt is not None and not isinstance(fmt, str):
-        raise InputError(f"column {name!r}: datetime_format must be text, got {fmt!r}")
     if bounds is None:
         if fmt is not None and padded(fmt) not in TIME_FORMATS:
             raise InputError(f"column {name!r}: its datetime_format {fmt!r} is not one that a schema infers "
@@ -391,22 +399,37 @@ def _times(name: str, fmt, bounds, bins, missing):
         return "numeric"
     if not isinstance(bounds, list) or len(bounds) != 2 or not all(isinstance(b, str) for b in bounds):
         raise InputError(f"column {name!r}: a datetime column's bounds are two times written as text, got {bounds!r}")
-    texts = np.array(bounds, dtype=object)
+    seconds, fmt = _read_times(name, fmt, bounds, "bounds")
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise InputError(f'column {name!r}: "bins" must be a positive integer, got {bins!r}')
+    if not seconds[0] < seconds[1]:
+        raise InputError(f"column {name!r}: bounds must be two times, the first before the second, got {bounds!r}")
+    return NumericColumn(name, time_edges(seconds[0], seconds[1], fmt, bins), True, missing, time_format=fmt)
+
+
+def _time_bins(name: str, fmt, edges, missing) -> NumericColumn:
+    """A datetime column declared by the ``edges`` of its bins (text read as :func:`_times` reads
+    bounds): bin k holds the times from edge k up to, not including, edge k + 1."""
+    if not isinstance(edges, list) or len(edges) < 2 or not all(isinstance(e, str) for e in edges):
+        raise InputError(f"column {name!r}: a datetime column's edges are two or more times written as text, "
+                         f"got {edges!r}")
+    seconds, fmt = _read_times(name, fmt, edges, "edges")
+    if any(b <= a for a, b in zip(seconds, seconds[1:])):
+        raise InputError(f"column {name!r}: edges must be times in increasing order, got {edges!r}")
+    return NumericColumn(name, tuple(seconds), True, missing, time_format=fmt)
+
+
+def _read_times(name: str, fmt, texts: list, key: str) -> tuple[list, str]:
+    """The seconds of the declared times ``texts`` (a column's ``key``) and the format that reads
+    them: ``fmt``, or the first of TIME_FORMATS reading them all."""
     for candidate in [fmt] if fmt is not None else TIME_FORMATS:
         try:
-            seconds = as_times(texts, candidate)
+            seconds = as_times(np.array(texts, dtype=object), candidate)
         except InputError as err:  # a format of other codes
             raise InputError(f"column {name!r}: {err}") from None
         if all(isinstance(s, int) for s in seconds):
             break
     else:
-        raise InputError(f"column {name!r}: bounds {bounds!r} are not times in "
+        raise InputError(f"column {name!r}: {key} {texts!r} are not times in "
                          f"{'its datetime_format ' + repr(fmt) if fmt else 'a format the schema reads'}")
-    if not isinstance(missing, bool):
-        raise InputError(f'column {name!r}: "missing" must be true or false, got {missing!r}')
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-        raise InputError(f'column {name!r}: "bins" must be a positive integer, got {bins!r}')
-    if not seconds[0] < seconds[1]:
-        raise InputError(f"column {name!r}: bounds must be two times, the first before the second, got {bounds!r}")
-    return NumericColumn(name, time_edges(seconds[0], seconds[1], candidate, bins), True, missing,
-                         time_format=candidate)
+    return list(seconds), candidate
