@@ -40,7 +40,10 @@ this measurement only, the real table's bounds, categories and blanks, so that n
 costs anything; ids regenerated, text left out; line breaks inside text fields written as spaces,
 so that every record is one line as ours reads CSV: tweets' text holds 1,779 line breaks, read as
 as many records of fragments whose source takes its first code, Facebook: 8% of synthetic rows
-against 0.5%, a 1-way TVD of 0.085 that is the CSV dialect's, not the metadata's).
+against 0.5%, a 1-way TVD of 0.085 that is the CSV dialect's, not the metadata's) and ``edges``
+(``metadata`` with every numeric and date column's bins declared as ``"edges"`` at the real
+deciles the 1-way TVD is measured on, instead of bounds whose bins are placed privately: what a
+metadata file that declares every column's bins gives; dates in a format of months keep bounds).
 
 Recorded per run: the exit code and, when it fails, the last line of its output (a table that
 aborts is a result, not a reason to stop); wall and CPU seconds and peak resident memory of the
@@ -95,6 +98,7 @@ import csv
 import hashlib
 import itertools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -136,15 +140,19 @@ MECHANISMS = ("mst", "aim")
 SIDES = ("ours", "smartnoise", "dpmm")
 #: The mechanisms each peer runs (ours runs every one of MECHANISMS).
 PEER_MECHANISMS = {"smartnoise": ("mst",), "dpmm": ("mst", "aim")}
-VARIANTS = ("as-is", "cut", "public", "metadata")
+VARIANTS = ("as-is", "cut", "public", "metadata", "edges")
 #: The variants only ours runs.
-OURS_ONLY = ("public", "metadata")
+OURS_ONLY = ("public", "metadata", "edges")
+#: The variants run with a metadata file.
+DECLARED = ("metadata", "edges")
 CUT_KINDS = ("id", "text", "date")
 MODELLED = ("numeric", "categorical", "date")
 #: The epsilon grid of issue 56; EPSILON is the one of issue 27's runs (a run without an
 #: "epsilon" field ran at it) and of the tables that follow its targets.
 EPSILONS = (0.3, 1.0, 3.0)
 EPSILON = 1.0
+#: Quantile bins of a numeric column in the evaluation (deciles).
+EVAL_BINS = 10
 DELTA = 1e-9
 #: Issue 27's targets.
 INSIDE, NUMERIC_TV, CATEGORICAL_TV, BLANK_SLACK, SPEED_UP = 0.98, 0.10, 0.05, 0.01, 5.0
@@ -185,17 +193,17 @@ def variant_file(corpus: Path, table: str, entry: dict, variant: str, folder: Pa
     source = corpus / entry["file"]
     if variant == "as-is":
         return source
-    path = folder / ("metadata.json" if variant == "metadata" else entry["file"])
+    path = folder / ("metadata.json" if variant in DECLARED else entry["file"])
     harness.child(Path(__file__).resolve(), "--prepare", "--table-name", table, "--variant", variant,
                   "--corpus", corpus, "--out", path, check=True)
-    return path.with_suffix(".csv") if variant == "metadata" else path
+    return path.with_suffix(".csv") if variant in DECLARED else path
 
 
 def prepare_worker(args) -> None:
     entry = load_manifest(args.corpus)[args.table_name]
     frame = read_table(args.corpus / entry["file"])
-    if args.variant == "metadata":
-        Path(args.out).write_text(json.dumps(metadata_of(entry, frame)))
+    if args.variant in DECLARED:
+        Path(args.out).write_text(json.dumps(metadata_of(entry, frame, deciles=args.variant == "edges")))
         with open(args.corpus / entry["file"], newline="", encoding="utf-8") as f, \
                 open(Path(args.out).with_suffix(".csv"), "w", newline="", encoding="utf-8") as out:
             csv.writer(out, lineterminator="\n").writerows([" ".join(field.splitlines()) for field in record]
@@ -204,12 +212,13 @@ def prepare_worker(args) -> None:
     frame[[c["name"] for c in variant_columns(entry, args.variant)]].to_csv(args.out, index=False)
 
 
-def metadata_of(entry: dict, frame) -> dict:
+def metadata_of(entry: dict, frame, deciles: bool = False) -> dict:
     """SDV's single-table metadata of a corpus table: the manifest's kinds, with the real table's
     bounds, categories and whether it has blanks as ``ektelo-pgm`` reads them (not private: for
-    measuring what a metadata file that declares every column gives)."""
+    measuring what a metadata file that declares every column gives); with ``deciles``, each
+    numeric and date column's bins (:func:`decile_edges`) in place of its bounds."""
     from ektelo_pgm.table_io import MISSING, canonical_value
-    from ektelo_pgm.times import as_times, time_text
+    from ektelo_pgm.times import as_times, finest_unit, time_text
 
     columns = {}
     for column in entry["columns"]:
@@ -223,21 +232,38 @@ def metadata_of(entry: dict, frame) -> dict:
             columns[name] = {"sdtype": "categorical", "values": present, "missing": missing}
         elif kind == "date":
             seconds = [s for s in as_times(np.array(values, dtype=object), column["format"]) if isinstance(s, int)]
-            columns[name] = {"sdtype": "datetime", "datetime_format": column["format"], "missing": missing,
-                             "bounds": [time_text(min(seconds), column["format"]),
-                                        time_text(max(seconds), column["format"])]}
+            fmt = column["format"]
+            columns[name] = {"sdtype": "datetime", "datetime_format": fmt, "missing": missing,
+                             "bounds": [time_text(min(seconds), fmt), time_text(max(seconds), fmt)]}
+            edges = decile_edges(np.array(seconds, dtype=float), finest_unit(fmt)) if deciles else []
+            if edges and list(as_times(np.array([time_text(e, fmt) for e in edges], dtype=object), fmt)) == edges:
+                columns[name] = {**columns[name], "edges": [time_text(e, fmt) for e in edges]}
+                del columns[name]["bounds"]  # a format of months or years writes no such edges: bounds kept
         else:
             numbers = [v for v in values if isinstance(v, (int, float)) and np.isfinite(v)]
             whole = all(isinstance(v, int) for v in numbers)
             columns[name] = {"sdtype": "numerical", "computer_representation": "Int64" if whole else "Float",
                              "missing": missing or len(numbers) < len(values)}
-            if numbers and min(numbers) < max(numbers):
+            if numbers and min(numbers) < max(numbers) and deciles:
+                columns[name]["edges"] = decile_edges(np.array(numbers, dtype=float), 1 if whole else None)
+            elif numbers and min(numbers) < max(numbers):
                 columns[name]["bounds"] = [min(numbers), max(numbers)]
             elif numbers:  # a constant: its one value
                 columns[name] = {"sdtype": "categorical", "values": [numbers[0]], "missing": columns[name]["missing"]}
             else:  # no number to declare: inferred
                 columns[name] = {"sdtype": "numerical"}
     return {"METADATA_SPEC_VERSION": "SINGLE_TABLE_V1", "columns": columns}
+
+
+def decile_edges(numbers: np.ndarray, step: int | None) -> list:
+    """Bins of ``numbers`` that are the evaluation's (``EvaluationCoding`` with EVAL_BINS: a cell
+    ``(q_{k-1}, q_k]`` between quantiles) as ``[a, b)`` bins: each inner edge the first number
+    past its quantile, the last past the largest number; of numbers on a ``step`` (whole numbers:
+    1; times: the seconds of the finest unit their format writes), the next multiple of it."""
+    inner = np.unique(np.quantile(numbers, np.arange(1, EVAL_BINS) / EVAL_BINS))
+    above = (lambda x: (math.floor(x) // step + 1) * step) if step else (lambda x: float(np.nextafter(x, math.inf)))
+    low = numbers.min()
+    return sorted({int(low) if step else float(low), *(above(q) for q in inner), above(numbers.max())})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -493,7 +519,7 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
             command = [str(args.ours), "synth", str(table_file), "--header", "-o", str(synthetic),
                        "--epsilon", f"{epsilon:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
                        "--seed", str(seed), "--quoted-newlines"]
-            command += ["--metadata", str(out / "metadata.json")] if variant == "metadata" else []
+            command += ["--metadata", str(out / "metadata.json")] if variant in DECLARED else []
             if variant == "public":
                 command += ["--public-categories", ",".join(c["name"] for c in variant_columns(entry, variant)
                                                              if c["kind"] == "categorical")]
@@ -923,7 +949,7 @@ def parse_args(argv=None):
     parser.add_argument("--preprocessor-share", type=float, default=0.1,
                         help="share of epsilon the peers spend on their preprocessing (smartnoise: the bounds "
                              "of continuous columns; dpmm: bounds and PrivTree bins)")
-    parser.add_argument("--eval-bins", type=int, default=10, help="quantile bins of numeric columns (deciles)")
+    parser.add_argument("--eval-bins", type=int, default=EVAL_BINS, help="quantile bins of numeric columns (deciles)")
     parser.add_argument("--ours", type=Path, default=OURS_CLI, help="the ektelo-pgm command")
     parser.add_argument("--code", help="what --ours runs, recorded instead of this checkout's commit "
                                        "(when it points at another checkout)")
