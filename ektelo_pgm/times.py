@@ -28,8 +28,10 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
                 "%b %d, %Y", "%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z",
                 "%Y-%m-%d %H:%M:%S.%f%z")
 
-#: Units a time is written in, in seconds, coarsest first: a day, an hour, a minute, a second.
-TIME_UNITS = (86400, 3600, 60, 1)
+#: Units a time is written in, in seconds, coarsest first, each a multiple of the next: a day, an
+#: hour, half and quarter hours and five minutes (timetables: Bundesliga's kick-offs, 80% at :30,
+#: 19% on the hour, were drawn at any minute), a minute, a second.
+TIME_UNITS = (86400, 3600, 1800, 900, 300, 60, 1)
 #: Seconds in an hour, a day and a week.
 HOUR, DAY, WEEK = 3600, 86400, 604800
 #: Units whole numbers are written in, largest first: round amounts (a loan of 12,500 is a

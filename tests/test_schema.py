@@ -1120,6 +1120,25 @@ def test_times_keep_the_unit_they_are_written_in():
         assert all(edge % column.unit == 0 for edge in column.edges), name
 
 
+def test_times_of_a_timetable_keep_their_half_and_quarter_hours():
+    """Bundesliga's kick-offs (80% at :30, 19% on the hour) were drawn at any minute: the unit
+    learnt was the minute, the finest one short of the hour.  Times on half hours, quarter hours
+    or five minutes keep that unit, and every synthetic time is on it."""
+    n = 20000
+    hours = pd.Series(_times(n, 8, 3600))
+    later = np.random.default_rng(9).random(n)
+    frame = pd.DataFrame({"kickoff": (pd.to_datetime(hours) + pd.to_timedelta(np.where(later < 0.8, 30, 0), unit="min")
+                                      ).dt.strftime("%Y-%m-%d %H:%M:%S"),
+                          "quarter": _times(n, 10, 900), "five": _times(n, 11, 300)})
+    synth = Synthesizer("mst", epsilon=1.0, seed=0).fit(frame)
+    assert {name: column.unit for name, column in synth.encoder.columns.items()} == {"kickoff": 1800, "quarter": 900,
+                                                                                     "five": 300}
+    out = synth.sample()
+    for name, minutes in (("kickoff", 30), ("quarter", 15), ("five", 5)):
+        drawn = pd.to_datetime(out[name], format="%Y-%m-%d %H:%M:%S")
+        assert ((drawn.dt.minute % minutes == 0) & (drawn.dt.second == 0)).all(), name
+
+
 def test_a_column_of_times_of_day_is_modelled_as_times():
     """Issue 56: a restaurant's order times (11:38:36), a time of day without a date, were left out
     as an identifier (no value is frequent enough to be released).  They are a column of times in

@@ -62,9 +62,9 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     fractional column in a hundred with made-up decimals), and ``r.plain``: whether the whole
     numbers written plain (``0``, not ``0.0``: the count at 0 decimals) are noticeable; and for a
     column of times in a format with a clock, the count of times per coarsest unit each is a
-    multiple of (day, hour, minute, second), which gives ``r.unit``: the finest unit held by a
-    noticeable count (none noticed: the finest the format writes), so that times on the hour are
-    written on the hour.
+    multiple of (TIME_UNITS: day, hour, half and quarter hour, five minutes, minute, second),
+    which gives ``r.unit``: the finest unit held by a noticeable count (none noticed: the finest
+    the format writes), so that times on the hour are written on the hour.
     Which nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
     whole = integer and r.time_format is None
