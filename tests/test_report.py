@@ -312,6 +312,26 @@ def test_with_the_model_its_columns_of_codes_are_compared_as_categories():
     assert evaluation.quality.column_shapes.set_index("column").loc["zip_code", "metric"] == "TVComplement"
 
 
+def test_without_the_model_ids_the_synthetic_table_writes_as_categories_are_compared_by_value(tmp_path):
+    """No model: a column of numbers (ids) that the synthetic table writes with its other label for
+    the rare ones is compared by value and its advice names the label; evaluate used to stop
+    ("'movieId' is numeric but the synthetic table holds values that are not numbers (date/times:
+    ...)")."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    real = pd.DataFrame({"movieId": rng.integers(1, 3000, n), "rating": rng.choice([1.0, 2.5, 4.0], n)})
+    fake = real.copy()
+    fake["movieId"] = np.where(np.arange(n) < 0.9 * n, OTHER, fake["movieId"].astype(str))
+    fake.to_csv(tmp_path / "fake.csv", index=False)
+    real.to_csv(tmp_path / "real.csv", index=False)
+    evaluation = evaluate(tmp_path / "real.csv", tmp_path / "fake.csv")
+    assert "movieId" in evaluation.discretisation.categories
+    assert evaluation.quality.column_shapes.set_index("column").loc["movieId", "metric"] == "TVComplement"
+    advice = {a.column: a for a in evaluation.advice}
+    assert "values the real table lacks are 90% of the synthetic rows (most often '(other)')" in advice["movieId"].cause
+    assert "rating" not in advice
+
+
 def test_a_pair_of_thousands_of_categories_is_counted_over_the_cells_present(tmp_path):
     """Two columns of 11,600 values each (134 million cells; movielens' movieId x title has 80
     million: over the size limit of a marginal, where evaluate stopped): the pair's TVD,

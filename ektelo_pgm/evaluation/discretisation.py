@@ -1,6 +1,6 @@
 """The one coding of a real table and of tables compared with it: which columns are numeric
 (:func:`kinds_of`, or guessed) and which hold times or numbers written with symbols
-(:func:`time_columns`, :func:`number_columns`), the real table's
+(:func:`time_columns`, :func:`number_columns`, :func:`category_columns`), the real table's
 quantile bins and categories (:class:`Discretisation`), and the readings of raw values every
 evaluation shares (the distinct values of a column, a category's label, a value as a number).
 
@@ -139,6 +139,19 @@ def number_columns(real, kinds: dict | None = None) -> dict:
         fmt = most_read(np.bincount(number_formats(values) + 1, minlength=3 * len(NUMBER_FORMATS) + 1)[1:])
         if fmt is not None and (as_numbers(values, fmt) != None).sum() >= (1 - TEXT_SHARE) * values.size:  # noqa: E711
             found[str(column)] = fmt
+    return found
+
+
+def category_columns(synthetic, kinds: dict | None = None) -> dict:
+    """``{column: "categorical"}`` for each column of the DataFrame ``synthetic`` not declared in
+    ``kinds`` that holds a value that is neither missing nor a number: a column the synthesizer
+    wrote as categories (ids, codes with a label for the rare ones), compared by value however
+    the real table holds it."""
+    found = {}
+    for column in synthetic.columns:
+        values = distinct(synthetic[column])[1]
+        if str(column) not in (kinds or {}) and any(np.isnan(number(v)) and str(v).lower() != "nan" for v in values):
+            found[str(column)] = "categorical"
     return found
 
 

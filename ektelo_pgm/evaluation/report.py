@@ -37,7 +37,7 @@ from ..dataset import Dataset
 from ..errors import InputError
 from ..files import atomic_write
 from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
-                             number, number_columns, time_columns)
+                             category_columns, number, number_columns, time_columns)
 from .fidelity import quality, shares_distance
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
@@ -268,8 +268,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     synthetic table; its settings head the report, its schema explains the advice
     (:func:`advise`), its columns of times are compared on the time axis and those of numbers
     written with symbols as numbers (without it, those the real table holds: :func:`time_columns`,
-    :func:`number_columns`), those it writes as categories (codes, ids) by value, and the columns
-    it was told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer
+    :func:`number_columns`), those it writes as categories (codes, ids; without it, those the
+    synthetic table writes with text: :func:`category_columns`) by value, and the columns it was
+    told to drop or regenerate are not compared.  ``holdout``: real rows the synthesizer
     never saw (a DataFrame or a path), for the privacy sanity checks and, with ``target`` (a
     column), the machine-learning efficacy (:mod:`ektelo_pgm.evaluation.holdout`; ``real`` is
     then the training part).  Writes the HTML report to ``out`` and the figures as PNGs
@@ -322,6 +323,9 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     formats = {**times, **(number_columns(real_compared, {**kinds, **times}) if model is None else
                            {name: column.number_format for name, column in fitted.items()
                             if column.number_format is not None})}
+    if model is None:  # what the synthetic table writes as categories (ids with a label for the rare ones)
+        kinds = {**category_columns(synthetic[[c for c in synthetic.columns if str(c) in present]],
+                                    {**kinds, **formats}), **kinds}
     real_compared, synthetic = (_read_in_formats(frame, formats) for frame in (real_compared, synthetic))
     coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in formats}})
     coding.time_formats = times
