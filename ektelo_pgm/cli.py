@@ -26,6 +26,7 @@ from .uncertainty import LEVEL
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
 #: full-vector reconstruction.
 BUILTIN_ATTRS = ("age", "education", "hours", "income")
+ANSWER_K = 2  # the marginal order answer gives by default
 #: Said when a CSV is not what ``--data`` takes.
 RAW_CSV = ("--data takes an integer-coded CSV with its domain JSON; encode a raw one (strings, numbers) "
            "first with ektelo_pgm.TableEncoder")
@@ -296,9 +297,13 @@ def answer(args) -> None:
     args.declared, args.metadata = declared_schema(args), metadata(args)
     frame, _ = read_input(args)
     model = fitted(args, frame, False)
-    table = model.answer(args.k, args.level)
+    k = args.k or min(ANSWER_K, len(model.encoder.columns))
+    if k < (args.k or ANSWER_K):
+        say(args, f"note: the schema kept one column (its notes say why the others were left out): its 1-way "
+                  f"marginal is answered, not the {ANSWER_K}-way ones of the default --k")
+    table = model.answer(k, args.level)
     write_table(table, args.output)
-    say(args, f"wrote {len(table)} cells of the {args.k}-way marginals with {args.level:g} intervals to "
+    say(args, f"wrote {len(table)} cells of the {k}-way marginals with {args.level:g} intervals to "
               f"{args.output} ({args.mechanism}, {model.guarantee()})")
 
 
@@ -516,7 +521,8 @@ def parser() -> argparse.ArgumentParser:
     p = commands.add_parser("answer", help="private counts of all k-way marginals of a raw table",
                             description=ANSWER_HELP, formatter_class=raw)
     table_arguments(p)
-    p.add_argument("--k", type=count, default=2, help="marginal order (default 2)")
+    p.add_argument("--k", type=count, help=f"marginal order (default {ANSWER_K}, or 1 where the schema keeps one "
+                   "column)")
     p.add_argument("--level", type=fraction, default=LEVEL, help=f"confidence level of the intervals (default {LEVEL})")
     p.set_defaults(handler=answer)
 

@@ -101,6 +101,21 @@ def test_answer_writes_marginals_as_csv_and_json(tmp_path, table, capsys):
     assert code == 0 and {r["marginal"] for r in rows} >= {"city,age", "income,member"}
 
 
+def test_answer_by_default_gives_the_1_way_marginal_where_the_schema_keeps_one_column(tmp_path, capsys):
+    """The default --k is 2, and where the schema keeps one column (five tables of a sweep) answer
+    exited 1; it now answers that column's marginal with a note, and --k 2 said outright still
+    refuses."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"note": [f"n{i}" for i in range(3000)], "age": rng.integers(20, 70, 3000)}).to_csv(path, index=False)
+    code, _, err = run(capsys, "answer", path, "--header", "-o", tmp_path / "a.csv", "--epsilon", 1, "--seed", 0)
+    assert code == 0 and "note: the schema kept one column" in err
+    assert set(pd.read_csv(tmp_path / "a.csv")["marginal"]) == {"age"}
+    code, _, err = run(capsys, "answer", path, "--header", "-o", tmp_path / "b.csv", "--epsilon", 1, "--seed", 0,
+                       "--k", 2)
+    assert code == 1 and "the schema left out 1 of 2" in err and not (tmp_path / "b.csv").exists()
+
+
 def test_help_has_examples_and_exit_codes(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["synth", "--help"])
