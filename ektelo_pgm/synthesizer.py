@@ -225,8 +225,9 @@ class Synthesizer:
     ``other`` code (set by the budget and the column's noisy kind: post-processing), and
     :attr:`params` the mechanism's settings as plain data (its ``get_params()``; saved with it),
     and :attr:`blankless` the columns whose missing code the schema did not surely infer (declared,
-    public, or not sure: :func:`~ektelo_pgm.schema.kinds.has_missing`) and the measurements do
-    not show (``BLANK_Z``): :meth:`sample` draws none of their blanks
+    public, or not sure: :func:`~ektelo_pgm.schema.kinds.has_missing`) and the measurements, with
+    the schema's noisy count of the blanks where it has one, do not show (``BLANK_Z``):
+    :meth:`sample` draws none of their blanks
     (:func:`~ektelo_pgm.estimate.synthetic_without`), and :attr:`blank_records` the noisy count
     of the records blank in every column inferred where it is clearly positive, else 0 (with
     ``schema_share="auto"``: :func:`~ektelo_pgm.schema.learn`'s ``found``).
@@ -335,7 +336,7 @@ class Synthesizer:
                              "given a kind")
         open_ = schemas.undeclared(frame.columns, declared, self.public)
         budget, schema_delta = self._budget(entry.notion, inferred=bool(open_))
-        left_out, thresholds, found, unsure = {}, {}, {}, set()
+        left_out, thresholds, found, unsure = {}, {}, {}, {}
         amount = None if not open_ else schemas.AUTO if self.schema_share == schemas.AUTO \
             else budget.fraction(self.schema_share)
         encoder = schemas.learn(frame, budget, amount, schema_delta, self.fit_rng,
@@ -350,9 +351,9 @@ class Synthesizer:
         result = mechanism.run(data, budget, self.fit_rng)
         self.encoder, self.estimate, self.schema_inferred = encoder, result.estimate, bool(open_)
         self.error_bars = result.error_bars()
-        sure = set(open_) - unsure  # inferred columns whose missing code their noisy counts surely show
+        sure = set(open_) - set(unsure)  # inferred columns whose missing code their noisy counts surely show
         self.blankless = tuple(c for c, col in columns.items() if c not in sure and col.missing
-                               and not self.error_bars.shows(c, col.size - 1, BLANK_Z))
+                               and not self.error_bars.shows(c, col.size - 1, BLANK_Z, unsure.get(c)))
         self.schema_declared = declared is not None
         self.left_out = {**(metadata.left_out if metadata else {}), **left_out}
         self.order = [c for c in table_order if c in columns or c in self.regenerate]

@@ -245,21 +245,24 @@ class ErrorBars:
         return Interval(attrs, level, "model bound", counts, None, math.nan, np.maximum(counts - l1, 0.0),
                         counts + l1, l1)
 
-    def shows(self, attr: str, value: int, z: float) -> bool:
+    def shows(self, attr: str, value: int, z: float, prior: tuple[float, float] | None = None) -> bool:
         """Whether the released measurements show that the code ``value`` of ``attr`` holds records.
         Under Gaussian noise, every measurement that holds ``attr`` is summed down to it and the
-        sums are weighted by their inverse variances: the weighted count lies ``z`` of its stds
-        above 0 (a normal test: a discrete Gaussian's variance is at most its sigma squared, and
-        its tails are no heavier than a normal's of that variance).  Else (one measurement, or
-        Laplace noise), the best measurement's interval at the level that leaves out ``z`` normal
-        stds on each side lies above 0 (under Laplace noise the count its exact law passes as
-        rarely).  False where nothing bounds the cell, or where MST merged the value with others
-        (its noisy count was below MST's threshold).  Post-processing of released values."""
+        sums are weighted by their inverse variances, with ``prior``, ``(count, std)``, an earlier
+        release's noisy count of the same records under independent Gaussian noise (the schema's):
+        the weighted count lies ``z`` of its stds above 0 (a normal test: a discrete Gaussian's
+        variance is at most its sigma squared, and its tails are no heavier than a normal's of that
+        variance).  Else (one measurement and no prior, or Laplace noise, where the prior is left
+        out), the best measurement's interval at the level that leaves out ``z`` normal stds on each
+        side lies above 0 (under Laplace noise the count its exact law passes as rarely).  False
+        where nothing bounds the cell, or where MST merged the value with others (its noisy count
+        was below MST's threshold).  Post-processing of released values."""
         holding = self._holding((attr,))
-        if len(holding) < 2 or any(m.noise.kind != "gaussian" for m, _ in holding):
+        gaussian = bool(holding) and all(m.noise.kind == "gaussian" for m, _ in holding)
+        if not gaussian or len(holding) < 2 and prior is None:
             return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
-        counts = np.array([self._answers(m, (attr,))[value] for m, _ in holding])
-        weights = np.array([1.0 / (m.std ** 2 * summed) for m, summed in holding])
+        counts = np.array([self._answers(m, (attr,))[value] for m, _ in holding] + ([prior[0]] if prior else []))
+        weights = np.array([1.0 / (m.std ** 2 * summed) for m, summed in holding] + ([prior[1] ** -2] if prior else []))
         return bool(weights @ counts / weights.sum() > z / math.sqrt(weights.sum()))  # False where NaN: merged
 
     def _holding(self, attrs: tuple[str, ...]) -> list[tuple[Measurement, int]]:

@@ -260,6 +260,15 @@ def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
     return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * bar)
 
 
+def blank_count(r: Release, of_numbers: bool) -> tuple[float, float] | None:
+    """``(count, std)``: the noisy count of what the missing code of the release ``r``'s column
+    codes (blanks; in a column of numbers, ``of_numbers``, text too) and its noise std, for the
+    Synthesizer to weigh with the mechanism's measurements
+    (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`'s ``prior``); None under Laplace noise."""
+    kinds = ("missing", "text") if of_numbers else ("missing",)
+    return (sum(r.kinds[k] for k in kinds), r.kind_std * math.sqrt(len(kinds))) if r.notion == "zcdp" else None
+
+
 def names_codes(name: str) -> bool:
     """Whether the column name ``name`` (public: it heads the output) says the column holds codes
     (one of ``CODE_WORDS``, or a word ending in "code", words split at what is not a letter or a

@@ -18,8 +18,8 @@ from .counts import tallies
 from .declared import Declared, undeclared
 from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
-from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, column_from, has_missing, names_codes, public_column,
-                    unreleased_stds)
+from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, blank_count, column_from, has_missing, names_codes,
+                    public_column, unreleased_stds)
 from .metadata import within
 from .notes import left_out_reasons
 from .numbers import fine_charges, refine, whole_counts
@@ -84,7 +84,7 @@ def needed_share(kinds: list, rows: float, total: float, notion: str) -> Fractio
 def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BINS,
           missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, counts: dict | None = None,
-          extra=None, ranges: dict | None = None, unsure: set | None = None) -> TableEncoder:
+          extra=None, ranges: dict | None = None, unsure: dict | None = None) -> TableEncoder:
     """A TableEncoder for ``table`` learnt privately (package docstring), spending ``amount`` (in
     the budget's unit; None: all that remains) and ``delta``: one histogram per column, each
     spending a part of ``1 - FINE_SHARE`` of ``amount`` in proportion to its :func:`weight` (the
@@ -113,8 +113,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
     their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
     where nothing can be placed, the bins of the bounds alone: never left out).  Given a set
-    ``unsure``, the columns whose missing code their noisy counts do not surely show join it: in
-    doubt (:func:`~.kinds.has_missing`), or declared with a range.  The encoder clips numbers
+    dict ``unsure``, the columns whose missing code their noisy counts do not surely show join it,
+    in doubt (:func:`~.kinds.has_missing`), each with its :func:`~.kinds.blank_count`, or declared
+    with a range, with None.  The encoder clips numbers
     outside a column's range into its end bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
@@ -182,8 +183,9 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     if thresholds is not None:
         thresholds.update({name: r.threshold for name, r in releases.items()})
     if unsure is not None:
-        unsure.update(name for name, column in columns.items() if column.missing and (
-            name in (ranges or {}) or not has_missing(releases[name], column.kind == "numeric")))
+        unsure.update({name: None if name in (ranges or {}) else blank_count(releases[name], column.kind == "numeric")
+                       for name, column in columns.items() if column.missing and (
+                           name in (ranges or {}) or not has_missing(releases[name], column.kind == "numeric"))})
     encoder = TableEncoder(bins=bins, missing=missing, clip=True)
     encoder.columns = {name: columns[name] for name in frame.columns if name in columns}
     return encoder
@@ -192,7 +194,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
 def learn(table, budget: Budget | None, amount, delta: float, rng=None, bins: int = BINS, declared=None,
           public=(), missing=MISSING, kinds: dict | None = None, other: str = OTHER,
           left_out: dict | None = None, thresholds: dict | None = None, ranges: dict | None = None,
-          folder=None, found: dict | None = None, unsure: set | None = None) -> TableEncoder:
+          folder=None, found: dict | None = None, unsure: dict | None = None) -> TableEncoder:
     """The schema of ``table``, the one way in: the ``declared`` columns as declared (anything
     :meth:`Declared.read` takes, or None), the ``public`` ones read as they are
     (:func:`public_column`), every other column inferred privately by :func:`infer` (spending
