@@ -26,7 +26,8 @@ from .uncertainty import LEVEL
 #: Attributes of the built-in census kept by default: 32,000 cells, small enough for every
 #: full-vector reconstruction.
 BUILTIN_ATTRS = ("age", "education", "hours", "income")
-ANSWER_K = 2  # the marginal order answer gives by default
+#: The marginal order ``answer`` gives by default (1 where the schema keeps one column).
+ANSWER_K = 2
 #: Said when a CSV is not what ``--data`` takes.
 RAW_CSV = ("--data takes an integer-coded CSV with its domain JSON; encode a raw one (strings, numbers) "
            "first with ektelo_pgm.TableEncoder")

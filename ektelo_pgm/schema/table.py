@@ -112,11 +112,11 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     whatever they are (a privacy filter, as for :func:`refine`).  ``ranges``: ``{column: Ranged}``
     of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
     their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
-    where nothing can be placed, the bins of the bounds alone: never left out).  Given a set
-    dict ``unsure``, the columns whose missing code their noisy counts do not surely show join it,
+    where nothing can be placed, the bins of the bounds alone: never left out).  Given a dict
+    ``unsure``, the columns whose missing code their noisy counts do not surely show join it,
     in doubt (:func:`~.kinds.has_missing`), each with its :func:`~.kinds.blank_count`, or declared
-    with a range, with None.  The encoder clips numbers
-    outside a column's range into its end bins; :func:`encoded` codes the rows."""
+    with a range, with None.  The encoder clips numbers outside a column's range into its end
+    bins; :func:`encoded` codes the rows."""
     frame = as_frame(table)
     kinds = dict(kinds or {})
     wrong = {c: k for c, k in kinds.items() if c not in frame.columns or k not in ("categorical", "numeric")}
