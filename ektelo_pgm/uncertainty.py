@@ -258,8 +258,8 @@ class ErrorBars:
         where nothing bounds the cell, or where MST merged the value with others (its noisy count
         was below MST's threshold).  Post-processing of released values."""
         holding = self._holding((attr,))
-        gaussian = bool(holding) and all(m.noise.kind == "gaussian" for m, _ in holding)
-        if not gaussian or len(holding) < 2 and prior is None:
+        normal = bool(holding) and all(m.noise.kind == "gaussian" for m, _ in holding)
+        if not normal or len(holding) < 2 and prior is None:
             return bool(self.marginal((attr,), math.erf(z / math.sqrt(2.0))).lower[value] > 0)
         counts = np.array([self._answers(m, (attr,))[value] for m, _ in holding] + ([prior[0]] if prior else []))
         weights = np.array([1.0 / (m.std ** 2 * summed) for m, summed in holding] + ([prior[1] ** -2] if prior else []))

@@ -2,7 +2,8 @@
 (:func:`kinds_of`, or guessed) and which hold times or numbers written with symbols
 (:func:`time_columns`, :func:`number_columns`, :func:`category_columns`), the real table's
 quantile bins and categories (:class:`Discretisation`), and the readings of raw values every
-evaluation shares (the distinct values of a column, a category's label, a value as a number).
+evaluation shares (the distinct values of a column, a category's label, a value as a number, a
+table as the scores read it: :func:`as_compared`, :func:`read_in_formats`).
 
 Not private: it reads the real table freely (its quantiles, categories and formats of times).
 """
@@ -237,3 +238,30 @@ class Discretisation:
                 code = np.array([known.get(label(v), size - 1) for v in values], dtype=np.int64)
             records[:, j] = np.append(code, size - 2)[index]  # index -1: missing
         return Dataset(records, self.domain)
+
+
+def as_compared(frame, kinds: dict):
+    """``frame`` as the scores read it: each value of a column ``kinds`` calls categorical as its
+    :func:`label` (``"3.0"`` and ``3`` one category, as every step reads them), the missing
+    markers (:data:`MISSING_MARKERS`, around spaces) as NaN."""
+    frame = frame.copy()
+    for name in list(frame.columns):
+        column = frame[name]
+        if kinds[str(name)] == "categorical":
+            index, values = distinct(column)
+            frame[name] = np.array([label(v) for v in values] + [np.nan], dtype=object)[index]
+        elif column.dtype == object or str(column.dtype) in ("str", "string"):
+            frame[name] = column.mask(column.astype(str).str.strip().isin(MISSING_MARKERS))
+    return frame
+
+
+def read_in_formats(frame, formats: dict):
+    """``frame`` with each column of ``formats`` (name -> time or number format) as its numbers,
+    times as seconds since 1970 (text that its format does not read: missing)."""
+    from ..schema import column_values
+
+    frame = frame.copy()
+    for name, fmt in formats.items():
+        numbers = column_values(frame[name], frozenset(MISSING_MARKERS), fmt)
+        frame[name] = np.array([np.nan if x is None else float(x) for x in numbers])
+    return frame

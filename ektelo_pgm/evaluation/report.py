@@ -36,8 +36,8 @@ import numpy as np
 from ..dataset import Dataset
 from ..errors import InputError
 from ..files import atomic_write
-from .discretisation import (MISSING, MISSING_MARKERS, OTHER, Discretisation, distinct, edge_label, kinds_of, label,
-                             category_columns, number, number_columns, time_columns)
+from .discretisation import (MISSING, OTHER, Discretisation, as_compared, category_columns, distinct, edge_label,
+                             kinds_of, label, number, number_columns, read_in_formats, time_columns)
 from .fidelity import quality, shares_distance
 from .figures import comparison_figure, evaluation_figures, matplotlib_figure, png_tag
 from .holdout import disclosure, ml_efficacy
@@ -326,7 +326,7 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     if model is None:  # what the synthetic table writes as categories (ids with a label for the rare ones)
         kinds = {**category_columns(synthetic[[c for c in synthetic.columns if str(c) in present]],
                                     {**kinds, **formats}), **kinds}
-    real_compared, synthetic = (_read_in_formats(frame, formats) for frame in (real_compared, synthetic))
+    real_compared, synthetic = (read_in_formats(frame, formats) for frame in (real_compared, synthetic))
     coding = Discretisation(real_compared, bins, {**kinds, **{name: "numeric" for name in formats}})
     coding.time_formats = times
     truth, fake = coding.codes(real_compared, "real table"), coding.codes(synthetic, "synthetic table")
@@ -342,11 +342,11 @@ def evaluate(real, synthetic, schema=None, orders: Sequence[int] = (1, 2), bins:
     evaluation.advice = advise(evaluation, real_compared, synthetic, absent, model)
     kinds = {name: "numeric" if name in coding.edges else "categorical" for name in coding.columns}
     columns = list(real_compared.columns)
-    train, made = _as_compared(real_compared, kinds), _as_compared(synthetic[columns], kinds)
+    train, made = as_compared(real_compared, kinds), as_compared(synthetic[columns], kinds)
     evaluation.quality = quality(train, made, kinds)
     evaluation.reference = quality(train, shuffled_apart(train), kinds)
     if holdout is not None:
-        held = _as_compared(_read_in_formats(holdout[columns], formats), kinds)
+        held = as_compared(read_in_formats(holdout[columns], formats), kinds)
         evaluation.disclosure = disclosure(train, held, made, kinds)
         if target is not None:
             evaluation.efficacy = ml_efficacy(train, held, made, target, kinds)
@@ -385,32 +385,6 @@ def release(model) -> str:
     return (f"{model.settings()}; ledger: {model.unit} {float(model.spent):.6g} spent of {float(model.total):.6g}"
             f"{': ' + spent if spent else ''}")
 
-
-def _as_compared(frame, kinds: dict):
-    """``frame`` as the scores read it: each value of a column ``kinds`` calls categorical as its
-    :func:`label` (``"3.0"`` and ``3`` one category, as every step reads them), the missing
-    markers (:data:`MISSING_MARKERS`, around spaces) as NaN."""
-    frame = frame.copy()
-    for name in list(frame.columns):
-        column = frame[name]
-        if kinds[str(name)] == "categorical":
-            index, values = distinct(column)
-            frame[name] = np.array([label(v) for v in values] + [np.nan], dtype=object)[index]
-        elif column.dtype == object or str(column.dtype) in ("str", "string"):
-            frame[name] = column.mask(column.astype(str).str.strip().isin(MISSING_MARKERS))
-    return frame
-
-
-def _read_in_formats(frame, formats: dict):
-    """``frame`` with each column of ``formats`` (name -> time or number format) as its numbers,
-    times as seconds since 1970 (text that its format does not read: missing)."""
-    from ..schema import column_values
-
-    frame = frame.copy()
-    for name, fmt in formats.items():
-        numbers = column_values(frame[name], frozenset(MISSING_MARKERS), fmt)
-        frame[name] = np.array([np.nan if x is None else float(x) for x in numbers])
-    return frame
 
 
 def advise(evaluation: Evaluation, real, synthetic, absent: Sequence[str], model=None) -> tuple:
