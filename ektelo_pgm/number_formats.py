@@ -65,7 +65,8 @@ def _pattern(fmt: str, signs: bool) -> re.Pattern:
 
 
 def _read(text: str, fmt: str, signs: bool):
-    """The number ``text`` writes in ``fmt`` (an int for a whole number, else a float), or None."""
+    """The number ``text`` writes in ``fmt`` (an int for a whole number, else a float), or None (text
+    that is not one, or a code with leading zeros, :data:`~ektelo_pgm.table_io.LEADING_ZERO`)."""
     m = _pattern(fmt, signs).fullmatch(text)
     if m is None or bool(m["open"] or m["inner"]) != bool(m["close"]) or (m["open"] and m["inner"]) \
             or (m["sign"] and m["sign2"]) or (m["close"] and (m["sign"] or m["sign2"])):
@@ -76,6 +77,8 @@ def _read(text: str, fmt: str, signs: bool):
     else:
         body = re.sub(r"[. \u00a0]", "", body).replace(",", ".")
     number = canonical_value(body)
+    if isinstance(number, str):  # a code written with leading zeros (``"01"``): not a number
+        return None
     return -number if m["close"] or "-" in (m["sign"], m["sign2"]) else number
 
 

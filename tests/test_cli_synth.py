@@ -116,6 +116,21 @@ def test_answer_by_default_gives_the_1_way_marginal_where_the_schema_keeps_one_c
     assert code == 1 and "the schema left out 1 of 2" in err and not (tmp_path / "b.csv").exists()
 
 
+def test_codes_with_leading_zeros_come_out_as_written(tmp_path, capsys):
+    """ZIP codes 02134 and 01002 came out 2134 and 1002, and birth orders 01 and 02 as 1 and 2:
+    values no real record holds.  Each code is now written as the table writes it."""
+    rng = np.random.default_rng(0)
+    n = 6000
+    path = tmp_path / "codes.csv"
+    pd.DataFrame({"zip": rng.choice(["02134", "01002", "10001", "94110"], n),
+                  "ord": rng.choice(["01", "02", "23", "7p"], n), "x": rng.integers(0, 100, n)}).to_csv(path, index=False)
+    code, _, _ = run(capsys, "synth", path, "--header", "-o", tmp_path / "out.csv", "--epsilon", 1, "--seed", 0,
+                     "--quiet")
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str)
+    assert code == 0
+    assert set(out["zip"]) == {"02134", "01002", "10001", "94110"} and set(out["ord"]) == {"01", "02", "23", "7p"}
+
+
 def test_help_has_examples_and_exit_codes(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["synth", "--help"])

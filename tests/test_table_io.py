@@ -116,6 +116,18 @@ def test_write_table_by_extension_and_the_header_guess(tmp_path):
     assert has_header(tmp_path / "h.csv") and not has_header(tmp_path / "g.csv")  # for evaluate only
 
 
+@pytest.mark.parametrize("raw, read", [("02134", "02134"), ("01", "01"), (" 007", "007"), ("00", "00"), ("-01", "-01"),
+                                       ("0", 0), ("0.5", 0.5), ("-0.25", -0.25), ("0e3", 0), ("10", 10)])
+def test_codes_written_with_leading_zeros_are_read_as_the_text_they_are(raw, read):
+    """ZIP code 02134 was read as the number 2134 and written so; guImmun's birth orders 01, 23, 46
+    and 7p came out 1, 23 and 46.  A zero and another digit open a code; a lone zero, or one
+    before the decimal point or an exponent, is a number."""
+    from ektelo_pgm.number_formats import as_numbers
+
+    assert canonical(pd.Series([raw], dtype=object), frozenset()).tolist() == [read]
+    assert as_numbers(np.array([read], dtype=object), "1,234.5").tolist() == [None if isinstance(read, str) else read]
+
+
 def test_values_are_read_one_way_and_typed_by_their_schema():
     values = canonical(pd.Series([" 61", 61.0, "1e3", "61.5", "?", None, "x", 2 ** 70]), frozenset({"?"}))
     assert values.tolist() == [61, 61, 1000, 61.5, None, None, "x", 2 ** 70]
