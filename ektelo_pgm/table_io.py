@@ -64,8 +64,7 @@ def check_parquet(path: str) -> None:
 #: Extensions of files whose fields are separated by tabs.
 TABS = (".tsv", ".tab")
 
-#: Text that a zero and another digit open (``"02134"``, ``"01"``, ``"007"``): a code written with its
-#: leading zeros, read as the text it is, never as a number (ZIP code 02134 was written 2134).
+#: Text a zero and another digit open (``"02134"``, ``"01"``): a code, read as the text it is (ZIP 02134 was 2134).
 LEADING_ZERO = re.compile(r"\s*[+-]?0[0-9]")
 #: The spellings of a missing value, the one definition for every format: a text value of a CSV
 #: field, a Parquet column or a DataFrame that is one of these once stripped of spaces is missing
@@ -450,9 +449,8 @@ def canonical(series, missing: frozenset) -> np.ndarray:
     missing (NaN, None or a ``missing`` marker, after stripping), an exact Python int for a
     whole number (``"61"``, ``61.0``, ``"1e3"``; every digit kept, beyond 2**53 too), a float
     for any other number (``"61.5"``; ``inf`` for ``"inf"`` and numbers past the float range
-    such as ``"1e400"``), else the text as a str (booleans included: ``"True"``; codes written
-    with leading zeros too, :data:`LEADING_ZERO`).  An object
-    array, one entry per row (:func:`factorized`)."""
+    such as ``"1e400"``), else the text as a str (``"True"``, ``"02134"``: :data:`LEADING_ZERO`).
+    An object array, one entry per row (:func:`factorized`)."""
     codes, values, _ = factorized(series, missing)
     return np.append(values, None)[codes]
 
@@ -485,10 +483,8 @@ def canonical_value(value):
     if isinstance(value, (float, np.floating)):
         return int(value) if float(value).is_integer() else float(value)
     text = str(value)
-    if LEADING_ZERO.match(text):
-        return text
     try:
-        return int(text)  # exact, any number of digits Python parses
+        return text if LEADING_ZERO.match(text) else int(text)  # exact, any number of digits Python parses
     except ValueError:
         pass
     try:
