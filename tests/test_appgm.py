@@ -1,6 +1,7 @@
 """APPGM (McKenna et al. 2021) against dense and brute-force references."""
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import example, given, settings, strategies as st
 from scipy.optimize import minimize, nnls
 

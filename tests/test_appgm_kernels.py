@@ -1,5 +1,7 @@
 """The CONVEX-GBP kernels of ektelo_pgm.kernels.gbp against their numpy twins."""
 import numpy as np
+import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm.domain import Domain

@@ -1,6 +1,7 @@
 """APPGM's augmented Lagrangian (ektelo_pgm.pgm.appgm.lagrangian) against dense and SLSQP references."""
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import minimize
 

@@ -1,6 +1,7 @@
 """The marginal counting kernel agrees with its numpy twin, serial or parallel, batch by batch."""
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

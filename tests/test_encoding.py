@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm import sample_data

@@ -5,6 +5,7 @@ values as SDMetrics's quality report handles them, and the errors."""
 import numpy as np
 import pandas as pd
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 from scipy.stats import ks_2samp
 from scipy.stats.contingency import association

@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.sparse.linalg import aslinearoperator, lsmr, lsqr

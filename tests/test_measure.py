@@ -5,6 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.linalg import LinearOperator

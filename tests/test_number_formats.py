@@ -4,6 +4,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm.number_formats import (NUMBER_FORMATS, as_numbers, as_written, decimals_of, most_read, number_formats,

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 
 pytest.importorskip("pyarrow", reason="the out-of-core path keeps codes as Parquet: the 'parquet' extra",

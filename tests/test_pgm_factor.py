@@ -1,6 +1,7 @@
 """Factor and CliqueVector against explicit numpy arrays."""
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

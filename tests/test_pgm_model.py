@@ -3,6 +3,7 @@ import itertools
 
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 

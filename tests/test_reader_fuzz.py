@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ektelo_pgm import table_io

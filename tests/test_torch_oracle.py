@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+pytest.importorskip("hypothesis", reason="property tests need hypothesis: pip install -e '.[test]'")
 from hypothesis import given, settings, strategies as st
 
 from ektelo_pgm import Dataset, Domain, sample_data
