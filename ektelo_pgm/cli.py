@@ -205,7 +205,7 @@ def answer(args) -> None:
     frame, _ = read_input(args)
     model = fitted(args, frame, False)
     k = args.k or min(ANSWER_K, len(model.encoder.columns))
-    if k < (args.k or ANSWER_K):
+    if args.k is None and k < ANSWER_K:
         say(args, f"note: the schema kept one column (its notes say why the others were left out): its 1-way "
                   f"marginal is answered, not the {ANSWER_K}-way ones of the default --k")
     table = model.answer(k, args.level)

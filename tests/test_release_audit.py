@@ -239,6 +239,7 @@ CASES = {
     "fractional value in a whole-number column": Case(substitute("age", "61.5")),
     "a whole number written with a point among plain ones": Case(substitute("age", "61.0")),
     "text in a number column": Case(substitute("age", "old")),
+    "a number written with a leading zero (read as a code)": Case(substitute("age", "061")),
     "new text value": Case(substitute("city", "Zanzibar")),
     "infinity": Case(substitute("age", "inf")),
     "number past the float range": Case(substitute("age", "1e400")),
