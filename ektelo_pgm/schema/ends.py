@@ -1,7 +1,8 @@
 """Where a column's range of numbers starts and ends on the fixed grid, from noisy counts: the
 nodes ``(cell, depth, index)`` of a cell's refined digits (:func:`node_edges`, :func:`node_children`),
 the parts of a node that surely hold numbers (:func:`sure_parts`), the node a range starts or
-ends in (:func:`end_node`) and the edge inside it where the numbers stop (:func:`outer_edge`).
+ends in (:func:`end_node`; both, :func:`range_ends`) and the edge inside it where the numbers stop
+(:func:`outer_edge`).
 All is post-processing of noisy counts."""
 from __future__ import annotations
 
@@ -43,7 +44,52 @@ def node_edges(node) -> tuple[float, float]:
     return round(LOWER[cell] + width * index, digits), upper
 
 
-def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool) -> tuple:
+def range_ends(levels, fine: dict, r: Release, kept: np.ndarray, integer: bool) -> tuple:
+    """``(first, last)``: the nodes where a column's range starts, in the lowest decade ``kept``,
+    and ends, in the highest (:func:`end_node`).  Where both lie in one tenth of one decade (or in
+    one cell of one tenth) and the rest of that decade (tenth), both sides told together, surely
+    holds numbers (:func:`_rest_held`), though neither side did alone, the decade (tenth) is kept
+    whole: the range starts and ends in its outer tenths (cells).  So numbers on both sides of a
+    sure part are not all clipped into it (loanapp's unemployment rates, ten values from 1.8 to
+    10.6, came out as the 3.2 of 36% of them).  An empty rest passes about once in 740."""
+    def ends(whole: int = 0) -> tuple:
+        return (end_node(levels, fine, r, kept[0], False, integer, whole),
+                end_node(levels, fine, r, kept[-1], True, integer, whole))
+
+    first, last = ends()
+    tenth = LEVELS[1][first[0]]
+    if kept[0] != kept[-1] or LEVELS[1][last[0]] != tenth:
+        return first, last
+    cells = _cells(kept[0], integer)
+    tenths, estimates, variances = _tenths(levels, cells, 1)
+    if _rest_held(estimates, variances, tenths == tenth, levels[0][kept[0]], r):
+        return ends(1)
+    cells = cells[LEVELS[1][cells] == tenth]
+    one_cell = first[0] == last[0]
+    if one_cell and _rest_held(levels[2][cells], np.ones(cells.size), cells == first[0], levels[1][tenth], r):
+        return ends(2)
+    return first, last
+
+
+def _rest_held(estimates: np.ndarray, variances: np.ndarray, part: np.ndarray, total: float, r: Release) -> bool:
+    """Whether the parts of a whole (of noisy count ``total``) outside ``part`` (a mask of its
+    noisy ``estimates``, of noise variances ``variances`` times ``r.std`` squared) surely hold
+    numbers together (:func:`_outside`, past :func:`sure_bar` of one test, as :func:`_widened`
+    takes parts in); False where ``part`` is the whole."""
+    if part.all():
+        return False
+    outside, std = _outside(estimates, variances, ~part, total)
+    return bool(outside >= sure_bar(r, 1.0, std * r.std)[0])
+
+
+def _cells(decade: int, integer: bool) -> np.ndarray:
+    """The cells of ``decade`` a range may start or end in: of a column of whole numbers
+    (``integer``), those that can hold one where the decade has any."""
+    cells = np.flatnonzero(LEVELS[0] == decade)
+    return cells[CELL_HOLDS_WHOLE[cells]] if integer and CELL_HOLDS_WHOLE[cells].any() else cells
+
+
+def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool, whole: int = 0) -> tuple:
     """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
     decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
     of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
@@ -53,15 +99,15 @@ def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: 
     cell's error is at most its tenth); below that, the first of the :func:`sure_parts` of each node
     split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
     to it that surely holds some, and passes the numbers by less than the finest node the noise
-    lets it tell apart (which only widens an end bin)."""
+    lets it tell apart (which only widens an end bin).  ``whole``: 1 where the decade is kept
+    whole (the range starts in its outer tenth), 2 where the tenth is (in its outer cell)."""
     step = -1 if reverse else 1
-    cells = np.flatnonzero(LEVELS[0] == kept)
-    if integer and CELL_HOLDS_WHOLE[cells].any():
-        cells = cells[CELL_HOLDS_WHOLE[cells]]
+    cells = _cells(kept, integer)
     tenths, estimates, variances = _tenths(levels, cells, step)
-    tenth = tenths[_placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
+    tenth = tenths[0 if whole == 1 else _placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
     cells = cells[LEVELS[1][cells] == tenth][::step]
-    cell = cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
+    cell = cells[0 if whole == 2 else
+                 _placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
     node = (int(cell), 0, 0)
     while (parts := sure_parts(node, fine, r)):
         node = parts[::step][0][0]
@@ -106,7 +152,7 @@ def _placed(estimates: np.ndarray, variances: np.ndarray, total: float, r: Relea
         first = next((int(k) for k in noticed if estimates[k:inner].sum() >= NOTICE_Z * r.std
                       * math.sqrt(variances[k:inner].sum())), inner)
     while first and not alone:
-        outside, std = _outside(estimates, variances, first, total)
+        outside, std = _outside(estimates, variances, np.arange(estimates.size) < first, total)
         if outside < NOTICE_Z * r.std * std:
             break
         beyond = np.flatnonzero(noticeable[:first])
@@ -158,7 +204,7 @@ def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Releas
     txhousing's first month into its second (717 records, let go before while under 2% of the
     numbers plus 2.5 stds)."""
     while first:
-        outside, std = _outside(estimates, variances, first, total)
+        outside, std = _outside(estimates, variances, np.arange(estimates.size) < first, total)
         near = estimates[first - 1] >= sure_bar(r, 1.0, math.sqrt(variances[first - 1]) * r.std)[0]
         if not near and outside < sure_bar(r, 1.0, std * r.std)[0]:
             break
@@ -166,14 +212,14 @@ def _widened(estimates: np.ndarray, variances: np.ndarray, first: int, r: Releas
     return first
 
 
-def _outside(estimates: np.ndarray, variances: np.ndarray, first: int, total: float) -> tuple[float, float]:
-    """``(estimate, std)``: the numbers in the parts before ``first`` (of noisy ``estimates`` from the
-    outer end, of noise variances ``variances`` times the noise std squared, of a whole of noisy
-    count ``total`` with the noise std), told twice, by their sum and by ``total`` less the other
-    estimates, weighed by their noise; its std in units of the noise std."""
-    before, after = variances[:first].sum(), 1.0 + variances[first:].sum()
+def _outside(estimates: np.ndarray, variances: np.ndarray, out: np.ndarray, total: float) -> tuple[float, float]:
+    """``(estimate, std)``: the numbers in the parts ``out`` (a mask of the noisy ``estimates``, of
+    noise variances ``variances`` times the noise std squared, of a whole of noisy count ``total``
+    with the noise std), told twice, by their sum and by ``total`` less the other estimates,
+    weighed by their noise; its std in units of the noise std."""
+    before, after = variances[out].sum(), 1.0 + variances[~out].sum()
     precision = 1.0 / before + 1.0 / after
-    return (estimates[:first].sum() / before + (total - estimates[first:].sum()) / after) / precision, \
+    return (estimates[out].sum() / before + (total - estimates[~out].sum()) / after) / precision, \
         1.0 / math.sqrt(precision)
 
 

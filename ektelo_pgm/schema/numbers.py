@@ -17,7 +17,7 @@ from ..privacy import Budget
 from ..table_io import as_float
 from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
 from .counts import chunks
-from .ends import TAIL_SHARE, end_node, node_children, node_edges, node_width, outer_edge, sure_bar, sure_parts
+from .ends import TAIL_SHARE, node_children, node_edges, node_width, outer_edge, range_ends, sure_bar, sure_parts
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, ZERO_DECADE, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
                         noise_bar, noisy_counts)
@@ -358,15 +358,14 @@ def _sure_decades(counts: np.ndarray, decades: np.ndarray, r: Release) -> list:
 
 
 def whole_span(r: Release):
-    """The integers ``(lo, hi)`` of the column's range (package docstring, :func:`end_node`), widened to
+    """The integers ``(lo, hi)`` of the column's range (package docstring, :func:`range_ends`), widened to
     the released whole values (each held by records); None when no decade is kept or when the
     range ends in an outer cell (beyond the grid)."""
     numbers = r.kinds["whole"] + r.kinds["fractional"]
     kept = _kept(r.levels, r, True, numbers)
     if not kept.size:
         return None
-    first = end_node(r.levels, r.fine, r, kept[0], reverse=False, integer=True)
-    last = end_node(r.levels, r.fine, r, kept[-1], reverse=True, integer=True)
+    first, last = range_ends(r.levels, r.fine, r, kept, integer=True)
     if first[0] == 0 or last[0] == N_CELLS - 1:
         return None
     lo = math.ceil(outer_edge(first, r.levels, r.fine, r, False, 1))
@@ -392,7 +391,7 @@ def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
-    The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`end_node`) and ends
+    The decades of :func:`_kept` are kept; the range starts in the lowest (:func:`range_ends`) and ends
     likewise in the highest; the inner edges are the ``j / bins`` quantiles of the counts of the
     finest nodes (:func:`_atoms`); every point mass adds a bin of its own.  Without a missing
     code, a value the column cannot code goes to the bin of its median (``fallback``: such
@@ -423,8 +422,7 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         raise Unreleasable(f"column {r.name!r}: its numbers lie beyond +-{BOUNDARIES[-1]:.0e}, past the magnitudes "
                            "the schema places privately; declare its bounds (--metadata), or its kind --categorical")
     if kept.size:
-        first = end_node(levels, fine, r, kept[0], reverse=False, integer=integer)
-        last = end_node(levels, fine, r, kept[-1], reverse=True, integer=integer)
+        first, last = range_ends(levels, fine, r, kept, integer)
         lo, hi = node_edges(first)[0], node_edges(last)[1]
         lower, upper, count = _atoms(levels, fine, r, kept, (lo, hi), one_bin)
         masses += list(zip((lower + upper) / 2, count))
