@@ -404,8 +404,8 @@ def test_whole_numbers_below_ten_on_one_sure_number_are_placed_without_warnings(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for seed in range(10):
-            column = infer(pd.DataFrame({"cylinders": values}), Budget.zcdp(1e-3), None, 1e-9, rng=seed).columns
-            assert set(column) == {"cylinders"}
+            columns = infer(pd.DataFrame({"cylinders": values}), Budget.zcdp(1e-3), None, 1e-9, rng=seed).columns
+            assert set(columns) == {"cylinders"}
 
 
 def test_a_column_of_days_keeps_its_first_day_and_seldom_passes_its_last():
