@@ -14,7 +14,7 @@ from .errors import InputError
 from .number_formats import NUMBER_FORMATS, number_texts
 from .privacy import Budget, exponential, laplace
 from .table_io import pandas_module
-from .times import time_text, time_texts
+from .times import CALENDAR_UNITS, calendar_drawn, calendar_starts, calendar_start, time_text, time_texts
 
 #: Most candidate edges the exponential mechanism chooses among per quantile.
 QUANTILE_CANDIDATES = 1024
@@ -183,7 +183,9 @@ class NumericColumn:
     whole numbers are written with a decimal point, ``61.0``, as floats (:func:`~ektelo_pgm.table_io.typed`);
     ``plain`` (fractional columns): its whole numbers are written without one, ``0``, in a text file.
     ``whole_share`` (fractional columns): the share of the numbers drawn inside a bin that are whole
-    (None: as many as fall on the grid of its ``decimals``).
+    (None: as many as fall on the grid of its ``decimals``).  ``calendar`` (times): one of
+    CALENDAR_UNITS, ``"month"`` or ``"year"``: decoded times are starts of months or years where
+    their bin holds one (monthly prices, dated on the 1st; None: any multiple of ``unit``).
     """
 
     name: str
@@ -199,6 +201,7 @@ class NumericColumn:
     pointed: bool = False
     plain: bool = False
     whole_share: float | None = None
+    calendar: str | None = None
 
     kind = "numeric"
 
@@ -215,6 +218,10 @@ class NumericColumn:
         if share is not None and (not isinstance(share, (int, float)) or isinstance(share, bool)
                                   or not 0 <= share <= 1):
             raise InputError(f"column {self.name!r}: \"whole_share\" must be a number from 0 to 1, got {share!r}")
+        if self.calendar is not None and (self.calendar not in CALENDAR_UNITS or self.time_format is None
+                                          or not self.integer):
+            raise InputError(f"column {self.name!r}: \"calendar\" must be one of {', '.join(CALENDAR_UNITS)}, in "
+                             f"a column of times (\"time_format\", whole seconds), got {self.calendar!r}")
         if self.density is not None:
             _check_density(self.name, self.density)
             object.__setattr__(self, "density", tuple(tuple(part) for part in self.density))
@@ -246,10 +253,14 @@ class NumericColumn:
     @property
     def largest(self) -> float:
         """The largest value :meth:`decode` gives: of whole numbers (or times), the last below the
-        last edge (a multiple of ``unit``); else the last edge, or the number alone in a last
-        bin one float wide (a point mass: 10, not 10.000000000000002)."""
+        last edge (a multiple of ``unit``; of a ``calendar``, the last start of a month or year);
+        else the last edge, or the number alone in a last bin one float wide (a point mass: 10,
+        not 10.000000000000002)."""
         last = self.edges[-1]
         if self.integer:
+            first, stop = calendar_starts(self.edges[0], last, self.calendar) if self.calendar else (0, 0)
+            if stop > first:
+                return int(calendar_start(stop - 1, self.calendar))
             unit = self.unit or 1
             return (last - 1) // unit * unit
         below = self.edges[-2]
@@ -385,8 +396,9 @@ class NumericColumn:
         numbers: the lower middle whole number of the bin); ``"uniform"``
         draws uniformly inside the bin with ``rng`` (for whole numbers:
         uniformly among the bin's whole numbers, or its multiples of ``unit`` where it holds
-        some; with ``decimals``, among the bin's numbers of that many decimals, so that none is
-        rounded into the next bin: a bin ``[237.42, 237.43)`` gave 237.43 half the time).  A bin
+        some, or its starts of months or years of ``calendar`` where it holds some; with
+        ``decimals``, among the bin's numbers of that many decimals, so that none is rounded into
+        the next bin: a bin ``[237.42, 237.43)`` gave 237.43 half the time).  A bin
         one float wide (a point mass) gives its lower edge.  ``whole`` decodes whole numbers
         although the edges are not (a column of integers binned at fractional edges): the
         integers inside each bin, or the integer nearest its middle when it holds none, so that a
@@ -402,6 +414,7 @@ class NumericColumn:
         if self.density is not None and within_bin == "uniform":
             lo, hi = self._part_of_bin(bin_of, lo, hi, rng, whole)
         if self.integer or whole:
+            bounds = lo, hi
             # the integers of [lo, hi) (of [lo, hi] in a fractional column's closed last bin): the
             # bin itself where the edges are whole numbers
             first = np.ceil(lo)
@@ -419,6 +432,8 @@ class NumericColumn:
                 values = np.floor((lo + hi - 1) / 2) * step
             else:
                 values = (lo + np.floor(rng.random(codes.shape) * (hi - lo))) * step
+            if self.calendar is not None:
+                values = calendar_drawn(values, *bounds, self.calendar, None if within_bin == "midpoint" else rng)
             for clock, phase in clocks:
                 values = clock.moved(values, phase, edges[bin_of], edges[bin_of + 1])
             values[absent] = np.nan
@@ -484,10 +499,13 @@ class NumericColumn:
 
     def numbers_in(self, x: np.ndarray, y: np.ndarray, whole: bool = False) -> np.ndarray:
         """How many numbers the column writes lie in each part ``[x, y)`` (closed at the last edge):
-        whole numbers (multiples of ``unit``), numbers of ``decimals`` decimals (a part one float
-        wide: its one number, where it has those decimals); of a column that writes any number,
-        the part's width."""
+        whole numbers (multiples of ``unit``; of a ``calendar``, its starts of months or years),
+        numbers of ``decimals`` decimals (a part one float wide: its one number, where it has
+        those decimals); of a column that writes any number, the part's width."""
         closed = (y == self.edges[-1]) & (not self.integer)
+        if self.calendar is not None:
+            first, stop = calendar_starts(x, y, self.calendar)
+            return np.maximum(stop - first, 0)
         if self.integer or whole:
             step = self.unit if self.integer and self.unit else 1
             first, stop = _least_number(x, step, 1), _least_number(y, step, 1)
@@ -527,7 +545,7 @@ class NumericColumn:
                     "fallback": self.fallback, "number_format": self.number_format,
                     "density": None if self.density is None else [list(part) for part in self.density],
                     "pointed": True if self.pointed else None, "plain": True if self.plain else None,
-                    "whole_share": self.whole_share}
+                    "whole_share": self.whole_share, "calendar": self.calendar}
         return {**spec, **{key: value for key, value in optional.items() if value is not None}}
 
 

@@ -87,7 +87,7 @@ def _column_from_dict(spec: dict):
                              spec.get("decimals"), spec.get("time_format"),
                              spec.get("unit", spec.get("time_unit")), spec.get("fallback"),  # earlier: time_unit
                              spec.get("number_format"), spec.get("density"), bool(spec.get("pointed", False)),
-                             bool(spec.get("plain", False)), spec.get("whole_share"))
+                             bool(spec.get("plain", False)), spec.get("whole_share"), spec.get("calendar"))
     raise InputError(f"column {spec.get('name')!r} has unknown kind {spec.get('kind')!r}")
 
 

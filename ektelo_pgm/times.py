@@ -3,9 +3,12 @@ the first format that reads each value (:func:`time_formats`), values read as wh
 since 1970-01-01T00:00:00 over any range of years (:func:`as_times`) and seconds written back
 (:func:`time_texts`, :func:`time_text`); the units times and whole numbers are written in
 (TIME_UNITS, NUMBER_UNITS; the finest a format writes :func:`finest_unit`; the coarsest each time
-or number is a multiple of :func:`coarsest_units`), the starts of days, months or years in a
-range of times (:func:`calendar_marks`), and the hour of the day and day of the week of a column
-of times as model attributes of their own (:class:`ClockColumn`)."""
+or number is a multiple of :func:`coarsest_units`, each time of CALENDAR_UNITS too
+:func:`time_units`), the starts of days, months or years in a range of times
+(:func:`calendar_marks`, put among bin edges by :func:`on_calendar`), of months or years in bins
+of times (:func:`calendar_starts`, :func:`calendar_edges`, :func:`calendar_drawn`), and the hour
+of the day and day of the week of a column of times as model attributes of their own
+(:class:`ClockColumn`)."""
 from __future__ import annotations
 
 import functools
@@ -32,6 +35,9 @@ TIME_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d
 #: hour, half and quarter hours and five minutes (timetables: Bundesliga's kick-offs, 80% at :30,
 #: 19% on the hour, were drawn at any minute), a minute, a second.
 TIME_UNITS = (86400, 3600, 1800, 900, 300, 60, 1)
+#: Calendar units a time may be written in, coarser than a day, coarsest first: the start of a
+#: year, of a month (monthly prices and rates are dated on the 1st: drawn on any day, 1 in 30 was).
+CALENDAR_UNITS = ("year", "month")
 #: Seconds in an hour, a day and a week.
 HOUR, DAY, WEEK = 3600, 86400, 604800
 #: Units whole numbers are written in, largest first: round amounts (a loan of 12,500 is a
@@ -142,6 +148,69 @@ def coarsest_units(whole: np.ndarray, units: tuple) -> np.ndarray:
     return found
 
 
+def time_units(whole: np.ndarray) -> np.ndarray:
+    """For times ``whole`` (whole seconds since 1970-01-01T00:00:00, exact ints of any size; +-inf
+    counts as the start of a year), the index of the coarsest unit each is a multiple of in
+    CALENDAR_UNITS, then TIME_UNITS: 0 the start of a year, 1 of a month, 2 another midnight, ...,
+    8 a time with seconds."""
+    found = coarsest_units(whole, TIME_UNITS) + len(CALENDAR_UNITS)
+    midnight = np.flatnonzero(found == len(CALENDAR_UNITS))
+    times = np.asarray(whole, dtype=object)[midnight]
+    try:
+        days = times.astype(np.int64) // DAY
+    except OverflowError:  # past int64, or infinite (read as 1970-01-01)
+        days = np.array([int(s) // DAY if isinstance(s, (int, np.integer)) else 0 for s in times], dtype=object)
+    _, month, day = _date(days)
+    first = np.asarray(day == 1, dtype=bool)
+    found[midnight] -= first.astype(np.int64) + (first & np.asarray(month == 1, dtype=bool))
+    return found
+
+
+def calendar_starts(lo, hi, calendar: str) -> tuple:
+    """``(first, stop)``: the starts of months (``calendar`` ``"month"``) or of years (``"year"``)
+    in each range ``[lo, hi)`` of seconds (floats) are those numbered ``first, ..., stop - 1``
+    (months as 12 * year + month - 1, years as years; :func:`calendar_start` gives their seconds);
+    none where ``stop <= first``, as in a range past 2^53 seconds."""
+    return _calendar_from(lo, calendar), _calendar_from(hi, calendar)
+
+
+def _calendar_from(seconds, calendar: str) -> np.ndarray:
+    """The number (:func:`calendar_starts`) of the first start of a month or year at or after each of
+    ``seconds`` (floats; 0 past 2^53 seconds)."""
+    seconds = np.asarray(seconds, dtype=float)
+    near = np.isfinite(seconds) & (np.abs(seconds) < 2.0 ** 53)
+    year, month, day = _date(np.ceil(np.where(near, seconds, 0.0) / DAY).astype(np.int64))
+    after = 12 * year + month - 1 + (day > 1) if calendar == "month" else year + ((month > 1) | (day > 1))
+    return np.where(near, after, 0)
+
+
+def calendar_start(number, calendar: str) -> np.ndarray:
+    """Seconds (floats) since 1970-01-01T00:00:00 of the starts of months or years numbered as
+    :func:`calendar_starts` numbers them."""
+    number = np.asarray(number, dtype=np.int64)
+    one = np.ones_like(number)
+    year, month = (number // 12, number % 12 + 1) if calendar == "month" else (number, one)
+    return _days(year, month, one) * float(DAY)
+
+
+def calendar_edges(edges: np.ndarray, calendar: str) -> np.ndarray:
+    """Ascending bin edges of times (seconds) moved onto starts of months or years, so that every
+    bin holds one: the first down to the start at or before it, the others up to the start at or
+    after it (each once)."""
+    after = _calendar_from(edges, calendar)
+    after[0] -= calendar_start(after[0], calendar) > edges[0]
+    return np.unique(calendar_start(after, calendar))
+
+
+def calendar_drawn(seconds: np.ndarray, lo: np.ndarray, hi: np.ndarray, calendar: str, rng=None) -> np.ndarray:
+    """Times ``seconds`` (each in its bin ``[lo, hi)``) replaced by a start of a month or year in
+    their bin, drawn uniformly with ``rng`` (None: the lower middle one), where it holds one."""
+    first, stop = calendar_starts(lo, hi, calendar)
+    held = stop > first
+    pick = first + (np.floor(rng.random(first.shape) * (stop - first)) if rng is not None else (stop - first - 1) // 2)
+    return np.where(held, calendar_start(np.where(held, pick, 0), calendar), seconds)
+
+
 def _days(year, month, day):
     """Days from 1970-01-01 to dates of the proleptic Gregorian calendar (year 0 being 1 BC),
     exactly (Hinnant's days_from_civil): elementwise on integer arrays, or on object arrays of
@@ -183,6 +252,19 @@ def calendar_marks(lo: float, hi: float, most: int) -> np.ndarray:
     if years.size <= most:
         return _days(years, np.ones_like(years), np.ones_like(years)) * 86400.0
     return np.empty(0)
+
+
+def on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
+    """The inner edges ``inner`` of a column of times with the calendar ``marks`` (the starts of its
+    days, months or years, :func:`calendar_marks`) in place of the edge nearest
+    each (both kept where one edge is the nearest to two): no bin straddles a month, so a time
+    drawn in a bin keeps the month its code stands for (weather's time_hour agreed with its month
+    column in 76% of synthetic rows, mean of 6 seeds, where its bins alone allowed 82%; 86% with
+    edges on its months, where they allow 99.5%)."""
+    if not marks.size or not inner.size:
+        return np.concatenate([inner, marks])
+    nearest = np.abs(inner[None, :] - marks[:, None]).argmin(axis=1)
+    return np.concatenate([np.delete(inner, nearest), marks])
 
 
 def _read_times(texts: np.ndarray, fmt: str) -> np.ndarray:
@@ -310,12 +392,14 @@ class ClockColumn:
         """The clocks of a :class:`~ektelo_pgm.columns.NumericColumn` of times: its hour of the day,
         ``"<column> (hour)"``, where written to the hour or finer (its unit divides an hour) over two
         days or more; its day of the week, ``"<column> (weekday)"``, where its format writes the day
-        of the month and its unit divides a day, over two weeks or more."""
+        of the month and its unit divides a day (not a column of months or years: their weekdays
+        follow from their dates), over two weeks or more."""
         if getattr(column, "time_format", None) is None or not column.integer:
             return ()
         span, unit = column.edges[-1] - column.edges[0], column.unit or 1
         hour = HOUR % unit == 0 and span >= 2 * DAY
-        weekday = DAY % unit == 0 and span >= 2 * WEEK and "d" in _codes(column.time_format)
+        weekday = DAY % unit == 0 and column.calendar is None and span >= 2 * WEEK \
+            and "d" in _codes(column.time_format)
         return tuple(cls(f"{column.name} ({label})", column.name, column.time_format, column.missing, step)
                      for label, step, kept in (("hour", HOUR, hour), ("weekday", DAY, weekday)) if kept)
 

@@ -592,6 +592,68 @@ def test_a_clock_codes_numbers_held_by_numpy_as_it_codes_them_one_at_a_time(seco
                    else clock.size - 1 if missing else 0)
 
 
+@settings(max_examples=200, deadline=None)
+@given(days=st.lists(st.integers(-719_000, 2_900_000), min_size=1, max_size=30),  # years 1 to 9909
+       clock=st.sampled_from([0, 0, 3600, 1800, 60, 1]), calendar=st.sampled_from(["month", "year"]))
+def test_months_and_years_are_told_and_counted_as_pythons_calendar_tells_them(days, clock, calendar):
+    """Times at the start of a year, of a month, at another midnight or off it are told apart as
+    Python's datetime tells them (beyond int64 and at infinity too: an infinite time counts as a
+    multiple of every unit); the starts of months or years in a range of seconds are those
+    datetime finds, and edges moved onto them leave a start in every bin."""
+    from ektelo_pgm.times import TIME_UNITS, calendar_edges, calendar_start, calendar_starts, time_units
+
+    epoch = datetime.datetime(1970, 1, 1)
+    seconds = np.array(days, dtype=np.int64) * 86400 + clock
+    dates = [epoch + datetime.timedelta(seconds=int(s)) for s in seconds]
+    off_midnight = 2 + next(k for k, unit in enumerate(TIME_UNITS) if clock % unit == 0)
+    expected = [(0 if (d.month, d.day) == (1, 1) else 1 if d.day == 1 else 2) if clock == 0 else off_midnight
+                for d in dates]
+    assert time_units(seconds).tolist() == expected
+    assert time_units(seconds.astype(object) + 2 ** 70 * 146097 * 86400).tolist() == expected  # 400-year cycles
+    assert time_units(np.array([math.inf, -math.inf], dtype=object)).tolist() == [0, 0]
+    lo, hi = min(seconds), max(seconds) + clock + 1
+    first, stop = calendar_starts(np.array([lo]) - 0.5, np.array([hi], dtype=float), calendar)
+    starts = calendar_start(np.arange(first[0], stop[0]), calendar)
+    years = range(max(min(dates).year - 1, 1), min(max(dates).year + 2, 10000))
+    found = [(datetime.datetime(y, m, 1) - epoch).total_seconds() for y in years
+             for m in ((1,) if calendar == "year" else range(1, 13))]
+    assert starts.tolist() == [s for s in found if lo - 0.5 <= s < hi]
+    edges = calendar_edges(np.unique(seconds).astype(float), calendar)
+    assert edges[0] <= seconds.min() and set(edges) <= set(found)
+    first, stop = calendar_starts(edges[:-1], edges[1:], calendar)
+    assert (stop - first >= 1).all()
+
+
+def test_a_column_of_months_writes_starts_of_months_in_its_bins():
+    """A column of times with ``calendar`` "month" writes the start of a month inside each bin that
+    holds one (any day of a bin that holds none), uniformly among them or the lower middle one; its
+    largest time is its last month's start, its parts count months, it has no weekday, it round-trips
+    through JSON, and a calendar that is not one of months or years, or not of times, is an error."""
+    from ektelo_pgm.times import ClockColumn, calendar_start
+
+    months = calendar_start(np.array([12 * 2000, 12 * 2000 + 6, 12 * 2003, 12 * 2003 + 1]), "month").astype(int)
+    edges = (int(months[0]), int(months[1]), int(months[2]), int(months[2]) + 10 * 86400, int(months[3]))
+    column = NumericColumn("month", edges, True, False, None, "%Y-%m-%d", 86400, calendar="month")
+    codes = np.repeat([0, 1, 2, 3], 600)
+    drawn = column.decode(codes, "uniform", np.random.default_rng(0))
+    stamps = pd.to_datetime(drawn, format="%Y-%m-%d")
+    assert (stamps[codes < 3].dt.day == 1).all() and stamps[codes == 3].dt.day.nunique() > 15
+    assert stamps[codes == 0].dt.month.value_counts().size == 6 and stamps[codes == 1].nunique() == 30
+    assert (np.searchsorted(edges, as_times(drawn.to_numpy(dtype=object), "%Y-%m-%d"), side="right") - 1
+            == codes).all()
+    assert column.decode(np.array([0, 1]), "midpoint", None).tolist() == ["2000-03-01", "2001-09-01"]
+    assert column.largest == edges[2] and column.labels()[0] == "[2000-01-01, 2000-07-01)"
+    assert column.numbers_in(np.array(edges[:-1], dtype=float), np.array(edges[1:], dtype=float)).tolist() \
+        == [6, 30, 1, 0]
+    assert [c.name for c in ClockColumn.of(column)] == []
+    encoder = TableEncoder(clip=True)
+    encoder.columns = {"month": column}
+    assert TableEncoder.from_dict(json.loads(json.dumps(encoder.to_dict()))).columns["month"] == column
+    for bad in ({"calendar": "week"}, {"calendar": "month", "time_format": None}):
+        with pytest.raises(InputError, match="column 'month': \"calendar\" must be one of year, month"):
+            dataclasses.replace(column, **bad)
+
+
 def test_whole_numbers_decode_in_their_unit_and_a_schema_names_a_bad_unit():
     """A column of whole numbers with ``unit`` 25 writes multiples of 25 inside each bin that holds
     one (its whole numbers in one that holds none), read back from the JSON; one written by

@@ -27,9 +27,9 @@ alike (:func:`release`) and the rest where columns of numbers need it (:func:`re
   mirrored, zero apart, ``k`` in DECADES);
 * for a column binned as numbers, the digits past the cell's two where the mass is, the
   number of distinct whole numbers and each one's unit (zero, or the largest of NUMBER_UNITS
-  it is a multiple of), the numbers' decimals, or for a column of times written with a clock,
-  each time's unit: the coarsest of day, hour, minute and second it is a multiple of
-  (:func:`refine`; a column of dates has none to count).
+  it is a multiple of), the numbers' decimals, or for a column of times, each time's unit: the
+  coarsest of the start of a year or month, day, hour, minute and second it is a multiple of
+  (:func:`refine`).
 
 Everything else is post-processing of those noisy counts:
 
@@ -39,7 +39,7 @@ Everything else is post-processing of those noisy counts:
   when at most ``TEXT_SHARE`` of its numbers are fractional (up to ``NOISE_Z`` noise stds); a
   column *of times* has nearly only text in one format (:func:`_time_format`): its numbers are
   whole seconds, binned, and written back in that format, in the finest unit a noticeable
-  count of its times holds (the decimals' rule below; a date's unit is a day); a column *of
+  count of its times holds (the decimals' rule below: monthly dates on the first); a column *of
   numbers written with symbols* has nearly only numbers that one number format reads, plain or
   with its signs (:func:`_number_format`): binned as numbers, and written back in that format;
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
@@ -103,7 +103,8 @@ Everything else is post-processing of those noisy counts:
   noticeable counts (at a tenth's bar) has its edges on multiples of their greatest common
   divisor, and is written in it (loans in 25s); a column of times has its edges on multiples
   of its unit, its inner edge nearest each start of a day, month or year (the finest of which
-  it has fewer starts than bins) moved onto it, and is written in its unit; inside a bin,
+  it has fewer starts than bins) moved onto it (of a column of months or years: every edge),
+  and is written in its unit; inside a bin,
   numbers are drawn by the noisy counts of its released numbers and finest parts where one
   surely holds more than an even share of it (numbers heaped on a few values stay on them), by
   those counts shrunk towards the even share where they differ from it by more than their

@@ -66,8 +66,9 @@ class Release:
     cells it split (the ``index``-th of the ``10 ** depth`` equal parts of the cell), ``fine_bar``,
     the noisy count that shows a node holds numbers, ``fine_std``, the noise std of those
     counts, ``decimals``, the decimals that tell the column's numbers apart (None: full
-    precision), ``distinct``, the noisy number of distinct whole numbers, and ``unit``, the
-    unit whole numbers are written in (of a column of times: in seconds, of TIME_UNITS).
+    precision), ``distinct``, the noisy number of distinct whole numbers, ``unit``, the
+    unit whole numbers are written in (of a column of times: in seconds, of TIME_UNITS), and
+    ``calendar``, the unit of CALENDAR_UNITS a column of times is written in (None: none).
     ``time_format``: a column of times in that format, whose numbers are whole seconds
     (:func:`column_values`); ``number_format``: a column of numbers written with symbols, in
     that format of NUMBER_FORMATS; ``pointed``: a column whose whole numbers are mostly written with
@@ -93,6 +94,7 @@ class Release:
     time_format: str | None = None
     number_format: str | None = None
     unit: int | None = None
+    calendar: str | None = None
     pointed: bool = False
     plain: bool = False
     notion: str = "zcdp"

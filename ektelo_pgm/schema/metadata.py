@@ -294,7 +294,7 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     column of nearly only whole numbers keeps its point masses whole: loans' late fees, 0 in
     98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), the unit of
     whole numbers and times placed (times on the hour stay on the hour: weather's, declared with
-    bounds, were all drawn at any second), its heaps, the form of its whole numbers (``61.0``:
+    bounds, were all drawn at any second; monthly dates on the first), its heaps, the form of its whole numbers (``61.0``:
     :attr:`~ektelo_pgm.columns.NumericColumn.pointed`; ``0`` in a fractional column: ``plain``),
     and the declared missing code (a placement that saw no blanks dropped it: loans' emp_length,
     8% blank, lost every blank in 6 of 6 runs; the Synthesizer draws its blanks only where the
@@ -317,7 +317,8 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     return NumericColumn(placed.name, tuple(json_value(e) for e in [lo, *inner, top]), bool(whole),
                          declared.missing, decimals, declared.time_format,
                          placed.unit if whole and placed.integer else None, density=placed.density,
-                         pointed=placed.pointed and whole, plain=placed.plain and not whole)
+                         pointed=placed.pointed and whole, plain=placed.plain and not whole,
+                         calendar=placed.calendar if whole and placed.integer else None)
 
 
 def _spread(column: NumericColumn, bounds, bins: int) -> NumericColumn:

@@ -15,7 +15,8 @@ def column_changes(column, threshold: float | None, fixed: bool, blankless: bool
     an other code; ``fixed``, whether the user gave its kind; ``blankless``, whether its missing
     code is drawn nowhere, :attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`): numbers written with symbols read
     in a format, numbers read as categories by the column's name, numbers clipped to the range or
-    to the nearest category, whole numbers written in multiples of a unit, times' hours of the day
+    to the nearest category, whole numbers written in multiples of a unit, times on the first day
+    of a month or year, times' hours of the day
     and days of the week learnt apart, rare values written as the other label, blanks kept or not
     (and where not, what a blank and a value not released are written as)."""
     changes = []
@@ -29,6 +30,8 @@ def column_changes(column, threshold: float | None, fixed: bool, blankless: bool
                        f"{values} clipped to [{ends[0]}, {ends[1]}]")
         if column.unit is not None and column.time_format is None:
             changes.append(f"written in multiples of {column.unit}")
+        if column.calendar is not None:
+            changes.append(f"written on the first day of a {column.calendar}")
         clocks = ClockColumn.of(column)
         if clocks:
             changes.append(f"its {' and '.join(c.meaning for c in clocks)} learnt as "

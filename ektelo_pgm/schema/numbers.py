@@ -15,7 +15,8 @@ from ..columns import NumericColumn, cut_density, held_decimals, json_value
 from ..number_formats import decimals_of, shortest_text
 from ..privacy import Budget
 from ..table_io import as_float
-from ..times import NUMBER_UNITS, TIME_UNITS, calendar_marks, coarsest_units, finest_unit
+from ..times import (CALENDAR_UNITS, NUMBER_UNITS, TIME_UNITS, calendar_edges, calendar_marks, coarsest_units,
+                     finest_unit, on_calendar, time_units)
 from .counts import chunks
 from .ends import TAIL_SHARE, node_children, node_edges, node_width, outer_edge, range_ends, sure_bar, sure_parts
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, ZERO_DECADE, cell_of
@@ -61,16 +62,18 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
     one column in 30,000 here, and ``TEXT_SHARE`` of the numbers; three stds would write one
     fractional column in a hundred with made-up decimals), and ``r.plain``: whether the whole
     numbers written plain (``0``, not ``0.0``: the count at 0 decimals) are noticeable; and for a
-    column of times in a format with a clock, the count of times per coarsest unit each is a
-    multiple of (TIME_UNITS: day, hour, half and quarter hour, five minutes, minute, second),
-    which gives ``r.unit``: the finest unit held by a noticeable count (none noticed: the finest
-    the format writes), so that times on the hour are written on the hour.
+    column of times, the count of times per coarsest unit each is a multiple of (CALENDAR_UNITS:
+    the start of a year, of a month; then TIME_UNITS: day, hour, half and quarter hour, five
+    minutes, minute, second; :func:`~ektelo_pgm.times.time_units`), which gives ``r.unit`` and
+    ``r.calendar``: the finest unit held by a noticeable count (a year or month: a day and that
+    calendar; none noticed: the finest the format writes), so that times on the hour are written
+    on the hour, and monthly dates on the first of a month.
     Which nodes are split depends on earlier noisy counts only; a depth that would split no node
     spends nothing."""
     whole = integer and r.time_format is None
     count_units = whole and "unit" in counted
     distinct_count, digits, units, cells, positions, weights = _digest(t, r, count_units)
-    fine, decimals, distinct, unit, fine_std, plain = {}, None, None, None, math.inf, False
+    fine, decimals, distinct, unit, calendar, fine_std, plain = {}, None, None, None, None, math.inf, False
     if whole:
         if "distinct" in counted:
             count = np.array([float(distinct_count)])
@@ -85,10 +88,12 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
         most = int(noticed[-1]) if noticed.size else 0
         decimals = most if most <= MAX_DECIMALS else None
         plain = r.written_in is None and 0 in noticed
-    elif finest_unit(r.time_format) < TIME_UNITS[0]:  # a column of times with a clock
+    else:  # a column of times
         noisy, scale, _ = noisy_counts(units, 1, budget, share, rng, f"schema of column {r.name!r}: granularity")
-        noticed = _noticed(noisy, scale, budget, r)
-        unit = max(TIME_UNITS[noticed[-1] if noticed.size else -1], finest_unit(r.time_format))
+        noticed = _noticed(noisy, scale, budget, r) - len(CALENDAR_UNITS)  # a calendar's below zero
+        finest = noticed[-1] if noticed.size else len(TIME_UNITS) - 1
+        unit = max(TIME_UNITS[max(finest, 0)], finest_unit(r.time_format))
+        calendar = CALENDAR_UNITS[finest] if finest < 0 else None
     bar = math.inf
     nodes = [(int(c), 0, 0) for c in _sure_cells(r, integer)]
     for depth in range(1, FINE_DEPTH + 1):
@@ -110,7 +115,7 @@ def refine(r: Release, t: Tally, budget: Budget, share, rng, integer: bool,
         fine.update(zip(children, noisy))
         nodes = [n for n, count in zip(children, noisy) if count >= bar]
     return replace(r, fine=fine, fine_bar=bar, fine_std=fine_std, decimals=decimals, distinct=distinct,
-                   unit=unit, plain=plain)
+                   unit=unit, calendar=calendar, plain=plain)
 
 
 def _digest(t, r: Release, count_units: bool):
@@ -119,15 +124,14 @@ def _digest(t, r: Release, count_units: bool):
     (:func:`~.counts.chunks`): ``(distinct whole numbers, records per number of decimals (0 to
     MAX_DECIMALS, then more; whole numbers at 0, in a column of no format only those written plain
     as text, ``61`` and not ``61.0``: :attr:`~.counts.Tally.plain`), records per largest unit
-    each is a multiple of (of times with a clock: TIME_UNITS; of whole numbers not times, where
-    ``count_units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
+    each is a multiple of (of times: CALENDAR_UNITS, then TIME_UNITS; of whole numbers not times,
+    where ``count_units``: zero, then NUMBER_UNITS; else none), cells, positions, records)``:
     for each node of the finest depth holding numbers, its cell, its index at each depth 1 to
     FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
     so the same however ``t`` is split."""
-    clock = r.time_format is not None and finest_unit(r.time_format) < TIME_UNITS[0]  # dates have no unit to count
-    ladder = TIME_UNITS if clock else NUMBER_UNITS if count_units else ()
-    zero = int(ladder is NUMBER_UNITS)  # zero, a multiple of every unit, is counted apart
-    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(zero + len(ladder))
+    timed = r.time_format is not None
+    ladder = len(CALENDAR_UNITS + TIME_UNITS) if timed else 1 + len(NUMBER_UNITS) if count_units else 0  # zero apart
+    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(ladder)
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
     for c in chunks(t, r.written_in):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
@@ -136,10 +140,11 @@ def _digest(t, r: Release, count_units: bool):
         places = np.array([min(decimals_of(v), MAX_DECIMALS + 1) for v in c.values[fractional]], dtype=np.int64)
         digits += np.bincount(places, weights=c.counts[fractional], minlength=MAX_DECIMALS + 2)
         digits[0] += c.counts[whole].sum()
-        if ladder:
-            found = coarsest_units(c.values[whole], ladder) + zero
-            if zero:
-                found[c.values[whole] == 0] = 0
+        if timed:
+            units += np.bincount(time_units(c.values[whole]), weights=c.counts[whole], minlength=units.size)
+        elif count_units:
+            found = coarsest_units(c.values[whole], NUMBER_UNITS) + 1
+            found[c.values[whole] == 0] = 0
             units += np.bincount(found, weights=c.counts[whole], minlength=units.size)
         numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
         cells = cell_of(numbers)
@@ -190,9 +195,9 @@ def _number_unit(noisy: np.ndarray, scale: float, std: float, budget: Budget, r:
 
 def fine_charges(r: Release, integer: bool, counted: tuple) -> int:
     """The charges :func:`refine` makes at most on the release ``r``: one for each count of whole
-    numbers ``counted`` (:func:`whole_counts`), one for the decimals or for the unit of times
-    written with a clock (none for a column of dates), and one per depth of digits its sure cells
-    can be split to (whole numbers: down to parts one wide, so none for cells one wide).
+    numbers ``counted`` (:func:`whole_counts`), one for the decimals or for the unit of times,
+    and one per depth of digits its sure cells can be split to (whole numbers: down to parts one
+    wide, so none for cells one wide).
     Post-processing of ``r``'s noisy counts."""
     cells = _sure_cells(r, integer)
     if not integer:
@@ -200,9 +205,7 @@ def fine_charges(r: Release, integer: bool, counted: tuple) -> int:
     else:
         widths = [node_width((int(c), 0, 0)) for c in cells]
         depths = min(FINE_DEPTH, max([round(math.log10(w)) for w in widths if w >= 10.0], default=0))
-    if r.time_format is None:
-        return (len(counted) if integer else 1) + depths
-    return int(finest_unit(r.time_format) < TIME_UNITS[0]) + depths
+    return (len(counted) if integer and r.time_format is None else 1) + depths
 
 
 def whole_counts(r: Release, column, fixed: bool) -> tuple:
@@ -375,19 +378,6 @@ def whole_span(r: Release):
     return (lo, hi) if lo <= hi else None
 
 
-def _on_calendar(inner: np.ndarray, marks: np.ndarray) -> np.ndarray:
-    """The inner edges ``inner`` of a column of times with the calendar ``marks`` (the starts of its
-    days, months or years, :func:`~ektelo_pgm.times.calendar_marks`) in place of the edge nearest
-    each (both kept where one edge is the nearest to two): no bin straddles a month, so a time
-    drawn in a bin keeps the month its code stands for (weather's time_hour agreed with its month
-    column in 76% of synthetic rows, mean of 6 seeds, where its bins alone allowed 82%; 86% with
-    edges on its months, where they allow 99.5%)."""
-    if not marks.size or not inner.size:
-        return np.concatenate([inner, marks])
-    nearest = np.abs(inner[None, :] - marks[:, None]).argmin(axis=1)
-    return np.concatenate([np.delete(inner, nearest), marks])
-
-
 def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> NumericColumn:
     """Bins from the noisy counts of the numbers, point masses apart (package docstring).
 
@@ -401,7 +391,8 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
     its ``unit`` (when :func:`refine` did not learn it, the finest its format writes), the edges
     rounded up to multiples of it, so that every bin holds numbers written in it; a column of
     times has its inner edges moved onto the starts of its days, months or years
-    (:func:`_on_calendar`)."""
+    (:func:`~ektelo_pgm.times.on_calendar`), and a column of months or years (``r.calendar``) all its edges onto
+    their starts (:func:`~ektelo_pgm.times.calendar_edges`)."""
     numbers = max(r.kinds["whole"] + r.kinds["fractional"], 1.0)
     one_bin = numbers / bins  # a bin's share of the numbers: a released value holding more is a point mass
     points = sorted(v for v, c in r.values.items()  # numbers only: text is missing in a numeric column
@@ -434,19 +425,21 @@ def numeric_from(r: Release, bins: int, integer: bool, missing: bool = True) -> 
         inner = upper[np.minimum(np.searchsorted(cumulative, cumulative[-1] * np.arange(1, bins) / bins),
                                  upper.size - 1)] if upper.size else np.empty(0)
         if r.time_format is not None:
-            inner = _on_calendar(inner, calendar_marks(lo, hi, bins - 1))
+            inner = on_calendar(inner, calendar_marks(lo, hi, bins - 1))
         edges += [lo, hi] + [float(e) for e in inner if lo < e < hi]
     if not edges:
         raise Unreleasable(f"column {r.name!r}: too few numbers to place its range privately at this budget; "
                          "declare its bounds in a schema, give more records, or a larger epsilon")
     edges = np.unique(np.ceil(np.array(edges, dtype=float) / step) * step if integer else np.array(edges, dtype=float))
+    if r.calendar is not None:
+        edges = calendar_edges(edges, r.calendar)
     if edges.size == 1:
         edges = np.append(edges, edges[0] + step if integer else np.nextafter(edges[0], math.inf))
     # a fractional column in which only whole numbers were noticed: the fewest decimals its bins
     # hold numbers of (Chicago's snowfall, 15% fractions in (0, 1], came out as 0 and 0.98 with none)
     decimals = None if integer else r.decimals if r.decimals != 0 else held_decimals(edges, MAX_DECIMALS)
     column = NumericColumn(r.name, tuple(json_value(e) for e in edges), integer, missing, decimals, r.time_format,
-                           unit, None if missing else median_number(masses), r.number_format)
+                           unit, None if missing else median_number(masses), r.number_format, calendar=r.calendar)
     return replace(column, density=_density(r, levels, fine, kept, column, points)) if kept.size else column
 
 
