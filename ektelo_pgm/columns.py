@@ -586,6 +586,8 @@ def cut_density(edges: np.ndarray, lower: np.ndarray, upper: np.ndarray, records
     cuts = np.unique(np.concatenate([lower, upper, edges, cuts]))
     cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
     x, y = cuts[:-1], cuts[1:]
+    if not lower.size:
+        return x, y, np.zeros(x.size)
     k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
     inside = (lower[k] <= x) & (x < upper[k])
     return x, y, np.clip(records[k], 0.0, None) * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size),

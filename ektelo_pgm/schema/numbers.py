@@ -543,7 +543,7 @@ def _density(r: Release, levels, fine: dict, kept: np.ndarray, column: NumericCo
     values = {v: c for v, c in r.values.items() if isinstance(v, (int, float)) and v not in points
               and edges[0] <= as_float(v) < edges[-1]}
     lower, upper, count = _leaves(*_without(levels, fine, values), r, kept)
-    if not lower.size:
+    if not lower.size and not values:
         return None
     exact = np.array([_written(as_float(v), r.decimals) for v in sorted(values, key=as_float)])  # one float wide
     std = r.std if math.isinf(r.fine_std) else max(r.std, r.fine_std)  # of a leaf's count, at most
