@@ -61,7 +61,9 @@ Everything else is post-processing of those noisy counts:
   cell of that tenth; then at the first of the refined parts below it that surely hold numbers
   where they hold about all of it (:func:`.ends.end_node`, :func:`.ends.sure_parts`), and ends likewise in the
   highest; where both ends lie in one tenth (cell) and the rest of its decade (tenth) surely holds
-  numbers, both sides together, the decade (tenth) is kept whole (:func:`.ends.range_ends`): no
+  numbers, both sides together, the range grows by a tenth (cell) on each side while the rest
+  beyond is noticeable, and takes the whole decade (tenth) where it still shows numbers
+  (:func:`.ends.range_ends`): no
   part surely holding numbers is clipped, nor one next to the range that surely
   holds some, and the range passes the numbers by less than the finest part the noise tells
   apart, which only widens an end bin; where that end part surely holds fewer numbers than the

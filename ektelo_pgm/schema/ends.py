@@ -18,6 +18,9 @@ from .histogram import RANGE_MISS, Release, noise_bar
 TAIL_SHARE = 0.02
 #: Noise stds at which a part of a range's end is noticed where none surely holds numbers (:func:`_placed`).
 NOTICE_Z = 2.0
+#: Noise stds by which the parts outside a range grown around a sure part still show numbers where
+#: they are not noticeable: the range then takes them all (:func:`_grown`).
+SHOW_Z = 1.0
 #: Noise stds by which the children of a node that cannot be told from empty may hold more than
 #: TAIL_SHARE of it, for the node's numbers to be placed in the others (:func:`sure_parts`).
 SPLIT_Z = 2.0
@@ -48,13 +51,15 @@ def range_ends(levels, fine: dict, r: Release, kept: np.ndarray, integer: bool) 
     """``(first, last)``: the nodes where a column's range starts, in the lowest decade ``kept``,
     and ends, in the highest (:func:`end_node`).  Where both lie in one tenth of one decade (or in
     one cell of one tenth) and the rest of that decade (tenth), both sides told together, surely
-    holds numbers (:func:`_rest_held`), though neither side did alone, the decade (tenth) is kept
-    whole: the range starts and ends in its outer tenths (cells).  So numbers on both sides of a
-    sure part are not all clipped into it (loanapp's unemployment rates, ten values from 1.8 to
-    10.6, came out as the 3.2 of 36% of them).  An empty rest passes about once in 740."""
-    def ends(whole: int = 0) -> tuple:
-        return (end_node(levels, fine, r, kept[0], False, integer, whole),
-                end_node(levels, fine, r, kept[-1], True, integer, whole))
+    holds numbers, though neither side did alone, the range grows over the tenths (cells) around it
+    (:func:`_grown`), and starts and ends in the outer ones.  So numbers on both sides of a sure
+    part are not all clipped into it (loanapp's unemployment rates, ten values from 1.8 to 10.6,
+    came out as the 3.2 of 36% of them), nor is the range stretched over the empty rest of its
+    decade where they lie next to it (HHS breaches' submission dates, 2009-2015 in the cells
+    1.2e9-1.5e9 seconds, came out from 2001 to 2033 with the tenth [1e9, 2e9) kept whole)."""
+    def ends(tenths=(None, None), cells=(None, None)) -> tuple:
+        return (end_node(levels, fine, r, kept[0], False, integer, tenths[0], cells[0]),
+                end_node(levels, fine, r, kept[-1], True, integer, tenths[1], cells[1]))
 
     first, last = ends()
     tenth = LEVELS[1][first[0]]
@@ -62,13 +67,38 @@ def range_ends(levels, fine: dict, r: Release, kept: np.ndarray, integer: bool) 
         return first, last
     cells = _cells(kept[0], integer)
     tenths, estimates, variances = _tenths(levels, cells, 1)
-    if _rest_held(estimates, variances, tenths == tenth, levels[0][kept[0]], r):
-        return ends(1)
+    grown = _grown(estimates, variances, tenths == tenth, levels[0][kept[0]], r)
+    if grown is not None:
+        return ends(tuple(tenths[grown]))
     cells = cells[LEVELS[1][cells] == tenth]
-    one_cell = first[0] == last[0]
-    if one_cell and _rest_held(levels[2][cells], np.ones(cells.size), cells == first[0], levels[1][tenth], r):
-        return ends(2)
+    if first[0] == last[0]:
+        grown = _grown(levels[2][cells], np.ones(cells.size), cells == first[0], levels[1][tenth], r)
+        if grown is not None:
+            return ends((tenth, tenth), tuple(cells[grown]))
     return first, last
+
+
+def _grown(estimates: np.ndarray, variances: np.ndarray, part: np.ndarray, total: float, r: Release):
+    """``[lo, hi]``: the indices of the outer parts of a whole (of noisy count ``total``; its parts'
+    noisy ``estimates`` of noise variances ``variances`` times ``r.std`` squared) that a range
+    holding the one part ``part`` (a mask) grows to, where the parts outside surely hold numbers
+    together (:func:`_rest_held`: an empty rest passes about once in 740; else None): by the part
+    next to it on each side while those outside are noticeable together (``NOTICE_Z`` stds,
+    :func:`_outside`); where they are not but still show numbers (``SHOW_Z``), to the whole: numbers
+    spread too thin to place are kept whole rather than clipped, as in :func:`_placed` (the
+    months of a year at noise std 119, 43 each: months 4-6 alone)."""
+    lo = hi = int(np.flatnonzero(part)[0])
+    inside = part.copy()
+    if not _rest_held(estimates, variances, inside, total, r):
+        return None
+    while True:
+        lo, hi = max(lo - 1, 0), min(hi + 1, estimates.size - 1)
+        inside[lo:hi + 1] = True
+        if inside.all():
+            return [lo, hi]
+        outside, std = _outside(estimates, variances, ~inside, total)
+        if outside < NOTICE_Z * r.std * std:
+            return [lo, hi] if outside < SHOW_Z * r.std * std else [0, estimates.size - 1]
 
 
 def _rest_held(estimates: np.ndarray, variances: np.ndarray, part: np.ndarray, total: float, r: Release) -> bool:
@@ -89,7 +119,8 @@ def _cells(decade: int, integer: bool) -> np.ndarray:
     return cells[CELL_HOLDS_WHOLE[cells]] if integer and CELL_HOLDS_WHOLE[cells].any() else cells
 
 
-def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool, whole: int = 0) -> tuple:
+def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: bool, tenth: int | None = None,
+             cell: int | None = None) -> tuple:
     """The node ``(cell, depth, index)`` where a column's range starts (``reverse``: ends) inside the
     decade ``kept``: its tenth placed by :func:`_placed` (each told by its noisy count and the sum
     of its cells', :func:`_tenths`; ``integer``: a column of whole numbers, whose cells that
@@ -99,15 +130,16 @@ def end_node(levels, fine: dict, r: Release, kept: int, reverse: bool, integer: 
     cell's error is at most its tenth); below that, the first of the :func:`sure_parts` of each node
     split.  So the range holds every node that surely holds numbers, clips no tenth or cell next
     to it that surely holds some, and passes the numbers by less than the finest node the noise
-    lets it tell apart (which only widens an end bin).  ``whole``: 1 where the decade is kept
-    whole (the range starts in its outer tenth), 2 where the tenth is (in its outer cell)."""
+    lets it tell apart (which only widens an end bin).  ``tenth``, ``cell``: where given (a range
+    grown by :func:`range_ends`), the range starts in that tenth and cell instead."""
     step = -1 if reverse else 1
     cells = _cells(kept, integer)
     tenths, estimates, variances = _tenths(levels, cells, step)
-    tenth = tenths[0 if whole == 1 else _placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
+    if tenth is None:
+        tenth = tenths[_placed(estimates, variances, levels[0][kept], r, _halving(tenths.size))]
     cells = cells[LEVELS[1][cells] == tenth][::step]
-    cell = cells[0 if whole == 2 else
-                 _placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
+    if cell is None:
+        cell = cells[_placed(levels[2][cells], np.ones(cells.size), levels[1][tenth], r, 2 * _halving(cells.size))]
     node = (int(cell), 0, 0)
     while (parts := sure_parts(node, fine, r)):
         node = parts[::step][0][0]
