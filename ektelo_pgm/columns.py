@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .density import check_density, cut_density
 from .errors import InputError
 from .number_formats import NUMBER_FORMATS, number_texts
 from .privacy import Budget, exponential, laplace
 from .table_io import pandas_module
-from .times import CALENDAR_UNITS, calendar_drawn, calendar_starts, calendar_start, time_text, time_texts
+from .times import CALENDAR_UNITS, calendar_drawn, calendar_start, calendar_starts, time_text, time_texts
 
 #: Most candidate edges the exponential mechanism chooses among per quantile.
 QUANTILE_CANDIDATES = 1024
@@ -223,7 +224,7 @@ class NumericColumn:
             raise InputError(f"column {self.name!r}: \"calendar\" must be one of {', '.join(CALENDAR_UNITS)}, in "
                              f"a column of times (\"time_format\", whole seconds), got {self.calendar!r}")
         if self.density is not None:
-            _check_density(self.name, self.density)
+            check_density(self.name, self.density)
             object.__setattr__(self, "density", tuple(tuple(part) for part in self.density))
 
     @property
@@ -576,35 +577,6 @@ def held_decimals(edges, most: int) -> int | None:
         if np.all((stop > first)[wide]):
             return decimals
     return None
-
-
-def cut_density(edges: np.ndarray, lower: np.ndarray, upper: np.ndarray, records: np.ndarray, cuts=()) -> tuple:
-    """``(x, y, records)``: the parts ``[x, y)`` that the bin ``edges``, the intervals ``[lower,
-    upper)`` (ascending, disjoint) and ``cuts`` cut ``[edges[0], edges[-1]]`` into, each with
-    the share of its interval's ``records`` (clipped at zero) that its width is (none outside
-    the intervals)."""
-    cuts = np.unique(np.concatenate([lower, upper, edges, cuts]))
-    cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
-    x, y = cuts[:-1], cuts[1:]
-    if not lower.size:
-        return x, y, np.zeros(x.size)
-    k = np.maximum(np.searchsorted(lower, x, side="right") - 1, 0)
-    inside = (lower[k] <= x) & (x < upper[k])
-    return x, y, np.clip(records[k], 0.0, None) * np.divide(y - x, upper[k] - lower[k], out=np.zeros(x.size),
-                                                            where=inside)
-
-
-def _check_density(name: str, density) -> None:
-    """An InputError naming the column unless ``density`` is one or more ``(lower, upper,
-    records)`` intervals of finite numbers, ascending and disjoint, with ``lower < upper`` and
-    ``records >= 0``."""
-    real = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
-    parts = list(density) if isinstance(density, (list, tuple)) else None
-    good = bool(parts) and all(isinstance(p, (list, tuple)) and len(p) == 3 and all(map(real, p))
-                               and p[0] < p[1] and p[2] >= 0 for p in parts)
-    if not good or any(b[0] < a[1] for a, b in zip(parts, parts[1:])):
-        raise InputError(f"column {name!r}: \"density\" must be one or more [lower, upper, records] intervals, "
-                         "ascending and disjoint, with lower < upper and records >= 0")
 
 
 def check_bounds(name: str, bounds):

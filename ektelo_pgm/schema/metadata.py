@@ -294,12 +294,13 @@ def within(placed: NumericColumn | None, ranged: Ranged) -> NumericColumn:
     column of nearly only whole numbers keeps its point masses whole: loans' late fees, 0 in
     98% of loans, were drawn uniformly in [0, 1) as fractional, 1-way TVD 0.995), the unit of
     whole numbers and times placed (times on the hour stay on the hour: weather's, declared with
-    bounds, were all drawn at any second; monthly dates on the first), its heaps, the form of its whole numbers (``61.0``:
-    :attr:`~ektelo_pgm.columns.NumericColumn.pointed`; ``0`` in a fractional column: ``plain``),
-    and the declared missing code (a placement that saw no blanks dropped it: loans' emp_length,
-    8% blank, lost every blank in 6 of 6 runs; the Synthesizer draws its blanks only where the
-    measurements show them); the bins from the bounds alone where nothing could be placed, or
-    times were placed in another format.  Post-processing: the range is public, the edges noisy."""
+    bounds, were all drawn at any second) and its calendar (monthly dates on the first), its
+    heaps, the form of its whole numbers (``61.0``: :attr:`~ektelo_pgm.columns.NumericColumn.pointed`;
+    ``0`` in a fractional column: ``plain``), and the declared missing code (a placement that saw
+    no blanks dropped it: loans' emp_length, 8% blank, lost every blank in 6 of 6 runs; the
+    Synthesizer draws its blanks only where the measurements show them); the bins from the bounds
+    alone where nothing could be placed, or times were placed in another format.
+    Post-processing: the range is public, the edges noisy."""
     declared, integer = ranged.column, ranged.integer
     if placed is None or padded(placed.time_format or "") != padded(declared.time_format or ""):
         return declared

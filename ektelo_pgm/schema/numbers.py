@@ -11,13 +11,14 @@ from dataclasses import replace
 import numpy as np
 from scipy.stats import chi2
 
-from ..columns import NumericColumn, cut_density, held_decimals, json_value
+from ..columns import NumericColumn, held_decimals, json_value
+from ..density import cut_density
 from ..number_formats import decimals_of, shortest_text
 from ..privacy import Budget
 from ..table_io import as_float
 from ..times import (CALENDAR_UNITS, NUMBER_UNITS, TIME_UNITS, calendar_edges, calendar_marks, coarsest_units,
                      finest_unit, on_calendar, time_units)
-from .counts import chunks
+from .counts import Tally, chunks
 from .ends import TAIL_SHARE, node_children, node_edges, node_width, outer_edge, range_ends, sure_bar, sure_parts
 from .grid import BOUNDARIES, HOLDS_WHOLE, LEVELS, LOWER, N_CELLS, UPPER, ZERO_DECADE, cell_of
 from .histogram import (DECADE_MISS, DECADE_Z, NOISE_Z, RANGE_MISS, RANGE_Z, TEXT_SHARE, Release, Unreleasable,
@@ -130,8 +131,8 @@ def _digest(t, r: Release, count_units: bool):
     FINE_DEPTH (:func:`_position`) and the records it holds.  Each a sum over the distinct values,
     so the same however ``t`` is split."""
     timed = r.time_format is not None
-    ladder = len(CALENDAR_UNITS + TIME_UNITS) if timed else 1 + len(NUMBER_UNITS) if count_units else 0  # zero apart
-    distinct, digits, units = 0, np.zeros(MAX_DECIMALS + 2), np.zeros(ladder)
+    distinct, digits = 0, np.zeros(MAX_DECIMALS + 2)
+    units = np.zeros(len(CALENDAR_UNITS + TIME_UNITS) if timed else 1 + len(NUMBER_UNITS) if count_units else 0)
     key, weight = np.empty(0, dtype=np.int64), np.empty(0)  # the nodes so far, each once, and their records
     for c in chunks(t, r.written_in):
         whole = np.array([isinstance(v, int) for v in c.values], dtype=bool)
@@ -144,7 +145,7 @@ def _digest(t, r: Release, count_units: bool):
             units += np.bincount(time_units(c.values[whole]), weights=c.counts[whole], minlength=units.size)
         elif count_units:
             found = coarsest_units(c.values[whole], NUMBER_UNITS) + 1
-            found[c.values[whole] == 0] = 0
+            found[c.values[whole] == 0] = 0  # zero, a multiple of every unit, is counted apart
             units += np.bincount(found, weights=c.counts[whole], minlength=units.size)
         numbers = np.array([as_float(v) for v in c.values[whole | fractional]], dtype=float)
         cells = cell_of(numbers)
