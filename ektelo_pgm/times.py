@@ -241,16 +241,13 @@ def calendar_marks(lo: float, hi: float, most: int) -> np.ndarray:
     when they are; else none (and none for a range past 2^53 seconds)."""
     if not (math.isfinite(lo) and math.isfinite(hi) and max(abs(lo), abs(hi)) < 2.0 ** 53 and lo < hi):
         return np.empty(0)
-    first, last = math.floor(lo / 86400) + 1, math.ceil(hi / 86400) - 1  # the days starting inside
+    first, last = math.floor(lo / DAY) + 1, math.ceil(hi / DAY) - 1  # the days starting inside
     if last - first + 1 <= most:
-        return np.arange(first, last + 1) * 86400.0
-    (y0, m0, d0), (y1, m1, _) = (tuple(int(x) for x in _date(np.int64(day))) for day in (first, last))
-    months = np.arange(12 * y0 + m0 - 1 + (d0 > 1), 12 * y1 + m1)  # 12 * year + month - 1, starting inside
-    if months.size <= most:
-        return _days(months // 12, months % 12 + 1, np.ones_like(months)) * 86400.0
-    years = np.arange(y0 + ((m0, d0) > (1, 1)), y1 + 1)
-    if years.size <= most:
-        return _days(years, np.ones_like(years), np.ones_like(years)) * 86400.0
+        return np.arange(first, last + 1) * float(DAY)
+    for calendar in CALENDAR_UNITS[::-1]:  # months, then years: those starting on those days
+        start, stop = calendar_starts(first * DAY, hi, calendar)
+        if stop - start <= most:
+            return calendar_start(np.arange(start, stop), calendar)
     return np.empty(0)
 
 

@@ -81,35 +81,27 @@ def range_ends(levels, fine: dict, r: Release, kept: np.ndarray, integer: bool) 
 def _grown(estimates: np.ndarray, variances: np.ndarray, part: np.ndarray, total: float, r: Release):
     """``[lo, hi]``: the indices of the outer parts of a whole (of noisy count ``total``; its parts'
     noisy ``estimates`` of noise variances ``variances`` times ``r.std`` squared) that a range
-    holding the one part ``part`` (a mask) grows to, where the parts outside surely hold numbers
-    together (:func:`_rest_held`: an empty rest passes about once in 740; else None): by the part
-    next to it on each side while those outside are noticeable together (``NOTICE_Z`` stds,
-    :func:`_outside`); where they are not but still show numbers (``SHOW_Z``), to the whole: numbers
-    spread too thin to place are kept whole rather than clipped, as in :func:`_placed` (the
-    months of a year at noise std 119, 43 each: months 4-6 alone)."""
-    lo = hi = int(np.flatnonzero(part)[0])
-    inside = part.copy()
-    if not _rest_held(estimates, variances, inside, total, r):
+    holding the one part ``part`` (a mask) grows to, where the parts outside it surely hold
+    numbers together (:func:`_outside`, past :func:`sure_bar` of one test, as :func:`_widened`
+    takes parts in: an empty rest passes about once in 740; else None, as where ``part`` is the
+    whole): by the part next to it on each side while those outside are noticeable together
+    (``NOTICE_Z`` stds); where they are not but still show numbers (``SHOW_Z``), to the whole:
+    numbers spread too thin to place are kept whole rather than clipped, as in :func:`_placed`
+    (the months of a year at noise std 119, 43 each: months 4-6 alone)."""
+    if part.all():
         return None
+    outside, std = _outside(estimates, variances, ~part, total)
+    if outside < sure_bar(r, 1.0, std * r.std)[0]:
+        return None
+    lo = hi = int(np.flatnonzero(part)[0])
+    at = np.arange(estimates.size)
     while True:
         lo, hi = max(lo - 1, 0), min(hi + 1, estimates.size - 1)
-        inside[lo:hi + 1] = True
-        if inside.all():
+        if lo == 0 and hi == estimates.size - 1:
             return [lo, hi]
-        outside, std = _outside(estimates, variances, ~inside, total)
+        outside, std = _outside(estimates, variances, (at < lo) | (at > hi), total)
         if outside < NOTICE_Z * r.std * std:
             return [lo, hi] if outside < SHOW_Z * r.std * std else [0, estimates.size - 1]
-
-
-def _rest_held(estimates: np.ndarray, variances: np.ndarray, part: np.ndarray, total: float, r: Release) -> bool:
-    """Whether the parts of a whole (of noisy count ``total``) outside ``part`` (a mask of its
-    noisy ``estimates``, of noise variances ``variances`` times ``r.std`` squared) surely hold
-    numbers together (:func:`_outside`, past :func:`sure_bar` of one test, as :func:`_widened`
-    takes parts in); False where ``part`` is the whole."""
-    if part.all():
-        return False
-    outside, std = _outside(estimates, variances, ~part, total)
-    return bool(outside >= sure_bar(r, 1.0, std * r.std)[0])
 
 
 def _cells(decade: int, integer: bool) -> np.ndarray:
