@@ -87,6 +87,12 @@ def hourly(rows):
     return [r[:3] + [t.replace("T", " ")] for r, t in zip(rows, times)]
 
 
+def monthly(rows):
+    """The base rows with a date on the first of a month of 2000-2019 in place of the country."""
+    months = np.random.default_rng(15).integers(0, 240, len(rows))
+    return [r[:3] + [f"{2000 + m // 12}-{m % 12 + 1:02d}-01"] for r, m in zip(rows, months)]
+
+
 def gridded(rows):
     """The base rows with an amount in multiples of 25 (a loan) in place of the country."""
     loans = np.random.default_rng(10).integers(20, 1400, len(rows)) * 25
@@ -276,6 +282,7 @@ CASES = {
     # issue 56: the unit of times and of whole numbers
     "time at odd seconds among times on the hour": Case(substitute("country", "2019-06-01 12:34:56"), base=hourly),
     "a whole number off the grid among multiples of 25": Case(substitute("country", "1234"), base=gridded),
+    "a date mid-month among dates on the first": Case(substitute("country", "2011-06-17"), base=monthly),
     "an odd whole number among the even ones 2, 4, 6 and 8": Case(substitute("country", "5"), base=evens),
     "a price with a decimal comma among dollar amounts": Case(substitute("country", "€ 1.234,56"), base=priced),
     "a fractional column's whole number written plain among those with a point": Case(substitute("country", "0"),
@@ -441,11 +448,11 @@ def csv_features(name: str, data: bytes) -> dict:
 def schema_features(name: str, schema: dict) -> dict:
     """A schema's columns: their names, kinds and whether they have a missing code, all together
     and column by column (so that what one record decides of a column shows whatever the noise
-    decides of the others), and the unit of a column of times or whole numbers on its own."""
+    decides of the others), and the unit and calendar of a column of times or whole numbers on its own."""
     found = {f"{name}: columns": tuple((c["name"], c["kind"], c["missing"]) for c in schema["columns"])}
     found.update({f"{name}: column {c['name']}": (c["kind"], c["missing"]) for c in schema["columns"]})
-    found.update({f"{name}: column {c['name']} unit": c.get("unit") for c in schema["columns"]
-                  if c["kind"] == "numeric"})
+    found.update({f"{name}: column {c['name']} {key}": c.get(key) for c in schema["columns"]
+                  if c["kind"] == "numeric" for key in ("unit", "calendar")})
     return found
 
 
@@ -822,3 +829,27 @@ def test_the_audit_sees_a_unit_read_exactly(tmp_path, monkeypatch, case, unit):
     monkeypatch.setattr("ektelo_pgm.schema.table.refine", exact)
     found = audit(tmp_path, CASES[case], "schema")
     assert any(line.startswith(f"schema.json: column country unit = '{unit}'") for line in found), found
+
+
+def test_the_audit_sees_a_calendar_read_exactly(tmp_path, monkeypatch):
+    """Power for issue 56's calendar: taken from the table exactly (a month where every date is on
+    the first) in place of its noisy counts, the one date mid-month decides the schema's calendar,
+    and the audit flags it."""
+    from dataclasses import replace
+
+    from ektelo_pgm.schema import numbers
+    from ektelo_pgm.schema.counts import chunks
+    from ektelo_pgm.times import time_units
+
+    noisy = numbers.refine
+
+    def exact(r, t, *args):
+        refined = noisy(r, t, *args)
+        if r.name != "country":
+            return refined
+        found = np.concatenate([time_units(c.values) for c in chunks(t, r.time_format)])
+        return replace(refined, calendar="month" if found.max() <= 1 else None)
+
+    monkeypatch.setattr("ektelo_pgm.schema.table.refine", exact)
+    found = audit(tmp_path, CASES["a date mid-month among dates on the first"], "schema")
+    assert any(line.startswith("schema.json: column country calendar = 'month'") for line in found), found
