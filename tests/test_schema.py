@@ -415,6 +415,29 @@ def test_a_range_grown_around_a_sure_cell_stops_where_the_numbers_do():
     assert sum(p > 100 for p in past) <= 2 and np.mean(clipped) <= 0.12, (past, clipped)
 
 
+def test_numbers_on_the_other_side_of_zero_nearer_it_than_the_rest_keep_the_decades_bar():
+    """Issue 56: ggplot2's economics, 574 monthly dates from 1967-07 (seconds before 1970 in one
+    negative decade, about 30 of them), past the twenty decades of small numbers around zero:
+    the gap rule for a decade orders of magnitude past the others dropped theirs, and the range
+    started in 1970 in 13 of seeds 0-15, once growing over an empty decade of seconds to 2603.
+    A decade no farther from zero than the others stretches the range by no order of magnitude:
+    it keeps the decades' bar.  So do temperatures with 30 of 1,970 below zero (-14 to -10, one
+    decimal), dropped in 9 of seeds 0-11."""
+    months = pd.date_range("1967-07-01", "2015-04-01", freq="MS").strftime("%Y-%m-%d")
+    frame = pd.DataFrame({"date": months, "x": np.arange(months.size) % 7})
+    years = []
+    for seed in range(16):
+        edges = infer(frame, Budget.zcdp(0.25), None, 1e-9, rng=seed).columns["date"].edges
+        years.append((pd.Timestamp(edges[0], unit="s").year, pd.Timestamp(edges[-1], unit="s").year))
+    assert sum(first < 1970 for first, _ in years) >= 12 and max(last for _, last in years) <= 2020, years
+    rng = np.random.default_rng(1)
+    degrees = np.round(np.concatenate([rng.uniform(-14, -10, 30), rng.uniform(0.5, 35, 1940)]), 1)
+    frame = pd.DataFrame({"t": rng.permutation(degrees)})
+    for seed in range(12):
+        edges = infer(frame, Budget.zcdp(0.1), None, 1e-9, rng=seed).columns["t"].edges
+        assert edges[0] <= -10 and edges[-1] >= 34, (seed, edges[0], edges[-1])
+
+
 def test_whole_numbers_below_ten_on_one_sure_number_are_placed_without_warnings():
     """A car's cylinders (406 records: 207 of 4, 108 of 8, 84 of 6) at a noise where in 6 of seeds
     0-9 only 4 is sure: below ten a tenth is one number, so where both ends lie in it the rest of

@@ -44,9 +44,10 @@ Everything else is post-processing of those noisy counts:
   with its signs (:func:`_number_format`): binned as numbers, and written back in that format;
 * the *range* of a column of numbers: the decades whose noisy count reaches ``DECADE_Z`` noise
   stds (under Laplace noise: the count that an empty decade passes as rarely, ``DECADE_MISS``)
-  are kept, but the outermost at an end, past ``g >= 2`` decades that may well be empty, needs
-  the bar an empty one passes with probability ``DECADE_MISS / 2^(g - 1)`` (an empty decade
-  orders of magnitude past the numbers needs more than one next to them); next to them, one at
+  are kept, but the outermost at an end, past ``g >= 2`` decades farther from zero than the
+  others that may well be empty, needs the bar an empty one passes with probability
+  ``DECADE_MISS / 2^(g - 1)`` (an empty decade orders of magnitude past the numbers needs more
+  than one next to them; one across zero from them, nearer it, does not); next to them, one at
   a time, the decade with the larger noisy count while they surely hold less than all but
   ``TAIL_SHARE`` of the numbers, so that numbers spread thin over several decades keep them
   (:func:`_kept`; a column of whole numbers only decades that can hold one); the range starts

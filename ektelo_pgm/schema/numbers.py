@@ -336,7 +336,8 @@ def _sure_decades(counts: np.ndarray, decades: np.ndarray, r: Release) -> list:
     """The ``decades`` (ids, ascending) whose noisy ``counts`` surely hold numbers: those reaching
     the release's ``decade_bar``, but the outermost at an end (farther from zero than every other
     but zero's own, which holds zeros alone and tells nothing of the others' scale) past ``g >= 2``
-    decades that may well be empty (noisy count under ``NOISE_Z`` stds) needs the bar that an
+    decades farther from zero than the others that may well be empty (noisy count under
+    ``NOISE_Z`` stds: each an order of magnitude it would stretch the range by) needs the bar that an
     empty decade passes with probability ``DECADE_MISS / 2^(g - 1)`` (:func:`~.ends.sure_bar`),
     else is dropped and the next outermost tested likewise.  So noise alone stretches a range
     by orders of magnitude about as rarely as one empty decade passes the bar (a column of
@@ -344,7 +345,10 @@ def _sure_decades(counts: np.ndarray, decades: np.ndarray, r: Release) -> list:
     empty decade twelve orders of magnitude past the numbers was kept in 2 of 1,437 numeric
     columns of the corpus over ten seeds (who's counts of cases and movies' ratings ranged to
     10^13 and -10^13); zeros, and numbers between them and the rest, keep the one bar (loans'
-    balances: zeros at 5 stds, seven decades below the rest)."""
+    balances: zeros at 5 stds, seven decades below the rest), and so do numbers on the other side of
+    zero from the rest, nearer it than they are (monthly dates from 1967, seconds before 1970, past
+    the twenty decades of small numbers down to and up from zero, were dropped at 5.6 stds: the
+    range started in 1970, or in 1e6 seconds, growing over an empty decade of seconds to 2603)."""
     kept = list(decades[counts >= r.decade_bar])
     for top in (True, False):
         while len(kept) > 1:
@@ -352,8 +356,9 @@ def _sure_decades(counts: np.ndarray, decades: np.ndarray, r: Release) -> list:
             others = [d for d in kept if d not in (outer, ZERO_DECADE)]
             if not others or (outer <= ZERO_DECADE if top else outer >= ZERO_DECADE):
                 break
-            inner = max(others) if top else min(others)
-            between = (decades > min(inner, outer)) & (decades < max(inner, outer))
+            inner, reach = max(others) if top else min(others), max(abs(d - ZERO_DECADE) for d in others)
+            between = (decades > min(inner, outer)) & (decades < max(inner, outer)) & \
+                (np.abs(decades - ZERO_DECADE) > reach)  # farther from zero than the others: a stretch
             gap = int(np.sum(counts[between] < NOISE_Z * r.std))
             if gap < 2 or counts[decades == outer][0] >= sure_bar(r, 0.5 ** (gap - 1), r.std, DECADE_MISS)[0]:
                 break
