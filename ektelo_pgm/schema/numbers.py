@@ -303,16 +303,17 @@ def _spread(levels, kept: np.ndarray) -> np.ndarray:
 
 def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np.ndarray:
     """The decades of a column's range, ascending, from the noisy decade counts ``levels[0]`` of its
-    ``numbers`` (a noisy count; None: the release's whole and fractional :attr:`Release.kinds`,
-    without point masses taken out): those that surely hold numbers (:func:`_sure_decades`; of a
-    column of whole numbers, ``integer``, those that can hold one: an empty ``[-0.0001, 0)`` at
-    4.9 stds started a column of months at 0), then, while the decades from the lowest to the
-    highest surely hold less than all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of
-    the difference), the next decade below or above them with the larger noisy count (of a
-    column of whole numbers: the next that can hold one, so zero's after the ones), as long as it
-    is positive.  A lone decade needs the high bar, for an empty one to stretch a range by orders
-    of magnitude; numbers spread thin over several decades (counts of cases from 0 to 10^5) are
-    kept rather than all but the fullest decade's clipped into it."""
+    ``numbers`` (a noisy count; None: the release's whole and fractional :attr:`Release.kinds`, without
+    point masses taken out): those that surely hold numbers (:func:`_sure_decades`; of a column of
+    whole numbers, ``integer``, those that can hold one: an empty ``[-0.0001, 0)`` at 4.9 stds started
+    a column of months at 0), then, while the decades from the lowest to the highest surely hold less
+    than all but ``TAIL_SHARE`` of the numbers (by ``NOISE_Z`` stds of the difference, or of the
+    numbers missed told twice, by it and by the count of the decade to take in, itself at ``NOISE_Z``
+    stds: Contraception's centred ages, across the twelve small decades of fractions around zero (a
+    noisy difference), were clipped at 10, 17% of them), the next decade below or above them with the
+    larger noisy count (of whole numbers: the next that can hold one), as long as it is positive.  A
+    lone decade needs the high bar, for an empty one to stretch a range by orders of magnitude; numbers
+    spread thin over several decades (counts of cases, 0 to 10^5) are kept."""
     counts = levels[0]
     numbers = r.kinds["whole"] + r.kinds["fractional"] if numbers is None else numbers
     possible = np.flatnonzero(HOLDS_WHOLE) if integer else np.arange(counts.size)
@@ -321,13 +322,16 @@ def _kept(levels, r: Release, integer: bool, numbers: float | None = None) -> np
         return np.array(kept, dtype=np.int64)
     while True:
         inside = possible[(possible >= kept[0]) & (possible <= kept[-1])]
-        spread = NOISE_Z * math.sqrt(inside.size * r.std ** 2 + 2 * r.kind_std ** 2)
-        if numbers - counts[inside].sum() <= TAIL_SHARE * numbers + spread:
-            break
         nearest = np.concatenate([possible[possible < kept[0]][-1:], possible[possible > kept[-1]][:1]])
         if not nearest.size or counts[nearest].max() <= 0:
             break
         chosen = int(nearest[np.argmax(counts[nearest])])
+        missed, variance = numbers - counts[inside].sum(), inside.size * r.std ** 2 + 2 * r.kind_std ** 2
+        precision = 1.0 / variance + 1.0 / r.std ** 2  # of the numbers missed told twice, by chosen's count too
+        told = (missed / variance + counts[chosen] / r.std ** 2) / precision - TAIL_SHARE * numbers
+        if missed - TAIL_SHARE * numbers <= NOISE_Z * math.sqrt(variance) and \
+                (told <= NOISE_Z / math.sqrt(precision) or counts[chosen] < NOISE_Z * r.std):
+            break
         kept = [chosen] + kept if chosen < kept[0] else kept + [chosen]
     return np.array(kept, dtype=np.int64)
 
