@@ -487,6 +487,20 @@ def test_a_range_ends_at_no_noticeable_part_past_one_that_is_not():
     assert _placed(cells, np.ones(10), 228.0, r, 2 * _halving(10)) == 7
 
 
+def _decade(value: float) -> int:
+    """The grid's decade holding ``value``."""
+    return int(LEVELS[0][cell_of(np.array([value]))[0]])
+
+
+def _release_at(name: str, kinds: dict, std: float):
+    """A release of ``kinds`` (no values, no counts) whose every noise std is ``std``, with the decades'
+    bar at 4.5 stds and the tenths' at 3: what :func:`_kept` reads besides the decades' counts."""
+    from ektelo_pgm.schema.histogram import Release
+
+    return Release(name, kinds, {}, (), 0.0, std=std, kind_std=std, kind_bar=4.5 * std, decade_bar=4.5 * std,
+                   tenth_bar=3.0 * std)
+
+
 def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
     """Counts of new cases (as who's, 0 to 70,376 at noise std 168): the outer cell past 10^13
     drew 820, 4.9 stds, past the decades' bar of 4.5, and the range reached 10^13 (8.9% of the
@@ -495,26 +509,21 @@ def test_a_decade_far_from_the_numbers_needs_more_to_stretch_the_range():
     passes with probability DECADE_MISS / 2^(g - 1): there (g = 10) 5.75 stds.  A decade next to
     the numbers, and zeros far below them, keep the usual bar, and a decade far off that surely
     holds numbers still stretches the range."""
-    from ektelo_pgm.schema.grid import LEVELS
-    from ektelo_pgm.schema.histogram import Release
     from ektelo_pgm.schema.numbers import _kept
 
     std = 168.0
-    kinds = {"missing": 4000.0, "text": 0.0, "whole": 3100.0, "fractional": 0.0}
-    r = Release("cases", kinds, {}, (), 0.0, std=std, kind_std=std, kind_bar=4.5 * std, decade_bar=4.5 * std,
-                tenth_bar=3.0 * std)
-    decade = lambda value: int(LEVELS[0][cell_of(np.array([value]))[0]])  # noqa: E731
+    r = _release_at("cases", {"missing": 4000.0, "text": 0.0, "whole": 3100.0, "fractional": 0.0}, std)
     counts = np.zeros(LEVELS[0].max() + 1)
     for value, count in ((1, 720.0), (10, 1200.0), (100, 1000.0), (1000, 500.0)):
-        counts[decade(value)] = count
-    counts[decade(2e13)] = 4.9 * std
-    assert _kept((counts,), r, True).max() <= decade(1000)
-    counts[decade(2e13)] = 6.5 * std
-    assert decade(2e13) in _kept((counts,), r, True)
-    counts[decade(2e13)], counts[decade(1000)] = 0.0, 4.6 * std
-    assert decade(1000) in _kept((counts,), r, True)
-    counts[decade(1)], counts[decade(0)] = 0.0, 4.6 * std
-    assert decade(0) in _kept((counts,), r, False)
+        counts[_decade(value)] = count
+    counts[_decade(2e13)] = 4.9 * std
+    assert _kept((counts,), r, True).max() <= _decade(1000)
+    counts[_decade(2e13)] = 6.5 * std
+    assert _decade(2e13) in _kept((counts,), r, True)
+    counts[_decade(2e13)], counts[_decade(1000)] = 0.0, 4.6 * std
+    assert _decade(1000) in _kept((counts,), r, True)
+    counts[_decade(1)], counts[_decade(0)] = 0.0, 4.6 * std
+    assert _decade(0) in _kept((counts,), r, False)
 
 
 def test_a_decade_next_to_the_range_is_told_with_the_numbers_it_misses():
@@ -525,21 +534,17 @@ def test_a_decade_next_to_the_range_is_told_with_the_numbers_it_misses():
     clipped at 10 (17% of them).  The numbers missed are told twice, by that difference and by the
     count of the decade that would take them (surely not nothing: ``NOISE_Z`` stds), and the
     decade is taken in; one at 2.5 stds, with nothing missed, is not."""
-    from ektelo_pgm.schema.grid import LEVELS
-    from ektelo_pgm.schema.histogram import Release
     from ektelo_pgm.schema.numbers import _kept
 
     std = 78.4
     kinds = {"missing": 0.0, "text": 0.0, "whole": 0.0, "fractional": 1895.0}
-    r = Release("age", kinds, {}, (), 0.0, std=std, kind_std=std, kind_bar=4.5 * std, decade_bar=4.5 * std,
-                tenth_bar=3.0 * std)
-    decade = lambda value: int(LEVELS[0][cell_of(np.array([value]))[0]])  # noqa: E731
+    r = _release_at("age", kinds, std)
     counts = np.zeros(LEVELS[0].max() + 1)
     for value, count in ((-50, 259.0), (-5, 644.0), (-0.5, 218.0), (0.5, 139.0), (5, 434.0), (50, 331.0)):
-        counts[decade(value)] = count
-    assert list(_kept((counts,), r, False)) == [decade(-5), decade(5), decade(50)]
-    counts[decade(50)], kinds["fractional"] = 2.5 * std, 1435.0 + 2.5 * std
-    assert list(_kept((counts,), r, False)) == [decade(-5), decade(5)]
+        counts[_decade(value)] = count
+    assert list(_kept((counts,), r, False)) == [_decade(-5), _decade(5), _decade(50)]
+    counts[_decade(50)], kinds["fractional"] = 2.5 * std, 1435.0 + 2.5 * std
+    assert list(_kept((counts,), r, False)) == [_decade(-5), _decade(5)]
 
 
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
