@@ -547,6 +547,29 @@ def test_a_decade_next_to_the_range_is_told_with_the_numbers_it_misses():
     assert list(_kept((counts,), r, False)) == [_decade(-5), _decade(5)]
 
 
+def test_children_past_the_sure_ones_that_surely_hold_numbers_together_are_not_clipped():
+    """A cell [100, 110) of 4,680 numbers, split at noise std 100 (bar 300): its first three
+    children are sure; the next two hold 250 and 230 (noisy 260 and 220), neither sure alone, and
+    their 10% passed the test that the rest is small (under 2% plus two stds of the seven
+    children's sum), so the range ended in [102, 103) and clipped them.  The children past the
+    outermost sure one are now told with the cell's count, as tenths and cells are
+    (:func:`_widened`): together they surely hold numbers, so the range ends in [103, 104) (5%
+    clipped); where they hold none, it still ends in [102, 103)."""
+    from ektelo_pgm.schema.ends import end_node, node_children
+
+    std = 100.0
+    r = dataclasses.replace(_release_at("x", {"missing": 0.0, "text": 0.0, "whole": 0.0, "fractional": 4680.0}, std),
+                            fine_bar=3.0 * std, fine_std=std)
+    cell = int(cell_of(np.array([100.0]))[0])
+    children = node_children((cell, 0, 0))
+    for beyond, total, last in (((260.0, 220.0), 4700.0, 3), ((40.0, -30.0), 4210.0, 2)):
+        cells = np.zeros(N_CELLS)
+        cells[cell] = total
+        levels = tuple(np.bincount(group, weights=cells) for group in LEVELS[:2]) + (cells,)
+        fine = dict(zip(children, (1800.0, 1500.0, 900.0) + beyond + (40.0, -30.0, 10.0, -20.0, 25.0)))
+        assert end_node(levels, fine, r, _decade(100), True, False) == (cell, 1, last)
+
+
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
     at each end a tenth of a decade reaches the bar alone where those beyond it do not, though
