@@ -60,7 +60,8 @@ Everything else is post-processing of those noisy counts:
   lowest of them noticeable alone, else the lowest (numbers too thin to place are kept whole);
   lower while the next tenth alone or all below together surely hold numbers; then likewise at a
   cell of that tenth; then at the first of the refined parts below it that surely hold numbers
-  where they hold about all of it (:func:`.ends.end_node`, :func:`.ends.sure_parts`), and ends likewise in the
+  where they hold about all of it, lower while the parts below surely hold some as the tenths'
+  (:func:`.ends.end_node`, :func:`.ends.sure_parts`), and ends likewise in the
   highest; where both ends lie in one tenth (cell) and the rest of its decade (tenth) surely holds
   numbers, both sides together, the range grows by a tenth (cell) on each side while the rest
   beyond is noticeable, and takes the whole decade (tenth) where it still shows numbers
