@@ -99,8 +99,9 @@ Everything else is post-processing of those noisy counts:
 * a numeric column's bins: a released value holding at least ``1 / bins`` of the column is a
   *point mass*, its own bin (0 in a zero-inflated column stays exactly 0); the others are
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles of
-  the counts of the finest parts (:func:`_atoms`); a fractional column is written with the
-  decimals its numbers have (the most held by a noticeable count: the decades' bar and
+  the counts of the finest parts (:func:`_atoms`: a node holding more than a bin's share is
+  shared among its parts even where not all of them surely hold numbers); a fractional column
+  is written with the decimals its numbers have (the most held by a noticeable count: the decades' bar and
   ``TEXT_SHARE`` of the numbers), its whole numbers plain (``0``, as R writes them, not
   ``0.0``) where those written so as text are noticeable at 0 decimals; a column of whole
   numbers whose numbers other than zero are surely nearly all multiples of the units of its
