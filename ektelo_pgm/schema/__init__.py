@@ -101,9 +101,9 @@ Everything else is post-processing of those noisy counts:
   taken out of the counts, the range placed as above, and the inner bin edges are quantiles of
   the counts of the finest parts (:func:`_atoms`: a node holding more than a bin's share is
   shared among its parts even where not all of them surely hold numbers); a fractional column
-  is written with the decimals its numbers have (the most held by a noticeable count: the decades' bar and
-  ``TEXT_SHARE`` of the numbers), its whole numbers plain (``0``, as R writes them, not
-  ``0.0``) where those written so as text are noticeable at 0 decimals; a column of whole
+  is written with the decimals its numbers have (the most held by a noticeable count: the
+  decades' bar and ``TEXT_SHARE`` of the numbers), its whole numbers plain (``0``, as R writes
+  them, not ``0.0``) where those written so as text are noticeable at 0 decimals; a column of whole
   numbers whose numbers other than zero are surely nearly all multiples of the units of its
   noticeable counts (at a tenth's bar) has its edges on multiples of their greatest common
   divisor, and is written in it (loans in 25s); a column of times has its edges on multiples
