@@ -391,3 +391,25 @@ def test_counted_ahead_takes_the_smallest_candidates_that_can_fit_the_model_with
     assert counted_ahead(domain, candidates, max_mb=0.02) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]  # 2621
     assert counted_ahead(domain, candidates, max_mb=1.0, cells=3011) == [("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]
     assert counted_ahead(domain, candidates, max_mb=1.0, cells=1) == []
+
+
+def test_linked_only_never_grows_the_budget_after_a_triple_the_measured_pairs_link():
+    """``linked_only``: a round measuring a triple that the cliques measured before link does not
+    grow the budget, however little it moved the model; one whose pairs were not measured, or
+    the same rounds without ``linked_only``, take the paper's test (sec. 4.3)."""
+    data = toy()
+    model = PGM(iters=10).reconstruct(DOMAIN, [Measurement((a,), data.marginal((a,)), 1.0) for a in DOMAIN.attrs])
+
+    def state(earlier, attrs):
+        measured = Measurement(attrs, data.marginal(attrs).ravel(), 50.0)
+        ones = [Measurement((a,), data.marginal((a,)), 1.0) for a in DOMAIN.attrs]
+        return State(DOMAIN, len(data), round=9, estimate=model, previous=model, chosen=[Query(attrs)],
+                     measured=[measured], measurements=ones + [Measurement(e, data.marginal(e).ravel(), 1.0)
+                                                               for e in earlier] + [measured])
+
+    linked_triple = state([("a", "b"), ("b", "c")], ("a", "b", "c"))
+    lone_triple = state([("a", "b"), ("c", "d")], ("a", "b", "c"))
+    pair = state([("a", "b"), ("b", "c")], ("a", "c"))
+    assert AIM().grow(linked_triple) and AIM().grow(lone_triple) and AIM().grow(pair)  # moved 0: the paper grows
+    assert not AIM(linked_only=True).grow(linked_triple)
+    assert AIM(linked_only=True).grow(lone_triple) and AIM(linked_only=True).grow(pair)

@@ -235,10 +235,10 @@ class AIM(Adaptive):
     compete, every 1- and 2-way one and a uniform sample of the others, drawn independently of
     the data each round, are sized and scored (:meth:`sampled`; ``linked_only``: only those of
     the others whose attributes the measured cliques link, e.g. a triple two of whose pairs were
-    measured together); a candidate's L1 error is reused
-    from an earlier round while a bound on the model's move keeps each selection probability
-    within a factor ``exp(reuse_tolerance)`` of a fresh score's (:meth:`errors`; 0: only where
-    the model did not move).
+    measured together, and measuring one never grows the budget: :meth:`grow`); a candidate's
+    L1 error is reused from an earlier round while a bound on the model's move keeps each
+    selection probability within a factor ``exp(reuse_tolerance)`` of a fresh score's
+    (:meth:`errors`; 0: only where the model did not move).
     """
 
     name = "AIM"
@@ -460,10 +460,19 @@ class AIM(Adaptive):
         (its L2 sensitivity, 1 for adding or removing a record, under the budget's relation)."""
         return budget.sensitivity(1.0) / math.sqrt(2.0 * budget.parameter_for("gaussian", amount))
 
-    @staticmethod
-    def grow(state: State) -> bool:
+    def grow(self, state: State) -> bool:
         """Whether the round's measurement moved the model's marginal by at most the expected L1
-        size of its noise (sec. 4.3): then the next shares are four times larger."""
+        size of its noise (sec. 4.3): then the next shares are four times larger.  With
+        ``linked_only``, never after a marginal of three or more attributes that the cliques
+        measured before link (:func:`linked`): the model already holds those pairs, so measuring
+        it moves the model by their interaction alone, small whatever the noise, and the test would
+        take it for noise (on a 75-attribute network sample at epsilon 1 the budget grew after 33
+        rounds, not 126 as with 2-way candidates: 147 rounds in all, 3-way TVD 0.028 against 0.026
+        for 2-way only; 276 rounds, 0.024, with this).  Which rounds grow depends on the released
+        measurements and models only: post-processing."""
         (query,), (measured,) = state.chosen, state.measured
+        earlier = [m.attrs for m in state.measurements[:len(state.measurements) - len(state.measured)]]
+        if self.linked_only and len(query.attrs) > 2 and linked(earlier, [query.attrs]):
+            return False
         moved = np.abs(state.estimate.project(query.attrs) - state.previous.project(query.attrs)).sum()
         return moved <= HALF_NORMAL_MEAN * float(np.max(measured.std)) * measured.y.size
