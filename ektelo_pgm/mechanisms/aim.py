@@ -464,12 +464,12 @@ class AIM(Adaptive):
         """Whether the round's measurement moved the model's marginal by at most the expected L1
         size of its noise (sec. 4.3): then the next shares are four times larger.  With
         ``linked_only``, never after a marginal of three or more attributes that the cliques
-        measured before link (:func:`linked`): the model already holds those pairs, so measuring
-        it moves the model by their interaction alone, small whatever the noise, and the test would
-        take it for noise (on a 75-attribute network sample at epsilon 1 the budget grew after 33
-        rounds, not 126 as with 2-way candidates: 147 rounds in all, 3-way TVD 0.028 against 0.026
-        for 2-way only; 276 rounds, 0.024, with this).  Which rounds grow depends on the released
-        measurements and models only: post-processing."""
+        measured before link (:func:`linked`): the model already holds the pairs that link it, so
+        measuring it moves the model by their interaction alone, small whatever the noise, and the
+        test would take it for noise (a 75-attribute network sample at epsilon 1, one seed: the
+        budget grew after 33 rounds, not 126 as with 2-way candidates, and 147 rounds gave a 3-way
+        TVD of 0.028 against 0.026 for 2-way only; 276 rounds and 0.024 with this).  Which rounds
+        grow depends on the released measurements and models only: post-processing."""
         (query,), (measured,) = state.chosen, state.measured
         earlier = [m.attrs for m in state.measurements[:len(state.measurements) - len(state.measured)]]
         if self.linked_only and len(query.attrs) > 2 and linked(earlier, [query.attrs]):
