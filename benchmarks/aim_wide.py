@@ -56,7 +56,7 @@ With the linked 3-way candidates (`linked`), a round measuring one never growing
 over all 67,525 triples is 0.0235-0.0240 (three seeds) against 0.0259-0.0263 for 2-way only, its 181 family triples
 0.065-0.069 against 0.140, in 374-456 s (644-783 CPU s against 246-352); growing it there (the paper): 0.025-0.028.
 Through `synth` on the corpus' wide tables, 3-way candidates are level with 2-way (linked, by seed: ames, loans,
-hotel_rates -3% to +5%, movies 0.063 against 0.067) at 1.3-3.2x the CPU; past 16 columns the steward uses 2-way.""",
+hotel_rates -3% to +5%, movies 0.063 against 0.067) at 1.2-3.4x the CPU; past 16 columns the steward uses 2-way.""",
     results=("aim_wide.json",))
 
 REPO = harness.REPO
