@@ -97,8 +97,9 @@ def test_quality_is_the_weighted_error_minus_the_expected_noise_and_selection_fo
     assert stats.chisquare(observed, exact * draws).pvalue > 1e-3
 
 
-# reused errors and a sampled candidate set leave the selection's charges as they were
-SELECTION_OPTIONS = [{}, {"reuse_tolerance": 0.0}, {"reuse_tolerance": 1.0, "max_candidates": 12}]
+# reused errors, a sampled candidate set and linked triples that do not grow the budget leave the charges exact
+SELECTION_OPTIONS = [{}, {"reuse_tolerance": 0.0}, {"reuse_tolerance": 1.0, "max_candidates": 12},
+                     {"max_candidates": 12, "linked_only": True}]
 
 
 @pytest.mark.parametrize("options", SELECTION_OPTIONS)
