@@ -471,8 +471,8 @@ class AIM(Adaptive):
         TVD of 0.028 against 0.026 for 2-way only; 276 rounds and 0.024 with this).  Which rounds
         grow depends on the released measurements and models only: post-processing."""
         (query,), (measured,) = state.chosen, state.measured
-        earlier = [m.attrs for m in state.measurements[:len(state.measurements) - len(state.measured)]]
-        if self.linked_only and len(query.attrs) > 2 and linked(earlier, [query.attrs]):
+        if self.linked_only and len(query.attrs) > 2 and \
+                linked([m.attrs for m in state.measurements[:-len(state.measured)]], [query.attrs]):
             return False
         moved = np.abs(state.estimate.project(query.attrs) - state.previous.project(query.attrs)).sum()
         return moved <= HALF_NORMAL_MEAN * float(np.max(measured.std)) * measured.y.size
