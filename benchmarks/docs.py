@@ -55,9 +55,9 @@ section says otherwise; peers run in their own virtual environments (`benchmarks
     names=("pgm_vs_mbi", "pgm_scale", "convergence", "defaults_by_time", "appgm_scaling", "appgm_large",
            "reconstruct_compare", "mw_default", "threading_policy", "mechanisms_vs_smartnoise",
            "mechanisms_vs_reference", "aim_budget", "aim_rounds", "aim_scoring", "aim_wide", "sampling_default",
-           "steward_vs_smartnoise", "real_tables", "real_tables_floor", "fidelity_vs_sdmetrics", "ml_efficacy",
-           "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "aim_out_of_core", "gpu_vs_mbi",
-           "person_rows"),
+           "steward_vs_smartnoise", "real_tables", "real_tables_floor", "numeric_bins", "fidelity_vs_sdmetrics",
+           "ml_efficacy", "error_bars_coverage", "dask_scale", "counting_engines", "big_synth", "aim_out_of_core",
+           "gpu_vs_mbi", "person_rows"),
     results=RESULTS,
     listing=True)
 RESULTS_PAGE = Page(
