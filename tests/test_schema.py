@@ -2123,6 +2123,30 @@ def test_bins_placed_inside_declared_bounds_keep_point_masses_at_the_ends():
     assert within(None, Ranged(NumericColumn.from_bounds("share", (14.3, 100.0), 8), None)).edges[::8] == (14.3, 100.0)
 
 
+@pytest.mark.parametrize("ones, filled", [(1300.0, True), (150.0, False), (15.0, False)])
+def test_a_declared_range_the_placed_bins_miss_keeps_its_own_bins_where_the_counts_show_numbers(ones, filled):
+    """Issue 56: where noise placed bins over part of a declared range only, the rest was one bin
+    drawn evenly: loans' failed payments (0-52; 86% 0, 13% 1) at epsilon 0.3 had 0 placed and 1-52
+    drawn evenly, decile TVD 0.13.  Where the grid's noisy counts there show numbers (NOTICE_Z
+    stds, TAIL_SHARE of them: 150 of 10,000 is neither), the bounds' own bins, free, fill it up to
+    their number; else it stays one bin."""
+    from ektelo_pgm.schema.histogram import Release
+    from ektelo_pgm.schema.metadata import Metadata, shown_beyond, within
+
+    failed = Metadata.read({"columns": {"failed": {"sdtype": "numerical", "computer_representation": "Int64",
+                                                   "bounds": [0, 52]}}}).ranges["failed"]
+    cells = np.bincount(cell_of(np.array([0.0, 1.0])), weights=[10000.0 - ones, ones], minlength=N_CELLS)
+    levels = tuple(np.bincount(group, weights=cells, minlength=group.max() + 1) for group in LEVELS)
+    noisy = Release("failed", {"missing": 0.0, "text": 0.0, "whole": 10000.0, "fractional": 0.0}, {}, levels,
+                    math.inf, 40.0, 40.0, 0.0, 0.0, 0.0)
+    placed = NumericColumn("failed", (0, 1), True, True)
+    shown = shown_beyond(noisy, placed, failed)
+    assert shown == (False, filled)
+    edges = within(placed, failed, shown).edges
+    assert edges[-1] == 53 and len(edges) <= len(failed.column.edges)
+    assert edges[:3] == (0, 1, 2) if filled else edges == (0, 1, 53)
+
+
 def test_a_number_on_a_refined_nodes_lower_edge_is_counted_in_that_node():
     """A node's position is read past float error: 356.13 (CPS1988's heaped weekly wage) was
     counted in [356.12, 356.13), so the bin edge placed after it cut the heap off its own values."""

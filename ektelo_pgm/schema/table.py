@@ -20,7 +20,7 @@ from .grid import LEVELS
 from .histogram import DECADE_MISS, DECADE_Z, KIND_SHARE, Unreleasable, float_below, noise_bar, noisy_counts, release
 from .kinds import (BINS, DRAW_AGAIN_Z, OTHER, OTHER_Z, blank_count, column_from, has_missing, names_codes,
                     public_column, unreleased_stds)
-from .metadata import within
+from .metadata import shown_beyond, within
 from .notes import left_out_reasons
 from .numbers import fine_charges, refine, whole_counts
 
@@ -112,7 +112,8 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
     whatever they are (a privacy filter, as for :func:`refine`).  ``ranges``: ``{column: Ranged}``
     of numeric columns whose bounds are declared (:class:`~ektelo_pgm.schema.metadata.Metadata`):
     their bins as placed, clipped to the bounds (:func:`~ektelo_pgm.schema.metadata.within`;
-    where nothing can be placed, the bins of the bounds alone: never left out).  Given a dict
+    where nothing can be placed, the bins of the bounds alone: never left out; beyond the placed
+    bins, where the noisy counts show numbers, the bounds' bins there: :func:`~.metadata.shown_beyond`).  Given a dict
     ``unsure``, the columns whose missing code their noisy counts do not surely show join it,
     in doubt (:func:`~.kinds.has_missing`), each with its :func:`~.kinds.blank_count`, or declared
     with a range, with None.  The encoder clips numbers outside a column's range into its end
@@ -174,7 +175,7 @@ def infer(table, budget: Budget, amount, delta: float, rng=None, bins: int = BIN
                     del columns[name]
             shown.update()
     for name, ranged in (ranges or {}).items():
-        columns[name] = within(columns.get(name), ranged)
+        columns[name] = within(columns.get(name), ranged, shown_beyond(releases[name], columns.get(name), ranged))
         why.pop(name, None)
     if why and left_out is None:
         raise next(iter(why.values()))
