@@ -45,8 +45,8 @@ DOC = harness.Doc(
     reading="""
 At the same privacy, our schema's bins leave the lower mean decile TVD on 11 of 12 tables at epsilon 1 and 3 (1.2-57x)
 and on 9 of 12 at 0.3; PrivTree's is lower on police_force (0.68x) and, at 0.3, on seattle_pets and txhousing.  Its
-halved leaves cannot follow heavy tails (movies, tweets, who: 2.7-57x), where ours follows the decades.  It wins small
-counts on short tables at 0.3 (loans: 22 columns to 13), where the noise placed ours over part of the range.  Ours kept.""",
+halved leaves cannot follow heavy tails (movies, tweets, who: 3.2-57x), where ours follows the decades.  It wins small
+counts on short tables at 0.3 (loans: 18 columns to 14), where the noise placed ours over part of the range.  Ours kept.""",
     results=("numeric_bins.json",))
 
 RESULTS = harness.RESULTS / "numeric_bins.json"
