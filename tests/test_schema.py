@@ -2128,8 +2128,8 @@ def test_a_declared_range_the_placed_bins_miss_keeps_its_own_bins_where_the_coun
     """Issue 56: where noise placed bins over part of a declared range only, the rest was one bin
     drawn evenly: loans' failed payments (0-52; 86% 0, 13% 1) at epsilon 0.3 had 0 placed and 1-52
     drawn evenly, decile TVD 0.13.  Where the grid's noisy counts there show numbers (NOTICE_Z
-    stds, TAIL_SHARE of them: 150 of 10,000 is neither), the bounds' own bins, free, fill it up to
-    their number; else it stays one bin."""
+    stds and TAIL_SHARE of them: 150 of 10,000 passes the first only), the bounds' own bins, free,
+    fill it up to their number; else it stays one bin."""
     from ektelo_pgm.schema.histogram import Release
     from ektelo_pgm.schema.metadata import Metadata, shown_beyond, within
 
