@@ -22,7 +22,7 @@ of ``real_tables.py``) between the real values and the drawn ones.
   ``epsilon = sqrt(2 rho)`` of an equal share of all the rho our schema spent, its count of the
   records included (another favour; epsilon-DP implies
   ``epsilon^2 / 2``-zCDP: Bun and Steinke 2016, Prop. 1.4), and draws evenly inside its leaves
-  (whole numbers among a leaf's integers).
+  (``NumericColumn.decode``: whole numbers among a leaf's integers).
 
     .venv/bin/python benchmarks/numeric_bins.py          # corpus tables x epsilon 0.3, 1, 3 x 3 seeds
 """
@@ -46,7 +46,8 @@ DOC = harness.Doc(
 At the same privacy, our schema's bins leave the lower mean decile TVD on 11 of 12 tables at epsilon 1 and 3 (1.2-57x)
 and on 9 of 12 at 0.3; PrivTree's is lower on police_force (0.68x) and, at 0.3, on seattle_pets and txhousing.  Its
 halved leaves cannot follow heavy tails (movies, tweets, who: 3.2-57x), where ours follows the decades.  It wins small
-counts on short tables at 0.3 (loans: 18 columns to 14), where the noise placed ours over part of the range.  Ours kept.""",
+counts on short tables at 0.3 (loans: 18 columns to 14), where the noise placed ours over part of the range.
+Ours is kept.""",
     results=("numeric_bins.json",))
 
 RESULTS = harness.RESULTS / "numeric_bins.json"
@@ -72,18 +73,6 @@ def privtree_edges(values: np.ndarray, lo: float, hi: float, epsilon: float, bin
     return np.array(sorted(leaves) + [hi])
 
 
-def drawn_evenly(values: np.ndarray, edges: np.ndarray, integer: bool, rng) -> np.ndarray:
-    """Each value drawn back evenly inside its bin of ``edges`` (whole numbers: among the bin's
-    integers, its nearest one where it holds none)."""
-    codes = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, edges.size - 2)
-    lo, hi = edges[codes], edges[codes + 1]
-    if not integer:
-        return rng.uniform(lo, hi)
-    first, stop = np.ceil(lo), np.where(hi == edges[-1], np.floor(hi) + 1, np.ceil(hi))
-    empty = stop <= first
-    return np.where(empty, np.round((lo + hi) / 2), first + np.floor(rng.random(values.size) * (stop - first)))
-
-
 def decile_tvd(real: np.ndarray, drawn: np.ndarray, bins: int) -> float:
     """1-way TVD of ``drawn`` against ``real`` on the cells of ``EvaluationCoding`` (real quantiles)."""
     edges = np.unique(np.quantile(real, np.arange(1, bins) / bins))
@@ -98,6 +87,7 @@ def table_runs(name: str, entry: dict, corpus: Path, epsilon: float, seed: int, 
     import pandas as pd
 
     from ektelo_pgm import schema as schemas
+    from ektelo_pgm.columns import NumericColumn
     from ektelo_pgm.privacy import Budget
     from ektelo_pgm.privacy.budget import approx_to_zcdp
     from ektelo_pgm.schema.kinds import BINS
@@ -135,7 +125,10 @@ def table_runs(name: str, entry: dict, corpus: Path, epsilon: float, seed: int, 
         ours = numbers(column.decode(own, "uniform", rng).astype(object))
         even = numbers(replace(column, density=None).decode(own, "uniform", rng).astype(object))
         tree = privtree_edges(np.sort(real), real.min(), real.max(), column_epsilon, BINS, rng)  # the declared bounds
-        theirs = drawn_evenly(real, tree, bool(column.integer), rng)
+        leaves = NumericColumn(column_name, tuple(tree[:-1]) + (tree[-1] + 1 if column.integer else tree[-1],),
+                               bool(column.integer), False)  # a whole-number column's last bin holds its bound
+        codes_tree = np.clip(np.searchsorted(tree, real, side="right") - 1, 0, tree.size - 2)
+        theirs = leaves.decode(codes_tree, "uniform", rng).to_numpy(dtype=float)
         rows.append({"table": name, "column": column_name, "kind": "date" if fmt else "numeric", "epsilon": epsilon,
                      "seed": seed, "values": int(real.size), "column_epsilon": column_epsilon,
                      "bins_ours": column.bins, "bins_privtree": int(tree.size - 1),
