@@ -570,6 +570,30 @@ def test_children_past_the_sure_ones_that_surely_hold_numbers_together_are_not_c
         assert end_node(levels, fine, r, _decade(100), True, False) == (cell, 1, last)
 
 
+def test_a_range_of_one_cell_noise_alone_may_have_placed_keeps_its_tenth_whole():
+    """Mothers' years of schooling in mroz (753 whole numbers from 0 to 17, 380 in [10, 20)) at
+    noise std 127: the tenth [10, 20) was sure (noisy 555), none of its cells was, and noise lifted
+    the empty [18, 19) to 282, the one noticeable cell, so the range started and ended there: every
+    mother was coded 18.  A range of one cell whose count is not sure alone keeps its tenth whole; a
+    cell that surely holds the tenth's numbers still is the range.  On 150 unseen tables (rho 0.005,
+    two seeds, and 0.05) 20 columns changed, none for the worse: 85% of their numbers clipped on
+    average, now 46%; decile TVD 0.78 -> 0.47."""
+    from ektelo_pgm.schema.ends import range_ends
+
+    r = _release_at("years", {"missing": 0.0, "text": 0.0, "whole": 753.0, "fractional": 0.0}, 127.0)
+    cell = int(cell_of(np.array([10.0]))[0])  # [10, 11); [19, 20) is cell + 9
+    cells = np.zeros(N_CELLS)
+    cells[cell:cell + 10] = [126.0, -145, 120, 112, -96, -201, 58, 79, 282, -66]
+    tenths = np.zeros(LEVELS[1].max() + 1)
+    tenths[LEVELS[1][cell]:LEVELS[1][cell] + 9] = [555.0, -85, -106, 153, -86, -121, -56, -131, 97]
+    decades = np.zeros(LEVELS[0].max() + 1)
+    decades[_decade(10)] = 598.0
+    ends = range_ends((decades, tenths, cells), {}, r, np.array([_decade(10)]), True)
+    assert ends == ((cell, 0, 0), (cell + 9, 0, 0))  # was [18, 19) twice
+    cells[cell + 8] = 555.0  # every number of the tenth in [18, 19), surely
+    assert range_ends((decades, tenths, cells), {}, r, np.array([_decade(10)]), True) == ((cell + 8, 0, 0),) * 2
+
+
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
     at each end a tenth of a decade reaches the bar alone where those beyond it do not, though
