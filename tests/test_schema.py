@@ -594,6 +594,29 @@ def test_a_range_of_one_cell_noise_alone_may_have_placed_keeps_its_tenth_whole()
     assert range_ends((decades, tenths, cells), {}, r, np.array([_decade(10)]), True) == ((cell + 8, 0, 0),) * 2
 
 
+def test_a_decade_s_first_cell_ends_where_its_numbers_stop_told_by_the_tenth_below_it():
+    """Weather's humidity (at most 100: 286 records at exactly 100, 2,115 in [90, 100)) at the
+    steward's noise at epsilon 1 (std 84): the range ended in the cell [100, 110), whose neighbour
+    [99, 100) is a tenth as wide and could not tell where its numbers stop, so it ended at 110 and
+    drew humidities up to 110 (279 values past the real ones per run of AIM, 183 now: its range
+    ends at 101.91).  The tenth a decade below, [90, 100), is as wide and tells it."""
+    from ektelo_pgm.schema.ends import node_children, outer_edge
+
+    std = 84.0
+    r = dataclasses.replace(_release_at("humid", {"missing": 0.0, "text": 0.0, "whole": 0.0, "fractional": 8000.0},
+                                        std), fine_bar=319.0, fine_std=106.5)
+    cell = int(cell_of(np.array([100.0]))[0])
+    cells = np.zeros(N_CELLS)
+    cells[cell] = 300.0
+    levels = tuple(np.bincount(group, weights=cells, minlength=group.max() + 1) for group in LEVELS[:2]) + (cells,)
+    fine = dict(zip(node_children((cell, 0, 0)), (265.0, -59, 90, 108, -74, 29, -142, -60, -74, -31)))
+    assert outer_edge((cell, 0, 0), levels, fine, r, True, 0) == 110.0  # nothing below to tell it by
+    levels[1][LEVELS[1][cell - 1]] = 2100.0  # [90, 100)
+    assert 101.0 < outer_edge((cell, 0, 0), levels, fine, r, True, 0) < 102.0
+    levels[1][LEVELS[1][cell - 1]] = 400.0  # no fuller than [100, 110): the numbers may go on, the edge stays
+    assert outer_edge((cell, 0, 0), levels, fine, r, True, 0) == 110.0
+
+
 def test_tenths_that_surely_hold_many_numbers_are_not_clipped():
     """Counts of credit lines (10,000 whole numbers from 1 to 47, a gamma's shape) at noise std 200:
     at each end a tenth of a decade reaches the bar alone where those beyond it do not, though

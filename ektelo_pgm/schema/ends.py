@@ -296,7 +296,9 @@ def node_children(node) -> list:
 def outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: float) -> float:
     """The edge where a range ending in ``node`` (found by :func:`end_node`; ``upper_end``: its upper
     end) ends: the node's outer edge, or inside the node where it surely holds fewer numbers
-    than its inner neighbour (the node next to it and as wide): where its noisy count ends when
+    than its inner neighbour (the node next to it and as wide; for a cell next to a decade below
+    it, that decade's tenth next to it: weather's humidities, at most 100, were drawn up to 110
+    from the cell [100, 110), its neighbour [99, 100) a tenth as wide): where its noisy count ends when
     laid from the inner edge at that neighbour's density, ``END_Z`` stds of that ratio's noise
     further out.  A range ends where its numbers thin out or stop, so an end node no fuller than
     its neighbour holds its numbers nearest it (hotel arrivals, up to 2017.663 in the finest
@@ -311,13 +313,18 @@ def outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: floa
     below, above = node_edges(node)
     outer, inward, width = (above if upper_end else below), (-1 if upper_end else 1), above - below
     if depth == 0:  # a cell: its neighbour is the next cell, both told by the cells' counts
-        near, std = (cell + inward, 0, 0), r.std
-        count = levels[2][cell]
-        near_count = levels[2][cell + inward] if 0 < cell + inward < N_CELLS - 1 else 0.0
+        near, std, count = cell + inward, r.std, levels[2][cell]
+        inside = 0 < near < N_CELLS - 1
+        tenth = LEVELS[1] == LEVELS[1][near]
+        near_width = UPPER[tenth].max() - LOWER[tenth].min()
+        if inside and math.isclose(near_width, width):  # a cell of the decade below: its tenth is as wide
+            near_count = levels[1][LEVELS[1][near]]
+        else:
+            near_count, near_width = (levels[2][near] if inside else 0.0), UPPER[near] - LOWER[near]
     else:
         near, std = (cell, depth, index + inward), r.fine_std
-        count, near_count = fine.get(node, 0.0), fine.get(near, 0.0)
-    if width <= max(step, 1e-300) or count <= 0 or near_count <= 0 or not math.isclose(node_width(near), width):
+        count, near_count, near_width = fine.get(node, 0.0), fine.get(near, 0.0), node_width(near)
+    if width <= max(step, 1e-300) or count <= 0 or near_count <= 0 or not math.isclose(near_width, width):
         return outer
     ratio, error = count / near_count, std * math.hypot(1.0 / count, 1.0 / near_count)
     if ratio * (1.0 + SURELY_Z * error) >= 1.0:
