@@ -127,8 +127,7 @@ def table_runs(name: str, entry: dict, corpus: Path, epsilon: float, seed: int, 
         tree = privtree_edges(np.sort(real), real.min(), real.max(), column_epsilon, BINS, rng)  # the declared bounds
         leaves = NumericColumn(column_name, tuple(tree[:-1]) + (tree[-1] + 1 if column.integer else tree[-1],),
                                bool(column.integer), False)  # a whole-number column's last bin holds its bound
-        codes_tree = np.clip(np.searchsorted(tree, real, side="right") - 1, 0, tree.size - 2)
-        theirs = leaves.decode(codes_tree, "uniform", rng).to_numpy(dtype=float)
+        theirs = leaves.decode(leaves.encode(pd.Series(real), clip=True), "uniform", rng).to_numpy(dtype=float)
         rows.append({"table": name, "column": column_name, "kind": "date" if fmt else "numeric", "epsilon": epsilon,
                      "seed": seed, "values": int(real.size), "column_epsilon": column_epsilon,
                      "bins_ours": column.bins, "bins_privtree": int(tree.size - 1),

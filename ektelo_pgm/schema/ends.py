@@ -312,7 +312,7 @@ def outer_edge(node, levels, fine: dict, r: Release, upper_end: bool, step: floa
     cell, depth, index = node
     below, above = node_edges(node)
     outer, inward, width = (above if upper_end else below), (-1 if upper_end else 1), above - below
-    if depth == 0:  # a cell: its neighbour is the next cell, both told by the cells' counts
+    if depth == 0:  # a cell: its neighbour is the next cell, or that cell's tenth where as wide
         near, std, count = cell + inward, r.std, levels[2][cell]
         inside = 0 < near < N_CELLS - 1
         tenth = LEVELS[1] == LEVELS[1][near]
