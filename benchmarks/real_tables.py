@@ -123,11 +123,11 @@ bash benchmarks/setup_table_peers.sh              # smartnoise-synth 1.0.8 and d
 .venv/bin/python benchmarks/real_tables.py         # tables x (as-is, cut) x epsilon 0.3, 1, 3 x 3 seeds, every side
 .venv/bin/python benchmarks/real_tables.py --sides ours --mechanisms aim --variants public   # the peers' categories""",
     reading="""
-Our default's 2-way TVD is no worse than dpmm AIM's and smartnoise MST's wherever they finish, with 9-84x less CPU
-than dpmm: CPS1988 0.0191 against dpmm AIM's 0.028 at epsilon 1, tweets 0.036 to 0.063; seattle_pets 0.216, 0.133,
-0.100 against 0.227, 0.138, 0.107 (a column in need draws its ZIP codes again with it: 0.230 at 0.3 before).
+Our default's 2-way TVD is no worse than dpmm AIM's and smartnoise MST's wherever they finish, with 8-67x less CPU
+than dpmm: CPS1988 0.0191 against dpmm AIM's 0.0281 at epsilon 1, tweets 0.036 against 0.067; seattle_pets 0.219,
+0.132, 0.099 against 0.227, 0.138, 0.107 (a column in need draws its ZIP codes again with it: 0.230 at 0.3 before).
 dpmm reads every category off the data (police_force: its MST 0.186, ours 0.258); given them (`public`), ours leads
-(0.137 there, seattle_pets 0.150, 0.103, 0.088).  dpmm AIM was cut off (at 4-15 minutes) on six tables.""",
+(0.135 there, seattle_pets 0.150, 0.103, 0.089).  dpmm AIM was cut off (at 4-15 minutes) on six tables.""",
     results=("real_tables.json",), superseded=("real_tables_c6fadff.json", "real_tables_5299bbf.json"))
 
 
