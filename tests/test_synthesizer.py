@@ -847,6 +847,34 @@ def test_per_person_fit_regenerates_the_person_column_and_refuses_what_it_cannot
         Synthesizer("mst", person="nobody", max_rows=2).fit(table)
 
 
+def test_the_bar_of_blanks_in_doubt_holds_noise_alone_to_one_fit_in_740_however_many_columns():
+    """Noise alone, k columns of standard normal scores per fit: the share of fits where some score
+    passes blank_bar(k) is BLANK_Z's one-sided tail (0.135%), for one column as for 43 (ames with
+    public categories), within 4 binomial stds over 400,000 fits; 43 columns at BLANK_Z each
+    passed in 5.6% of fits."""
+    from ektelo_pgm.synthesizer import BLANK_Z, blank_bar
+
+    tail, fits = math.erfc(BLANK_Z / math.sqrt(2.0)) / 2.0, 400_000
+    rng = np.random.default_rng(0)
+    assert blank_bar(1) == pytest.approx(BLANK_Z)
+    for k in (1, 10, 43):
+        passed = (rng.standard_normal((fits, k)) > blank_bar(k)).any(axis=1).mean()
+        assert abs(passed - tail) < 4 * math.sqrt(tail * (1 - tail) / fits), (k, passed)
+
+
+def test_a_wide_table_of_public_columns_without_blanks_gains_none():
+    """40 public categorical columns, none blank, MST at epsilon 1, seed 29: at 3 stds each, the
+    measurements showed blanks in one of them (noise alone does so in one fit of 19 at 40
+    columns), and its model drew them; at the bar shared among the 40 columns in doubt (3.98
+    stds), none."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    table = pd.DataFrame({f"c{j}": rng.choice(["a", "b", "c", "d"], n, p=[0.4, 0.3, 0.2, 0.1]) for j in range(40)})
+    model = Synthesizer("mst", epsilon=1.0, seed=29, public=list(table.columns)).fit(table)
+    assert set(model.blankless) == set(table.columns)
+    assert model.sample().notna().all().all()
+
+
 @pytest.mark.parametrize("mechanism", ["privbayes", "mwem", "pep"])
 def test_public_columns_without_blanks_gain_none_whatever_the_mechanism(mechanism):
     """The decision reads the measurement with the least noise holding the column, whichever

@@ -247,14 +247,15 @@ def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
     counts summed, which noise alone passes about once in 300,000 columns; with ``sure=False``,
     whether it gets one at all: ``MAYBE_MISSING_Z`` stds (the bar scaled alike), a code in doubt
     whose blanks the Synthesizer draws only where the mechanism's measurements show them too
-    (:attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`, at ``BLANK_Z`` stds).  Two stds alone,
-    a rule before, let 2.3% of the columns without blanks gain a missing code that the model
-    filled with noise: 1-6% blank cells (hotel rates' stays_in_weekend_nights 64, CPS1988's wage
-    56); the sure bar alone lost the blanks beneath it, about 97 sqrt(d) blanks in a categorical
-    column of a table of d columns at epsilon 1 and 137 sqrt(d) in one of numbers (1,015 at 55):
-    in the 12 tables of benchmarks/real_tables.py (3 schemas each), 33 of the 180 columns with
-    blanks, 26 at two stds (loans' emp_length, 817 of 10,000, lost them in 4 of 6 runs).  The
-    sure bar still decides how the column is coded (:func:`column_from`)."""
+    (:attr:`~ektelo_pgm.synthesizer.Synthesizer.blankless`, at
+    :func:`~ektelo_pgm.synthesizer.blank_bar` stds).  Two stds alone, a rule before, let 2.3% of the
+    columns without blanks gain a missing code that the model filled with noise: 1-6% blank cells
+    (hotel rates' stays_in_weekend_nights 64, CPS1988's wage 56); the sure bar alone lost the blanks
+    beneath it, about 97 sqrt(d) blanks in a categorical column of a table of d columns at epsilon 1
+    and 137 sqrt(d) in one of numbers (1,015 at 55): in the 12 tables of benchmarks/real_tables.py
+    (3 schemas each), 33 of the 180 columns with blanks, 26 at two stds (loans' emp_length, 817 of
+    10,000, lost them in 4 of 6 runs).  The sure bar still decides how the column is coded
+    (:func:`column_from`)."""
     kinds = ("missing", "text") if of_numbers else ("missing",)
     bar = r.kind_bar if sure else r.kind_bar * MAYBE_MISSING_Z / DECADE_Z
     return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * bar)
