@@ -66,15 +66,15 @@ SCHEMA_SHARE = "auto"
 #: The schema's share of delta when ``schema_share`` is ``"auto"`` (fixed before any count: the
 #: mechanism's rho is set by the rest of delta).
 AUTO_DELTA_SHARE = 0.5
-#: A column whose missing code the schema did not infer (public categories, declared columns) has
-#: it drawn only where the mechanism's measurements show blanks at this many noise stds, the bar
-#: of one column: with several in doubt, their bar shares its tail among them (:func:`blank_bar`),
-#: so that noise alone draws blanks in some column without any once in 740 fits, not once in 740
-#: columns (ames with public categories, 43 columns in doubt: Bsmt_Exposure, never blank, shown
-#: at 3.34 stds in one AIM run and drawn 7.7% blank; at its bar of 4.00 stds, none).  Without the
-#: test, the code got mass from noise alone, and seattle_pets' species gained blanks; at the
-#: schema's bar (4.5 stds) ames' Mas_Vnr_Type, 61% blank, lost every blank in one AIM run (at 3.5
-#: stds of AIM's 1-way noise, std 298 on 2,930 rows), and 1%-blank columns theirs in 5 of 132 runs.
+#: A column whose missing code the schema did not infer (public categories, declared columns) has it
+#: drawn only where the mechanism's measurements show blanks at this many noise stds, the bar of one
+#: column: with several in doubt, their bar shares its tail among them (:func:`blank_bar`), so that
+#: noise alone draws blanks in some column without any at most once in 740 fits, not once in 740
+#: columns (ames with public categories, 43 columns in doubt: Bsmt_Exposure, never blank, shown at
+#: 3.34 stds in one AIM run and drawn 7.7% blank; at its bar of 4.00 stds, none).  Without the test,
+#: the code got mass from noise alone, and seattle_pets' species gained blanks; at the schema's bar
+#: (4.5 stds) ames' Mas_Vnr_Type, 61% blank, lost every blank in one AIM run (at 3.5 stds of AIM's
+#: 1-way noise, std 298 on 2,930 rows), and 1%-blank columns theirs in 5 of 132 runs.
 BLANK_Z = 3.0
 
 
@@ -362,8 +362,9 @@ class Synthesizer:
         self.error_bars = result.error_bars()
         sure = set(open_) - set(unsure)  # inferred columns whose missing code their noisy counts surely show
         doubt = [c for c, col in columns.items() if c not in sure and col.missing]
-        self.blankless = tuple(c for c in doubt if not self.error_bars.shows(c, columns[c].size - 1,
-                                                                             blank_bar(len(doubt)), unsure.get(c)))
+        bar = blank_bar(len(doubt))
+        self.blankless = tuple(c for c in doubt
+                               if not self.error_bars.shows(c, columns[c].size - 1, bar, unsure.get(c)))
         self.schema_declared = declared is not None
         self.left_out = {**(metadata.left_out if metadata else {}), **left_out}
         self.order = [c for c in table_order if c in columns or c in self.regenerate]
