@@ -71,7 +71,10 @@ in a separate process, per column against the real table:
   synthetic values are that cell, which says a category was not released and is no value); and
   the columns gaining blanks (present in the output) and the modelled columns left out of it
   (ours names each in a note: no value reaches its release threshold, or too few numbers to place
-  its range).
+  its range);
+- for a run with a metadata file, which saves its model: the mean 1-way TVD of the real table
+  drawn back inside the bins of the model's schema (``tv1_bins_alone``, :func:`bins_alone`): the
+  error of the bins alone, read by ``real_tables_floor.py``.
 
 Targets of issue 27, marked per run: no abort; every numeric (and date) column with >= 98% of
 its synthetic values inside the real range and a 1-way TVD <= 0.10; categorical columns' mean
@@ -387,11 +390,38 @@ def evaluate(real, synthetic, columns: list[dict], bins: int) -> dict:
     return result
 
 
+def bins_alone(real, model: Path, folder: Path):
+    """The ``real`` table as the schema of the saved synthesizer ``model`` codes it, each record
+    drawn back inside its codes' bins as synthetic records are drawn and written as ``synth``
+    writes them (a CSV in ``folder``, read back): the synthetic table of a model that measured
+    its marginals exactly, whose only error is the bins'."""
+    from ektelo_pgm.schema import encoded
+    from ektelo_pgm.synthesizer import Synthesizer
+    from ektelo_pgm.table_io import typed, write_table
+
+    fitted = Synthesizer.load(model)
+    drawn = fitted.encoder.inverse_transform(encoded(real, fitted.encoder), within_bin="uniform", rng=0)
+    out = real.copy()
+    for name, column in fitted.encoder.columns.items():
+        out[name] = typed(drawn[name], column)
+    write_table(out, str(folder / "bins_alone.csv"))
+    return read_table(folder / "bins_alone.csv")
+
+
+def mean_tv1(result: dict) -> float:
+    """The mean 1-way TVD over the modelled columns of an :func:`evaluate` result."""
+    return float(np.mean([c["tv1"] for c in result["columns"] if "tv1" in c]))
+
+
 def evaluate_worker(args) -> None:
     entry = load_manifest(args.corpus)[args.table_name]
     real = read_table(args.corpus / entry["file"])
     synthetic = read_table(Path(args.synthetic))
-    result = evaluate(real, synthetic, variant_columns(entry, args.variant), args.eval_bins)
+    columns = variant_columns(entry, args.variant)
+    result = evaluate(real, synthetic, columns, args.eval_bins)
+    if args.model:
+        result["tv1_bins_alone"] = mean_tv1(evaluate(real, bins_alone(real, Path(args.model), Path(args.out).parent),
+                                                     columns, args.eval_bins))
     Path(args.out).write_text(json.dumps(result))
 
 
@@ -519,7 +549,8 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
             command = [str(args.ours), "synth", str(table_file), "--header", "-o", str(synthetic),
                        "--epsilon", f"{epsilon:g}", "--delta", f"{DELTA:g}", "--mechanism", mechanism,
                        "--seed", str(seed), "--quoted-newlines"]
-            command += ["--metadata", str(out / "metadata.json")] if variant in DECLARED else []
+            command += ["--metadata", str(out / "metadata.json"), "--save", str(out / "model.npz")] \
+                if variant in DECLARED else []
             if variant == "public":
                 command += ["--public-categories", ",".join(c["name"] for c in variant_columns(entry, variant)
                                                              if c["kind"] == "categorical")]
@@ -548,6 +579,7 @@ def one_run(args, side, mechanism, table, variant, seed, epsilon, entry) -> dict
         evaluation = [sys.executable, Path(__file__).resolve(), "--evaluate", "--table-name", table,
                       "--variant", variant, "--synthetic", synthetic, "--corpus", args.corpus,
                       "--eval-bins", args.eval_bins, "--out", scores]
+        evaluation += ["--model", out / "model.npz"] if (out / "model.npz").exists() else []
         done = harness.run(["nice", "-n", args.nice] + evaluation)
         row.update(status="ok", exit=0)
         if not done.ok or not scores.exists():
@@ -970,6 +1002,7 @@ def parse_args(argv=None):
     parser.add_argument("--variant", default="as-is", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
     parser.add_argument("--synthetic", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--epsilon", type=float, default=EPSILON, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
