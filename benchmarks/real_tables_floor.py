@@ -58,7 +58,7 @@ import numpy as np
 
 import harness
 from real_tables import (CATEGORICAL_TV, CORPUS, DELTA, EPSILON, NUMERIC_TV, EvaluationCoding, load_manifest,
-                         modelled_frame, read_table, variant_columns)
+                         mean_tv1, modelled_frame, read_table, variant_columns)
 
 DOC = harness.Doc(
     title="What the 1-way targets need on the real tables",
@@ -212,8 +212,7 @@ def metadata_table(floors: dict, runs: list[dict]) -> str:
         cells = []
         ok = [r for r in runs if (r["table"], r["status"]) == (table, "ok") and "columns" in r]
         for variant, mechanism in settings:
-            means = [np.mean([c["tv1"] for c in r["columns"] if "tv1" in c]) for r in ok
-                     if (r.get("variant"), r["mechanism"]) == (variant, mechanism)]
+            means = [mean_tv1(r) for r in ok if (r.get("variant"), r["mechanism"]) == (variant, mechanism)]
             cells += [f"{np.mean(means):.3f}", f"{np.mean(means) / row['tv1_whole_rho']:.2f}x"] if means else ["-", "-"]
         alone = [r["tv1_bins_alone"] for r in ok if r.get("variant") == "metadata" and "tv1_bins_alone" in r]
         cells += [f"{np.mean(alone):.3f}", f"{np.mean(alone) / row['tv1_whole_rho']:.2f}x"] if alone else ["-", "-"]
