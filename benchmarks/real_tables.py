@@ -397,13 +397,12 @@ def bins_alone(real, model: Path, folder: Path):
     its marginals exactly, whose only error is the bins'."""
     from ektelo_pgm.schema import encoded
     from ektelo_pgm.synthesizer import Synthesizer
-    from ektelo_pgm.table_io import typed, write_table
+    from ektelo_pgm.table_io import write_table
 
     fitted = Synthesizer.load(model)
-    drawn = fitted.encoder.inverse_transform(encoded(real, fitted.encoder), within_bin="uniform", rng=0)
+    drawn = fitted.decoded(encoded(real, fitted.encoder), np.random.default_rng(0), text=True)
     out = real.copy()
-    for name, column in fitted.encoder.columns.items():
-        out[name] = typed(drawn[name], column)
+    out[list(drawn.columns)] = drawn
     write_table(out, str(folder / "bins_alone.csv"))
     return read_table(folder / "bins_alone.csv")
 

@@ -412,20 +412,27 @@ class Synthesizer:
 
     def _part(self, n: int, first: int, text: bool = False):
         """``n`` synthetic records (:meth:`sample`), regenerated identifiers numbered from ``first``;
-        ``text``: for a text file, where a fractional column that writes its whole numbers plain
-        holds them as ints (:attr:`~ektelo_pgm.columns.NumericColumn.plain`)."""
+        ``text``: for a text file (:meth:`decoded`)."""
         options = {"method": self.sampling} if "round" in self.estimate.sampling_methods else {}
         with self._reporting():
             records = synthetic_without(self.estimate, n, self.rng,
                                         {c: self.encoder.columns[c].size - 1 for c in self.blankless}, **options)
-        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=self.rng)
+        frame = self.decoded(records, self.rng, text)
+        for name in self.regenerate:
+            frame[name] = pandas_module().Series(np.arange(first, first + n), dtype="Int64")
+        return frame[self.order]
+
+    def decoded(self, records, rng, text: bool = False):
+        """The coded ``records`` (a Dataset over the schema's columns) as a DataFrame of values in the
+        types the schema fixes, numbers drawn uniformly inside their bins with ``rng``; ``text``: for
+        a text file, where a fractional column that writes its whole numbers plain holds them as ints
+        (:attr:`~ektelo_pgm.columns.NumericColumn.plain`)."""
+        frame = self.encoder.inverse_transform(records, within_bin="uniform", rng=rng)
         for name, column in self.encoder.columns.items():
             frame[name] = typed(frame[name], column)
             if text and column.kind == "numeric" and column.plain:
                 frame[name] = whole_as_ints(frame[name])
-        for name in self.regenerate:
-            frame[name] = pandas_module().Series(np.arange(first, first + n), dtype="Int64")
-        return frame[self.order]
+        return frame
 
     def write(self, path, n: int | None = None, header: bool = True, rows: int = PART_ROWS) -> int:
         """Write ``n`` synthetic records (default: the estimated number of records) to ``path``
