@@ -13,6 +13,7 @@ import numpy as np
 from ..columns import CategoricalColumn, NumericColumn
 from ..errors import InputError
 from ..table_io import as_float
+from ..uncertainty import Prior
 from .counts import Tally, whole
 from .ends import TAIL_SHARE
 from .grid import LOWER, UPPER, cell_of
@@ -256,18 +257,26 @@ def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
     (3 schemas each), 33 of the 180 columns with blanks, 26 at two stds (loans' emp_length, 817 of
     10,000, lost them in 4 of 6 runs).  The sure bar still decides how the column is coded
     (:func:`column_from`)."""
-    kinds = ("missing", "text") if of_numbers else ("missing",)
-    bar = r.kind_bar if sure else r.kind_bar * MAYBE_MISSING_Z / DECADE_Z
-    return bool(sum(r.kinds[k] for k in kinds) >= math.sqrt(len(kinds)) * bar)
+    blanks = _blanks(r, of_numbers)
+    return bool(blanks.count >= (blanks.high if sure else blanks.low))
 
 
-def blank_count(r: Release, of_numbers: bool) -> tuple[float, float] | None:
-    """``(count, std)``: the noisy count of what the missing code of the release ``r``'s column
-    codes (blanks; in a column of numbers, ``of_numbers``, text too) and its noise std, for the
-    Synthesizer to weigh with the mechanism's measurements
-    (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`'s ``prior``); None under Laplace noise."""
+def _blanks(r: Release, of_numbers: bool) -> Prior:
+    """The noisy count of what the missing code of the release ``r``'s column codes (:func:`has_missing`),
+    its noise std, and the bars at which the column gets a code in doubt (``low``) and a sure one (``high``)."""
     kinds = ("missing", "text") if of_numbers else ("missing",)
-    return (sum(r.kinds[k] for k in kinds), r.kind_std * math.sqrt(len(kinds))) if r.notion == "zcdp" else None
+    bar = r.kind_bar * math.sqrt(len(kinds))
+    return Prior(sum(r.kinds[k] for k in kinds), r.kind_std * math.sqrt(len(kinds)), bar * MAYBE_MISSING_Z / DECADE_Z,
+                 bar)
+
+
+def blank_count(r: Release, of_numbers: bool) -> Prior | None:
+    """The noisy count of what the missing code of the release ``r``'s column codes (blanks; in a
+    column of numbers, ``of_numbers``, text too), its noise std, and the counts between
+    :func:`has_missing`'s bars that put the code in doubt, for the Synthesizer to weigh with the
+    mechanism's measurements given that selection (:meth:`~ektelo_pgm.uncertainty.ErrorBars.shows`);
+    None under Laplace noise."""
+    return _blanks(r, of_numbers) if r.notion == "zcdp" else None
 
 
 def names_codes(name: str) -> bool:
