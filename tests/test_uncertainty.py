@@ -294,7 +294,7 @@ def test_a_prior_looked_at_for_lying_high_is_weighed_given_that():
     passed = sum(empty.shows("a", v, 2.0, Prior(priors[v], 20.0, 40.0, 90.0)) for v in range(2000))
     unselected = sum(empty.shows("a", v, 2.0, Prior(priors[v], 20.0)) for v in range(2000))
     assert abs(passed - 2000 * 0.02275) < 4 * math.sqrt(2000 * 0.02275) and unselected > 0.1 * 2000
-    for count, measured in ((50.0, 25.0), (-10.0, 3.0), (70.0, -20.0)):
+    for count, measured in ((50.0, 25.0), (60.0, 3.0), (85.0, -20.0)):
         closed = Prior(count, 20.0).tail(measured, 0.01)
         assert closed == pytest.approx(Prior(count, 20.0, -800.0, 800.0).tail(measured, 0.01), rel=1e-6)
         assert Prior(count, 20.0, 40.0, 90.0).tail(measured, 0.01) > closed  # the selection leans up

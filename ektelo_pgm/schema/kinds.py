@@ -263,7 +263,8 @@ def has_missing(r: Release, of_numbers: bool, sure: bool = True) -> bool:
 
 def _blanks(r: Release, of_numbers: bool) -> Prior:
     """The noisy count of what the missing code of the release ``r``'s column codes (:func:`has_missing`),
-    its noise std, and the bars at which the column gets a code in doubt (``low``) and a sure one (``high``)."""
+    its noise std, and the bars at which the column gets a code in doubt (``low``) and a sure one
+    (``high``); a prior to weigh only under Gaussian noise (:func:`blank_count`)."""
     kinds = ("missing", "text") if of_numbers else ("missing",)
     bar = r.kind_bar * math.sqrt(len(kinds))
     return Prior(sum(r.kinds[k] for k in kinds), r.kind_std * math.sqrt(len(kinds)), bar * MAYBE_MISSING_Z / DECADE_Z,
