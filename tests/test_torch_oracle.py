@@ -16,6 +16,8 @@ from ektelo_pgm.measurement import Measurement
 from ektelo_pgm.operators.reconstruct import APPGM, PGM
 from ektelo_pgm.pgm.estimation import estimate
 from ektelo_pgm.pgm.inference import MarginalOracle
+from ektelo_pgm.pgm.loss import Objective
+from ektelo_pgm.pgm.optimizers import assess
 from ektelo_pgm.pgm import backends
 from ektelo_pgm.pgm.backends import resolve_backend
 
@@ -243,8 +245,9 @@ for scale in (0.1, 3.0, 30.0):
     want = base.marginals(theta, 1000.0)
     assert np.abs(fused.marginals(theta, 1000.0) - want).max() <= 1e-10 * 1000.0
     assert abs(fused.log_partition(theta) - base.log_partition(theta)) <= 1e-10 * abs(base.log_partition(theta))
-    single = TorchOracle(base, "cpu", "float32", fused=True).marginals(theta, 1000.0)
-    assert np.abs(single - want).max() <= 1e-4 * 1000.0
+    single = TorchOracle(base, "cpu", "float32", fused=True)  # the device loop's float32 calibration
+    mu = single._calibrate(single._tensor(theta), 1000.0).double().numpy()
+    assert np.abs(mu - want).max() <= 1e-4 * 1000.0
 
 device = backends.DEVICES["torch-cpu"]
 backends.register(backends.Device("torch-cpu", device.check, device.present,
@@ -289,12 +292,16 @@ def test_failing_fused_kernels_fall_back_to_torch_operations(monkeypatch):
 
 
 @needs_torch
-def test_float32_is_close():
+def test_float32_calibrates_close_and_answers_the_host_in_float64():
     domain, cliques = random_model([3, 4, 2, 5], [[0, 1], [1, 2], [2, 3], [0]])
     base = MarginalOracle(domain, cliques)
     theta = np.random.default_rng(0).normal(size=base.size)
-    got = torch_oracle(base, dtype="float32").marginals(theta, 100.0)
-    assert np.abs(got - base.marginals(theta, 100.0)).max() <= 1e-4 * 100.0
+    oracle = torch_oracle(base, dtype="float32")
+    want = base.marginals(theta, 100.0)
+    loop = oracle._calibrate(oracle._tensor(theta), 100.0)
+    assert loop.dtype == torch.float32 and np.abs(loop.double().numpy() - want).max() <= 1e-4 * 100.0
+    assert np.abs(oracle.marginals(theta, 100.0) - want).max() <= 1e-10 * 100.0
+    assert oracle.log_partition(theta) == pytest.approx(base.log_partition(theta), rel=1e-12)
 
 
 # ------------------------------------------------------------------ the optimisers on the torch oracle
@@ -327,6 +334,26 @@ def test_float32_loop_ends_near_the_float64_loss(small_problem):
     ref = estimate(domain, ms, method="mirror", iters=100)
     got = estimate(domain, ms, method="mirror", iters=100, backend="torch-cpu", dtype="float32")
     assert got.loss == pytest.approx(ref.loss, rel=1e-3)
+
+
+@needs_torch
+def test_float32_reports_float64_answers_and_finishes_its_loop_in_float64():
+    # A million records: float32 resolves a marginal of 1e5 to about 0.1, so its line search ran out
+    # after 28 iterations, and the loss it reported, from its own marginals, lay 0.3% below the optimum.
+    rng = np.random.default_rng(0)
+    domain = Domain([f"a{i}" for i in range(7)], [2, 3, 4, 2, 5, 3, 4])
+    data = Dataset(np.stack([rng.integers(0, n, 1_000_000) for n in domain.shape], 1), domain)
+    ms = noisy(data, [("a0", "a1"), ("a1", "a2", "a3"), ("a3", "a4"), ("a2", "a5"), ("a6",), ("a5", "a6"),
+                      ("a4", "a6")], 10.0, rng)
+    seen = []
+    got = estimate(domain, ms, method="mirror", iters=1000, backend="torch-cpu", dtype="float32",
+                   callback=lambda t, v: seen.append(t))
+    ref = estimate(domain, ms, method="mirror", iters=1000)
+    optimum = estimate(domain, ms, method="lbfgs", iters=1000).loss
+    exact = assess(got.oracle, Objective(got.oracle, ms, "l2"), got.theta, got.total, got.iterations)
+    assert got.loss == pytest.approx(exact.loss, rel=1e-9) and got.gap == pytest.approx(exact.gap, rel=1e-6)
+    assert got.loss >= optimum * (1 - 1e-9) and got.loss == pytest.approx(ref.loss, rel=1e-6)
+    assert seen == list(range(1, got.iterations + 1)) and got.iterations > 28
 
 
 @needs_torch

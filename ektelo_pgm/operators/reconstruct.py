@@ -37,8 +37,10 @@ class PGM(Params):
     them early (default 0: never); ``iters`` is a maximum; the model reports ``iterations``,
     ``converged`` and ``gap`` (:mod:`ektelo_pgm.convergence`).  ``backend``: ``"auto"`` (default:
     the GPU only where one is present and the junction tree is large, measured faster there), ``"cpu"``
-    (the numba oracle), ``"gpu"`` (the torch oracle on a CUDA device, in ``dtype`` "float64" or
-    "float32"; an InputError without one) or ``"torch-cpu"`` (the torch oracle on the CPU, for tests).  See
+    (the numba oracle), ``"gpu"`` (the torch oracle on a CUDA device, its loop in ``dtype`` "float64" or
+    "float32", the loss and gap it reports in float64, and a loop that float32 can no longer improve
+    finished in float64; an InputError without one) or ``"torch-cpu"`` (the torch oracle on the CPU,
+    for tests).  See
     :func:`ektelo_pgm.pgm.estimation.estimate`.
     """
 

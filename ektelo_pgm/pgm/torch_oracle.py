@@ -18,10 +18,12 @@ is captured in a CUDA graph when it can be.  APPGM's CONVEX-GBP in torch is
 Importing this module registers torch's devices (``"torch-cpu"``, ``"cuda"``) with
 :mod:`ektelo_pgm.pgm.backends`, which gives the ``backend`` option of PGM and APPGM its meaning.
 torch itself is imported lazily, when a device is used: the package imports and runs without it
-(``backend="auto"``, the default, then runs numba).  Float64 by default, float32 as an option.
+(``backend="auto"``, the default, then runs numba).  Float64 by default; float32 as an option for
+the loop on the device, whose answers to the host stay float64.
 """
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Callable
 
@@ -102,6 +104,12 @@ class TorchOracle:
     take and return numpy arrays (a host copy per call); :meth:`fused_mirror_descent` keeps the
     whole loop on the device.  ``fused``: the log-sum-exps and indexed adds run as the Triton
     kernels of :mod:`~ektelo_pgm.pgm.torch_fused` (default :func:`fuses`), else as torch's operations.
+
+    ``dtype`` is the precision of the device loop only.  What the host reads (:meth:`marginals`,
+    :meth:`log_partition`, :meth:`gap`, so the loss and gap a model reports) is computed in float64
+    by :attr:`exact`, the same plan in float64: in float32 a belief of magnitude 60 (adult, 9 random
+    triples) is resolved to 1e-5 of its marginal, which on a table of a million records put the
+    reported loss 0.3% below the optimum and the gap off by 700 times.
     """
 
     scale = None
@@ -131,11 +139,21 @@ class TorchOracle:
             warnings.warn(f"torch oracle: no fused kernels ({FUSED_FAILURES[-1]}); running torch's operations")
             self.fused = False
             self._plan(base)
+        self.exact = self if self.dtype == torch.float64 else self._widened()
 
     def __getattr__(self, name):  # the parameter layout and the rest of the numba oracle
         if name == "base":
             raise AttributeError(name)
         return getattr(self.base, name)
+
+    def _widened(self) -> TorchOracle:
+        """This oracle in float64 on the same plan (its index tensors shared, its scratch its own)."""
+        wide = copy.copy(self)
+        wide.dtype = self.torch.float64
+        if self.fused:
+            wide.scratch = self.torch.empty_like(self.scratch, dtype=wide.dtype)
+        wide.exact = wide
+        return wide
 
     # ---------------------------------------------------------------- the plan (host, once)
     def _plan(self, base) -> None:
@@ -312,13 +330,14 @@ class TorchOracle:
 
     # ---------------------------------------------------------------- the Oracle protocol
     def marginals(self, theta: np.ndarray, total: float) -> np.ndarray:
-        """A fresh numpy buffer of the parameter cliques' marginals (counts) at ``theta``."""
-        mu = self._calibrate(self._tensor(theta), float(total))
-        return mu.to(self.torch.float64).cpu().numpy()
+        """A fresh numpy buffer of the parameter cliques' marginals (counts) at ``theta``, in float64."""
+        exact = self.exact
+        return exact._calibrate(exact._tensor(theta), float(total)).cpu().numpy()
 
     def log_partition(self, theta: np.ndarray) -> float:
-        """The log partition function at ``theta`` (the collect pass only)."""
-        return float(self._log_z(self._collect(self._tensor(theta))[0]))
+        """The log partition function at ``theta`` (the collect pass only), in float64."""
+        exact = self.exact
+        return float(exact._log_z(exact._collect(exact._tensor(theta))[0]))
 
     def gap(self, mu: np.ndarray, grad: np.ndarray, total: float, resolution: float) -> float:
         """The Frank-Wolfe gap bound of :meth:`MarginalOracle.gap
@@ -343,11 +362,19 @@ class TorchOracle:
         its decisions taken on the device; the host looks at the stopping flags (and reports to
         ``callback``) every :data:`CHECK_EVERY` trials on CUDA, after each on the CPU.  A loss
         with a Python part (non-identity queries, a callable) runs the host loop instead.
-        Returns ``(theta, loss, iterations)``."""
+        A float32 loop whose line search runs out (float32 no longer resolves a step's decrease:
+        on adult with 9 triples after 3,612 iterations, 2.7% above float64's loss at 10,000) goes
+        on in float64 for the iterations left.  Returns ``(theta, loss, iterations)``."""
         if objective.needs_python:
             return mirror_loop(self, objective, total, theta, iters, tol, first, callback)
         loop = _DeviceLoop(self, objective, float(total), theta, int(iters), float(tol), float(first))
-        return loop.run(callback)
+        theta, value, done = loop.run(callback)
+        if loop.exhausted and self.exact is not self:
+            shifted = None if callback is None else (lambda t, v: callback(done + t, v))
+            rest = _DeviceLoop(self.exact, objective, float(total), theta, int(iters) - done, float(tol), float(first))
+            theta, value, more = rest.run(shifted)
+            done += more
+        return theta, value, done
 
 
 class _DeviceLoop:
@@ -468,6 +495,12 @@ class _DeviceLoop:
             GRAPH_FAILURES.append(self.oracle.graph_error)
             warnings.warn(f"torch oracle: no CUDA graph ({self.oracle.graph_error}); running eagerly")
             return None
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether the loop stopped because no trial of its line search lowered the loss (a smooth
+        loss's convergence, at the loop's precision)."""
+        return self.smooth and bool(self.stopped) and int(self.trial) == HALVINGS
 
     def _state(self):
         return [self.theta, self.mu, self.grad, self.value, self.best, self.best_value, self.alpha, self.streak,
