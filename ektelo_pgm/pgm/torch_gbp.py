@@ -32,26 +32,28 @@ class TorchConvexGBP:
         def f(a):
             return t(np.asarray(a, dtype=np.float64), torch.float64).to(self.dtype)
 
-        segs, outs, below_src, below_dst, parent_dst, parent_src = [], [], [], [], [], []
+        def cells(start, stop):
+            return torch.arange(int(start), int(stop), dtype=torch.int64, device=self.device)
+
+        segs, outs, parent_dst, parent_src = [], [], [], []
         for j in range(len(host)):
             p0, p1 = off[host[j]], off[host[j] + 1]
-            edge = np.asarray(maps[map_off[j]:map_off[j] + p1 - p0], dtype=np.int64)
-            pre = preimages(graph.domain, graph.regions[host[j]], graph.regions[child[j]], p0)
-            segs.append(pre)
-            outs.append(msg_off[j] + np.arange(len(pre)))
-            parent_dst.append(np.arange(p0, p1))
-            parent_src.append(msg_off[j] + edge)
-        self.lse = [(t(i), t(o)) for i, o in group_segments(segs, outs)]
+            segs.append(preimages(torch, graph.domain, graph.regions[host[j]], graph.regions[child[j]], int(p0),
+                                  torch.int64, self.device))
+            outs.append(cells(msg_off[j], msg_off[j + 1]))
+            parent_dst.append(cells(p0, p1))
+            parent_src.append(t(msg_off[j] + np.asarray(maps[map_off[j]:map_off[j] + p1 - p0], dtype=np.int64)))
+        self.lse = group_segments(torch, segs, outs)
         self.n_msg, self.cells = int(msg_off[-1]), int(off[-1])
-        self.absorb_parent = [(t(d), t(s)) for d, s in layers(parent_dst, parent_src)]
+        self.absorb_parent = layers(torch, list(host), parent_dst, parent_src)
         msg_cell = np.asarray(lay["msg_cell"], dtype=np.int64)
         self.absorb_child = [(t(msg_cell[m]), t(m)) for m in rank_layers(msg_cell)]
         self.msg_cell = t(msg_cell)
         self.child_cells, self.msg_pos = t(ref.child_cells), t(ref.msg_pos)
         self.pos_layers = [(t(ref.msg_pos[m]), t(m)) for m in rank_layers(ref.msg_pos)]
         self.kappa_cell, self.kappa_msg, self.denominator = f(ref.kappa_cell), f(ref.kappa_msg), f(ref.denominator)
-        self.normalise = [(t(i), t(o)) for i, o in group_segments([np.arange(off[r], off[r + 1]) for r in range(len(off) - 1)],
-                                                         [[r] for r in range(len(off) - 1)])]
+        self.normalise = group_segments(torch, [cells(off[r], off[r + 1]) for r in range(len(off) - 1)],
+                                        [cells(r, r + 1) for r in range(len(off) - 1)])
         self.owner = t(np.repeat(np.arange(len(off) - 1), np.diff(off)))
         self.messages = torch.zeros(self.n_msg, dtype=self.dtype, device=self.device)
         if messages is not None:

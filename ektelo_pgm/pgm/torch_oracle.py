@@ -4,7 +4,7 @@ A third implementation of :class:`~ektelo_pgm.pgm.optimizers.Oracle`, beside the
 junction-tree oracle (:class:`~ektelo_pgm.pgm.inference.MarginalOracle`, the reference) and
 APPGM's region graph: :class:`TorchOracle` runs the same log-space belief propagation over the
 same flat buffers, with every table of the tree in one device tensor.  The work of cliques at
-the same height of the tree is batched: the junction tree is turned once, on the host, into
+the same height of the tree is batched: the junction tree is turned once, on the device, into
 index tensors (which cells of which buffer feed which cell of which other,
 :mod:`ektelo_pgm.pgm.torch_tensors`), so that one calibration is a fixed sequence of gathers,
 log-sum-exps and index-adds whose count grows with the tree's height and the number of distinct
@@ -33,11 +33,10 @@ from ..errors import InputError
 from ..kernels.interrupt import sigint_received
 from ..kernels.tree import ARMIJO, GROW_AFTER, HALVINGS, MIN_DECREASE, TINY
 from .backends import Device, register
-from .junction_tree import index_map
 from .optimizers import mirror_loop
 from .torch_gbp import TorchConvexGBP
-from .torch_tensors import (as_device, cuda_available, group_segments, layers, load_torch, lse_rows, preimages,
-                            rank_layers, take, torch_available, triton_available)
+from .torch_tensors import (as_device, cell_map, cuda_available, group_segments, layers, load_torch, lse_rows,
+                            preimages, rank_layers, take, torch_available, triton_available)
 
 #: Line-search trials run on a CUDA device between two looks of the host at the stopping flags
 #: (on torch's CPU device the host looks after every trial).
@@ -155,25 +154,33 @@ class TorchOracle:
         wide.exact = wide
         return wide
 
-    # ---------------------------------------------------------------- the plan (host, once)
+    # ---------------------------------------------------------------- the plan (once, on the device)
     def _plan(self, base) -> None:
         torch, dev = self.torch, self.device
+        index = torch.int32 if self.fused else torch.int64  # the fused kernels read 4-byte indices
         tree, domain = base.tree, base.domain
         layout = base.layout
-        off = layout.clique_off
+        off, p_off = layout.clique_off, base.p_off
         k = len(tree.cliques)
         self.tree_cells = int(off[-1])
         if self.fused:
             from . import torch_fused
             self.kernels = torch_fused
 
+        def cells(start, stop):
+            return torch.arange(int(start), int(stop), dtype=index, device=dev)
+
+        def grouped(big, small, start):  # big's cells at start, a row per cell of small
+            return preimages(torch, domain, big, small, int(start), index, dev)
+
+        def mapped(big, small, start):  # for each cell of big, its cell of small at start
+            return cell_map(torch, domain, big, small, index, dev) + int(start)
+
         # assembly: log_phi[host cells] += theta[param cells], layered by rank within the host
         host = [tree.host(cl) for cl in base.cliques]
-        dst, src = [], []
-        for j, (cl, h) in enumerate(zip(base.cliques, host)):
-            dst.append(np.arange(off[h], off[h + 1]))
-            src.append(base.p_off[j] + index_map(domain, tree.cliques[h], cl).astype(np.int64))
-        self.assembly = [self._pairs(d, s) for d, s in layers(dst, src)]
+        self.assembly = layers(torch, host, [cells(off[h], off[h + 1]) for h in host],
+                               [mapped(tree.cliques[h], cl, p_off[j])
+                                for j, (cl, h) in enumerate(zip(base.cliques, host))])
 
         # the forest re-rooted at each component's centre (fewest levels: a chain of k cliques takes
         # about k / 2 steps a pass instead of k); the same separators, whichever end is the child
@@ -194,11 +201,6 @@ class TorchOracle:
         for c in order:  # parents first
             if parent[c] >= 0:
                 depth[c] = depth[parent[c]] + 1
-        up_maps, down_maps = {}, {}
-        for c in range(k):
-            if parent[c] >= 0:
-                up_maps[c] = index_map(domain, tree.cliques[c], seps[c]).astype(np.int64).ravel()
-                down_maps[c] = index_map(domain, tree.cliques[parent[c]], seps[c]).astype(np.int64).ravel()
 
         # collect: per height, the up messages (log-sum-exp of the clique's cells onto its separator)
         # and their absorption into the parents
@@ -212,14 +214,12 @@ class TorchOracle:
             senders = by_height.get(h, [])
             if not senders:
                 continue
-            segs, outs = [], []
-            for c in senders:
-                pre = preimages(domain, tree.cliques[c], seps[c], off[c])
-                segs.append(pre)
-                outs.append(sep_off[c] + np.arange(len(pre)))
-            absorb = layers([np.arange(off[parent[c]], off[parent[c] + 1]) for c in senders],
-                             [sep_off[c] + down_maps[c] for c in senders])
-            self.collect.append((self._reductions(segs, outs), [self._pairs(d, s) for d, s in absorb]))
+            up = self._reductions([grouped(tree.cliques[c], seps[c], off[c]) for c in senders],
+                                  [cells(sep_off[c], sep_off[c + 1]) for c in senders])
+            absorb = layers(torch, [parent[c] for c in senders],
+                            [cells(off[parent[c]], off[parent[c] + 1]) for c in senders],
+                            [mapped(tree.cliques[parent[c]], seps[c], sep_off[c]) for c in senders])
+            self.collect.append((up, absorb))
 
         # distribute: per depth, the parents' separator marginals (log-sum-exp) less the child's up
         # message, added into the child
@@ -228,51 +228,35 @@ class TorchOracle:
             receivers = by_depth.get(d + 1, [])
             if not receivers:
                 continue
-            segs, outs = [], []
-            for c in receivers:
-                pre = preimages(domain, tree.cliques[parent[c]], seps[c], off[parent[c]])
-                segs.append(pre)
-                outs.append(sep_off[c] + np.arange(len(pre)))
-            into = self._pairs(np.concatenate([np.arange(off[c], off[c + 1]) for c in receivers]),
-                               np.concatenate([sep_off[c] + up_maps[c] for c in receivers]))
-            self.distribute.append((self._reductions(segs, outs), into))
+            down = self._reductions([grouped(tree.cliques[parent[c]], seps[c], off[parent[c]]) for c in receivers],
+                                    [cells(sep_off[c], sep_off[c + 1]) for c in receivers])
+            into = (torch.cat([cells(off[c], off[c + 1]) for c in receivers]),
+                    torch.cat([mapped(tree.cliques[c], seps[c], sep_off[c]) for c in receivers]))
+            self.distribute.append((down, into))
 
         # marginals: each parameter cell the log-sum-exp of its host cells, then normalised per clique
-        segs, outs = [], []
-        for j, (cl, h) in enumerate(zip(base.cliques, host)):
-            pre = preimages(domain, tree.cliques[h], cl, off[h])
-            segs.append(pre)
-            outs.append(base.p_off[j] + np.arange(len(pre)))
-        self.project = self._reductions(segs, outs)
-        p_off = np.asarray(base.p_off)
-        self.normalise = self._reductions([np.arange(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))],
-                                          [[j] for j in range(len(base.cliques))])
+        self.project = self._reductions([grouped(tree.cliques[h], cl, off[h]) for cl, h in zip(base.cliques, host)],
+                                        [cells(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))])
+        self.normalise = self._reductions([cells(p_off[j], p_off[j + 1]) for j in range(len(base.cliques))],
+                                          [cells(j, j + 1) for j in range(len(base.cliques))])
         self.owner = torch.as_tensor(np.repeat(np.arange(len(base.cliques)), np.diff(p_off)), device=dev)
         roots = [c for c in range(k) if parent[c] < 0]
-        self.roots = self._reductions([np.arange(off[c], off[c + 1]) for c in roots], [[i] for i in range(len(roots))])
+        self.roots = self._reductions([cells(off[c], off[c + 1]) for c in roots],
+                                      [cells(i, i + 1) for i in range(len(roots))])
         self.n_roots = len(roots)
         if self.fused:  # the split reductions' partial results, and the identity map that reads them
             reductions = [r for lse, _ in self.collect + self.distribute for r in lse]
-            cells = self.kernels.scratch_cells(reductions + self.project + self.normalise + self.roots)
-            self.scratch = torch.empty(cells, dtype=self.dtype, device=dev)
-            self.identity = torch.arange(cells, dtype=torch.int32, device=dev)
-
-    def _index(self, a):
-        """An index array as a device tensor: int32 for the fused kernels, int64 for torch's."""
-        dtype = np.int32 if self.fused else np.int64
-        return self.torch.as_tensor(np.ascontiguousarray(a, dtype=dtype), device=self.device)
-
-    def _pairs(self, dst, src) -> tuple:
-        """``(dst, src)`` index arrays of an indexed add, on the device."""
-        return self._index(dst), self._index(src)
+            partials = self.kernels.scratch_cells(reductions + self.project + self.normalise + self.roots)
+            self.scratch = torch.empty(partials, dtype=self.dtype, device=dev)
+            self.identity = torch.arange(partials, dtype=torch.int32, device=dev)
 
     def _reductions(self, blocks, outputs) -> list:
         """Segments of a buffer to log-sum-exp and their destinations (:func:`group_segments`'
         arguments), planned for the fused kernel or as torch index pairs."""
-        groups = group_segments(blocks, outputs)
+        groups = group_segments(self.torch, blocks, outputs)
         if self.fused:
-            return [self.kernels.plan_reduction(self._index(i), self._index(o)) for i, o in groups]
-        return [(self._index(i), self._index(o)) for i, o in groups]
+            return [self.kernels.plan_reduction(i, o) for i, o in groups]
+        return groups
 
     # ---------------------------------------------------------------- the passes (device)
     def _lse_into(self, src, groups, out, sub=None):

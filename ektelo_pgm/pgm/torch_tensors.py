@@ -1,10 +1,13 @@
 """What the torch implementations share: torch loaded lazily, and the index plans and gathers
 that turn a junction tree's or region graph's sums into batched device operations.
 
-The plans are numpy (built once, on the host): segments of a source buffer grouped by length
-(:func:`group_segments`), the cells of a table grouped by their cell of a smaller one (:func:`preimages`),
-index-adds split into layers without colliding destinations (:func:`layers`, :func:`rank_layers`)
-so that every sum is deterministic.  :func:`take` and :func:`lse_rows` read them on the device.
+The plans are index tensors built once, on the device that reads them: the cells of a table
+grouped by their cell of a smaller one (:func:`preimages`) or mapped to it (:func:`cell_map`),
+segments grouped by length (:func:`group_segments`), index-adds split into layers without
+colliding destinations (:func:`layers`; :func:`rank_layers` for host arrays) so that every sum is
+deterministic.  A junction tree's plan is made there whole (no pass over it on the host, no copy
+to the device); a region graph's adds the maps of its host layout.  :func:`take` and
+:func:`lse_rows` read them.
 """
 from __future__ import annotations
 
@@ -46,46 +49,53 @@ def cuda_available() -> bool:
         return False
 
 
-def group_segments(blocks: list, outputs: list) -> list:
-    """Blocks of segments (2-D index arrays into a source buffer, one segment a row) grouped by
-    segment length: ``[(idx (G, R), out (G,))]`` with ``out`` the destination of each segment's
-    reduction (numpy int64; ``outputs[i]`` holds one destination per row of ``blocks[i]``)."""
-    by: dict = {}
-    for block, out in zip(blocks, outputs):
-        block = np.asarray(block, dtype=np.int64).reshape(len(out), -1)
-        by.setdefault(block.shape[1], ([], []))
-        by[block.shape[1]][0].append(block)
-        by[block.shape[1]][1].append(np.asarray(out, dtype=np.int64))
-    return [(np.concatenate(b), np.concatenate(o)) for _, (b, o) in sorted(by.items())]
-
-
-def preimages(domain, big, small, start: int) -> np.ndarray:
+def preimages(torch, domain, big, small, start: int, dtype, device):
     """The cells of the table over ``big`` (C order, at ``start`` of a flat buffer) grouped by
     their cell of the table over ``small`` (raveled in the order given): ``(small cells,
-    preimages)`` flat indices, each row in increasing order.  A transpose, no sort."""
+    preimages)`` flat indices of ``dtype`` on ``device``, each row in increasing order.  A
+    transpose, no sort, made where it is read."""
     big, small = tuple(big), tuple(small)
-    shape = [domain[a] for a in big]
     axes = [big.index(a) for a in small] + [i for i, a in enumerate(big) if a not in small]
-    m = int(np.prod([domain[a] for a in small], dtype=np.int64))
-    return np.arange(start, start + int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape).transpose(
-        axes).reshape(m, -1)
+    cells = torch.arange(start, start + domain.size(big), dtype=dtype, device=device)
+    return cells.reshape([domain[a] for a in big]).permute(axes).reshape(domain.size(small), -1)
 
 
-def layers(dst: list, src: list) -> list:
-    """Pairs of index arrays split into layers whose destinations are unique within a layer
-    (the ``r``-th pair of each destination block in layer ``r``): index-adds then need no atomics
-    that collide, so the sums are deterministic."""
+def cell_map(torch, domain, big, small, dtype, device):
+    """For each cell of the table over ``big`` (C order), the raveled index of its cell over
+    ``small`` (a subset, raveled in the order given): ``small``'s cells laid along ``big``'s axes,
+    of ``dtype`` on ``device``."""
+    big, small = tuple(big), tuple(small)
+    grid = torch.arange(domain.size(small), dtype=dtype, device=device).reshape([domain[a] for a in small])
+    grid = grid.permute([small.index(a) for a in big if a in small])
+    return grid.reshape([domain[a] if a in small else 1 for a in big]).expand([domain[a] for a in big]).reshape(-1)
+
+
+def group_segments(torch, blocks: list, outputs: list) -> list:
+    """Blocks of segments (index tensors of one device; ``blocks[i]`` one segment a row, a row
+    for each of ``outputs[i]``) grouped by segment length: ``[(idx (G, R), out (G,))]`` with
+    ``out`` the destination of each segment's reduction."""
+    by: dict = {}
+    for block, out in zip(blocks, outputs):
+        block = block.reshape(len(out), -1)
+        idx, dst = by.setdefault(block.shape[1], ([], []))
+        idx.append(block)
+        dst.append(out)
+    return [(torch.cat(b), torch.cat(o)) for _, (b, o) in sorted(by.items())]
+
+
+def layers(torch, keys: list, dst: list, src: list) -> list:
+    """Pairs of index tensors ``(dst[i], src[i])`` into destination blocks ``keys[i]`` split into
+    layers in which no block repeats (its ``r``-th pair in layer ``r``): index-adds then need no
+    atomics that collide, so the sums are deterministic."""
     out: dict = {}
     rank: dict = {}
-    for d, s, in zip(dst, src):
-        key = int(d[0]) if len(d) else -1
+    for key, d, s in zip(keys, dst, src):
         r = rank.get(key, 0)
         rank[key] = r + 1
-        out.setdefault(r, ([], []))
-        out[r][0].append(d)
-        out[r][1].append(s)
-    return [(np.concatenate(d).astype(np.int64, copy=False), np.concatenate(s).astype(np.int64, copy=False))
-            for _, (d, s) in sorted(out.items())]
+        ds, ss = out.setdefault(r, ([], []))
+        ds.append(d)
+        ss.append(s)
+    return [(torch.cat(d), torch.cat(s)) for _, (d, s) in sorted(out.items())]
 
 
 def take(src, idx):
