@@ -3,12 +3,14 @@
 #
 #   benchmarks/gpu_session.sh bundle     # here: what the GPU machine lacks, into .gpu/ (ignored; carry it)
 #   benchmarks/gpu_session.sh --quick    # here, on the CPU: the same steps as a smoke test (minutes; with
-#                                        # --fused: that mode's steps)
+#                                        # --rerun: that mode's steps)
 #   benchmarks/gpu_session.sh            # there: every step below, in about 7 minutes
 #   benchmarks/gpu_session.sh --missing  # there: only the runs benchmarks/results/gpu_vs_mbi.json lacks, failed
 #                                        # or timed out (a grid split over sessions)
-#   benchmarks/gpu_session.sh --fused    # there: after a change to the oracle, ours on the GPU again (fused
-#                                        # and unfused), and mbi where it lacks a run; merge the JSON afterwards
+#   benchmarks/gpu_session.sh --rerun    # there: after a change to the oracle, ours again where the targets
+#                                        # read it (the large cases on the GPU, first call profiled, AIM on
+#                                        # the GPU and the CPU), the rest as time allows
+# --missing and --rerun start from the recorded runs: their gpu_vs_mbi.json replaces the recorded one.
 #
 # The bundle: the mbi 2.0.0 wheel (its needs, JAX included, are on the machine), the shared adult
 # and titanic tables, and the author's mechanism scripts (a clone of private-pgm: $PRIVATE_PGM_GIT,
@@ -44,8 +46,8 @@ mode=()  # the option gpu_vs_mbi.py runs with: --quick, --missing or none
 [[ " $* " == *" --quick "* ]] && mode=(--quick)
 out=${OUT:-/tmp/gpu_session}
 mkdir -p "$out"
-if [ "${1:-}" = --missing ]; then  # both streams start from the recorded runs, and skip what they hold
-    mode=(--missing)
+[ "${1:-}" = --missing ] && mode=(--missing)  # both streams skip the runs they hold
+if [ "${1:-}" = --missing ] || [ "${1:-}" = --rerun ]; then  # both streams start from the recorded runs
     cp benchmarks/results/gpu_vs_mbi.json "$out/gpu_vs_mbi.json"
     cp benchmarks/results/gpu_vs_mbi.json "$out/gpu_vs_mbi_cpu.json"
 fi
@@ -140,7 +142,7 @@ gpu_checks() {  # how the GPU stream starts, whatever it measures: the CUDA test
     run pytest 90 $python -m pytest -q -rs -p no:cacheprovider -n 4 tests/test_torch_oracle.py
     steps=gpu_steps
     grep -E "passed|failed|error" "$out/pytest.log" | tail -1 | while read -r line; do log "pytest: $line"; done
-    bench gpu-first-call 70 30 --cases adult-k9-large chain-1000 --sides ours-gpu --first-call
+    bench gpu-first-call 40 30 --cases adult-k9-large --sides ours-gpu --first-call
 }
 gpu_stream() {
     gpu_checks
@@ -149,17 +151,17 @@ gpu_stream() {
     bench gpu-rest 100 30 --cases "${rest[@]}" --sides ours-gpu mbi
     bench gpu-aim-mbi 130 60 --cases aim-adult-eps3 aim-bn40-eps1 --sides mbi
 }
-if [[ " $* " == *" --fused "* ]]; then  # after a change to the fused kernels: ours on the GPU again, what mbi lacks
+if [[ " $* " == *" --rerun "* ]]; then  # the targets' runs first
     cpu_stream() {
         export NUMBA_NUM_THREADS=8 OMP_NUM_THREADS=8 steps=cpu_steps
-        bench cpu-aim 300 250 --cases aim-bn40-eps1 --sides ours-cpu
+        bench cpu-aim 420 400 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-cpu
     }
     gpu_stream() {
         gpu_checks
-        bench gpu-big 150 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 ours-gpu-unfused --profile
-        bench gpu-rest 90 25 --cases "${rest[@]}" --sides ours-gpu
-        bench gpu-aim-ours 90 80 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
-        bench gpu-rest-mbi 100 25 --cases adult-k3 chain-100 chain-1000 appgm-30x100 --sides mbi
+        bench gpu-big 110 40 --cases "${big[@]}" --sides ours-gpu ours-gpu-f32 --profile
+        bench gpu-aim-ours 200 190 --cases aim-adult-eps3 aim-bn40-eps1 --sides ours-gpu
+        bench gpu-rest 60 25 --cases adult-300k adult-k9 adult-k3 --sides ours-gpu
+        bench gpu-deep 40 30 --cases chain-100 chain-1000 --sides ours-gpu --curve-iters  # no mbi runs to meet
     }
 fi
 # the two streams write one JSON: the CPU stream's to its own file, merged at the end
