@@ -337,7 +337,8 @@ def test_float32_loop_ends_near_the_float64_loss(small_problem):
 
 
 @needs_torch
-def test_float32_reports_float64_answers_and_finishes_its_loop_in_float64():
+@pytest.mark.parametrize("backend", TORCH_BACKENDS)
+def test_float32_reports_float64_answers_and_finishes_its_loop_in_float64(backend):
     # A million records: float32 resolves a marginal of 1e5 to about 0.1, so its line search ran out
     # after 28 iterations, and the loss it reported, from its own marginals, lay 0.3% below the optimum.
     rng = np.random.default_rng(0)
@@ -346,7 +347,7 @@ def test_float32_reports_float64_answers_and_finishes_its_loop_in_float64():
     ms = noisy(data, [("a0", "a1"), ("a1", "a2", "a3"), ("a3", "a4"), ("a2", "a5"), ("a6",), ("a5", "a6"),
                       ("a4", "a6")], 10.0, rng)
     seen = []
-    got = estimate(domain, ms, method="mirror", iters=1000, backend="torch-cpu", dtype="float32",
+    got = estimate(domain, ms, method="mirror", iters=1000, backend=backend, dtype="float32",
                    callback=lambda t, v: seen.append(t))
     ref = estimate(domain, ms, method="mirror", iters=1000)
     optimum = estimate(domain, ms, method="lbfgs", iters=1000).loss
